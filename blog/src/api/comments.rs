@@ -1,0 +1,33 @@
+//! C3 comment on a post, Q4 list a post's comments.
+
+use lambda_http::Request;
+use serde::Deserialize;
+
+use super::{ApiResult, App, Reply, request};
+use crate::{ids::PostId, text};
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct NewComment {
+    content: String,
+}
+
+/// C3 `POST /posts/{postId}/comments`: needs a profile (403) and the post (404).
+pub async fn create_comment(app: &App, req: Request) -> ApiResult {
+    let caller = request::caller(app, &req)?;
+    let post = request::path_id(&req, "postId", PostId::parse)?;
+    let body: NewComment = request::json_body(&req)?;
+    let content = text::comment_content(&body.content)?;
+    Reply::created(&app.store.create_comment(&post, &caller, content).await?)
+}
+
+/// Q4 `GET /posts/{postId}/comments`: oldest first.
+pub async fn list_comments(app: &App, req: Request) -> ApiResult {
+    let post = request::path_id(&req, "postId", PostId::parse)?;
+    let (limit, cursor) = request::page(&req)?;
+    Reply::ok(
+        &app.store
+            .list_comments(&post, limit, cursor.as_deref())
+            .await?,
+    )
+}

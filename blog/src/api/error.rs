@@ -1,0 +1,114 @@
+//! Every way a request can fail, and its HTTP status, code and message.
+
+use lambda_http::http::StatusCode;
+use serde_json::json;
+use thiserror::Error;
+
+use crate::{ids::IdError, store::StoreError, text::TextError};
+
+#[derive(Debug, Error)]
+pub enum ApiError {
+    #[error("{message}")]
+    BadRequest { code: &'static str, message: String },
+    #[error("this request needs an authenticated caller")]
+    Unauthorized,
+    #[error("{0}")]
+    Forbidden(&'static str),
+    #[error("{0}")]
+    NotFound(&'static str),
+    #[error("{message}")]
+    Conflict { code: &'static str, message: String },
+    #[error("request body is larger than {limit} bytes")]
+    PayloadTooLarge { limit: usize },
+    #[error("{0}")]
+    Unavailable(String),
+    #[error("{0}")]
+    Internal(String),
+}
+
+impl ApiError {
+    pub fn bad_request(code: &'static str, message: impl Into<String>) -> Self {
+        Self::BadRequest {
+            code,
+            message: message.into(),
+        }
+    }
+
+    pub fn status(&self) -> StatusCode {
+        match self {
+            Self::BadRequest { .. } => StatusCode::BAD_REQUEST,
+            Self::Unauthorized => StatusCode::UNAUTHORIZED,
+            Self::Forbidden(_) => StatusCode::FORBIDDEN,
+            Self::NotFound(_) => StatusCode::NOT_FOUND,
+            Self::Conflict { .. } => StatusCode::CONFLICT,
+            Self::PayloadTooLarge { .. } => StatusCode::PAYLOAD_TOO_LARGE,
+            Self::Unavailable(_) => StatusCode::SERVICE_UNAVAILABLE,
+            Self::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
+        }
+    }
+
+    pub fn code(&self) -> &'static str {
+        match self {
+            Self::BadRequest { code, .. } | Self::Conflict { code, .. } => code,
+            Self::Unauthorized => "unauthorized",
+            Self::Forbidden(_) => "forbidden",
+            Self::NotFound(_) => "not_found",
+            Self::PayloadTooLarge { .. } => "payload_too_large",
+            Self::Unavailable(_) => "unavailable",
+            Self::Internal(_) => "internal",
+        }
+    }
+
+    /// The JSON error body. Details of 5xx errors go to the log, not the client.
+    pub fn body(&self) -> serde_json::Value {
+        let message = match self {
+            Self::Unavailable(_) => "the database is unavailable; try again shortly".to_owned(),
+            Self::Internal(_) => "internal error".to_owned(),
+            other => other.to_string(),
+        };
+        json!({ "error": { "code": self.code(), "message": message } })
+    }
+
+    pub fn log(&self) {
+        if self.status().is_server_error() {
+            tracing::error!(code = self.code(), error = %self, "request failed");
+        } else {
+            tracing::info!(code = self.code(), error = %self, "request rejected");
+        }
+    }
+}
+
+impl From<StoreError> for ApiError {
+    fn from(err: StoreError) -> Self {
+        let message = err.to_string();
+        match err {
+            StoreError::UsernameTaken => Self::Conflict {
+                code: "username_taken",
+                message,
+            },
+            StoreError::ProfileExists => Self::Conflict {
+                code: "profile_exists",
+                message,
+            },
+            StoreError::NoProfile => Self::Forbidden("create your profile first (POST /users)"),
+            StoreError::NotAuthor => Self::Forbidden("only the post's author may change it"),
+            StoreError::UserNotFound => Self::NotFound("no such user"),
+            StoreError::PostNotFound => Self::NotFound("no such post"),
+            StoreError::BadCursor(_) => Self::bad_request("bad_cursor", message),
+            StoreError::Contention | StoreError::Unavailable(_) => Self::Unavailable(message),
+            StoreError::Internal(_) => Self::Internal(message),
+        }
+    }
+}
+
+impl From<TextError> for ApiError {
+    fn from(err: TextError) -> Self {
+        Self::bad_request("invalid_field", err.to_string())
+    }
+}
+
+impl From<IdError> for ApiError {
+    fn from(err: IdError) -> Self {
+        Self::bad_request("bad_id", err.to_string())
+    }
+}

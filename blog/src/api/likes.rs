@@ -1,0 +1,29 @@
+//! C4 like a post, Q5 list a post's likes.
+
+use lambda_http::Request;
+
+use super::{ApiResult, App, Reply, request};
+use crate::{ids::PostId, store::likes::Liked};
+
+/// C4 `POST /posts/{postId}/likes`: 201 with the new like, or 200 with the one
+/// the caller had already given.
+pub async fn like_post(app: &App, req: Request) -> ApiResult {
+    let caller = request::caller(app, &req)?;
+    let post = request::path_id(&req, "postId", PostId::parse)?;
+    request::no_body(&req)?;
+    match app.store.like_post(&post, &caller).await? {
+        Liked::New(like) => Reply::created(&like),
+        Liked::Already(like) => Reply::ok(&like),
+    }
+}
+
+/// Q5 `GET /posts/{postId}/likes`: newest first.
+pub async fn list_likes(app: &App, req: Request) -> ApiResult {
+    let post = request::path_id(&req, "postId", PostId::parse)?;
+    let (limit, cursor) = request::page(&req)?;
+    Reply::ok(
+        &app.store
+            .list_likes(&post, limit, cursor.as_deref())
+            .await?,
+    )
+}

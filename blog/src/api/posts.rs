@@ -1,0 +1,77 @@
+//! C2 create / edit a post, Q2 get a post, Q3 list a user's posts.
+
+use lambda_http::Request;
+use serde::Deserialize;
+
+use super::{ApiError, ApiResult, App, Reply, request};
+use crate::{
+    ids::{PostId, UserId},
+    store::posts::PostEdit,
+    text,
+};
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct NewPost {
+    title: String,
+    content: String,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct EditedPost {
+    title: Option<String>,
+    content: Option<String>,
+}
+
+/// C2 `POST /posts`: needs a profile (403 without).
+pub async fn create_post(app: &App, req: Request) -> ApiResult {
+    let caller = request::caller(app, &req)?;
+    let body: NewPost = request::json_body(&req)?;
+    let title = text::title(&body.title)?;
+    let content = text::post_content(&body.content)?;
+    Reply::created(&app.store.create_post(&caller, title, content).await?)
+}
+
+/// C2 `PUT /posts/{postId}`: only its author (403), at least one field.
+pub async fn update_post(app: &App, req: Request) -> ApiResult {
+    let caller = request::caller(app, &req)?;
+    let post = request::path_id(&req, "postId", PostId::parse)?;
+    let body: EditedPost = request::json_body(&req)?;
+    let edit = PostEdit {
+        title: body.title.as_deref().map(text::title).transpose()?,
+        content: body
+            .content
+            .as_deref()
+            .map(text::post_content)
+            .transpose()?,
+    };
+    if edit.title.is_none() && edit.content.is_none() {
+        return Err(ApiError::bad_request(
+            "invalid_field",
+            "give a title, a content, or both",
+        ));
+    }
+    Reply::ok(&app.store.edit_post(&post, &caller, edit).await?)
+}
+
+/// Q2 `GET /posts/{postId}`.
+pub async fn get_post(app: &App, req: Request) -> ApiResult {
+    let post = request::path_id(&req, "postId", PostId::parse)?;
+    match app.store.get_post(&post).await? {
+        Some(found) => Reply::ok(&found),
+        None => Err(ApiError::NotFound("no such post")),
+    }
+}
+
+/// Q3 `GET /users/{userId}/posts`: short forms, newest first. A user with no
+/// posts, or no profile, has an empty list.
+pub async fn list_user_posts(app: &App, req: Request) -> ApiResult {
+    let user = request::path_id(&req, "userId", UserId::parse)?;
+    let (limit, cursor) = request::page(&req)?;
+    Reply::ok(
+        &app.store
+            .list_user_posts(&user, limit, cursor.as_deref())
+            .await?,
+    )
+}

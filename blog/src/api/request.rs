@@ -1,0 +1,111 @@
+//! Reading what a request carries: who calls, its path ids, its query and its
+//! JSON body, each validated before anything else looks at it.
+
+use lambda_http::{Body, Request, RequestExt, request::RequestContext};
+use serde::de::DeserializeOwned;
+
+use super::{ApiError, App};
+use crate::ids::{IdError, UserId};
+
+/// Bodies above this are refused before parsing (413).
+pub const MAX_BODY_BYTES: usize = 256 * 1024;
+pub const DEFAULT_LIMIT: usize = 20;
+pub const MAX_LIMIT: usize = 100;
+
+/// The header that stands in for the JWT when [`App::local_identity`] is on.
+pub const LOCAL_IDENTITY_HEADER: &str = "x-user-id";
+
+/// The caller's id: the `sub` claim that API Gateway's JWT authorizer verified,
+/// and nothing else, unless the local stand-in is on.
+pub fn caller(app: &App, req: &Request) -> Result<UserId, ApiError> {
+    let claim = match req.request_context_ref() {
+        Some(RequestContext::ApiGatewayV2(ctx)) => ctx
+            .authorizer
+            .as_ref()
+            .and_then(|a| a.jwt.as_ref())
+            .and_then(|jwt| jwt.claims.get("sub"))
+            .cloned(),
+        _ => None,
+    };
+    let local = || {
+        app.local_identity
+            .then(|| req.headers().get(LOCAL_IDENTITY_HEADER))
+            .flatten()
+            .map(|value| value.to_str().unwrap_or_default().to_owned())
+    };
+    let raw = claim.or_else(local).ok_or(ApiError::Unauthorized)?;
+    UserId::parse(&raw).map_err(|_| ApiError::Unauthorized)
+}
+
+/// A path parameter, parsed into its id type (400 when it does not match).
+pub fn path_id<T>(
+    req: &Request,
+    name: &str,
+    parse: fn(&str) -> Result<T, IdError>,
+) -> Result<T, ApiError> {
+    let params = req.path_parameters();
+    let raw = params
+        .first(name)
+        .ok_or_else(|| ApiError::bad_request("bad_id", format!("missing path parameter {name}")))?;
+    Ok(parse(raw)?)
+}
+
+/// `limit` (1–100, default 20) and the opaque `cursor` of a list request.
+pub fn page(req: &Request) -> Result<(usize, Option<String>), ApiError> {
+    let query = req.query_string_parameters();
+    let limit = match query.first("limit") {
+        None => DEFAULT_LIMIT,
+        Some(raw) => raw
+            .parse::<usize>()
+            .ok()
+            .filter(|n| (1..=MAX_LIMIT).contains(n))
+            .ok_or_else(|| {
+                ApiError::bad_request(
+                    "bad_limit",
+                    format!("limit must be an integer from 1 to {MAX_LIMIT}"),
+                )
+            })?,
+    };
+    let cursor = query.first("cursor").map(str::to_owned);
+    if cursor.as_deref() == Some("") {
+        return Err(ApiError::bad_request("bad_cursor", "cursor is malformed"));
+    }
+    Ok((limit, cursor))
+}
+
+/// The JSON body as `T`. Types that deny unknown fields make those a 400 too.
+pub fn json_body<T: DeserializeOwned>(req: &Request) -> Result<T, ApiError> {
+    let bytes = body_bytes(req)?;
+    if bytes.is_empty() {
+        return Err(ApiError::bad_request("bad_json", "a JSON body is required"));
+    }
+    serde_json::from_slice(bytes)
+        .map_err(|e| ApiError::bad_request("bad_json", format!("invalid JSON body: {e}")))
+}
+
+/// For requests that take no body: nothing, or an empty JSON object.
+pub fn no_body(req: &Request) -> Result<(), ApiError> {
+    #[derive(serde::Deserialize)]
+    #[serde(deny_unknown_fields)]
+    struct Empty {}
+
+    if body_bytes(req)?.iter().all(u8::is_ascii_whitespace) {
+        return Ok(());
+    }
+    json_body::<Empty>(req).map(|_| ())
+}
+
+fn body_bytes(req: &Request) -> Result<&[u8], ApiError> {
+    let bytes: &[u8] = match req.body() {
+        Body::Empty => &[],
+        Body::Text(text) => text.as_bytes(),
+        Body::Binary(bytes) => bytes,
+        _ => &[],
+    };
+    if bytes.len() > MAX_BODY_BYTES {
+        return Err(ApiError::PayloadTooLarge {
+            limit: MAX_BODY_BYTES,
+        });
+    }
+    Ok(bytes)
+}

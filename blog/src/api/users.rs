@@ -1,0 +1,42 @@
+//! C1 create / edit a user, Q1 get a user.
+
+use lambda_http::Request;
+use serde::Deserialize;
+
+use super::{ApiError, ApiResult, App, Reply, request};
+use crate::{ids::UserId, text};
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct UsernameBody {
+    username: String,
+}
+
+/// C1 `POST /users`: creates the caller's own profile (409 the second time).
+pub async fn create_user(app: &App, req: Request) -> ApiResult {
+    let caller = request::caller(app, &req)?;
+    let body: UsernameBody = request::json_body(&req)?;
+    let username = text::username(&body.username)?;
+    Reply::created(&app.store.create_user(&caller, username).await?)
+}
+
+/// C1 `PUT /users/{userId}`: renames the caller (403 for anyone else).
+pub async fn update_user(app: &App, req: Request) -> ApiResult {
+    let caller = request::caller(app, &req)?;
+    let user = request::path_id(&req, "userId", UserId::parse)?;
+    if user != caller {
+        return Err(ApiError::Forbidden("you can only change your own profile"));
+    }
+    let body: UsernameBody = request::json_body(&req)?;
+    let username = text::username(&body.username)?;
+    Reply::ok(&app.store.rename_user(&user, username).await?)
+}
+
+/// Q1 `GET /users/{userId}`.
+pub async fn get_user(app: &App, req: Request) -> ApiResult {
+    let user = request::path_id(&req, "userId", UserId::parse)?;
+    match app.store.get_user(&user).await? {
+        Some(found) => Reply::ok(&found),
+        None => Err(ApiError::NotFound("no such user")),
+    }
+}

@@ -1,0 +1,173 @@
+//! Validated identifiers. Every id that reaches a key passed through here, so no
+//! client text can smuggle a `#` or another entity's key prefix into a key.
+
+use std::fmt;
+
+use serde::{Deserialize, Serialize};
+use thiserror::Error;
+use ulid::Ulid;
+
+#[derive(Debug, Error, PartialEq, Eq)]
+pub enum IdError {
+    #[error("{kind} must be a 26-character ULID in canonical upper-case form")]
+    NotUlid { kind: &'static str },
+    #[error("userId must be 1–128 characters of A–Z, a–z, 0–9 and . _ - | @")]
+    BadUserId,
+}
+
+/// A user's id is the caller's identity: the `sub` claim of their JWT (a UUID for
+/// Cognito; other issuers use forms like `auth0|123`), so its alphabet is wider
+/// than a ULID's, but it never contains `#`, the key separator.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(try_from = "String", into = "String")]
+pub struct UserId(String);
+
+impl UserId {
+    pub const MAX_LEN: usize = 128;
+
+    pub fn parse(raw: &str) -> Result<Self, IdError> {
+        let allowed =
+            |c: char| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-' | '|' | '@');
+        if raw.is_empty() || raw.len() > Self::MAX_LEN || !raw.chars().all(allowed) {
+            return Err(IdError::BadUserId);
+        }
+        Ok(Self(raw.to_owned()))
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl TryFrom<String> for UserId {
+    type Error = IdError;
+    fn try_from(raw: String) -> Result<Self, IdError> {
+        Self::parse(&raw)
+    }
+}
+
+impl From<UserId> for String {
+    fn from(id: UserId) -> String {
+        id.0
+    }
+}
+
+impl fmt::Display for UserId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+/// Server-generated, time-sortable ids. Sorting them as strings sorts them by
+/// creation time, which is what makes "newest first" a plain key order.
+macro_rules! ulid_id {
+    ($(#[$doc:meta])* $name:ident, $kind:literal) => {
+        $(#[$doc])*
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+        #[serde(try_from = "String", into = "String")]
+        pub struct $name(Ulid);
+
+        impl $name {
+            pub fn generate() -> Self {
+                Self(Ulid::generate())
+            }
+
+            /// Only the canonical spelling is accepted, so one id has one key.
+            pub fn parse(raw: &str) -> Result<Self, IdError> {
+                match Ulid::from_string(raw) {
+                    Ok(ulid) if ulid.to_string() == raw => Ok(Self(ulid)),
+                    _ => Err(IdError::NotUlid { kind: $kind }),
+                }
+            }
+        }
+
+        impl TryFrom<String> for $name {
+            type Error = IdError;
+            fn try_from(raw: String) -> Result<Self, IdError> {
+                Self::parse(&raw)
+            }
+        }
+
+        impl From<$name> for String {
+            fn from(id: $name) -> String {
+                id.0.to_string()
+            }
+        }
+
+        impl fmt::Display for $name {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                fmt::Display::fmt(&self.0, f)
+            }
+        }
+    };
+}
+
+ulid_id!(
+    /// Identifies a post.
+    PostId,
+    "postId"
+);
+ulid_id!(
+    /// Identifies a comment within its post.
+    CommentId,
+    "commentId"
+);
+ulid_id!(
+    /// Identifies a like within its post; it orders the post's likes by time.
+    LikeId,
+    "likeId"
+);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn user_ids_accept_identity_provider_subjects() {
+        for ok in [
+            "0b3f1e2a-8c1d-4f5e-9a7b-2c3d4e5f6a7b",
+            "auth0|12345",
+            "a",
+            "user.name@example_1",
+        ] {
+            assert_eq!(
+                UserId::parse(ok).map(|id| id.to_string()),
+                Ok(ok.to_owned())
+            );
+        }
+    }
+
+    #[test]
+    fn user_ids_reject_key_separators_and_junk() {
+        let too_long = "a".repeat(UserId::MAX_LEN + 1);
+        for bad in [
+            "",
+            "a#b",
+            "USER#x",
+            "with space",
+            "ü",
+            "a/b",
+            too_long.as_str(),
+        ] {
+            assert_eq!(UserId::parse(bad), Err(IdError::BadUserId), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn ulids_round_trip_and_only_canonical_form_parses() {
+        let id = PostId::generate();
+        let text = id.to_string();
+        assert_eq!(PostId::parse(&text), Ok(id));
+        assert!(PostId::parse(&text.to_lowercase()).is_err());
+        assert!(PostId::parse("POST#01ARZ3NDEKTSV4RRFFQ69G5FAV").is_err());
+        assert!(PostId::parse("01ARZ3NDEKTSV4RRFFQ69G5FA").is_err());
+        assert!(CommentId::parse("").is_err());
+    }
+
+    #[test]
+    fn ulids_sort_by_creation_time() {
+        let older = PostId::parse("01ARZ3NDEKTSV4RRFFQ69G5FAV").unwrap();
+        let newer = PostId::generate();
+        assert!(older.to_string() < newer.to_string());
+    }
+}

@@ -1,0 +1,104 @@
+//! Every key of the single table, in one place.
+//!
+//! | item            | PK                  | SK                  | GSI1PK        | GSI1SK              |
+//! |-----------------|---------------------|---------------------|---------------|---------------------|
+//! | user profile    | `USER#<userId>`     | `PROFILE`           | –             | –                   |
+//! | username claim  | `USERNAME#<lower>`  | `USERNAME`          | –             | –                   |
+//! | post            | `POST#<postId>`     | `POST`              | `USER#<userId>` | `POST#<postId>`   |
+//! | comment         | `POST#<postId>`     | `COMMENT#<commentId>` | `USER#<userId>` | `COMMENT#<commentId>` |
+//! | like            | `POST#<postId>`     | `LIKE#<likeId>`     | `USER#<userId>` | `LIKE#<likeId>`   |
+//! | like marker     | `POST#<postId>`     | `LIKER#<userId>`    | –             | –                   |
+//! | feed entry      | `FEED`              | `POST#<postId>`     | –             | –                   |
+//!
+//! A post's partition holds the post, its comments and its likes (the seeds' V3
+//! `posts` container), so a comment or like and the post's counter change in one
+//! single-partition transaction. GSI1 is overloaded: under `USER#<userId>` it lists
+//! what a user wrote, posts (Q3) as well as comments and likes (what a rename must
+//! fan out to). Profiles, username claims, markers and feed entries carry no GSI1
+//! keys, so the index stays sparse.
+//!
+//! Every function here takes validated ids ([`crate::ids`]), never raw client text.
+
+use crate::ids::{CommentId, LikeId, PostId, UserId};
+
+pub const PK: &str = "PK";
+pub const SK: &str = "SK";
+pub const GSI1: &str = "GSI1";
+pub const GSI1PK: &str = "GSI1PK";
+pub const GSI1SK: &str = "GSI1SK";
+
+pub const PROFILE_SK: &str = "PROFILE";
+pub const USERNAME_SK: &str = "USERNAME";
+pub const POST_SK: &str = "POST";
+pub const FEED_PK: &str = "FEED";
+
+/// Sort-key prefixes that begin a list inside a partition.
+pub const POST_PREFIX: &str = "POST#";
+pub const COMMENT_PREFIX: &str = "COMMENT#";
+pub const LIKE_PREFIX: &str = "LIKE#";
+
+pub fn user_pk(user: &UserId) -> String {
+    format!("USER#{user}")
+}
+
+/// Usernames are unique case-insensitively: the claim's key is the lower-cased name.
+pub fn username_pk(username: &str) -> String {
+    format!("USERNAME#{}", username.to_ascii_lowercase())
+}
+
+pub fn post_pk(post: &PostId) -> String {
+    format!("{POST_PREFIX}{post}")
+}
+
+pub fn comment_sk(comment: &CommentId) -> String {
+    format!("{COMMENT_PREFIX}{comment}")
+}
+
+pub fn like_sk(like: &LikeId) -> String {
+    format!("{LIKE_PREFIX}{like}")
+}
+
+/// One marker per (post, user): its conditional put is what makes a like unique.
+pub fn liker_sk(user: &UserId) -> String {
+    format!("LIKER#{user}")
+}
+
+/// GSI1 partition of everything a user wrote.
+pub fn user_items_pk(user: &UserId) -> String {
+    user_pk(user)
+}
+
+pub fn user_post_sk(post: &PostId) -> String {
+    post_pk(post)
+}
+
+pub fn user_comment_sk(comment: &CommentId) -> String {
+    comment_sk(comment)
+}
+
+pub fn user_like_sk(like: &LikeId) -> String {
+    like_sk(like)
+}
+
+pub fn feed_sk(post: &PostId) -> String {
+    post_pk(post)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn list_prefixes_do_not_overlap_other_items_of_the_same_partition() {
+        let user = UserId::parse("u1").unwrap();
+        // `LIKER#…` markers share the post partition with `LIKE#…` likes: a
+        // begins_with(LIKE#) query must not see them.
+        assert!(!liker_sk(&user).starts_with(LIKE_PREFIX));
+        assert!(!POST_SK.starts_with(COMMENT_PREFIX) && !POST_SK.starts_with(LIKE_PREFIX));
+    }
+
+    #[test]
+    fn username_claims_ignore_case() {
+        assert_eq!(username_pk("Alice_01"), username_pk("aLICE_01"));
+    }
+}

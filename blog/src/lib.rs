@@ -1,0 +1,19 @@
+//! The blog backend: one DynamoDB table, ten requests, one Lambda each.
+//!
+//! Read it top-down:
+//! - [`routes`]: the HTTP contract, route by route, and which function serves it.
+//! - [`api`]: one handler per request (C1–C4, Q1–Q6), parsing and authorising it.
+//! - [`store`]: the single-table data access, one module per entity.
+//! - [`keys`]: every key format of the table, in one place.
+//! - [`ids`], [`text`], [`model`]: validated identifiers, text rules and the JSON shapes.
+//! - [`startup`]: what every Lambda `main` calls.
+
+pub mod api;
+pub mod ids;
+pub mod keys;
+pub mod model;
+pub mod routes;
+pub mod startup;
+pub mod store;
+pub mod text;
+pub mod timestamp;

@@ -1,0 +1,76 @@
+//! The JSON shapes of the HTTP contract (camelCase, RFC 3339 UTC timestamps).
+
+use serde::{Deserialize, Serialize};
+
+use crate::ids::{CommentId, PostId, UserId};
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct User {
+    pub user_id: UserId,
+    pub username: String,
+    pub created_at: String,
+    pub updated_at: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Post {
+    pub post_id: PostId,
+    pub user_id: UserId,
+    pub username: String,
+    pub title: String,
+    pub content: String,
+    pub comment_count: u64,
+    pub like_count: u64,
+    pub created_at: String,
+    pub updated_at: String,
+}
+
+/// The short form of a post, as lists show it (Q3, Q6).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PostSummary {
+    pub post_id: PostId,
+    pub user_id: UserId,
+    pub username: String,
+    pub title: String,
+    pub summary: String,
+    pub comment_count: u64,
+    pub like_count: u64,
+    pub created_at: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Comment {
+    pub comment_id: CommentId,
+    pub post_id: PostId,
+    pub user_id: UserId,
+    pub username: String,
+    pub content: String,
+    pub created_at: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Like {
+    pub post_id: PostId,
+    pub user_id: UserId,
+    pub username: String,
+    pub created_at: String,
+}
+
+/// One page of a list. `next_cursor` is `null` on the last page.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Page<T> {
+    pub items: Vec<T>,
+    pub next_cursor: Option<String>,
+}
+
+/// The feed has no cursor: it is the newest posts, at most 100.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Feed {
+    pub items: Vec<PostSummary>,
+}

@@ -1,0 +1,69 @@
+//! The HTTP contract: every route, the function that serves it, and whether it
+//! needs an identity. `cargo lambda watch`'s router (Cargo.toml) and the HTTP
+//! API (template.yaml) must list exactly these; tests hold them to it.
+
+use lambda_http::Request;
+
+use crate::api::{self, ApiResult, App};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Route {
+    pub method: &'static str,
+    /// API Gateway's path template, with `{param}`s.
+    pub path: &'static str,
+    /// The Lambda function (and binary) that serves the route.
+    pub function: &'static str,
+    /// Write routes sit behind the JWT authorizer.
+    pub needs_identity: bool,
+}
+
+const fn route(
+    method: &'static str,
+    path: &'static str,
+    function: &'static str,
+    needs_identity: bool,
+) -> Route {
+    Route {
+        method,
+        path,
+        function,
+        needs_identity,
+    }
+}
+
+pub const ROUTES: [Route; 12] = [
+    route("POST", "/users", "create-user", true),
+    route("PUT", "/users/{userId}", "update-user", true),
+    route("GET", "/users/{userId}", "get-user", false),
+    route("POST", "/posts", "create-post", true),
+    route("PUT", "/posts/{postId}", "update-post", true),
+    route("GET", "/posts/{postId}", "get-post", false),
+    route("GET", "/users/{userId}/posts", "list-user-posts", false),
+    route("POST", "/posts/{postId}/comments", "create-comment", true),
+    route("GET", "/posts/{postId}/comments", "list-comments", false),
+    route("POST", "/posts/{postId}/likes", "like-post", true),
+    route("GET", "/posts/{postId}/likes", "list-likes", false),
+    route("GET", "/feed", "get-feed", false),
+];
+
+/// Runs the handler of `function`, as its Lambda would. For harnesses that
+/// serve all routes from one process (tests, benchmarks); each deployed
+/// function calls its own handler directly.
+pub async fn dispatch(function: &str, app: &App, req: Request) -> Option<ApiResult> {
+    let result = match function {
+        "create-user" => api::users::create_user(app, req).await,
+        "update-user" => api::users::update_user(app, req).await,
+        "get-user" => api::users::get_user(app, req).await,
+        "create-post" => api::posts::create_post(app, req).await,
+        "update-post" => api::posts::update_post(app, req).await,
+        "get-post" => api::posts::get_post(app, req).await,
+        "list-user-posts" => api::posts::list_user_posts(app, req).await,
+        "create-comment" => api::comments::create_comment(app, req).await,
+        "list-comments" => api::comments::list_comments(app, req).await,
+        "like-post" => api::likes::like_post(app, req).await,
+        "list-likes" => api::likes::list_likes(app, req).await,
+        "get-feed" => api::feed::get_feed(app, req).await,
+        _ => return None,
+    };
+    Some(result)
+}

@@ -1,0 +1,80 @@
+//! What every Lambda `main` calls: JSON logs, one [`App`] per process (one SDK
+//! client, reused by every invocation), then the Lambda runtime loop.
+//!
+//! Environment:
+//! - `TABLE_NAME` (required): the table.
+//! - `DYNAMODB_ENDPOINT` (optional): e.g. DynamoDB Local's URL.
+//! - `BLOG_LOCAL_IDENTITY=1` (local runs only): take the caller's id from the
+//!   `X-User-Id` header, as no JWT authorizer runs locally. Only debug builds
+//!   read it; release builds, which is all `sam build` makes, never do, so a
+//!   deployed function cannot be switched to trust a header.
+
+use std::future::Future;
+
+use lambda_http::{Request, service_fn};
+
+use crate::{
+    api::{self, ApiResult, App},
+    store::{self, Store},
+};
+
+pub type Error = lambda_http::Error;
+
+/// Structured JSON logs on stdout, which Lambda sends to CloudWatch. The level
+/// comes from `RUST_LOG` (default `info`).
+pub fn init_tracing() {
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    // A second call (tests) finds a subscriber set already; that is fine.
+    let _ = tracing_subscriber::fmt()
+        .json()
+        .with_env_filter(filter)
+        .with_target(false)
+        .with_current_span(false)
+        .flatten_event(true)
+        .try_init();
+}
+
+/// Builds the process's [`App`] from the environment.
+pub async fn app_from_env() -> Result<App, Error> {
+    let table = std::env::var("TABLE_NAME").map_err(|_| "TABLE_NAME is not set")?;
+    let endpoint = std::env::var("DYNAMODB_ENDPOINT").ok();
+    let client = store::connect(endpoint.as_deref()).await;
+    let local_identity = local_identity_requested();
+    if local_identity {
+        tracing::warn!(
+            "BLOG_LOCAL_IDENTITY is on: the X-User-Id header is trusted as the caller's identity"
+        );
+    }
+    Ok(App {
+        store: Store::new(client, table),
+        local_identity,
+    })
+}
+
+#[cfg(debug_assertions)]
+fn local_identity_requested() -> bool {
+    std::env::var("BLOG_LOCAL_IDENTITY").as_deref() == Ok("1")
+}
+
+#[cfg(not(debug_assertions))]
+fn local_identity_requested() -> bool {
+    false
+}
+
+/// Serves one HTTP handler behind API Gateway until the runtime stops.
+pub async fn run_http<H, F>(handler: H) -> Result<(), Error>
+where
+    H: Fn(&'static App, Request) -> F,
+    F: Future<Output = ApiResult> + Send + 'static,
+{
+    init_tracing();
+    // One App for the life of the process; leaking it gives the handlers a
+    // `'static` borrow without reference counting on every request.
+    let app: &'static App = Box::leak(Box::new(app_from_env().await?));
+    lambda_http::run(service_fn(|req| {
+        let reply = handler(app, req);
+        async move { Ok::<_, Error>(api::respond(reply.await)) }
+    }))
+    .await
+}

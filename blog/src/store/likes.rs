@@ -1,0 +1,183 @@
+//! Likes (C4) and a post's list of likes (Q5), in the post's partition.
+
+use serde::{Deserialize, Serialize};
+
+use super::{
+    Cancelled, ItemType, Store, StoreError, classify, condition_failed, from_item, from_items, key,
+    s,
+};
+use crate::{
+    ids::{LikeId, PostId, UserId},
+    keys::{self, LIKE_PREFIX, PK, SK},
+    model::{Like, Page},
+    timestamp,
+};
+
+/// A like. Its sort key is time-ordered (`LIKE#<likeId>`) so that Q5 lists
+/// newest first with one Query; it is listed in its author's GSI1 partition for
+/// renames.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct LikeItem {
+    #[serde(rename = "PK")]
+    pub pk: String,
+    #[serde(rename = "SK")]
+    pub sk: String,
+    #[serde(rename = "GSI1PK")]
+    pub gsi1pk: String,
+    #[serde(rename = "GSI1SK")]
+    pub gsi1sk: String,
+    #[serde(rename = "type")]
+    pub kind: ItemType,
+    pub like_id: LikeId,
+    pub post_id: PostId,
+    pub user_id: UserId,
+    pub username: String,
+    pub user_version: u64,
+    pub created_at: String,
+}
+
+impl From<LikeItem> for Like {
+    fn from(item: LikeItem) -> Self {
+        Like {
+            post_id: item.post_id,
+            user_id: item.user_id,
+            username: item.username,
+            created_at: item.created_at,
+        }
+    }
+}
+
+/// One per (post, user), keyed by the user: its conditional put is what makes a
+/// like unique. It points at the like it guards.
+#[derive(Debug, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct LikerMarker {
+    #[serde(rename = "PK")]
+    pk: String,
+    #[serde(rename = "SK")]
+    sk: String,
+    #[serde(rename = "type")]
+    kind: ItemType,
+    like_id: LikeId,
+    user_id: UserId,
+}
+
+/// What liking did: a new like, or the one the user had already given.
+#[derive(Debug)]
+pub enum Liked {
+    New(Like),
+    Already(Like),
+}
+
+impl Store {
+    /// C4: the marker, the like and the post's `likeCount` change commit
+    /// together; a second like by the same user fails on the marker and changes
+    /// nothing.
+    pub async fn like_post(&self, post: &PostId, liker: &UserId) -> Result<Liked, StoreError> {
+        for _ in 0..super::users::OPTIMISTIC_ATTEMPTS {
+            let profile = self.author(liker).await?;
+            let like_id = LikeId::generate();
+            let marker = LikerMarker {
+                pk: keys::post_pk(post),
+                sk: keys::liker_sk(liker),
+                kind: ItemType::Liker,
+                like_id,
+                user_id: liker.clone(),
+            };
+            let like = LikeItem {
+                pk: keys::post_pk(post),
+                sk: keys::like_sk(&like_id),
+                gsi1pk: keys::user_items_pk(liker),
+                gsi1sk: keys::user_like_sk(&like_id),
+                kind: ItemType::Like,
+                like_id,
+                post_id: *post,
+                user_id: liker.clone(),
+                username: profile.username.clone(),
+                user_version: profile.version,
+                created_at: timestamp::now(),
+            };
+            let writes = vec![
+                self.put_new(&marker)?,
+                self.put_new(&like)?,
+                self.count_on_post(post, "likeCount")?,
+                self.author_unchanged(&profile)?,
+            ];
+            match self.transact(writes).await {
+                Ok(()) => return Ok(Liked::New(like.into())),
+                Err(Cancelled::Conditions(reasons)) if condition_failed(&reasons, 2) => {
+                    return Err(StoreError::PostNotFound);
+                }
+                Err(Cancelled::Conditions(reasons)) if condition_failed(&reasons, 0) => {
+                    return self.existing_like(post, liker).await.map(Liked::Already);
+                }
+                Err(Cancelled::Conditions(reasons)) if condition_failed(&reasons, 3) => continue,
+                Err(Cancelled::Conditions(reasons)) => {
+                    return Err(StoreError::Internal(format!("like cancelled: {reasons:?}")));
+                }
+                Err(Cancelled::Store(err)) => return Err(err),
+            }
+        }
+        Err(StoreError::Contention)
+    }
+
+    /// The like a user already gave a post: the marker names it.
+    async fn existing_like(&self, post: &PostId, liker: &UserId) -> Result<Like, StoreError> {
+        let marker = self.get(keys::post_pk(post), keys::liker_sk(liker)).await?;
+        let marker: LikerMarker =
+            from_item(marker.ok_or_else(|| StoreError::Internal("like marker vanished".into()))?)?;
+        let like = self
+            .get(keys::post_pk(post), keys::like_sk(&marker.like_id))
+            .await?;
+        let like: LikeItem =
+            from_item(like.ok_or_else(|| StoreError::Internal("marked like is missing".into()))?)?;
+        Ok(like.into())
+    }
+
+    async fn get(&self, pk: String, sk: String) -> Result<Option<super::Item>, StoreError> {
+        let output = self
+            .client()
+            .get_item()
+            .table_name(self.table())
+            .set_key(Some(key(pk, sk)))
+            .consistent_read(true)
+            .send()
+            .await
+            .map_err(classify)?;
+        Ok(output.item)
+    }
+
+    /// Q5: one Query in the post's partition, newest first.
+    pub async fn list_likes(
+        &self,
+        post: &PostId,
+        limit: usize,
+        cursor: Option<&str>,
+    ) -> Result<Page<Like>, StoreError> {
+        let list = format!("likes:{post}");
+        let after = super::resume_after(&list, cursor, LikeId::parse)?;
+        let start = after.map(|like| key(keys::post_pk(post), keys::like_sk(&like)));
+        let output = self
+            .client()
+            .query()
+            .table_name(self.table())
+            .key_condition_expression("#pk = :pk AND begins_with(#sk, :prefix)")
+            .expression_attribute_names("#pk", PK)
+            .expression_attribute_names("#sk", SK)
+            .expression_attribute_values(":pk", s(keys::post_pk(post)))
+            .expression_attribute_values(":prefix", s(LIKE_PREFIX))
+            .scan_index_forward(false)
+            .limit(super::fetch_for_page(limit))
+            .set_exclusive_start_key(start)
+            .send()
+            .await
+            .map_err(classify)?;
+        let items: Vec<LikeItem> = from_items(output.items.unwrap_or_default())?;
+        let page = super::finish_page(&list, items, limit, |l| l.like_id.to_string());
+        Ok(Page {
+            items: page.items.into_iter().map(Like::from).collect(),
+            next_cursor: page.next_cursor,
+        })
+    }
+}

@@ -1,0 +1,40 @@
+//! Timestamps are RFC 3339 UTC strings with millisecond precision, stored and
+//! returned as they are.
+
+use time::{OffsetDateTime, format_description::FormatItem, macros::format_description};
+
+const RFC3339_MILLIS: &[FormatItem<'static>] =
+    format_description!("[year]-[month]-[day]T[hour]:[minute]:[second].[subsecond digits:3]Z");
+
+pub fn now() -> String {
+    format(OffsetDateTime::now_utc())
+}
+
+pub fn format(at: OffsetDateTime) -> String {
+    // Formatting a UTC date with a fixed description only fails for years
+    // outside 0..=9999, which a clock does not produce.
+    at.format(RFC3339_MILLIS)
+        .unwrap_or_else(|_| String::from("1970-01-01T00:00:00.000Z"))
+}
+
+#[cfg(test)]
+mod tests {
+    use time::macros::datetime;
+
+    #[test]
+    fn formats_utc_with_millis() {
+        assert_eq!(
+            super::format(datetime!(2024-02-29 13:04:05.678 UTC)),
+            "2024-02-29T13:04:05.678Z"
+        );
+    }
+
+    #[test]
+    fn now_parses_as_rfc3339() {
+        let now = super::now();
+        assert!(
+            time::OffsetDateTime::parse(&now, &time::format_description::well_known::Rfc3339)
+                .is_ok()
+        );
+    }
+}

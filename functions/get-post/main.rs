@@ -1,0 +1,6 @@
+//! `get-post`: see `blog::api::posts::get_post`.
+
+#[tokio::main]
+async fn main() -> Result<(), blog::startup::Error> {
+    blog::startup::run_http(blog::api::posts::get_post).await
+}
