@@ -32,7 +32,7 @@ pub type ApiResult = Result<Reply, ApiError>;
 #[derive(Debug)]
 pub struct Reply {
     status: StatusCode,
-    body: serde_json::Value,
+    body: String,
 }
 
 impl Reply {
@@ -45,7 +45,7 @@ impl Reply {
     }
 
     fn with(status: StatusCode, body: &impl Serialize) -> ApiResult {
-        let body = serde_json::to_value(body)
+        let body = serde_json::to_string(body)
             .map_err(|e| ApiError::Internal(format!("cannot encode response: {e}")))?;
         Ok(Self { status, body })
     }
@@ -57,10 +57,10 @@ pub fn respond(result: ApiResult) -> Response<Body> {
         Ok(reply) => (reply.status, reply.body),
         Err(err) => {
             err.log();
-            (err.status(), err.body())
+            (err.status(), err.body().to_string())
         }
     };
-    let mut response = Response::new(Body::Text(body.to_string()));
+    let mut response = Response::new(Body::Text(body));
     *response.status_mut() = status;
     response.headers_mut().insert(
         lambda_http::http::header::CONTENT_TYPE,

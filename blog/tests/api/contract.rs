@@ -1,0 +1,52 @@
+//! The route table, `cargo lambda watch`'s router and the function binaries
+//! must describe the same API.
+
+use std::collections::BTreeSet;
+
+use blog::routes::ROUTES;
+
+fn manifest(path: &str) -> toml::Table {
+    let text = std::fs::read_to_string(format!("{}/../{path}", env!("CARGO_MANIFEST_DIR")))
+        .expect("read manifest");
+    text.parse().expect("parse manifest")
+}
+
+#[test]
+fn the_local_router_serves_exactly_the_contracts_routes() {
+    let root = manifest("Cargo.toml");
+    let router = root["workspace"]["metadata"]["lambda"]["watch"]["router"]
+        .as_table()
+        .expect("router");
+    let mut local = BTreeSet::new();
+    for (path, entries) in router {
+        for entry in entries.as_array().expect("route list") {
+            let method = entry["method"].as_str().expect("method");
+            let function = entry["function"].as_str().expect("function");
+            local.insert((method.to_owned(), path.clone(), function.to_owned()));
+        }
+    }
+    let contract: BTreeSet<_> = ROUTES
+        .iter()
+        .map(|r| {
+            (
+                r.method.to_owned(),
+                r.path.to_owned(),
+                r.function.to_owned(),
+            )
+        })
+        .collect();
+    assert_eq!(local, contract);
+}
+
+#[test]
+fn every_function_has_a_binary() {
+    let functions = manifest("functions/Cargo.toml");
+    let bins: BTreeSet<&str> = functions["bin"]
+        .as_array()
+        .expect("bins")
+        .iter()
+        .filter_map(|b| b["name"].as_str())
+        .collect();
+    let routed: BTreeSet<&str> = ROUTES.iter().map(|r| r.function).collect();
+    assert_eq!(bins, routed);
+}

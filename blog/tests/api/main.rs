@@ -1,0 +1,12 @@
+//! The HTTP contract, request by request (C1–C4, Q1–Q6), over HTTP against
+//! DynamoDB Local. One test binary with modules keeps build time down.
+
+mod comments;
+mod contract;
+mod errors;
+mod feed;
+mod identity;
+mod likes;
+mod posts;
+mod support;
+mod users;

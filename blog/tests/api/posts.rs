@@ -1,0 +1,290 @@
+//! C2 create / edit a post, Q2 get a post, Q3 list a user's posts.
+
+use serde_json::{Value, json};
+
+use crate::support::{TestApi, table_snapshot};
+
+#[tokio::test]
+async fn a_created_post_carries_its_author_and_zero_counts() {
+    let api = TestApi::start().await;
+    let author = api.user("writer").await;
+    let (status, post) = api
+        .call(
+            "POST",
+            "/posts",
+            Some(&author),
+            Some(json!({ "title": "Hello", "content": "こんにちは、世界" })),
+        )
+        .await;
+    assert_eq!(status, 201, "{post}");
+    for (field, expected) in [
+        ("userId", json!(author)),
+        ("username", json!("writer")),
+        ("title", json!("Hello")),
+        ("content", json!("こんにちは、世界")),
+        ("commentCount", json!(0)),
+        ("likeCount", json!(0)),
+    ] {
+        assert_eq!(post[field], expected, "{field}");
+    }
+    let id = post["postId"].as_str().unwrap_or_default();
+    assert_eq!(id.len(), 26, "a ULID");
+
+    let (status, got) = api.get(&format!("/posts/{id}")).await;
+    assert_eq!(status, 200);
+    assert_eq!(got, post);
+}
+
+#[tokio::test]
+async fn posting_needs_an_identity_and_a_profile() {
+    let api = TestApi::start().await;
+    let body = json!({ "title": "t", "content": "c" });
+    let (status, err) = api.call("POST", "/posts", None, Some(body.clone())).await;
+    assert_eq!(
+        (status, err["error"]["code"].as_str()),
+        (401, Some("unauthorized"))
+    );
+    let (status, err) = api
+        .call("POST", "/posts", Some("no-profile"), Some(body))
+        .await;
+    assert_eq!(
+        (status, err["error"]["code"].as_str()),
+        (403, Some("forbidden"))
+    );
+    assert!(table_snapshot(&api).await.is_empty());
+}
+
+#[tokio::test]
+async fn the_author_edits_title_and_content() {
+    let api = TestApi::start().await;
+    let author = api.user("editor").await;
+    let id = api.post(&author, "Before", "old content").await;
+
+    let (status, edited) = api
+        .call(
+            "PUT",
+            &format!("/posts/{id}"),
+            Some(&author),
+            Some(json!({ "title": "After" })),
+        )
+        .await;
+    assert_eq!(status, 200, "{edited}");
+    assert_eq!(
+        (edited["title"].as_str(), edited["content"].as_str()),
+        (Some("After"), Some("old content"))
+    );
+    assert_ne!(edited["updatedAt"], edited["createdAt"]);
+
+    let long = "長".repeat(250);
+    let (status, edited) = api
+        .call(
+            "PUT",
+            &format!("/posts/{id}"),
+            Some(&author),
+            Some(json!({ "content": long })),
+        )
+        .await;
+    assert_eq!(status, 200);
+    assert_eq!(edited["content"], json!(long));
+    // The short form follows the content.
+    let (_, list) = api.get(&format!("/users/{author}/posts")).await;
+    assert_eq!(
+        list["items"][0]["summary"],
+        json!(format!("{}…", "長".repeat(200)))
+    );
+    assert_eq!(list["items"][0]["title"], "After");
+}
+
+#[tokio::test]
+async fn only_the_author_edits_and_only_existing_posts() {
+    let api = TestApi::start().await;
+    let author = api.user("owner").await;
+    let other = api.user("intruder").await;
+    let id = api.post(&author, "Mine", "content").await;
+    let before = table_snapshot(&api).await;
+
+    let (status, _) = api
+        .call(
+            "PUT",
+            &format!("/posts/{id}"),
+            Some(&other),
+            Some(json!({ "title": "Yours" })),
+        )
+        .await;
+    assert_eq!(status, 403);
+    let missing = ulid::Ulid::generate();
+    let (status, _) = api
+        .call(
+            "PUT",
+            &format!("/posts/{missing}"),
+            Some(&author),
+            Some(json!({ "title": "x" })),
+        )
+        .await;
+    assert_eq!(status, 404);
+    let (status, _) = api
+        .call(
+            "PUT",
+            &format!("/posts/{id}"),
+            Some(&author),
+            Some(json!({})),
+        )
+        .await;
+    assert_eq!(status, 400, "an edit must change something");
+    let (status, _) = api
+        .call(
+            "PUT",
+            &format!("/posts/{id}"),
+            Some(&author),
+            Some(json!({ "title": "" })),
+        )
+        .await;
+    assert_eq!(status, 400);
+    assert_eq!(table_snapshot(&api).await, before);
+}
+
+#[tokio::test]
+async fn a_missing_post_is_404_and_a_malformed_id_400() {
+    let api = TestApi::start().await;
+    assert_eq!(
+        api.get(&format!("/posts/{}", ulid::Ulid::generate()))
+            .await
+            .0,
+        404
+    );
+    for bad in ["abc", "01arz3ndektsv4rrffq69g5fav", "POST%23x", "user-1"] {
+        let (status, body) = api.get(&format!("/posts/{bad}")).await;
+        assert_eq!(
+            (status, body["error"]["code"].as_str()),
+            (400, Some("bad_id")),
+            "{bad}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn a_users_posts_come_newest_first_in_short_form_page_by_page() {
+    let api = TestApi::start().await;
+    let author = api.user("prolific").await;
+    let other = api.user("someone").await;
+    api.post(&other, "not mine", "x").await;
+    let mut ids = Vec::new();
+    for i in 0..5 {
+        ids.push(
+            api.post(&author, &format!("post {i}"), &"😀".repeat(150 + 20 * i))
+                .await,
+        );
+    }
+    ids.reverse();
+
+    let mut seen = Vec::new();
+    let mut cursor: Option<String> = None;
+    let mut pages = 0;
+    loop {
+        let query = cursor
+            .as_ref()
+            .map(|c| format!("&cursor={c}"))
+            .unwrap_or_default();
+        let (status, page) = api
+            .get(&format!("/users/{author}/posts?limit=2{query}"))
+            .await;
+        assert_eq!(status, 200, "{page}");
+        pages += 1;
+        for item in page["items"].as_array().into_iter().flatten() {
+            let keys: Vec<&str> = item
+                .as_object()
+                .map(|o| o.keys().map(String::as_str).collect())
+                .unwrap_or_default();
+            let mut expected = [
+                "commentCount",
+                "createdAt",
+                "likeCount",
+                "postId",
+                "summary",
+                "title",
+                "userId",
+                "username",
+            ];
+            expected.sort_unstable();
+            let mut keys = keys;
+            keys.sort_unstable();
+            assert_eq!(keys, expected, "short form only, no content");
+            seen.push(item["postId"].as_str().unwrap_or_default().to_owned());
+        }
+        match &page["nextCursor"] {
+            Value::String(next) => cursor = Some(next.clone()),
+            Value::Null => break,
+            other => panic!("nextCursor {other}"),
+        }
+    }
+    assert_eq!(seen, ids);
+    assert_eq!(pages, 3, "2 + 2 + 1, and no empty page at the end");
+
+    // 150 emoji fit; 170 are cut to 200 graphemes… only when longer.
+    let (_, all) = api.get(&format!("/users/{author}/posts?limit=100")).await;
+    let summaries: Vec<&str> = all["items"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|i| i["summary"].as_str())
+        .collect();
+    assert_eq!(summaries.last().copied(), Some("😀".repeat(150).as_str()));
+    assert_eq!(summaries[0], format!("{}…", "😀".repeat(200)));
+    assert_eq!(all["nextCursor"], Value::Null);
+}
+
+#[tokio::test]
+async fn users_without_posts_or_profiles_have_empty_lists() {
+    let api = TestApi::start().await;
+    let quiet = api.user("quiet").await;
+    for user in [quiet.as_str(), "nobody-at-all"] {
+        let (status, page) = api.get(&format!("/users/{user}/posts")).await;
+        assert_eq!(status, 200);
+        assert_eq!(page, json!({ "items": [], "nextCursor": null }));
+    }
+}
+
+#[tokio::test]
+async fn cursors_from_other_lists_or_tampered_are_refused() {
+    let api = TestApi::start().await;
+    let a = api.user("aaa").await;
+    let b = api.user("bbb").await;
+    for i in 0..3 {
+        api.post(&a, &format!("a{i}"), "x").await;
+        api.post(&b, &format!("b{i}"), "x").await;
+    }
+    let (_, page) = api.get(&format!("/users/{a}/posts?limit=1")).await;
+    let cursor = page["nextCursor"].as_str().unwrap_or_default().to_owned();
+    assert!(!cursor.is_empty());
+    assert_eq!(
+        api.get(&format!("/users/{a}/posts?limit=1&cursor={cursor}"))
+            .await
+            .0,
+        200
+    );
+
+    let (status, body) = api
+        .get(&format!("/users/{b}/posts?limit=1&cursor={cursor}"))
+        .await;
+    assert_eq!(
+        (status, body["error"]["code"].as_str()),
+        (400, Some("bad_cursor"))
+    );
+    let mut tampered = cursor.clone().into_bytes();
+    tampered[5] = if tampered[5] == b'A' { b'B' } else { b'A' };
+    let tampered = String::from_utf8(tampered).unwrap_or_default();
+    for bad in [
+        tampered.as_str(),
+        "%%%",
+        "bm90LWpzb24",
+        "",
+        "eyJsIjoidXNlci1wb3N0czp4IiwiYSI6IiMifQ",
+    ] {
+        let (status, body) = api.get(&format!("/users/{a}/posts?cursor={bad}")).await;
+        assert_eq!(
+            (status, body["error"]["code"].as_str()),
+            (400, Some("bad_cursor")),
+            "{bad:?}: {body}"
+        );
+    }
+}

@@ -1,0 +1,344 @@
+//! The harness: a fresh table per test in the DynamoDB Local that infra/test.sh
+//! started, and a stand-in for API Gateway on a loopback port that turns each
+//! HTTP request into the HTTP API's payload-2.0 event, parses it with
+//! lambda_http exactly as a Lambda would, and runs the route's handler.
+
+use std::{collections::HashMap, convert::Infallible, net::SocketAddr};
+
+use aws_sdk_dynamodb::{
+    Client,
+    config::{BehaviorVersion, Credentials, Region},
+};
+use base64::Engine;
+use blog::{
+    api::{App, respond},
+    routes::{ROUTES, Route, dispatch},
+    store::{Store, table},
+};
+use http_body_util::{BodyExt, Full};
+use hyper::{body::Bytes, server::conn::http1, service::service_fn};
+use hyper_util::rt::TokioIo;
+use serde_json::{Value, json};
+use tokio::net::TcpListener;
+
+/// A header the stand-in turns into a verified JWT `sub` claim, as API
+/// Gateway's JWT authorizer would after checking a real token.
+pub const JWT_SUB: &str = "x-test-jwt-sub";
+
+pub fn endpoint() -> String {
+    std::env::var("DYNAMODB_ENDPOINT")
+        .expect("DYNAMODB_ENDPOINT is not set: run the integration tests through infra/test.sh")
+}
+
+pub fn client(endpoint: &str) -> Client {
+    let config = aws_sdk_dynamodb::Config::builder()
+        .behavior_version(BehaviorVersion::latest())
+        .credentials_provider(Credentials::new("local", "local", None, None, "tests"))
+        .region(Region::new("us-east-1"))
+        .endpoint_url(endpoint)
+        .timeout_config(
+            aws_sdk_dynamodb::config::timeout::TimeoutConfig::builder()
+                .connect_timeout(std::time::Duration::from_secs(2))
+                .operation_timeout(std::time::Duration::from_secs(10))
+                .build(),
+        )
+        .build();
+    Client::from_conf(config)
+}
+
+pub struct TestApi {
+    pub base: String,
+    pub http: reqwest::Client,
+    pub app: &'static App,
+}
+
+impl TestApi {
+    /// A new table and a gateway in front of it, with the local identity
+    /// stand-in (`X-User-Id`) on.
+    pub async fn start() -> Self {
+        Self::start_with(true).await
+    }
+
+    pub async fn start_with(local_identity: bool) -> Self {
+        let client = client(&endpoint());
+        let name = format!("test-{}", ulid::Ulid::generate());
+        table::create_if_missing(&client, &name)
+            .await
+            .expect("create test table");
+        Self::serve(client, name, local_identity).await
+    }
+
+    /// A gateway whose DynamoDB is at `endpoint`, with no table set up.
+    pub async fn start_against(endpoint: &str) -> Self {
+        Self::serve(client(endpoint), "unreachable".into(), true).await
+    }
+
+    async fn serve(client: Client, name: String, local_identity: bool) -> Self {
+        let app: &'static App = Box::leak(Box::new(App {
+            store: Store::new(client, name),
+            local_identity,
+        }));
+        let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+        let addr = listener.local_addr().expect("local addr");
+        tokio::spawn(serve(listener, app));
+        Self {
+            base: format!("http://{addr}"),
+            http: reqwest::Client::new(),
+            app,
+        }
+    }
+
+    pub fn url(&self, path: &str) -> String {
+        format!("{}{}", self.base, path)
+    }
+
+    /// Sends a request as `user` (through X-User-Id) with an optional JSON body.
+    pub async fn call(
+        &self,
+        method: &str,
+        path: &str,
+        user: Option<&str>,
+        body: Option<Value>,
+    ) -> (u16, Value) {
+        let mut req = self
+            .http
+            .request(method.parse().expect("method"), self.url(path));
+        if let Some(user) = user {
+            req = req.header("x-user-id", user);
+        }
+        if let Some(body) = body {
+            req = req.body(body.to_string());
+        }
+        decode(req.send().await.expect("send")).await
+    }
+
+    pub async fn get(&self, path: &str) -> (u16, Value) {
+        self.call("GET", path, None, None).await
+    }
+
+    /// Creates a user and returns its id.
+    pub async fn user(&self, username: &str) -> String {
+        let id = format!("user-{}", ulid::Ulid::generate());
+        let (status, body) = self
+            .call(
+                "POST",
+                "/users",
+                Some(&id),
+                Some(json!({ "username": username })),
+            )
+            .await;
+        assert_eq!(status, 201, "{body}");
+        id
+    }
+
+    pub async fn user_named(&self, username: String) -> String {
+        self.user(&username).await
+    }
+
+    /// Creates a post by `user` and returns its id.
+    pub async fn post(&self, user: &str, title: &str, content: &str) -> String {
+        let (status, body) = self
+            .call(
+                "POST",
+                "/posts",
+                Some(user),
+                Some(json!({ "title": title, "content": content })),
+            )
+            .await;
+        assert_eq!(status, 201, "{body}");
+        body["postId"].as_str().expect("postId").to_owned()
+    }
+}
+
+pub async fn decode(resp: reqwest::Response) -> (u16, Value) {
+    let status = resp.status().as_u16();
+    let text = resp.text().await.expect("body");
+    let body =
+        serde_json::from_str(&text).unwrap_or_else(|_| panic!("response is not JSON: {text:?}"));
+    (status, body)
+}
+
+async fn serve(listener: TcpListener, app: &'static App) {
+    loop {
+        let Ok((stream, peer)) = listener.accept().await else {
+            return;
+        };
+        tokio::spawn(async move {
+            let service = service_fn(move |req| handle(app, peer, req));
+            let _ = http1::Builder::new()
+                .serve_connection(TokioIo::new(stream), service)
+                .await;
+        });
+    }
+}
+
+async fn handle(
+    app: &'static App,
+    peer: SocketAddr,
+    req: hyper::Request<hyper::body::Incoming>,
+) -> Result<hyper::Response<Full<Bytes>>, Infallible> {
+    let (parts, body) = req.into_parts();
+    let body = body
+        .collect()
+        .await
+        .map(|b| b.to_bytes())
+        .unwrap_or_default();
+    let path = parts.uri.path().to_owned();
+    let Some((route, params)) = ROUTES
+        .iter()
+        .find_map(|r| matches(r, parts.method.as_str(), &path))
+    else {
+        let mut not_found =
+            hyper::Response::new(Full::new(Bytes::from(r#"{"message":"Not Found"}"#)));
+        *not_found.status_mut() = hyper::StatusCode::NOT_FOUND;
+        return Ok(not_found);
+    };
+    let event = event(route, &parts, &path, params, &body, peer);
+    let request =
+        lambda_http::request::from_str(&event.to_string()).expect("lambda_http parses the event");
+    let result = dispatch(route.function, app, request)
+        .await
+        .expect("every route has a handler");
+    let response = respond(result);
+    let (parts, body) = response.into_parts();
+    let bytes = match body {
+        lambda_http::Body::Text(text) => Bytes::from(text),
+        lambda_http::Body::Binary(bytes) => Bytes::from(bytes),
+        _ => Bytes::new(),
+    };
+    let mut out = hyper::Response::new(Full::new(bytes));
+    *out.status_mut() = parts.status;
+    *out.headers_mut() = parts.headers;
+    Ok(out)
+}
+
+/// The route's path parameters when `method` and `path` match it.
+fn matches(
+    route: &'static Route,
+    method: &str,
+    path: &str,
+) -> Option<(&'static Route, HashMap<String, String>)> {
+    if route.method != method {
+        return None;
+    }
+    let template: Vec<&str> = route.path.split('/').collect();
+    let actual: Vec<&str> = path.split('/').collect();
+    if template.len() != actual.len() {
+        return None;
+    }
+    let mut params = HashMap::new();
+    for (t, a) in template.iter().zip(&actual) {
+        match t.strip_prefix('{').and_then(|t| t.strip_suffix('}')) {
+            Some(name) if !a.is_empty() => {
+                let decoded = percent_encoding::percent_decode_str(a)
+                    .decode_utf8_lossy()
+                    .into_owned();
+                params.insert(name.to_owned(), decoded);
+            }
+            Some(_) => return None,
+            None if t == a => {}
+            None => return None,
+        }
+    }
+    Some((route, params))
+}
+
+/// The HTTP API's payload format 2.0, as API Gateway sends it.
+fn event(
+    route: &Route,
+    parts: &hyper::http::request::Parts,
+    path: &str,
+    params: HashMap<String, String>,
+    body: &Bytes,
+    peer: SocketAddr,
+) -> Value {
+    let raw_query = parts.uri.query().unwrap_or_default();
+    let mut query: HashMap<String, String> = HashMap::new();
+    for (k, v) in form_urlencoded::parse(raw_query.as_bytes()) {
+        // API Gateway joins repeated parameters with commas.
+        query
+            .entry(k.into_owned())
+            .and_modify(|e| e.push_str(&format!(",{v}")))
+            .or_insert(v.into_owned());
+    }
+    let mut headers = serde_json::Map::new();
+    for (name, value) in &parts.headers {
+        if name == JWT_SUB {
+            continue;
+        }
+        headers.insert(name.to_string(), json!(value.to_str().unwrap_or_default()));
+    }
+    let route_key = format!("{} {}", route.method, route.path);
+    let mut context = json!({
+        "accountId": "123456789012",
+        "apiId": "local",
+        "domainName": "localhost",
+        "domainPrefix": "localhost",
+        "http": {
+            "method": route.method,
+            "path": path,
+            "protocol": "HTTP/1.1",
+            "sourceIp": peer.ip().to_string(),
+            "userAgent": "tests"
+        },
+        "requestId": ulid::Ulid::generate().to_string(),
+        "routeKey": route_key,
+        "stage": "$default",
+        "time": "22/Nov/2026:00:00:00 +0000",
+        "timeEpoch": 0
+    });
+    if let Some(sub) = parts.headers.get(JWT_SUB).and_then(|v| v.to_str().ok()) {
+        context["authorizer"] = json!({ "jwt": { "claims": { "sub": sub }, "scopes": null } });
+    }
+    let (body, encoded) = match std::str::from_utf8(body) {
+        Ok(text) => (text.to_owned(), false),
+        Err(_) => (base64::engine::general_purpose::STANDARD.encode(body), true),
+    };
+    let mut event = json!({
+        "version": "2.0",
+        "routeKey": route_key,
+        "rawPath": path,
+        "rawQueryString": raw_query,
+        "headers": headers,
+        "requestContext": context,
+        "isBase64Encoded": encoded,
+    });
+    if !query.is_empty() {
+        event["queryStringParameters"] = json!(query);
+    }
+    if !params.is_empty() {
+        event["pathParameters"] = json!(params);
+    }
+    if !body.is_empty() {
+        event["body"] = json!(body);
+    }
+    event
+}
+
+/// Every item of the test's table, for "changes nothing" assertions. A test
+/// tool, not a request path: a Scan is fine here.
+pub async fn table_snapshot(
+    api: &TestApi,
+) -> Vec<HashMap<String, aws_sdk_dynamodb::types::AttributeValue>> {
+    let store = &api.app.store;
+    let mut items = Vec::new();
+    let mut start = None;
+    loop {
+        let out = store
+            .client()
+            .scan()
+            .table_name(store.table())
+            .consistent_read(true)
+            .set_exclusive_start_key(start)
+            .send()
+            .await
+            .expect("scan");
+        items.extend(out.items.unwrap_or_default());
+        start = out.last_evaluated_key;
+        if start.is_none() {
+            break;
+        }
+    }
+    items.sort_by_key(|item| format!("{:?}{:?}", item.get("PK"), item.get("SK")));
+    items
+}

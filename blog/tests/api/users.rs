@@ -1,0 +1,233 @@
+//! C1 create / edit a user, Q1 get a user.
+
+use serde_json::json;
+
+use crate::support::{TestApi, table_snapshot};
+
+#[tokio::test]
+async fn a_created_user_can_be_read_back() {
+    let api = TestApi::start().await;
+    let (status, created) = api
+        .call(
+            "POST",
+            "/users",
+            Some("u-1"),
+            Some(json!({ "username": "Alice_1" })),
+        )
+        .await;
+    assert_eq!(status, 201, "{created}");
+    assert_eq!(created["userId"], "u-1");
+    assert_eq!(created["username"], "Alice_1");
+    assert_eq!(created["createdAt"], created["updatedAt"]);
+    assert!(
+        created["createdAt"]
+            .as_str()
+            .is_some_and(|t| t.ends_with('Z'))
+    );
+
+    let (status, got) = api.get("/users/u-1").await;
+    assert_eq!(status, 200);
+    assert_eq!(got, created);
+}
+
+#[tokio::test]
+async fn a_second_profile_for_the_same_caller_is_a_conflict() {
+    let api = TestApi::start().await;
+    let id = api.user("first").await;
+    let before = table_snapshot(&api).await;
+    let (status, body) = api
+        .call(
+            "POST",
+            "/users",
+            Some(&id),
+            Some(json!({ "username": "second" })),
+        )
+        .await;
+    assert_eq!(
+        (status, body["error"]["code"].as_str()),
+        (409, Some("profile_exists"))
+    );
+    assert_eq!(
+        table_snapshot(&api).await,
+        before,
+        "a refused create writes nothing"
+    );
+}
+
+#[tokio::test]
+async fn usernames_are_unique_ignoring_case() {
+    let api = TestApi::start().await;
+    api.user("Bob").await;
+    let before = table_snapshot(&api).await;
+    let (status, body) = api
+        .call(
+            "POST",
+            "/users",
+            Some("other"),
+            Some(json!({ "username": "bOB" })),
+        )
+        .await;
+    assert_eq!(
+        (status, body["error"]["code"].as_str()),
+        (409, Some("username_taken"))
+    );
+    assert_eq!(table_snapshot(&api).await, before);
+    assert_eq!(api.get("/users/other").await.0, 404);
+}
+
+#[tokio::test]
+async fn renaming_frees_the_old_name() {
+    let api = TestApi::start().await;
+    let carol = api.user("carol").await;
+    let (status, renamed) = api
+        .call(
+            "PUT",
+            &format!("/users/{carol}"),
+            Some(&carol),
+            Some(json!({ "username": "caroline" })),
+        )
+        .await;
+    assert_eq!(status, 200, "{renamed}");
+    assert_eq!(renamed["username"], "caroline");
+    assert_ne!(renamed["updatedAt"], renamed["createdAt"]);
+    assert_eq!(
+        api.get(&format!("/users/{carol}")).await.1["username"],
+        "caroline"
+    );
+
+    // The old name is free for someone else; the new one is not.
+    let (status, _) = api
+        .call(
+            "POST",
+            "/users",
+            Some("dave"),
+            Some(json!({ "username": "CAROL" })),
+        )
+        .await;
+    assert_eq!(status, 201);
+    let (status, _) = api
+        .call(
+            "POST",
+            "/users",
+            Some("erin"),
+            Some(json!({ "username": "Caroline" })),
+        )
+        .await;
+    assert_eq!(status, 409);
+}
+
+#[tokio::test]
+async fn a_change_of_case_keeps_the_name_claimed() {
+    let api = TestApi::start().await;
+    let frank = api.user("frank").await;
+    let (status, body) = api
+        .call(
+            "PUT",
+            &format!("/users/{frank}"),
+            Some(&frank),
+            Some(json!({ "username": "Frank" })),
+        )
+        .await;
+    assert_eq!((status, body["username"].as_str()), (200, Some("Frank")));
+    let (status, _) = api
+        .call(
+            "POST",
+            "/users",
+            Some("other"),
+            Some(json!({ "username": "frank" })),
+        )
+        .await;
+    assert_eq!(status, 409);
+}
+
+#[tokio::test]
+async fn renaming_to_a_taken_name_changes_nothing() {
+    let api = TestApi::start().await;
+    api.user("gina").await;
+    let hank = api.user("hank").await;
+    let before = table_snapshot(&api).await;
+    let (status, body) = api
+        .call(
+            "PUT",
+            &format!("/users/{hank}"),
+            Some(&hank),
+            Some(json!({ "username": "GINA" })),
+        )
+        .await;
+    assert_eq!(
+        (status, body["error"]["code"].as_str()),
+        (409, Some("username_taken"))
+    );
+    assert_eq!(table_snapshot(&api).await, before);
+}
+
+#[tokio::test]
+async fn only_the_user_may_rename_themselves() {
+    let api = TestApi::start().await;
+    let ivy = api.user("ivy").await;
+    let jack = api.user("jack").await;
+    let (status, body) = api
+        .call(
+            "PUT",
+            &format!("/users/{ivy}"),
+            Some(&jack),
+            Some(json!({ "username": "hacked" })),
+        )
+        .await;
+    assert_eq!(
+        (status, body["error"]["code"].as_str()),
+        (403, Some("forbidden"))
+    );
+    assert_eq!(api.get(&format!("/users/{ivy}")).await.1["username"], "ivy");
+
+    let (status, _) = api
+        .call(
+            "PUT",
+            "/users/nobody",
+            Some("nobody"),
+            Some(json!({ "username": "ghost" })),
+        )
+        .await;
+    assert_eq!(status, 404, "renaming a profile that does not exist");
+}
+
+#[tokio::test]
+async fn unknown_and_malformed_user_ids() {
+    let api = TestApi::start().await;
+    assert_eq!(api.get("/users/no-such-user").await.0, 404);
+    let (status, body) = api.get("/users/USER%23x").await;
+    assert_eq!(
+        (status, body["error"]["code"].as_str()),
+        (400, Some("bad_id"))
+    );
+}
+
+#[tokio::test]
+async fn usernames_outside_the_rules_are_refused() {
+    let api = TestApi::start().await;
+    for bad in [
+        json!("ab"),
+        json!("a".repeat(31)),
+        json!("has space"),
+        json!("dash-ed"),
+        json!(42),
+        json!(null),
+    ] {
+        let (status, body) = api
+            .call(
+                "POST",
+                "/users",
+                Some("u"),
+                Some(json!({ "username": bad })),
+            )
+            .await;
+        assert_eq!(status, 400, "{bad}: {body}");
+    }
+    for ok in ["abc", &"z".repeat(30)] {
+        let id = format!("ok-{ok}");
+        let (status, _) = api
+            .call("POST", "/users", Some(&id), Some(json!({ "username": ok })))
+            .await;
+        assert_eq!(status, 201, "{ok}");
+    }
+}

