@@ -1,5 +1,6 @@
 //! Comments (C3) and a post's list of comments (Q4), in the post's partition.
 
+use aws_sdk_dynamodb::types::ReturnConsumedCapacity;
 use serde::{Deserialize, Serialize};
 
 use super::{Cancelled, ItemType, Store, StoreError, classify, condition_failed, from_items, s};
@@ -119,6 +120,7 @@ impl Store {
             .scan_index_forward(true)
             .limit(super::fetch_for_page(limit))
             .set_exclusive_start_key(start)
+            .return_consumed_capacity(ReturnConsumedCapacity::Indexes)
             .send()
             .await
             .map_err(classify)?;

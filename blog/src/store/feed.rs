@@ -1,6 +1,8 @@
 //! The feed (Q6): one partition holding the short form of the newest posts.
 //! The stream fan-out writes and trims it; requests only read it.
 
+use aws_sdk_dynamodb::types::ReturnConsumedCapacity;
+
 use super::{Store, StoreError, classify, from_items, s};
 use crate::{
     keys::{FEED_PK, PK},
@@ -22,6 +24,7 @@ impl Store {
             .expression_attribute_values(":feed", s(FEED_PK))
             .scan_index_forward(false)
             .limit(i32::try_from(limit.min(FEED_CAPACITY)).unwrap_or(i32::MAX))
+            .return_consumed_capacity(ReturnConsumedCapacity::Indexes)
             .send()
             .await
             .map_err(classify)?;

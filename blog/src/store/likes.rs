@@ -1,5 +1,6 @@
 //! Likes (C4) and a post's list of likes (Q5), in the post's partition.
 
+use aws_sdk_dynamodb::types::ReturnConsumedCapacity;
 use serde::{Deserialize, Serialize};
 
 use super::{
@@ -142,6 +143,7 @@ impl Store {
             .table_name(self.table())
             .set_key(Some(key(pk, sk)))
             .consistent_read(true)
+            .return_consumed_capacity(ReturnConsumedCapacity::Indexes)
             .send()
             .await
             .map_err(classify)?;
@@ -170,6 +172,7 @@ impl Store {
             .scan_index_forward(false)
             .limit(super::fetch_for_page(limit))
             .set_exclusive_start_key(start)
+            .return_consumed_capacity(ReturnConsumedCapacity::Indexes)
             .send()
             .await
             .map_err(classify)?;

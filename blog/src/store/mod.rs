@@ -5,6 +5,7 @@ pub mod comments;
 pub mod cursor;
 pub mod feed;
 pub mod likes;
+pub mod meter;
 pub mod posts;
 mod retry;
 pub mod table;
@@ -17,7 +18,10 @@ use aws_sdk_dynamodb::{
     Client,
     error::{ProvideErrorMetadata, SdkError},
     operation::transact_write_items::TransactWriteItemsError,
-    types::{AttributeValue, CancellationReason, ConditionCheck, Put, TransactWriteItem, Update},
+    types::{
+        AttributeValue, CancellationReason, ConditionCheck, Put, ReturnConsumedCapacity,
+        TransactWriteItem, Update,
+    },
 };
 use serde::{Deserialize, Serialize, de::DeserializeOwned};
 use thiserror::Error;
@@ -145,6 +149,7 @@ impl Store {
                 self.client
                     .transact_write_items()
                     .set_transact_items(Some(items.clone()))
+                    .return_consumed_capacity(ReturnConsumedCapacity::Indexes)
                     .send()
             })
             .await;

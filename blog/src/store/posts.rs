@@ -2,7 +2,7 @@
 
 use aws_sdk_dynamodb::{
     operation::update_item::UpdateItemError,
-    types::{ReturnValue, ReturnValuesOnConditionCheckFailure},
+    types::{ReturnConsumedCapacity, ReturnValue, ReturnValuesOnConditionCheckFailure},
 };
 use serde::{Deserialize, Serialize};
 
@@ -125,6 +125,7 @@ impl Store {
             .get_item()
             .table_name(self.table())
             .set_key(Some(key(keys::post_pk(post), POST_SK)))
+            .return_consumed_capacity(ReturnConsumedCapacity::Indexes)
             .send()
             .await
             .map_err(classify)?;
@@ -154,6 +155,7 @@ impl Store {
             .expression_attribute_values(":now", s(timestamp::now()))
             .expression_attribute_values(":one", n(1))
             .return_values(ReturnValue::AllNew)
+            .return_consumed_capacity(ReturnConsumedCapacity::Indexes)
             .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld);
         if let Some(title) = edit.title {
             sets.push("title = :title");
@@ -220,6 +222,7 @@ impl Store {
             .scan_index_forward(false)
             .limit(super::fetch_for_page(limit))
             .set_exclusive_start_key(start)
+            .return_consumed_capacity(ReturnConsumedCapacity::Indexes)
             .send()
             .await
             .map_err(classify)?;

@@ -1,6 +1,6 @@
 //! User profiles (C1, Q1) and the username claims that keep names unique.
 
-use aws_sdk_dynamodb::types::{Delete, TransactWriteItem, Update};
+use aws_sdk_dynamodb::types::{Delete, ReturnConsumedCapacity, TransactWriteItem, Update};
 use serde::{Deserialize, Serialize};
 
 use super::{
@@ -128,6 +128,7 @@ impl Store {
             .table_name(self.table())
             .set_key(Some(UserItem::key(user)))
             .consistent_read(consistent)
+            .return_consumed_capacity(ReturnConsumedCapacity::Indexes)
             .send()
             .await
             .map_err(classify)?;

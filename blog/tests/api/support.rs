@@ -13,7 +13,7 @@ use base64::Engine;
 use blog::{
     api::{App, respond},
     routes::{ROUTES, Route, dispatch},
-    store::{Store, table},
+    store::{Store, meter::CapacityMeter, table},
 };
 use http_body_util::{BodyExt, Full};
 use hyper::{body::Bytes, server::conn::http1, service::service_fn};
@@ -30,8 +30,9 @@ pub fn endpoint() -> String {
         .expect("DYNAMODB_ENDPOINT is not set: run the integration tests through infra/test.sh")
 }
 
-pub fn client(endpoint: &str) -> Client {
+pub fn client(endpoint: &str, meter: &CapacityMeter) -> Client {
     let config = aws_sdk_dynamodb::Config::builder()
+        .interceptor(meter.clone())
         .behavior_version(BehaviorVersion::latest())
         .credentials_provider(Credentials::new("local", "local", None, None, "tests"))
         .region(Region::new("us-east-1"))
@@ -50,6 +51,8 @@ pub struct TestApi {
     pub base: String,
     pub http: reqwest::Client,
     pub app: &'static App,
+    /// Every DynamoDB call the API made, with its consumed capacity.
+    pub meter: CapacityMeter,
 }
 
 impl TestApi {
@@ -60,20 +63,27 @@ impl TestApi {
     }
 
     pub async fn start_with(local_identity: bool) -> Self {
-        let client = client(&endpoint());
+        let meter = CapacityMeter::default();
+        let client = client(&endpoint(), &meter);
         let name = format!("test-{}", ulid::Ulid::generate());
         table::create_if_missing(&client, &name)
             .await
             .expect("create test table");
-        Self::serve(client, name, local_identity).await
+        Self::serve(client, meter, name, local_identity).await
     }
 
     /// A gateway whose DynamoDB is at `endpoint`, with no table set up.
     pub async fn start_against(endpoint: &str) -> Self {
-        Self::serve(client(endpoint), "unreachable".into(), true).await
+        let meter = CapacityMeter::default();
+        Self::serve(client(endpoint, &meter), meter, "unreachable".into(), true).await
     }
 
-    async fn serve(client: Client, name: String, local_identity: bool) -> Self {
+    async fn serve(
+        client: Client,
+        meter: CapacityMeter,
+        name: String,
+        local_identity: bool,
+    ) -> Self {
         let app: &'static App = Box::leak(Box::new(App {
             store: Store::new(client, name),
             local_identity,
@@ -85,6 +95,7 @@ impl TestApi {
             base: format!("http://{addr}"),
             http: reqwest::Client::new(),
             app,
+            meter,
         }
     }
 

@@ -1,0 +1,248 @@
+//! What each request costs, in DynamoDB calls and capacity units as DynamoDB
+//! Local reports them (ReturnConsumedCapacity INDEXES). docs/data-model.md
+//! states these figures; here they are asserted, and so is the design's point:
+//! a read costs the same however much data the table holds.
+
+use serde_json::{Value, json};
+
+use crate::support::TestApi;
+
+/// `(operation, table units, index units)` of one DynamoDB call.
+type Call = (String, f64, f64);
+
+/// Runs one request; returns its status and the DynamoDB calls it made.
+async fn measure(
+    api: &TestApi,
+    method: &str,
+    path: &str,
+    user: Option<&str>,
+    body: Option<Value>,
+) -> (u16, Vec<Call>) {
+    api.meter.take();
+    let (status, _) = api.call(method, path, user, body).await;
+    let calls = api
+        .meter
+        .take()
+        .into_iter()
+        .map(|c| (c.operation, c.table, c.indexes))
+        .collect();
+    (status, calls)
+}
+
+fn calls(expected: &[(&str, f64, f64)]) -> Vec<Call> {
+    expected
+        .iter()
+        .map(|(op, t, i)| ((*op).to_owned(), *t, *i))
+        .collect()
+}
+
+#[tokio::test]
+async fn every_request_costs_what_the_data_model_says() {
+    let api = TestApi::start().await;
+    let author = api.user("author").await;
+    let post = api.post(&author, "title", "content").await;
+    let other = api.user("other").await;
+    let cases: Vec<(
+        &str,
+        &str,
+        String,
+        Option<&str>,
+        Option<Value>,
+        u16,
+        Vec<Call>,
+    )> = vec![
+        (
+            "C1 create",
+            "POST",
+            "/users".into(),
+            Some("newbie"),
+            Some(json!({ "username": "newbie" })),
+            201,
+            calls(&[("TransactWriteItems", 4.0, 0.0)]),
+        ),
+        (
+            "C1 rename",
+            "PUT",
+            format!("/users/{other}"),
+            Some(&other),
+            Some(json!({ "username": "renamed" })),
+            200,
+            calls(&[("GetItem", 1.0, 0.0), ("TransactWriteItems", 4.0, 0.0)]),
+        ),
+        (
+            "Q1",
+            "GET",
+            format!("/users/{author}"),
+            None,
+            None,
+            200,
+            calls(&[("GetItem", 0.5, 0.0)]),
+        ),
+        (
+            "C2 create",
+            "POST",
+            "/posts".into(),
+            Some(&author),
+            Some(json!({ "title": "t", "content": "c" })),
+            201,
+            calls(&[("GetItem", 1.0, 0.0), ("TransactWriteItems", 8.0, 4.0)]),
+        ),
+        (
+            "C2 edit",
+            "PUT",
+            format!("/posts/{post}"),
+            Some(&author),
+            Some(json!({ "title": "t2" })),
+            200,
+            calls(&[("UpdateItem", 1.0, 1.0)]),
+        ),
+        (
+            "Q2",
+            "GET",
+            format!("/posts/{post}"),
+            None,
+            None,
+            200,
+            calls(&[("GetItem", 0.5, 0.0)]),
+        ),
+        (
+            "Q3",
+            "GET",
+            format!("/users/{author}/posts"),
+            None,
+            None,
+            200,
+            calls(&[("Query", 0.0, 0.5)]),
+        ),
+        (
+            "C3",
+            "POST",
+            format!("/posts/{post}/comments"),
+            Some(&author),
+            Some(json!({ "content": "c" })),
+            201,
+            calls(&[("GetItem", 1.0, 0.0), ("TransactWriteItems", 8.0, 4.0)]),
+        ),
+        (
+            "Q4",
+            "GET",
+            format!("/posts/{post}/comments"),
+            None,
+            None,
+            200,
+            calls(&[("Query", 0.5, 0.0)]),
+        ),
+        (
+            "C4",
+            "POST",
+            format!("/posts/{post}/likes"),
+            Some(&author),
+            None,
+            201,
+            calls(&[("GetItem", 1.0, 0.0), ("TransactWriteItems", 8.0, 4.0)]),
+        ),
+        (
+            "C4 repeated",
+            "POST",
+            format!("/posts/{post}/likes"),
+            Some(&author),
+            None,
+            200,
+            calls(&[
+                ("GetItem", 1.0, 0.0),
+                ("TransactWriteItems", 0.0, 0.0),
+                ("GetItem", 1.0, 0.0),
+                ("GetItem", 1.0, 0.0),
+            ]),
+        ),
+        (
+            "Q5",
+            "GET",
+            format!("/posts/{post}/likes"),
+            None,
+            None,
+            200,
+            calls(&[("Query", 0.5, 0.0)]),
+        ),
+        (
+            "Q6",
+            "GET",
+            "/feed".into(),
+            None,
+            None,
+            200,
+            calls(&[("Query", 0.0, 0.0)]),
+        ),
+    ];
+    for (name, method, path, user, body, status, expected) in cases {
+        let measured = measure(&api, method, &path, user, body).await;
+        assert_eq!(measured, (status, expected), "{name}");
+    }
+}
+
+/// The same user, post, comments and likes, in a table that holds only them
+/// or also `crowd` other users' activity.
+async fn scenario(crowd: usize) -> (TestApi, String, String) {
+    let api = TestApi::start().await;
+    for i in 0..crowd {
+        let user = api.user(&format!("crowd{i:04}")).await;
+        for p in 0..3 {
+            let post = api.post(&user, "crowd post", "crowd content").await;
+            if p == 0 {
+                api.call(
+                    "POST",
+                    &format!("/posts/{post}/comments"),
+                    Some(&user),
+                    Some(json!({ "content": "x" })),
+                )
+                .await;
+                api.call("POST", &format!("/posts/{post}/likes"), Some(&user), None)
+                    .await;
+            }
+        }
+    }
+    let target = api.user("target").await;
+    let mut post = String::new();
+    for _ in 0..3 {
+        post = api.post(&target, "title", "content").await;
+    }
+    for i in 0..3 {
+        let fan = api.user(&format!("fan{i}")).await;
+        api.call(
+            "POST",
+            &format!("/posts/{post}/comments"),
+            Some(&fan),
+            Some(json!({ "content": "nice" })),
+        )
+        .await;
+        api.call("POST", &format!("/posts/{post}/likes"), Some(&fan), None)
+            .await;
+    }
+    (api, target, post)
+}
+
+#[tokio::test]
+async fn reads_cost_the_same_however_large_the_table() {
+    let ((small, small_user, small_post), (large, large_user, large_post)) =
+        tokio::join!(scenario(0), scenario(25));
+    let reads = |user: &str, post: &str| {
+        vec![
+            format!("/users/{user}"),
+            format!("/posts/{post}"),
+            format!("/users/{user}/posts"),
+            format!("/posts/{post}/comments"),
+            format!("/posts/{post}/likes"),
+            "/feed".to_owned(),
+        ]
+    };
+    for (a, b) in reads(&small_user, &small_post)
+        .iter()
+        .zip(reads(&large_user, &large_post))
+    {
+        let in_small = measure(&small, "GET", a, None, None).await;
+        let in_large = measure(&large, "GET", &b, None, None).await;
+        assert_eq!(in_small.0, 200, "{a}");
+        assert_eq!(in_small.1.len(), 1, "{a}: one call");
+        assert_eq!(in_small, in_large, "{a} vs {b}");
+    }
+}
