@@ -3,6 +3,7 @@
 
 mod capacity;
 mod comments;
+mod conflicts;
 mod contract;
 mod errors;
 mod feed;

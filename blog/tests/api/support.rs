@@ -7,7 +7,7 @@ use std::{collections::HashMap, convert::Infallible, net::SocketAddr};
 
 use aws_sdk_dynamodb::{
     Client,
-    config::{BehaviorVersion, Credentials, Region},
+    config::{BehaviorVersion, Credentials, Region, SharedHttpClient},
 };
 use base64::Engine;
 use blog::{
@@ -30,8 +30,12 @@ pub fn endpoint() -> String {
         .expect("DYNAMODB_ENDPOINT is not set: run the integration tests through infra/test.sh")
 }
 
-pub fn client(endpoint: &str, meter: &CapacityMeter) -> Client {
-    let config = aws_sdk_dynamodb::Config::builder()
+pub fn client(endpoint: &str, meter: &CapacityMeter, http: Option<SharedHttpClient>) -> Client {
+    let mut config = aws_sdk_dynamodb::Config::builder();
+    if let Some(http) = http {
+        config = config.http_client(http);
+    }
+    let config = config
         .interceptor(meter.clone())
         .behavior_version(BehaviorVersion::latest())
         .credentials_provider(Credentials::new("local", "local", None, None, "tests"))
@@ -63,8 +67,17 @@ impl TestApi {
     }
 
     pub async fn start_with(local_identity: bool) -> Self {
+        Self::start_full(local_identity, None).await
+    }
+
+    /// A new table behind a client that sends its requests through `http`.
+    pub async fn start_with_http(http: SharedHttpClient) -> Self {
+        Self::start_full(true, Some(http)).await
+    }
+
+    async fn start_full(local_identity: bool, http: Option<SharedHttpClient>) -> Self {
         let meter = CapacityMeter::default();
-        let client = client(&endpoint(), &meter);
+        let client = client(&endpoint(), &meter, http);
         let name = format!("test-{}", ulid::Ulid::generate());
         table::create_if_missing(&client, &name)
             .await
@@ -75,7 +88,13 @@ impl TestApi {
     /// A gateway whose DynamoDB is at `endpoint`, with no table set up.
     pub async fn start_against(endpoint: &str) -> Self {
         let meter = CapacityMeter::default();
-        Self::serve(client(endpoint, &meter), meter, "unreachable".into(), true).await
+        Self::serve(
+            client(endpoint, &meter, None),
+            meter,
+            "unreachable".into(),
+            true,
+        )
+        .await
     }
 
     async fn serve(
