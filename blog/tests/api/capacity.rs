@@ -36,147 +36,133 @@ fn calls(expected: &[(&str, f64, f64)]) -> Vec<Call> {
         .collect()
 }
 
+/// One request and what it must cost.
+struct Case<'a> {
+    name: &'a str,
+    method: &'a str,
+    path: String,
+    user: Option<&'a str>,
+    body: Option<Value>,
+    status: u16,
+    calls: &'a [(&'a str, f64, f64)],
+}
+
+impl Case<'_> {
+    async fn check(self, api: &TestApi) {
+        let measured = measure(api, self.method, &self.path, self.user, self.body).await;
+        assert_eq!(measured, (self.status, calls(self.calls)), "{}", self.name);
+    }
+}
+
 #[tokio::test]
 async fn every_request_costs_what_the_data_model_says() {
     let api = TestApi::start().await;
     let author = api.user("author").await;
     let post = api.post(&author, "title", "content").await;
     let other = api.user("other").await;
-    let cases: Vec<(
-        &str,
-        &str,
-        String,
-        Option<&str>,
-        Option<Value>,
-        u16,
-        Vec<Call>,
-    )> = vec![
-        (
+    let (author, other) = (Some(author.as_str()), Some(other.as_str()));
+    let write = |name, method, path: String, user, body: Option<Value>, status, calls| Case {
+        name,
+        method,
+        path,
+        user,
+        body,
+        status,
+        calls,
+    };
+    let read = |name, path: String, calls| write(name, "GET", path, None, None, 200, calls);
+    let profile_then_transaction: &[(&str, f64, f64)] =
+        &[("GetItem", 1.0, 0.0), ("TransactWriteItems", 8.0, 4.0)];
+    let cases = [
+        write(
             "C1 create",
             "POST",
             "/users".into(),
             Some("newbie"),
             Some(json!({ "username": "newbie" })),
             201,
-            calls(&[("TransactWriteItems", 4.0, 0.0)]),
+            &[("TransactWriteItems", 4.0, 0.0)],
         ),
-        (
+        write(
             "C1 rename",
             "PUT",
-            format!("/users/{other}"),
-            Some(&other),
+            format!("/users/{}", other.unwrap_or_default()),
+            other,
             Some(json!({ "username": "renamed" })),
             200,
-            calls(&[("GetItem", 1.0, 0.0), ("TransactWriteItems", 4.0, 0.0)]),
+            &[("GetItem", 1.0, 0.0), ("TransactWriteItems", 4.0, 0.0)],
         ),
-        (
+        read(
             "Q1",
-            "GET",
-            format!("/users/{author}"),
-            None,
-            None,
-            200,
-            calls(&[("GetItem", 0.5, 0.0)]),
+            format!("/users/{}", author.unwrap_or_default()),
+            &[("GetItem", 0.5, 0.0)],
         ),
-        (
+        write(
             "C2 create",
             "POST",
             "/posts".into(),
-            Some(&author),
+            author,
             Some(json!({ "title": "t", "content": "c" })),
             201,
-            calls(&[("GetItem", 1.0, 0.0), ("TransactWriteItems", 8.0, 4.0)]),
+            profile_then_transaction,
         ),
-        (
+        write(
             "C2 edit",
             "PUT",
             format!("/posts/{post}"),
-            Some(&author),
+            author,
             Some(json!({ "title": "t2" })),
             200,
-            calls(&[("UpdateItem", 1.0, 1.0)]),
+            &[("UpdateItem", 1.0, 1.0)],
         ),
-        (
-            "Q2",
-            "GET",
-            format!("/posts/{post}"),
-            None,
-            None,
-            200,
-            calls(&[("GetItem", 0.5, 0.0)]),
-        ),
-        (
+        read("Q2", format!("/posts/{post}"), &[("GetItem", 0.5, 0.0)]),
+        read(
             "Q3",
-            "GET",
-            format!("/users/{author}/posts"),
-            None,
-            None,
-            200,
-            calls(&[("Query", 0.0, 0.5)]),
+            format!("/users/{}/posts", author.unwrap_or_default()),
+            &[("Query", 0.0, 0.5)],
         ),
-        (
+        write(
             "C3",
             "POST",
             format!("/posts/{post}/comments"),
-            Some(&author),
+            author,
             Some(json!({ "content": "c" })),
             201,
-            calls(&[("GetItem", 1.0, 0.0), ("TransactWriteItems", 8.0, 4.0)]),
+            profile_then_transaction,
         ),
-        (
+        read(
             "Q4",
-            "GET",
             format!("/posts/{post}/comments"),
-            None,
-            None,
-            200,
-            calls(&[("Query", 0.5, 0.0)]),
+            &[("Query", 0.5, 0.0)],
         ),
-        (
+        write(
             "C4",
             "POST",
             format!("/posts/{post}/likes"),
-            Some(&author),
+            author,
             None,
             201,
-            calls(&[("GetItem", 1.0, 0.0), ("TransactWriteItems", 8.0, 4.0)]),
+            profile_then_transaction,
         ),
-        (
+        write(
             "C4 repeated",
             "POST",
             format!("/posts/{post}/likes"),
-            Some(&author),
+            author,
             None,
             200,
-            calls(&[
+            &[
                 ("GetItem", 1.0, 0.0),
                 ("TransactWriteItems", 0.0, 0.0),
                 ("GetItem", 1.0, 0.0),
                 ("GetItem", 1.0, 0.0),
-            ]),
+            ],
         ),
-        (
-            "Q5",
-            "GET",
-            format!("/posts/{post}/likes"),
-            None,
-            None,
-            200,
-            calls(&[("Query", 0.5, 0.0)]),
-        ),
-        (
-            "Q6",
-            "GET",
-            "/feed".into(),
-            None,
-            None,
-            200,
-            calls(&[("Query", 0.0, 0.0)]),
-        ),
+        read("Q5", format!("/posts/{post}/likes"), &[("Query", 0.5, 0.0)]),
+        read("Q6", "/feed".into(), &[("Query", 0.0, 0.0)]),
     ];
-    for (name, method, path, user, body, status, expected) in cases {
-        let measured = measure(&api, method, &path, user, body).await;
-        assert_eq!(measured, (status, expected), "{name}");
+    for case in cases {
+        case.check(&api).await;
     }
 }
 
