@@ -50,3 +50,30 @@ fn every_function_has_a_binary() {
     let routed: BTreeSet<&str> = ROUTES.iter().map(|r| r.function).collect();
     assert_eq!(bins, routed);
 }
+
+#[test]
+fn every_function_has_a_sample_event_for_its_route() {
+    for route in ROUTES {
+        let path = format!(
+            "{}/../events/{}.json",
+            env!("CARGO_MANIFEST_DIR"),
+            route.function
+        );
+        let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
+        let event: serde_json::Value = serde_json::from_str(&text).expect("JSON");
+        assert_eq!(
+            event["routeKey"],
+            format!("{} {}", route.method, route.path),
+            "{path}"
+        );
+        let sub = &event["requestContext"]["authorizer"]["jwt"]["claims"]["sub"];
+        assert_eq!(
+            sub.is_string(),
+            route.needs_identity,
+            "{path}: JWT claims on write routes only"
+        );
+        let request =
+            lambda_http::request::from_str(&text).unwrap_or_else(|e| panic!("{path}: {e}"));
+        assert_eq!(request.method().as_str(), route.method, "{path}");
+    }
+}
