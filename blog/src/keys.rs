@@ -9,6 +9,7 @@
 //! | like            | `POST#<postId>`     | `LIKE#<likeId>`     | `USER#<userId>` | `LIKE#<likeId>`   |
 //! | like marker     | `POST#<postId>`     | `LIKER#<userId>`    | –             | –                   |
 //! | feed entry      | `FEED`              | `POST#<postId>`     | –             | –                   |
+//! | feed floor      | `FEED`              | `FLOOR`             | –             | –                   |
 //!
 //! A post's partition holds the post, its comments and its likes (the seeds' V3
 //! `posts` container), so a comment or like and the post's counter change in one
@@ -31,6 +32,8 @@ pub const PROFILE_SK: &str = "PROFILE";
 pub const USERNAME_SK: &str = "USERNAME";
 pub const POST_SK: &str = "POST";
 pub const FEED_PK: &str = "FEED";
+/// The feed's floor: the newest post id ever trimmed out of the feed.
+pub const FEED_FLOOR_SK: &str = "FLOOR";
 
 /// Sort-key prefixes that begin a list inside a partition.
 pub const POST_PREFIX: &str = "POST#";
@@ -95,6 +98,8 @@ mod tests {
         // begins_with(LIKE#) query must not see them.
         assert!(!liker_sk(&user).starts_with(LIKE_PREFIX));
         assert!(!POST_SK.starts_with(COMMENT_PREFIX) && !POST_SK.starts_with(LIKE_PREFIX));
+        // The feed's floor shares the feed partition with the entries.
+        assert!(!FEED_FLOOR_SK.starts_with(POST_PREFIX));
     }
 
     #[test]

@@ -6,14 +6,18 @@
 //! - [`store`]: the single-table data access, one module per entity.
 //! - [`keys`]: every key format of the table, in one place.
 //! - [`ids`], [`text`], [`model`]: validated identifiers, text rules and the JSON shapes.
+//! - [`fanout`]: the DynamoDB Streams consumer that keeps denormalised copies true.
 //! - [`startup`]: what every Lambda `main` calls.
+//! - [`stream_poller`]: the local stand-in for Lambda's stream event source.
 
 pub mod api;
+pub mod fanout;
 pub mod ids;
 pub mod keys;
 pub mod model;
 pub mod routes;
 pub mod startup;
 pub mod store;
+pub mod stream_poller;
 pub mod text;
 pub mod timestamp;

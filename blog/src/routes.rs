@@ -46,6 +46,9 @@ pub const ROUTES: [Route; 12] = [
     route("GET", "/feed", "get-feed", false),
 ];
 
+/// Functions that serve no route: the DynamoDB Streams consumer.
+pub const STREAM_FUNCTIONS: [&str; 1] = ["fan-out"];
+
 /// Runs the handler of `function`, as its Lambda would. For harnesses that
 /// serve all routes from one process (tests, benchmarks); each deployed
 /// function calls its own handler directly.

@@ -11,7 +11,9 @@
 
 use std::future::Future;
 
+use aws_lambda_events::event::{dynamodb::Event, streams::DynamoDbEventResponse};
 use lambda_http::{Request, service_fn};
+use lambda_runtime::LambdaEvent;
 
 use crate::{
     api::{self, ApiResult, App},
@@ -39,7 +41,7 @@ pub fn init_tracing() {
 pub async fn app_from_env() -> Result<App, Error> {
     let table = std::env::var("TABLE_NAME").map_err(|_| "TABLE_NAME is not set")?;
     let endpoint = std::env::var("DYNAMODB_ENDPOINT").ok();
-    let client = store::connect(endpoint.as_deref()).await;
+    let client = store::dynamodb_client(&store::sdk_config().await, endpoint.as_deref());
     let local_identity = local_identity_requested();
     if local_identity {
         tracing::warn!(
@@ -75,6 +77,25 @@ where
     lambda_http::run(service_fn(|req| {
         let reply = handler(app, req);
         async move { Ok::<_, Error>(api::respond(reply.await)) }
+    }))
+    .await
+}
+
+/// Serves a DynamoDB Streams handler: each batch in, its partial-batch
+/// response (`batchItemFailures`) out.
+pub async fn run_stream<H, F>(handler: H) -> Result<(), Error>
+where
+    H: Fn(&'static Store, Event) -> F,
+    F: Future<Output = DynamoDbEventResponse> + Send + 'static,
+{
+    init_tracing();
+    let app: &'static App = Box::leak(Box::new(app_from_env().await?));
+    lambda_runtime::run(lambda_runtime::service_fn(|event: LambdaEvent<Event>| {
+        // Boxed: the handler's future is deep enough to overflow the compiler's
+        // type-layout limit once nested in the runtime's.
+        let response: std::pin::Pin<Box<dyn Future<Output = DynamoDbEventResponse> + Send>> =
+            Box::pin(handler(&app.store, event.payload));
+        async move { Ok::<_, Error>(response.await) }
     }))
     .await
 }

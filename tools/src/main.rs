@@ -1,23 +1,37 @@
 //! `blog-admin`: tools for operators and for the local stack.
 //!
 //! ```text
-//! blog-admin create-table    create the table (TABLE_NAME) if it is missing
+//! blog-admin create-table
+//!     create the table (TABLE_NAME) if it is missing
+//! blog-admin stream-poller [--checkpoint FILE] [--invoke URL]
+//!     deliver the table's stream to the fan-out until Ctrl-C: in this process,
+//!     or, with --invoke, through a Lambda Invoke API such as
+//!     `cargo lambda watch`'s http://127.0.0.1:9000/2015-03-31/functions/fan-out/invocations
 //! ```
 //! The table and endpoint come from the same environment as the functions:
 //! `TABLE_NAME`, and `DYNAMODB_ENDPOINT` for DynamoDB Local.
 
-use std::process::ExitCode;
+use std::{path::PathBuf, process::ExitCode, time::Duration};
 
-use blog::store::{self, table};
+use aws_lambda_events::event::{dynamodb::Event, streams::DynamoDbEventResponse};
+use blog::{
+    fanout,
+    store::{self, Store, table},
+    stream_poller::StreamPoller,
+};
 
-const USAGE: &str = "usage: blog-admin create-table";
+type Error = Box<dyn std::error::Error>;
+
+const USAGE: &str =
+    "usage: blog-admin create-table | stream-poller [--checkpoint FILE] [--invoke URL]";
 
 #[tokio::main]
 async fn main() -> ExitCode {
     blog::startup::init_tracing();
-    let command = std::env::args().nth(1);
-    let result = match command.as_deref() {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let result = match args.first().map(String::as_str) {
         Some("create-table") => create_table().await,
+        Some("stream-poller") => stream_poller(&args[1..]).await,
         _ => Err(USAGE.into()),
     };
     match result {
@@ -29,11 +43,86 @@ async fn main() -> ExitCode {
     }
 }
 
-async fn create_table() -> Result<(), Box<dyn std::error::Error>> {
-    let name = std::env::var("TABLE_NAME").map_err(|_| "TABLE_NAME is not set")?;
-    let endpoint = std::env::var("DYNAMODB_ENDPOINT").ok();
-    let client = store::connect(endpoint.as_deref()).await;
-    let created = table::create_if_missing(&client, &name).await?;
-    tracing::info!(table = %name, created, "table ready");
+struct Env {
+    table: String,
+    endpoint: Option<String>,
+    sdk: aws_config::SdkConfig,
+}
+
+async fn env() -> Result<Env, Error> {
+    Ok(Env {
+        table: std::env::var("TABLE_NAME").map_err(|_| "TABLE_NAME is not set")?,
+        endpoint: std::env::var("DYNAMODB_ENDPOINT").ok(),
+        sdk: store::sdk_config().await,
+    })
+}
+
+async fn create_table() -> Result<(), Error> {
+    let env = env().await?;
+    let client = store::dynamodb_client(&env.sdk, env.endpoint.as_deref());
+    let created = table::create_if_missing(&client, &env.table).await?;
+    tracing::info!(table = %env.table, created, "table ready");
     Ok(())
+}
+
+async fn stream_poller(args: &[String]) -> Result<(), Error> {
+    let mut checkpoint = None;
+    let mut invoke = None;
+    let mut rest = args.iter();
+    while let Some(flag) = rest.next() {
+        match (flag.as_str(), rest.next()) {
+            ("--checkpoint", Some(path)) => checkpoint = Some(PathBuf::from(path)),
+            ("--invoke", Some(url)) => invoke = Some(url.clone()),
+            _ => return Err(USAGE.into()),
+        }
+    }
+    let env = env().await?;
+    let store = Store::new(
+        store::dynamodb_client(&env.sdk, env.endpoint.as_deref()),
+        env.table.clone(),
+    );
+    let streams = store::streams_client(&env.sdk, env.endpoint.as_deref());
+    let poller = StreamPoller::new(store.clone(), streams, checkpoint);
+    let stop = async {
+        let _ = tokio::signal::ctrl_c().await;
+    };
+    let idle = Duration::from_millis(200);
+    tracing::info!(table = %env.table, invoke = invoke.as_deref().unwrap_or("in-process"), "stream poller started");
+    match invoke {
+        None => {
+            let deliver = |event: Event| {
+                let store = &store;
+                async move { Ok(fanout::handle(store, event).await) }
+            };
+            poller.run(deliver, idle, stop).await;
+        }
+        Some(url) => {
+            let http = reqwest::Client::new();
+            let deliver = |event: Event| invoke_function(&http, &url, event);
+            poller.run(deliver, idle, stop).await;
+        }
+    }
+    Ok(())
+}
+
+/// Invokes the fan-out through the Lambda Invoke API, as the event source
+/// mapping does, and reads its partial-batch response.
+async fn invoke_function(
+    http: &reqwest::Client,
+    url: &str,
+    event: Event,
+) -> Result<DynamoDbEventResponse, String> {
+    let response = http
+        .post(url)
+        .json(&event)
+        .timeout(Duration::from_secs(120))
+        .send()
+        .await
+        .map_err(|e| e.to_string())?;
+    let status = response.status();
+    let body = response.text().await.map_err(|e| e.to_string())?;
+    if !status.is_success() {
+        return Err(format!("invoke returned {status}: {body}"));
+    }
+    serde_json::from_str(&body).map_err(|e| format!("unexpected fan-out response {body:?}: {e}"))
 }

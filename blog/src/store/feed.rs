@@ -1,16 +1,76 @@
-//! The feed (Q6): one partition holding the short form of the newest posts.
-//! The stream fan-out writes and trims it; requests only read it.
+//! The feed (Q6): one partition holding the short form of the newest posts,
+//! capped at [`FEED_CAPACITY`]. Requests only read it; the stream fan-out
+//! writes it (the seeds' V3 feed container and the trigger that trims it).
+//!
+//! Besides its entries the partition holds the *floor*: the newest post id ever
+//! trimmed out. A post at or below it can never enter again, whatever order
+//! stream records arrive in, so a post that has left the feed stays out.
 
-use aws_sdk_dynamodb::types::ReturnConsumedCapacity;
+use aws_sdk_dynamodb::types::{ConditionCheck, Put, ReturnConsumedCapacity, TransactWriteItem};
+use serde::{Deserialize, Serialize};
 
-use super::{Store, StoreError, classify, from_items, s};
+use super::{
+    Cancelled, ItemType, Store, StoreError, classify, from_items, key, n, posts::PostItem, s,
+    to_item,
+};
 use crate::{
-    keys::{FEED_PK, PK},
+    ids::{PostId, UserId},
+    keys::{self, FEED_FLOOR_SK, FEED_PK, PK, POST_PREFIX, SK},
     model::PostSummary,
 };
 
 /// How many posts the feed partition keeps.
 pub const FEED_CAPACITY: usize = 100;
+
+/// A feed entry: the short form of a post, as of the post's `version`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct FeedEntryItem {
+    #[serde(rename = "PK")]
+    pub pk: String,
+    #[serde(rename = "SK")]
+    pub sk: String,
+    #[serde(rename = "type")]
+    pub kind: ItemType,
+    pub post_id: PostId,
+    pub user_id: UserId,
+    pub username: String,
+    pub title: String,
+    pub summary: String,
+    pub comment_count: u64,
+    pub like_count: u64,
+    pub created_at: String,
+    pub version: u64,
+}
+
+impl From<&PostItem> for FeedEntryItem {
+    fn from(post: &PostItem) -> Self {
+        Self {
+            pk: FEED_PK.to_owned(),
+            sk: keys::feed_sk(&post.post_id),
+            kind: ItemType::FeedEntry,
+            post_id: post.post_id,
+            user_id: post.user_id.clone(),
+            username: post.username.clone(),
+            title: post.title.clone(),
+            summary: post.summary.clone(),
+            comment_count: post.comment_count,
+            like_count: post.like_count,
+            created_at: post.created_at.clone(),
+            version: post.version,
+        }
+    }
+}
+
+/// What a conditional copy did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Copied {
+    /// The copy was written.
+    Written,
+    /// The copy already held this version or a newer one, or (for the feed) the
+    /// post is not, or no longer, in it: nothing changed.
+    Stale,
+}
 
 impl Store {
     /// Q6: one Query of the feed partition, newest first.
@@ -19,9 +79,11 @@ impl Store {
             .client()
             .query()
             .table_name(self.table())
-            .key_condition_expression("#pk = :feed")
+            .key_condition_expression("#pk = :feed AND begins_with(#sk, :post)")
             .expression_attribute_names("#pk", PK)
+            .expression_attribute_names("#sk", SK)
             .expression_attribute_values(":feed", s(FEED_PK))
+            .expression_attribute_values(":post", s(POST_PREFIX))
             .scan_index_forward(false)
             .limit(i32::try_from(limit.min(FEED_CAPACITY)).unwrap_or(i32::MAX))
             .return_consumed_capacity(ReturnConsumedCapacity::Indexes)
@@ -29,5 +91,148 @@ impl Store {
             .await
             .map_err(classify)?;
         from_items(output.items.unwrap_or_default())
+    }
+
+    /// Fan-out of a new post: its entry enters the feed unless the feed holds
+    /// this version or a newer one already, or the post is at or below the
+    /// floor. One transaction: the entry's put and a check of the floor.
+    pub async fn enter_feed(&self, post: &PostItem) -> Result<Copied, StoreError> {
+        let entry = FeedEntryItem::from(post);
+        let put = Put::builder()
+            .table_name(self.table())
+            .set_item(Some(to_item(&entry)?))
+            .condition_expression("attribute_not_exists(PK) OR version < :version")
+            .expression_attribute_values(":version", n(entry.version))
+            .build()?;
+        let above_floor = ConditionCheck::builder()
+            .table_name(self.table())
+            .set_key(Some(key(FEED_PK.to_owned(), FEED_FLOOR_SK)))
+            .condition_expression("attribute_not_exists(floorPostId) OR floorPostId < :post")
+            .expression_attribute_values(":post", s(post.post_id.to_string()))
+            .build()?;
+        let writes = vec![
+            TransactWriteItem::builder().put(put).build(),
+            TransactWriteItem::builder()
+                .condition_check(above_floor)
+                .build(),
+        ];
+        match self.transact(writes).await {
+            Ok(()) => Ok(Copied::Written),
+            Err(Cancelled::Conditions(_)) => Ok(Copied::Stale),
+            Err(Cancelled::Store(err)) => Err(err),
+        }
+    }
+
+    /// Fan-out of a changed post: refreshes its feed entry if the feed holds an
+    /// older version of it. Never creates one: a post that left the feed (or
+    /// never entered it) stays out.
+    pub async fn refresh_feed_entry(&self, post: &PostItem) -> Result<Copied, StoreError> {
+        let entry = FeedEntryItem::from(post);
+        let result = self
+            .client()
+            .update_item()
+            .table_name(self.table())
+            .set_key(Some(key(entry.pk, entry.sk)))
+            .update_expression(
+                "SET username = :username, title = :title, summary = :summary, \
+                 commentCount = :comments, likeCount = :likes, version = :version",
+            )
+            .condition_expression("attribute_exists(PK) AND version < :version")
+            .expression_attribute_values(":username", s(entry.username))
+            .expression_attribute_values(":title", s(entry.title))
+            .expression_attribute_values(":summary", s(entry.summary))
+            .expression_attribute_values(":comments", n(entry.comment_count))
+            .expression_attribute_values(":likes", n(entry.like_count))
+            .expression_attribute_values(":version", n(entry.version))
+            .return_consumed_capacity(ReturnConsumedCapacity::Indexes)
+            .send()
+            .await;
+        match result {
+            Ok(_) => Ok(Copied::Written),
+            Err(err)
+                if err
+                    .as_service_error()
+                    .is_some_and(|e| e.is_conditional_check_failed_exception()) =>
+            {
+                Ok(Copied::Stale)
+            }
+            Err(err) => Err(classify(err)),
+        }
+    }
+
+    /// Keeps the newest [`FEED_CAPACITY`] entries: raises the floor to the
+    /// newest entry beyond them, then deletes those. Returns how many writes it
+    /// issued. Raising the floor first means a crash between the two steps
+    /// leaves entries that the next trim removes, never a post that can return.
+    pub async fn trim_feed(&self) -> Result<usize, StoreError> {
+        let mut ids = Vec::new();
+        let mut start = None;
+        loop {
+            let page = self
+                .client()
+                .query()
+                .table_name(self.table())
+                .key_condition_expression("#pk = :feed AND begins_with(#sk, :post)")
+                .expression_attribute_names("#pk", PK)
+                .expression_attribute_names("#sk", SK)
+                .expression_attribute_values(":feed", s(FEED_PK))
+                .expression_attribute_values(":post", s(POST_PREFIX))
+                .projection_expression("postId")
+                .scan_index_forward(false)
+                .consistent_read(true)
+                .set_exclusive_start_key(start)
+                .return_consumed_capacity(ReturnConsumedCapacity::Indexes)
+                .send()
+                .await
+                .map_err(classify)?;
+            #[derive(Deserialize)]
+            #[serde(rename_all = "camelCase")]
+            struct Id {
+                post_id: PostId,
+            }
+            let page_ids: Vec<Id> = from_items(page.items.unwrap_or_default())?;
+            ids.extend(page_ids.into_iter().map(|id| id.post_id));
+            start = page.last_evaluated_key;
+            if start.is_none() {
+                break;
+            }
+        }
+        let excess = ids.split_off(ids.len().min(FEED_CAPACITY));
+        let Some(newest_excess) = excess.first() else {
+            return Ok(0);
+        };
+        let raised = self
+            .client()
+            .update_item()
+            .table_name(self.table())
+            .set_key(Some(key(FEED_PK.to_owned(), FEED_FLOOR_SK)))
+            .update_expression("SET floorPostId = :post, #type = :type")
+            .condition_expression("attribute_not_exists(floorPostId) OR floorPostId < :post")
+            .expression_attribute_names("#type", "type")
+            .expression_attribute_values(":post", s(newest_excess.to_string()))
+            .expression_attribute_values(":type", s("feedFloor"))
+            .return_consumed_capacity(ReturnConsumedCapacity::Indexes)
+            .send()
+            .await;
+        match raised {
+            Ok(_) => {}
+            // Another trim raised it as far or further: fine.
+            Err(err)
+                if err
+                    .as_service_error()
+                    .is_some_and(|e| e.is_conditional_check_failed_exception()) => {}
+            Err(err) => return Err(classify(err)),
+        }
+        for post in &excess {
+            self.client()
+                .delete_item()
+                .table_name(self.table())
+                .set_key(Some(key(FEED_PK.to_owned(), keys::feed_sk(post))))
+                .return_consumed_capacity(ReturnConsumedCapacity::Indexes)
+                .send()
+                .await
+                .map_err(classify)?;
+        }
+        Ok(1 + excess.len())
     }
 }

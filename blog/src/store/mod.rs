@@ -71,6 +71,10 @@ pub enum ItemType {
     Like,
     Liker,
     FeedEntry,
+    FeedFloor,
+    /// A type this version does not know (written by a newer one).
+    #[serde(other)]
+    Other,
 }
 
 /// The table, and the one SDK client a process shares across invocations.
@@ -283,23 +287,38 @@ pub(crate) fn key(pk: String, sk: impl Into<String>) -> Item {
     ])
 }
 
-/// Builds the client from the environment (credentials, region), pointed at
-/// `endpoint` when one is given (DynamoDB Local). Timeouts are short so that an
-/// unreachable DynamoDB becomes a 503 well inside API Gateway's 30 s limit.
-pub async fn connect(endpoint: Option<&str>) -> Client {
+/// Loads credentials and region from the environment, with short timeouts so
+/// that an unreachable DynamoDB becomes a 503 well inside API Gateway's 30 s.
+pub async fn sdk_config() -> aws_config::SdkConfig {
     let timeouts = TimeoutConfig::builder()
         .connect_timeout(Duration::from_secs(2))
         .operation_attempt_timeout(Duration::from_secs(3))
         .operation_timeout(Duration::from_secs(8))
         .build();
-    let sdk = aws_config::defaults(BehaviorVersion::latest())
+    aws_config::defaults(BehaviorVersion::latest())
         .timeout_config(timeouts)
         .retry_config(RetryConfig::standard().with_max_attempts(3))
         .load()
-        .await;
-    let mut config = aws_sdk_dynamodb::config::Builder::from(&sdk);
+        .await
+}
+
+/// The DynamoDB client, pointed at `endpoint` when one is given (DynamoDB Local).
+pub fn dynamodb_client(sdk: &aws_config::SdkConfig, endpoint: Option<&str>) -> Client {
+    let mut config = aws_sdk_dynamodb::config::Builder::from(sdk);
     if let Some(endpoint) = endpoint {
         config = config.endpoint_url(endpoint);
     }
     Client::from_conf(config.build())
+}
+
+/// The DynamoDB Streams client (the local stream poller's), likewise.
+pub fn streams_client(
+    sdk: &aws_config::SdkConfig,
+    endpoint: Option<&str>,
+) -> aws_sdk_dynamodbstreams::Client {
+    let mut config = aws_sdk_dynamodbstreams::config::Builder::from(sdk);
+    if let Some(endpoint) = endpoint {
+        config = config.endpoint_url(endpoint);
+    }
+    aws_sdk_dynamodbstreams::Client::from_conf(config.build())
 }

@@ -206,3 +206,108 @@ impl Store {
         Err(StoreError::Contention)
     }
 }
+
+/// How many of a user's items one page of the rename fan-out reads.
+const RENAME_PAGE: i32 = 100;
+/// How many username copies the rename fan-out writes at once.
+const RENAME_CONCURRENCY: usize = 16;
+
+/// What a rename fan-out did.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct Renamed {
+    /// Items that now carry the new username.
+    pub written: usize,
+    /// Items that already carried this rename or a newer one.
+    pub stale: usize,
+}
+
+impl Store {
+    /// Fan-out of a rename: writes `user`'s username onto everything they wrote,
+    /// found page by page under their GSI1 partition. Each write lands only on
+    /// an item that copied an older version of the profile (`userVersion`), so
+    /// replaying a rename, or an older one after a newer one, changes nothing.
+    /// A post's `version` grows with the copy, so its feed entry follows.
+    pub async fn copy_username(&self, user: &UserItem) -> Result<Renamed, StoreError> {
+        use futures::{StreamExt, TryStreamExt};
+
+        let mut done = Renamed::default();
+        let mut start = None;
+        loop {
+            let page = self
+                .client()
+                .query()
+                .table_name(self.table())
+                .index_name(keys::GSI1)
+                .key_condition_expression("GSI1PK = :pk")
+                .expression_attribute_values(":pk", s(keys::user_items_pk(&user.user_id)))
+                .limit(RENAME_PAGE)
+                .set_exclusive_start_key(start)
+                .return_consumed_capacity(ReturnConsumedCapacity::Indexes)
+                .send()
+                .await
+                .map_err(classify)?;
+            let copies: Vec<super::Item> = page.items.unwrap_or_default();
+            let outcomes: Vec<bool> = futures::stream::iter(copies)
+                .map(|item| self.copy_username_onto(item, user))
+                .buffer_unordered(RENAME_CONCURRENCY)
+                .try_collect()
+                .await?;
+            for written in outcomes {
+                if written {
+                    done.written += 1;
+                } else {
+                    done.stale += 1;
+                }
+            }
+            start = page.last_evaluated_key;
+            if start.is_none() {
+                return Ok(done);
+            }
+        }
+    }
+
+    /// One username copy; `false` when the item already had this version.
+    async fn copy_username_onto(
+        &self,
+        item: super::Item,
+        user: &UserItem,
+    ) -> Result<bool, StoreError> {
+        let is_post = item
+            .get(keys::SK)
+            .and_then(|sk| sk.as_s().ok())
+            .is_some_and(|sk| sk == keys::POST_SK);
+        let key: super::Item = item
+            .into_iter()
+            .filter(|(name, _)| name == keys::PK || name == keys::SK)
+            .collect();
+        let expression = if is_post {
+            "SET username = :name, userVersion = :uv, version = version + :one"
+        } else {
+            "SET username = :name, userVersion = :uv"
+        };
+        let mut update = self
+            .client()
+            .update_item()
+            .table_name(self.table())
+            .set_key(Some(key))
+            .update_expression(expression)
+            .condition_expression("attribute_exists(PK) AND userVersion < :uv")
+            .expression_attribute_values(":name", s(&user.username))
+            .expression_attribute_values(":uv", n(user.version))
+            .return_consumed_capacity(ReturnConsumedCapacity::Indexes);
+        if is_post {
+            update = update.expression_attribute_values(":one", n(1));
+        }
+        match update.send().await {
+            Ok(_) => Ok(true),
+            Err(err)
+                if err
+                    .as_service_error()
+                    .is_some_and(|e| e.is_conditional_check_failed_exception()) =>
+            {
+                Ok(false)
+            }
+            Err(err) => Err(classify(err)),
+        }
+    }
+}

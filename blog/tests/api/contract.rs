@@ -3,7 +3,7 @@
 
 use std::collections::BTreeSet;
 
-use blog::routes::ROUTES;
+use blog::routes::{ROUTES, STREAM_FUNCTIONS};
 
 fn manifest(path: &str) -> toml::Table {
     let text = std::fs::read_to_string(format!("{}/../{path}", env!("CARGO_MANIFEST_DIR")))
@@ -47,8 +47,12 @@ fn every_function_has_a_binary() {
         .iter()
         .filter_map(|b| b["name"].as_str())
         .collect();
-    let routed: BTreeSet<&str> = ROUTES.iter().map(|r| r.function).collect();
-    assert_eq!(bins, routed);
+    let functions: BTreeSet<&str> = ROUTES
+        .iter()
+        .map(|r| r.function)
+        .chain(STREAM_FUNCTIONS)
+        .collect();
+    assert_eq!(bins, functions);
 }
 
 #[test]

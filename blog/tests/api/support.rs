@@ -12,8 +12,10 @@ use aws_sdk_dynamodb::{
 use base64::Engine;
 use blog::{
     api::{App, respond},
+    fanout,
     routes::{ROUTES, Route, dispatch},
     store::{Store, meter::CapacityMeter, table},
+    stream_poller::StreamPoller,
 };
 use http_body_util::{BodyExt, Full};
 use hyper::{body::Bytes, server::conn::http1, service::service_fn};
@@ -166,7 +168,8 @@ impl TestApi {
     }
 
     /// Creates a post by `user` and returns its id.
-    pub async fn post(&self, user: &str, title: &str, content: &str) -> String {
+    pub async fn post(&self, user: &str, title: impl Into<String>, content: &str) -> String {
+        let title: String = title.into();
         let (status, body) = self
             .call(
                 "POST",
@@ -343,6 +346,35 @@ fn event(
         event["body"] = json!(body);
     }
     event
+}
+
+impl TestApi {
+    /// A poller of this test's table that hands batches to the fan-out in this
+    /// process, as Lambda would: the records go through Lambda's JSON event.
+    pub fn poller(&self) -> StreamPoller {
+        let streams = aws_sdk_dynamodbstreams::Client::from_conf(
+            aws_sdk_dynamodbstreams::Config::builder()
+                .behavior_version(BehaviorVersion::latest())
+                .credentials_provider(Credentials::new("local", "local", None, None, "tests"))
+                .region(Region::new("us-east-1"))
+                .endpoint_url(endpoint())
+                .build(),
+        );
+        StreamPoller::new(self.app.store.clone(), streams, None)
+    }
+
+    /// Runs the fan-out until the stream has nothing left, its own writes'
+    /// records included: a bounded poll, never a fixed sleep.
+    pub async fn settle(&self, poller: &mut StreamPoller) {
+        let store = &self.app.store;
+        let deliver = |event| async move { Ok(fanout::handle(store, event).await) };
+        for _ in 0..100 {
+            if poller.poll_once(&deliver).await.expect("poll the stream") == 0 {
+                return;
+            }
+        }
+        panic!("the stream did not settle after 100 polls");
+    }
 }
 
 /// Every item of the test's table, for "changes nothing" assertions. A test

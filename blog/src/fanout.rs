@@ -1,0 +1,214 @@
+//! The DynamoDB Streams fan-out: keeps every denormalised copy true.
+//!
+//! | stream record | what it writes | why it is idempotent |
+//! |---|---|---|
+//! | post INSERT | the post's feed entry, then trims the feed to 100 | put only if absent or older (`version`) and the post is above the feed's floor |
+//! | post MODIFY (short form changed) | the feed entry's copy of it | update only if the entry exists and is older |
+//! | user MODIFY (username changed) | the username onto every post, comment and like the user wrote | update only where `userVersion` is older |
+//! | anything else | nothing | – |
+//!
+//! Counts need no rule of their own: a comment or like changes the post in the
+//! same transaction, and that change reaches the feed entry as a post MODIFY.
+//! The fan-out's own writes to feed entries, comments and likes match no rule,
+//! and its writes to posts only refresh feed entries, so nothing loops.
+//!
+//! Lambda delivers records at least once, in order per item, and after a
+//! partial failure again from the lowest failed sequence number, so a record
+//! may come again after newer ones: every write above is conditional on
+//! versions, and applying any such schedule gives the table a single clean
+//! application gives.
+
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use aws_lambda_events::event::{
+    dynamodb::{Event, EventRecord},
+    streams::{DynamoDbBatchItemFailure, DynamoDbEventResponse},
+};
+use serde::{Deserialize, de::DeserializeOwned};
+use thiserror::Error;
+
+use crate::store::{
+    ItemType, Store, StoreError,
+    feed::{Copied, FeedEntryItem},
+    posts::PostItem,
+    users::UserItem,
+};
+
+#[derive(Debug, Error)]
+pub enum FanoutError {
+    #[error("cannot decode the {image} image: {reason}")]
+    Malformed { image: &'static str, reason: String },
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
+/// What applying one record did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Outcome {
+    /// At least one copy changed.
+    Written { writes: usize },
+    /// Every copy already held this version or a newer one.
+    Stale { writes: usize },
+    /// The record changes nothing that is copied.
+    Ignored,
+}
+
+/// Applies a batch and reports the records that failed, so that Lambda (or the
+/// local poller) retries from the lowest of them. A failed record never stops
+/// the rest of the batch.
+pub async fn handle(store: &Store, event: Event) -> DynamoDbEventResponse {
+    let mut stats = BatchStats {
+        records: event.records.len(),
+        oldest_age_ms: oldest_age_ms(&event.records),
+        ..BatchStats::default()
+    };
+    let mut response = DynamoDbEventResponse::default();
+    for record in &event.records {
+        match apply(store, record).await {
+            Ok(outcome) => stats.count(outcome),
+            Err(err) => {
+                stats.failed += 1;
+                tracing::error!(
+                    event_id = %record.event_id,
+                    sequence_number = record.change.sequence_number.as_deref().unwrap_or_default(),
+                    event_name = %record.event_name,
+                    error = %err,
+                    "fan-out record failed"
+                );
+                let mut failure = DynamoDbBatchItemFailure::default();
+                failure.item_identifier = record.change.sequence_number.clone();
+                response.batch_item_failures.push(failure);
+            }
+        }
+    }
+    stats.log();
+    response
+}
+
+/// Applies one stream record.
+pub async fn apply(store: &Store, record: &EventRecord) -> Result<Outcome, FanoutError> {
+    let image = if record.event_name == "REMOVE" {
+        &record.change.old_image
+    } else {
+        &record.change.new_image
+    };
+    let kind = decode::<Kind>(image, "new").map(|k| k.kind).unwrap_or(None);
+    match (record.event_name.as_str(), kind) {
+        ("INSERT", Some(ItemType::Post)) => {
+            let post: PostItem = decode(&record.change.new_image, "new")?;
+            match store.enter_feed(&post).await? {
+                Copied::Written => {
+                    let trimmed = store.trim_feed().await?;
+                    Ok(Outcome::Written {
+                        writes: 1 + trimmed,
+                    })
+                }
+                Copied::Stale => Ok(Outcome::Stale { writes: 1 }),
+            }
+        }
+        ("MODIFY", Some(ItemType::Post)) => {
+            let old: PostItem = decode(&record.change.old_image, "old")?;
+            let new: PostItem = decode(&record.change.new_image, "new")?;
+            if short_form(&old) == short_form(&new) {
+                return Ok(Outcome::Ignored);
+            }
+            Ok(match store.refresh_feed_entry(&new).await? {
+                Copied::Written => Outcome::Written { writes: 1 },
+                Copied::Stale => Outcome::Stale { writes: 1 },
+            })
+        }
+        ("MODIFY", Some(ItemType::User)) => {
+            let old: UserItem = decode(&record.change.old_image, "old")?;
+            let new: UserItem = decode(&record.change.new_image, "new")?;
+            if old.username == new.username {
+                return Ok(Outcome::Ignored);
+            }
+            let renamed = store.copy_username(&new).await?;
+            let writes = renamed.written + renamed.stale;
+            Ok(if renamed.written > 0 {
+                Outcome::Written { writes }
+            } else {
+                Outcome::Stale { writes }
+            })
+        }
+        _ => Ok(Outcome::Ignored),
+    }
+}
+
+#[derive(Deserialize)]
+struct Kind {
+    #[serde(rename = "type")]
+    kind: Option<ItemType>,
+}
+
+/// What a feed entry shows of a post: a change elsewhere (content beyond the
+/// summary, `updatedAt`) is no reason to write.
+fn short_form(post: &PostItem) -> FeedEntryItem {
+    FeedEntryItem {
+        version: 0,
+        ..FeedEntryItem::from(post)
+    }
+}
+
+fn decode<T: DeserializeOwned>(
+    image: &serde_dynamo::Item,
+    which: &'static str,
+) -> Result<T, FanoutError> {
+    serde_dynamo::from_item(image.clone()).map_err(|e| FanoutError::Malformed {
+        image: which,
+        reason: e.to_string(),
+    })
+}
+
+fn oldest_age_ms(records: &[EventRecord]) -> i64 {
+    let now = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
+        .unwrap_or_default();
+    records
+        .iter()
+        .map(|r| r.change.approximate_creation_date_time.timestamp_millis())
+        .min()
+        .map_or(0, |oldest| (now - oldest).max(0))
+}
+
+/// What one batch did, logged as one structured line.
+#[derive(Debug, Default)]
+struct BatchStats {
+    records: usize,
+    written: usize,
+    stale: usize,
+    ignored: usize,
+    failed: usize,
+    writes: usize,
+    oldest_age_ms: i64,
+}
+
+impl BatchStats {
+    fn count(&mut self, outcome: Outcome) {
+        match outcome {
+            Outcome::Written { writes } => {
+                self.written += 1;
+                self.writes += writes;
+            }
+            Outcome::Stale { writes } => {
+                self.stale += 1;
+                self.writes += writes;
+            }
+            Outcome::Ignored => self.ignored += 1,
+        }
+    }
+
+    fn log(&self) {
+        tracing::info!(
+            records = self.records,
+            applied = self.written,
+            skipped_stale = self.stale,
+            ignored = self.ignored,
+            failed = self.failed,
+            writes = self.writes,
+            oldest_record_age_ms = self.oldest_age_ms,
+            "fan-out batch"
+        );
+    }
+}

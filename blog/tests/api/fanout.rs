@@ -1,0 +1,318 @@
+//! The stream fan-out, end to end: HTTP writes → DynamoDB Local's stream → the
+//! fan-out handler → HTTP reads.
+
+use std::collections::BTreeSet;
+
+use futures::future::join_all;
+use serde_json::{Value, json};
+
+use crate::support::TestApi;
+
+fn ids(page: &Value) -> Vec<String> {
+    page["items"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|p| p["postId"].as_str().map(str::to_owned))
+        .collect()
+}
+
+fn usernames(page: &Value) -> Vec<String> {
+    page["items"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|item| item["username"].as_str().unwrap_or("<missing>").to_owned())
+        .collect()
+}
+
+/// The feed partition's entries and floor, read straight from the table.
+async fn feed_partition(api: &TestApi) -> (usize, Option<String>) {
+    let store = &api.app.store;
+    let items = store
+        .client()
+        .query()
+        .table_name(store.table())
+        .key_condition_expression("PK = :feed")
+        .expression_attribute_values(
+            ":feed",
+            aws_sdk_dynamodb::types::AttributeValue::S("FEED".into()),
+        )
+        .consistent_read(true)
+        .send()
+        .await
+        .expect("query feed")
+        .items
+        .unwrap_or_default();
+    let floor = items
+        .iter()
+        .find(|i| {
+            i.get("SK")
+                .and_then(|s| s.as_s().ok())
+                .is_some_and(|s| s == "FLOOR")
+        })
+        .and_then(|i| i.get("floorPostId").and_then(|v| v.as_s().ok()).cloned());
+    (items.len() - usize::from(floor.is_some()), floor)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn the_feed_holds_exactly_the_newest_hundred_posts() {
+    let api = TestApi::start().await;
+    let mut poller = api.poller();
+    let writers = join_all((0..3).map(|i| api.user_named(format!("writer{i}")))).await;
+    let mut all = Vec::new();
+    for round in 0..50 {
+        // Three authors post at once, and the fan-out runs now and then, so
+        // posts reach the feed in mixed order and batches.
+        let posts = join_all(
+            writers
+                .iter()
+                .map(|w| api.post(w, format!("post {round}"), "content")),
+        )
+        .await;
+        all.extend(posts);
+        if round % 7 == 0 {
+            api.settle(&mut poller).await;
+        }
+    }
+    api.settle(&mut poller).await;
+    all.sort();
+    all.reverse();
+    assert_eq!(all.len(), 150);
+
+    let (status, page) = api.get("/feed?limit=100").await;
+    assert_eq!(status, 200);
+    assert_eq!(ids(&page), all[..100]);
+    assert_eq!(ids(&api.get("/feed?limit=5").await.1), all[..5]);
+    assert_eq!(ids(&api.get("/feed").await.1), all[..20]);
+    assert_eq!(
+        feed_partition(&api).await,
+        (100, Some(all[100].clone())),
+        "capped, floor at the 101st newest"
+    );
+
+    // A post that left the feed never comes back through an update of it.
+    let oldest = all.last().cloned().unwrap_or_default();
+    let fan = api.user("latefan").await;
+    assert_eq!(
+        api.call("POST", &format!("/posts/{oldest}/likes"), Some(&fan), None)
+            .await
+            .0,
+        201
+    );
+    let author = api.get(&format!("/posts/{oldest}")).await.1["userId"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned();
+    let (status, _) = api
+        .call(
+            "PUT",
+            &format!("/posts/{oldest}"),
+            Some(&author),
+            Some(json!({ "title": "edited" })),
+        )
+        .await;
+    assert_eq!(status, 200);
+    api.settle(&mut poller).await;
+    assert_eq!(ids(&api.get("/feed?limit=100").await.1), all[..100]);
+    assert_eq!(feed_partition(&api).await.0, 100);
+}
+
+#[tokio::test]
+async fn edits_and_counts_reach_the_feed_copy() {
+    let api = TestApi::start().await;
+    let mut poller = api.poller();
+    let author = api.user("author").await;
+    let fan = api.user("fan").await;
+    let post = api.post(&author, "Original", "first version").await;
+    api.settle(&mut poller).await;
+    assert_eq!(api.get("/feed").await.1["items"][0]["title"], "Original");
+
+    api.call(
+        "PUT",
+        &format!("/posts/{post}"),
+        Some(&author),
+        Some(json!({ "title": "Edited", "content": "second" })),
+    )
+    .await;
+    api.call("POST", &format!("/posts/{post}/likes"), Some(&fan), None)
+        .await;
+    api.call(
+        "POST",
+        &format!("/posts/{post}/comments"),
+        Some(&fan),
+        Some(json!({ "content": "hi" })),
+    )
+    .await;
+    api.settle(&mut poller).await;
+    let (_, feed) = api.get("/feed").await;
+    let entry = &feed["items"][0];
+    assert_eq!(
+        (
+            entry["title"].as_str(),
+            entry["summary"].as_str(),
+            entry["likeCount"].as_u64(),
+            entry["commentCount"].as_u64()
+        ),
+        (Some("Edited"), Some("second"), Some(1), Some(1))
+    );
+    // The feed copy equals the post's own short form in Q3.
+    let (_, mine) = api.get(&format!("/users/{author}/posts")).await;
+    assert_eq!(mine["items"][0], *entry);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn concurrent_likes_and_comments_are_exact_on_every_copy() {
+    let api = TestApi::start().await;
+    let mut poller = api.poller();
+    let author = api.user("star").await;
+    let post = api.post(&author, "Viral", "everyone reacts").await;
+    let likers = join_all((0..200).map(|i| api.user_named(format!("liker{i:03}")))).await;
+    let commenters = &likers[..50];
+    let likes = join_all(likers.iter().map(|who| async {
+        api.call("POST", &format!("/posts/{post}/likes"), Some(who), None)
+            .await
+            .0
+    }));
+    let comments = join_all(commenters.iter().map(|who| async {
+        api.call(
+            "POST",
+            &format!("/posts/{post}/comments"),
+            Some(who),
+            Some(json!({ "content": "wow" })),
+        )
+        .await
+        .0
+    }));
+    let (likes, comments) = tokio::join!(likes, comments);
+    assert!(likes.iter().all(|s| *s == 201) && comments.iter().all(|s| *s == 201));
+    // A repeated like changes nothing.
+    assert_eq!(
+        api.call(
+            "POST",
+            &format!("/posts/{post}/likes"),
+            Some(&likers[7]),
+            None
+        )
+        .await
+        .0,
+        200
+    );
+    api.settle(&mut poller).await;
+
+    let (_, got) = api.get(&format!("/posts/{post}")).await;
+    assert_eq!(
+        (got["likeCount"].as_u64(), got["commentCount"].as_u64()),
+        (Some(200), Some(50))
+    );
+    let (_, feed) = api.get("/feed").await;
+    assert_eq!(
+        (
+            feed["items"][0]["likeCount"].as_u64(),
+            feed["items"][0]["commentCount"].as_u64()
+        ),
+        (Some(200), Some(50))
+    );
+    let (_, mine) = api.get(&format!("/users/{author}/posts")).await;
+    assert_eq!(mine["items"][0]["likeCount"], 200);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_rename_reaches_everything_the_user_wrote() {
+    let api = TestApi::start().await;
+    let mut poller = api.poller();
+    let host = api.user("host").await;
+    let user = api.user("oldname").await;
+    // 45 posts, 45 comments and 45 likes: more than one page (100) of the
+    // user's GSI1 partition.
+    let own: Vec<String> =
+        join_all((0..45).map(|i| api.post(&user, format!("mine {i}"), "text"))).await;
+    let hosted: Vec<String> =
+        join_all((0..45).map(|i| api.post(&host, format!("host {i}"), "text"))).await;
+    let (api_ref, user_ref) = (&api, &user);
+    join_all(hosted.iter().map(|p| async move {
+        let (api, user) = (api_ref, user_ref);
+        let path = format!("/posts/{p}/comments");
+        assert_eq!(
+            api.call("POST", &path, Some(user), Some(json!({ "content": "c" })))
+                .await
+                .0,
+            201
+        );
+        assert_eq!(
+            api.call("POST", &format!("/posts/{p}/likes"), Some(user), None)
+                .await
+                .0,
+            201
+        );
+    }))
+    .await;
+    api.settle(&mut poller).await;
+
+    let (status, _) = api
+        .call(
+            "PUT",
+            &format!("/users/{user}"),
+            Some(&user),
+            Some(json!({ "username": "newname" })),
+        )
+        .await;
+    assert_eq!(status, 200);
+    api.settle(&mut poller).await;
+
+    // Every copy of the name, read through the API: Q2 of each own post, Q4
+    // and Q5 of each hosted post, Q3 page by page, and the feed.
+    let mut names: Vec<String> = Vec::new();
+    for post in &own {
+        names.extend(usernames(
+            &json!({ "items": [api.get(&format!("/posts/{post}")).await.1] }),
+        ));
+    }
+    for post in &hosted {
+        names.extend(usernames(
+            &api.get(&format!("/posts/{post}/comments")).await.1,
+        ));
+        names.extend(usernames(&api.get(&format!("/posts/{post}/likes")).await.1));
+    }
+    let mut cursor = String::new();
+    loop {
+        let (_, page) = api
+            .get(&format!("/users/{user}/posts?limit=30{cursor}"))
+            .await;
+        names.extend(usernames(&page));
+        match page["nextCursor"].as_str() {
+            Some(next) => cursor = format!("&cursor={next}"),
+            None => break,
+        }
+    }
+    let (_, feed) = api.get("/feed?limit=100").await;
+    let in_feed: Vec<Value> = feed["items"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|p| p["userId"] == json!(user))
+        .cloned()
+        .collect();
+    assert_eq!(
+        in_feed.len(),
+        45,
+        "all 45 of the user's posts are among the 90 in the feed"
+    );
+    names.extend(usernames(&json!({ "items": in_feed })));
+    assert_eq!(names.len(), 45 * 5);
+    assert_eq!(
+        names.iter().collect::<BTreeSet<_>>(),
+        BTreeSet::from([&"newname".to_owned()])
+    );
+
+    // The old name is free for someone else.
+    let (status, _) = api
+        .call(
+            "POST",
+            "/users",
+            Some("successor"),
+            Some(json!({ "username": "OldName" })),
+        )
+        .await;
+    assert_eq!(status, 201);
+}

@@ -1,0 +1,6 @@
+//! `fan-out`: the DynamoDB Streams consumer; see `blog::fanout`.
+
+#[tokio::main]
+async fn main() -> Result<(), blog::startup::Error> {
+    blog::startup::run_stream(blog::fanout::handle).await
+}
