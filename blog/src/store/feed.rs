@@ -1,5 +1,5 @@
 //! The feed (Q6): one partition holding the short form of the newest posts,
-//! capped at [`FEED_CAPACITY`]. Requests only read it; the stream fan-out
+//! capped at [`FEED_CAPACITY`] posts. Requests only read it; the stream fan-out
 //! writes it (the seeds' V3 feed container and the trigger that trims it).
 //!
 //! Besides its entries the partition holds the *floor*: the newest post id ever
@@ -160,7 +160,7 @@ impl Store {
         }
     }
 
-    /// Keeps the newest [`FEED_CAPACITY`] entries: raises the floor to the
+    /// Keeps the newest [`FEED_CAPACITY`] (or the store's capacity) entries: raises the floor to the
     /// newest entry beyond them, then deletes those. Returns how many writes it
     /// issued. Raising the floor first means a crash between the two steps
     /// leaves entries that the next trim removes, never a post that can return.
@@ -197,7 +197,7 @@ impl Store {
                 break;
             }
         }
-        let excess = ids.split_off(ids.len().min(FEED_CAPACITY));
+        let excess = ids.split_off(ids.len().min(self.feed_capacity));
         let Some(newest_excess) = excess.first() else {
             return Ok(0);
         };

@@ -83,6 +83,7 @@ pub struct Store {
     client: Client,
     table: String,
     backoff: Backoff,
+    feed_capacity: usize,
 }
 
 impl Store {
@@ -91,7 +92,15 @@ impl Store {
             client,
             table: table.into(),
             backoff: Backoff::default(),
+            feed_capacity: feed::FEED_CAPACITY,
         }
+    }
+
+    /// Caps the feed at `capacity` posts instead of [`feed::FEED_CAPACITY`]:
+    /// lets tests exercise trimming with a few posts.
+    pub fn with_feed_capacity(mut self, capacity: usize) -> Self {
+        self.feed_capacity = capacity;
+        self
     }
 
     pub fn client(&self) -> &Client {

@@ -6,6 +6,7 @@ mod comments;
 mod conflicts;
 mod contract;
 mod errors;
+mod exactness;
 mod fanout;
 mod feed;
 mod identity;

@@ -8,6 +8,7 @@ use std::{collections::HashMap, convert::Infallible, net::SocketAddr};
 use aws_sdk_dynamodb::{
     Client,
     config::{BehaviorVersion, Credentials, Region, SharedHttpClient},
+    types::AttributeValue,
 };
 use base64::Engine;
 use blog::{
@@ -53,6 +54,15 @@ pub fn client(endpoint: &str, meter: &CapacityMeter, http: Option<SharedHttpClie
     Client::from_conf(config)
 }
 
+/// Creates a table with a fresh name and returns the name.
+pub async fn new_table(client: &Client) -> String {
+    let name = format!("test-{}", ulid::Ulid::generate());
+    table::create_if_missing(client, &name)
+        .await
+        .expect("create test table");
+    name
+}
+
 pub struct TestApi {
     pub base: String,
     pub http: reqwest::Client,
@@ -80,33 +90,37 @@ impl TestApi {
     async fn start_full(local_identity: bool, http: Option<SharedHttpClient>) -> Self {
         let meter = CapacityMeter::default();
         let client = client(&endpoint(), &meter, http);
-        let name = format!("test-{}", ulid::Ulid::generate());
-        table::create_if_missing(&client, &name)
-            .await
-            .expect("create test table");
-        Self::serve(client, meter, name, local_identity).await
+        let name = new_table(&client).await;
+        Self::serve(Store::new(client, name), meter, local_identity).await
+    }
+
+    /// A new table whose feed keeps only `capacity` posts.
+    pub async fn start_with_feed_capacity(capacity: usize) -> Self {
+        let meter = CapacityMeter::default();
+        let client = client(&endpoint(), &meter, None);
+        let name = new_table(&client).await;
+        Self::serve(
+            Store::new(client, name).with_feed_capacity(capacity),
+            meter,
+            true,
+        )
+        .await
     }
 
     /// A gateway whose DynamoDB is at `endpoint`, with no table set up.
     pub async fn start_against(endpoint: &str) -> Self {
         let meter = CapacityMeter::default();
         Self::serve(
-            client(endpoint, &meter, None),
+            Store::new(client(endpoint, &meter, None), "unreachable"),
             meter,
-            "unreachable".into(),
             true,
         )
         .await
     }
 
-    async fn serve(
-        client: Client,
-        meter: CapacityMeter,
-        name: String,
-        local_identity: bool,
-    ) -> Self {
+    async fn serve(store: Store, meter: CapacityMeter, local_identity: bool) -> Self {
         let app: &'static App = Box::leak(Box::new(App {
-            store: Store::new(client, name),
+            store,
             local_identity,
         }));
         let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
@@ -379,10 +393,12 @@ impl TestApi {
 
 /// Every item of the test's table, for "changes nothing" assertions. A test
 /// tool, not a request path: a Scan is fine here.
-pub async fn table_snapshot(
-    api: &TestApi,
-) -> Vec<HashMap<String, aws_sdk_dynamodb::types::AttributeValue>> {
-    let store = &api.app.store;
+pub async fn table_snapshot(api: &TestApi) -> Vec<HashMap<String, AttributeValue>> {
+    store_snapshot(&api.app.store).await
+}
+
+/// Every item of `store`'s table, in key order.
+pub async fn store_snapshot(store: &Store) -> Vec<HashMap<String, AttributeValue>> {
     let mut items = Vec::new();
     let mut start = None;
     loop {
