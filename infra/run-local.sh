@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # The whole stack on this machine: DynamoDB Local (data kept in .local/), the
-# table, and every function behind one base URL through `cargo lambda watch`.
+# table, every function behind one base URL through `cargo lambda watch`, and
+# the stream fan-out: a poller reads DynamoDB Local's stream and invokes the
+# `fan-out` function through watch's Lambda Invoke API, as Lambda would.
 # Ctrl-C stops everything it started.
 #
 #   BLOG_PORT      API port            (default 9000)
@@ -32,9 +34,18 @@ trap stop EXIT INT TERM
 start_dynamodb_local "$DDB_PORT" "$LOCAL/dynamodb-data"
 pids+=("$DDB_PID")
 
-cargo run --quiet -p tools --bin blog-admin -- create-table
+cargo build --quiet -p tools --bin blog-admin
+./target/debug/blog-admin create-table
 
-log "API on http://127.0.0.1:$API_PORT (X-User-Id: <userId> identifies the caller)"
 cargo lambda watch --invoke-address 127.0.0.1 --invoke-port "$API_PORT" &
+pids+=("$!")
+until curl -s -o /dev/null "http://127.0.0.1:$API_PORT/feed"; do
+  kill -0 "${pids[-1]}" 2>/dev/null || { log "cargo lambda watch stopped"; exit 1; }
+  sleep 1
+done
+log "API on http://127.0.0.1:$API_PORT (X-User-Id: <userId> identifies the caller)"
+
+./target/debug/blog-admin stream-poller --checkpoint "$LOCAL/stream-checkpoint.json" \
+  --invoke "http://127.0.0.1:$API_PORT/2015-03-31/functions/fan-out/invocations" &
 pids+=("$!")
 wait -n "${pids[@]}"

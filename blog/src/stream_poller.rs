@@ -208,7 +208,7 @@ impl StreamPoller {
                 return Ok((handled, false));
             }
             handled += records.len();
-            self.deliver_batch(arn, &records, deliver).await;
+            self.deliver_batch(arn, &records, deliver).await?;
             if let Some(last) = records
                 .last()
                 .and_then(|r| r.dynamodb())
@@ -245,8 +245,16 @@ impl StreamPoller {
     }
 
     /// Delivers a batch as Lambda does: on a partial failure, again from the
-    /// lowest failed record, at most [`MAX_ATTEMPTS`] times in all.
-    async fn deliver_batch<D, F>(&self, arn: &str, records: &[Record], deliver: &D)
+    /// lowest failed record, at most [`MAX_ATTEMPTS`] times in all, after which
+    /// the rest is logged as sent to the failure destination. An invocation
+    /// that fails as a whole (the function is not reachable, or crashed) is an
+    /// error: the batch stays unread and the next poll tries it again.
+    async fn deliver_batch<D, F>(
+        &self,
+        arn: &str,
+        records: &[Record],
+        deliver: &D,
+    ) -> Result<(), StoreError>
     where
         D: Fn(Event) -> F,
         F: Future<Output = Result<DynamoDbEventResponse, String>>,
@@ -254,23 +262,13 @@ impl StreamPoller {
         let mut from = 0;
         for attempt in 1..=MAX_ATTEMPTS {
             let batch = &records[from..];
-            let event = match lambda_event(arn, &self.region, batch) {
-                Ok(event) => event,
-                Err(err) => {
-                    tracing::error!(error = %err, "cannot build the stream event; skipping the batch");
-                    return;
-                }
-            };
-            let failed_from = match deliver(event).await {
-                Ok(response) => lowest_failure(batch, &response),
-                // The whole invocation failed: Lambda retries the whole batch.
-                Err(err) => {
-                    tracing::warn!(error = %err, attempt, "fan-out invocation failed");
-                    Some(0)
-                }
-            };
-            match failed_from {
-                None => return,
+            let event = lambda_event(arn, &self.region, batch)
+                .map_err(|e| StoreError::Internal(format!("cannot build the stream event: {e}")))?;
+            let response = deliver(event)
+                .await
+                .map_err(|e| StoreError::Unavailable(format!("fan-out invocation failed: {e}")))?;
+            match lowest_failure(batch, &response) {
+                None => return Ok(()),
                 Some(index) => from += index,
             }
             tokio::time::sleep(Duration::from_millis(100 * u64::from(attempt))).await;
@@ -284,6 +282,7 @@ impl StreamPoller {
             records = records.len() - from,
             "fan-out retries exhausted; records sent to the failure destination (this log)"
         );
+        Ok(())
     }
 
     fn save(&self) {

@@ -11,6 +11,7 @@ mod fanout;
 mod feed;
 mod identity;
 mod likes;
+mod poller;
 mod posts;
 mod support;
 mod users;

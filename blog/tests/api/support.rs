@@ -366,6 +366,15 @@ impl TestApi {
     /// A poller of this test's table that hands batches to the fan-out in this
     /// process, as Lambda would: the records go through Lambda's JSON event.
     pub fn poller(&self) -> StreamPoller {
+        self.poller_saving_to(None)
+    }
+
+    /// A poller that keeps its progress in `checkpoint`.
+    pub fn poller_with_checkpoint(&self, checkpoint: &std::path::Path) -> StreamPoller {
+        self.poller_saving_to(Some(checkpoint.to_path_buf()))
+    }
+
+    fn poller_saving_to(&self, checkpoint: Option<std::path::PathBuf>) -> StreamPoller {
         let streams = aws_sdk_dynamodbstreams::Client::from_conf(
             aws_sdk_dynamodbstreams::Config::builder()
                 .behavior_version(BehaviorVersion::latest())
@@ -374,7 +383,7 @@ impl TestApi {
                 .endpoint_url(endpoint())
                 .build(),
         );
-        StreamPoller::new(self.app.store.clone(), streams, None)
+        StreamPoller::new(self.app.store.clone(), streams, checkpoint)
     }
 
     /// Runs the fan-out until the stream has nothing left, its own writes'
