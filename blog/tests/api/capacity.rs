@@ -232,3 +232,110 @@ async fn reads_cost_the_same_however_large_the_table() {
         assert_eq!(in_small, in_large, "{a} vs {b}");
     }
 }
+
+/// The fan-out's DynamoDB calls while the stream settles, without the poller's
+/// own DescribeTable.
+async fn fan_out_calls(api: &TestApi, poller: &mut blog::stream_poller::StreamPoller) -> Vec<Call> {
+    api.meter.take();
+    api.settle(poller).await;
+    api.meter
+        .take()
+        .into_iter()
+        .filter(|c| c.operation != "DescribeTable")
+        .map(|c| (c.operation, c.table, c.indexes))
+        .collect()
+}
+
+#[tokio::test]
+async fn the_fan_out_costs_what_the_data_model_says() {
+    // A feed of one post, so that the second post trims the first.
+    let api = TestApi::start_with_feed_capacity(1).await;
+    let mut poller = api.poller();
+    let author = api.user("author").await;
+    let fan = api.user("fan").await;
+    assert_eq!(
+        fan_out_calls(&api, &mut poller).await,
+        calls(&[]),
+        "new users copy nothing"
+    );
+
+    api.post(&author, "first", "content").await;
+    let enter = [("TransactWriteItems", 4.0, 0.0), ("Query", 1.0, 0.0)];
+    assert_eq!(
+        fan_out_calls(&api, &mut poller).await,
+        calls(&enter),
+        "a post enters the feed"
+    );
+    let post = api.post(&author, "second", "content").await;
+    let enter_and_trim = [
+        ("TransactWriteItems", 4.0, 0.0),
+        ("Query", 1.0, 0.0),
+        ("UpdateItem", 1.0, 0.0),
+        ("DeleteItem", 1.0, 0.0),
+    ];
+    assert_eq!(
+        fan_out_calls(&api, &mut poller).await,
+        calls(&enter_and_trim),
+        "and trims it"
+    );
+
+    let refresh = [("UpdateItem", 1.0, 0.0)];
+    api.call("POST", &format!("/posts/{post}/likes"), Some(&fan), None)
+        .await;
+    assert_eq!(
+        fan_out_calls(&api, &mut poller).await,
+        calls(&refresh),
+        "a like refreshes the feed copy"
+    );
+    let body = json!({ "content": "c" });
+    api.call(
+        "POST",
+        &format!("/posts/{post}/comments"),
+        Some(&fan),
+        Some(body),
+    )
+    .await;
+    assert_eq!(
+        fan_out_calls(&api, &mut poller).await,
+        calls(&refresh),
+        "so does a comment"
+    );
+
+    // A rename: one GSI1 page, one update per item (its GSI1 copy too), and
+    // for each post still in the feed, one refresh.
+    let body = json!({ "username": "renamed" });
+    api.call("PUT", &format!("/users/{fan}"), Some(&fan), Some(body))
+        .await;
+    let fan_items = [
+        ("Query", 0.0, 0.5),
+        ("UpdateItem", 1.0, 1.0),
+        ("UpdateItem", 1.0, 1.0),
+    ];
+    assert_eq!(
+        fan_out_calls(&api, &mut poller).await,
+        calls(&fan_items),
+        "a like and a comment"
+    );
+    let body = json!({ "username": "author2" });
+    api.call(
+        "PUT",
+        &format!("/users/{author}"),
+        Some(&author),
+        Some(body),
+    )
+    .await;
+    // The trimmed post's refresh fails its condition (Local reports no units
+    // for it; DynamoDB charges a failed conditional write 1 WCU).
+    let author_items = [
+        ("Query", 0.0, 0.5),
+        ("UpdateItem", 1.0, 1.0),
+        ("UpdateItem", 1.0, 1.0),
+        ("UpdateItem", 0.0, 0.0),
+        ("UpdateItem", 1.0, 0.0),
+    ];
+    assert_eq!(
+        fan_out_calls(&api, &mut poller).await,
+        calls(&author_items),
+        "two posts, one in the feed"
+    );
+}

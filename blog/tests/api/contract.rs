@@ -81,3 +81,25 @@ fn every_function_has_a_sample_event_for_its_route() {
         assert_eq!(request.method().as_str(), route.method, "{path}");
     }
 }
+
+#[tokio::test]
+async fn the_fan_out_sample_event_is_a_stream_batch_it_applies() {
+    let path = format!("{}/../events/fan-out.json", env!("CARGO_MANIFEST_DIR"));
+    let text = std::fs::read_to_string(&path).expect("events/fan-out.json");
+    let event: aws_lambda_events::event::dynamodb::Event =
+        serde_json::from_str(&text).expect("a DynamoDB stream event");
+    assert!(
+        event
+            .records
+            .iter()
+            .all(|r| r.change.sequence_number.is_some())
+    );
+    let api = crate::support::TestApi::start().await;
+    let response = blog::fanout::handle(&api.app.store, event).await;
+    assert!(response.batch_item_failures.is_empty());
+    let (_, feed) = api.get("/feed").await;
+    assert_eq!(
+        feed["items"][0]["likeCount"], 1,
+        "the INSERT entered the feed, the MODIFY refreshed it"
+    );
+}
