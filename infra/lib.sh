@@ -12,7 +12,12 @@ DDB_TARBALL="amplify-dynamodb-simulator-2.9.30.tgz"
 DDB_SHA256="3503ffac19f183407909fecdacf4db51ab1fdad1da7b2f177016670b2d80e4b9"
 DDB_HOME="$LOCAL/dynamodb-local-1.25.1"
 
-CARGO_LAMBDA_VERSION="1.9.2"
+# Python tools, pinned, in their own virtualenv: cargo-lambda (watch, invoke,
+# build), the SAM CLI and cfn-lint (template checks, builds, deploys).
+TOOLS_VENV="$LOCAL/venv"
+TOOLS_PACKAGES=("cargo-lambda==1.9.2" "aws-sam-cli==1.170.0" "cfn-lint==1.58.0")
+export PATH="$TOOLS_VENV/bin:$PATH"
+export SAM_CLI_TELEMETRY=0
 
 # DynamoDB Local keeps one database per access key and region unless started
 # with -sharedDb; we use -sharedDb and one fixed set of credentials anyway.
@@ -41,10 +46,22 @@ ensure_dynamodb_local() {
   rm -rf "$tmp"
 }
 
-ensure_cargo_lambda() {
-  cargo lambda --version >/dev/null 2>&1 && return
-  log "installing cargo-lambda $CARGO_LAMBDA_VERSION from PyPI"
-  pip install --quiet "cargo-lambda==$CARGO_LAMBDA_VERSION"
+ensure_tools() {
+  local stamp="$TOOLS_VENV/.installed"
+  [ -f "$stamp" ] && [ "$(cat "$stamp")" = "${TOOLS_PACKAGES[*]}" ] && return
+  log "installing ${TOOLS_PACKAGES[*]} from PyPI into $TOOLS_VENV"
+  python3 -m venv "$TOOLS_VENV"
+  "$TOOLS_VENV/bin/pip" install --quiet --disable-pip-version-check "${TOOLS_PACKAGES[@]}"
+  echo "${TOOLS_PACKAGES[*]}" >"$stamp"
+}
+
+# wait_for_http URL PID: until URL answers, or PID exits.
+wait_for_http() {
+  local url=$1 pid=$2
+  until curl -s -o /dev/null "$url"; do
+    kill -0 "$pid" 2>/dev/null || { log "the process serving $url stopped"; exit 1; }
+    sleep 1
+  done
 }
 
 free_port() {

@@ -21,7 +21,7 @@ export BLOG_LOCAL_IDENTITY=1
 
 ensure_java
 ensure_dynamodb_local
-ensure_cargo_lambda
+ensure_tools
 
 pids=()
 stop() {
@@ -39,10 +39,7 @@ cargo build --quiet -p tools --bin blog-admin
 
 cargo lambda watch --invoke-address 127.0.0.1 --invoke-port "$API_PORT" &
 pids+=("$!")
-until curl -s -o /dev/null "http://127.0.0.1:$API_PORT/feed"; do
-  kill -0 "${pids[-1]}" 2>/dev/null || { log "cargo lambda watch stopped"; exit 1; }
-  sleep 1
-done
+wait_for_http "http://127.0.0.1:$API_PORT/feed" "${pids[-1]}"
 log "API on http://127.0.0.1:$API_PORT (X-User-Id: <userId> identifies the caller)"
 
 ./target/debug/blog-admin stream-poller --checkpoint "$LOCAL/stream-checkpoint.json" \

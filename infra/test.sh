@@ -1,22 +1,33 @@
 #!/usr/bin/env bash
-# Every check and test: formatting, lints, unit tests, and the integration tests
-# against a fresh in-memory DynamoDB Local on a free port (each test makes its
-# own table, so they run in parallel).
+# Every check and test:
+# 1. formatting and lints;
+# 2. the deployment template: cfn-lint and `sam validate --lint`;
+# 3. unit tests, and the integration tests against a fresh in-memory DynamoDB
+#    Local on a free port (each test makes its own table, so they run in
+#    parallel);
+# 4. every function invoked with its sample event through `cargo lambda invoke`
+#    against `cargo lambda watch`, wired to the same DynamoDB Local.
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 cd "$ROOT"
 
 ensure_java
 ensure_dynamodb_local
+ensure_tools
 
 log "cargo fmt --check"
 cargo fmt --all -- --check
 log "cargo clippy"
 cargo clippy --workspace --all-targets --locked -- -D warnings
+log "cfn-lint and sam validate"
+cfn-lint template.yaml
+sam validate --lint --region us-east-1 >/dev/null
 
+pids=()
+trap 'for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done' EXIT
 port=$(free_port)
 start_dynamodb_local "$port"
-trap 'kill "$DDB_PID" 2>/dev/null || true' EXIT
+pids+=("$DDB_PID")
 export DYNAMODB_ENDPOINT="http://127.0.0.1:$port"
 
 log "cargo test"
@@ -25,7 +36,23 @@ set +e
 cargo test --workspace --locked 2>&1 | tee "$LOCAL/test.log"
 status=${PIPESTATUS[0]}
 set -e
-# cargo prints one result line per test binary; the last is often an empty
-# doc-test run, so close with the totals.
-awk '/^test result:/ { passed += $4; failed += $6 } END { printf "total: %d passed, %d failed\n", passed, failed }' "$LOCAL/test.log"
-exit "$status"
+
+log "sample events through cargo lambda invoke"
+export TABLE_NAME=invoke-check
+cargo build --quiet --locked --workspace --bins
+./target/debug/blog-admin create-table
+api_port=$(free_port)
+cargo lambda watch --invoke-address 127.0.0.1 --invoke-port "$api_port" >"$LOCAL/watch.log" 2>&1 &
+pids+=("$!")
+wait_for_http "http://127.0.0.1:$api_port/feed" "${pids[-1]}"
+set +e
+"$TOOLS_VENV/bin/python" infra/check_events.py "$api_port" "$DYNAMODB_ENDPOINT" "$TABLE_NAME" | tee -a "$LOCAL/test.log"
+invoke_status=${PIPESTATUS[0]}
+set -e
+
+# cargo prints one result line per test binary (the last is often an empty
+# doc-test run) and the invoke check one of its own: close with the totals.
+awk '/^test result:/ { passed += $4; failed += $6 }
+     /^invoke:/ { passed += $2; failed += $4 }
+     END { printf "total: %d passed, %d failed\n", passed, failed }' "$LOCAL/test.log"
+[ "$status" -eq 0 ] && [ "$invoke_status" -eq 0 ]

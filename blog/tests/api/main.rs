@@ -14,4 +14,5 @@ mod likes;
 mod poller;
 mod posts;
 mod support;
+mod template;
 mod users;

@@ -1,0 +1,317 @@
+//! template.yaml deploys what the code and the local stack run: the same
+//! routes and functions, the same table, least-privilege roles, and no
+//! local-only setting.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use blog::routes::{ROUTES, STREAM_FUNCTIONS};
+use serde_yaml_ng::Value;
+
+use crate::support::TestApi;
+
+fn template_text() -> String {
+    std::fs::read_to_string(format!("{}/../template.yaml", env!("CARGO_MANIFEST_DIR")))
+        .expect("template.yaml")
+}
+
+/// The template with CloudFormation's short tags (`!Ref`, `!Sub`…) kept as
+/// tagged values.
+fn template() -> Value {
+    serde_yaml_ng::from_str(&template_text()).expect("template.yaml is YAML")
+}
+
+fn resources_of_type<'a>(template: &'a Value, kind: &str) -> Vec<(&'a str, &'a Value)> {
+    template["Resources"]
+        .as_mapping()
+        .expect("Resources")
+        .iter()
+        .filter(|(_, r)| r["Type"].as_str() == Some(kind))
+        .map(|(name, r)| (name.as_str().unwrap_or_default(), r))
+        .collect()
+}
+
+/// Every function's binary, keyed by its logical id.
+fn binaries(template: &Value) -> BTreeMap<&str, &str> {
+    resources_of_type(template, "AWS::Serverless::Function")
+        .into_iter()
+        .map(|(name, f)| {
+            assert_eq!(
+                f["Metadata"]["BuildMethod"].as_str(),
+                Some("rust-cargolambda"),
+                "{name}"
+            );
+            (
+                name,
+                f["Metadata"]["BuildProperties"]["Binary"]
+                    .as_str()
+                    .expect("Binary"),
+            )
+        })
+        .collect()
+}
+
+/// Each statement of a function's inline policies, as (actions, resource).
+fn statements(function: &Value) -> Vec<(Vec<String>, String)> {
+    function["Properties"]["Policies"]
+        .as_sequence()
+        .into_iter()
+        .flatten()
+        .flat_map(|policy| {
+            policy["Statement"]
+                .as_sequence()
+                .cloned()
+                .unwrap_or_default()
+        })
+        .map(|s| {
+            let actions = s["Action"]
+                .as_sequence()
+                .into_iter()
+                .flatten()
+                .filter_map(|a| a.as_str().map(str::to_owned))
+                .collect();
+            (actions, format!("{:?}", s["Resource"]))
+        })
+        .collect()
+}
+
+#[test]
+fn the_http_api_routes_exactly_the_contract() {
+    let template = template();
+    let mut deployed = BTreeSet::new();
+    for (name, function) in resources_of_type(&template, "AWS::Serverless::Function") {
+        let binary = function["Metadata"]["BuildProperties"]["Binary"]
+            .as_str()
+            .expect("Binary");
+        for event in function["Properties"]["Events"]
+            .as_mapping()
+            .into_iter()
+            .flat_map(|m| m.values())
+        {
+            if event["Type"].as_str() != Some("HttpApi") {
+                continue;
+            }
+            let p = &event["Properties"];
+            let authorizer = p["Auth"]["Authorizer"].as_str();
+            assert!(
+                matches!(authorizer, None | Some("JwtAuthorizer")),
+                "{name}: {authorizer:?}"
+            );
+            deployed.insert((
+                p["Method"].as_str().expect("Method").to_owned(),
+                p["Path"].as_str().expect("Path").to_owned(),
+                binary.to_owned(),
+                authorizer.is_some(),
+            ));
+        }
+    }
+    let contract: BTreeSet<_> = ROUTES
+        .iter()
+        .map(|r| {
+            (
+                r.method.to_owned(),
+                r.path.to_owned(),
+                r.function.to_owned(),
+                r.needs_identity,
+            )
+        })
+        .collect();
+    assert_eq!(
+        deployed, contract,
+        "(method, path, function, JWT authorizer)"
+    );
+}
+
+#[test]
+fn every_function_is_deployed_and_has_a_sample_event() {
+    let template = template();
+    let deployed: BTreeSet<&str> = binaries(&template).into_values().collect();
+    let functions: BTreeSet<&str> = ROUTES
+        .iter()
+        .map(|r| r.function)
+        .chain(STREAM_FUNCTIONS)
+        .collect();
+    assert_eq!(deployed, functions);
+    for function in functions {
+        let path = format!("{}/../events/{function}.json", env!("CARGO_MANIFEST_DIR"));
+        assert!(std::path::Path::new(&path).is_file(), "{path}");
+    }
+}
+
+#[test]
+fn no_local_only_setting_is_deployed() {
+    let text = template_text().to_lowercase();
+    for local in [
+        "blog_local_identity",
+        "x-user-id",
+        "dynamodb_endpoint",
+        "localhost",
+        "127.0.0.1",
+    ] {
+        assert!(!text.contains(local), "template.yaml mentions {local}");
+    }
+}
+
+#[test]
+fn every_role_allows_only_what_its_function_calls() {
+    let template = template();
+    let writes = [
+        "dynamodb:PutItem",
+        "dynamodb:UpdateItem",
+        "dynamodb:DeleteItem",
+        "dynamodb:ConditionCheckItem",
+    ];
+    let stream = [
+        "dynamodb:DescribeStream",
+        "dynamodb:GetRecords",
+        "dynamodb:GetShardIterator",
+        "dynamodb:ListStreams",
+    ];
+    let readers: BTreeSet<&str> = ROUTES
+        .iter()
+        .filter(|r| r.method == "GET")
+        .map(|r| r.function)
+        .collect();
+    for (name, function) in resources_of_type(&template, "AWS::Serverless::Function") {
+        let binary = function["Metadata"]["BuildProperties"]["Binary"]
+            .as_str()
+            .unwrap_or_default();
+        let statements = statements(function);
+        assert!(!statements.is_empty(), "{name} has an inline policy");
+        for (actions, resource) in &statements {
+            for action in actions {
+                assert!(!action.contains('*'), "{name}: wildcard action {action}");
+                assert_ne!(action, "dynamodb:Scan", "{name} may not Scan");
+                assert!(!action.starts_with("dynamodb:Batch"), "{name}: {action}");
+                if readers.contains(binary) {
+                    assert!(
+                        !writes.contains(&action.as_str()),
+                        "{name} only reads, yet has {action}"
+                    );
+                }
+                if stream.contains(&action.as_str()) {
+                    assert!(
+                        STREAM_FUNCTIONS.contains(&binary),
+                        "{name} reads the stream"
+                    );
+                }
+            }
+            assert!(!resource.contains("\"*\""), "{name}: wildcard resource");
+        }
+        // Besides its own statements a function gets nothing broader.
+        let managed = &function["Properties"]["Policies"];
+        assert!(
+            managed
+                .as_sequence()
+                .into_iter()
+                .flatten()
+                .all(Value::is_mapping),
+            "{name}: managed policies"
+        );
+    }
+}
+
+#[tokio::test]
+async fn the_deployed_table_is_the_one_the_local_stack_creates() {
+    let template = template();
+    let deployed = &resources_of_type(&template, "AWS::DynamoDB::Table")[0].1;
+    let p = &deployed["Properties"];
+    assert_eq!(deployed["DeletionPolicy"].as_str(), Some("Retain"));
+    assert_eq!(deployed["UpdateReplacePolicy"].as_str(), Some("Retain"));
+    assert_eq!(p["BillingMode"].as_str(), Some("PAY_PER_REQUEST"));
+    assert_eq!(
+        p["PointInTimeRecoverySpecification"]["PointInTimeRecoveryEnabled"].as_bool(),
+        Some(true)
+    );
+    assert_eq!(p["DeletionProtectionEnabled"].as_bool(), Some(true));
+
+    let api = TestApi::start().await;
+    let store = &api.app.store;
+    let local = store
+        .client()
+        .describe_table()
+        .table_name(store.table())
+        .send()
+        .await
+        .expect("describe");
+    let local = local.table.expect("table");
+
+    let attributes = |v: &Value| -> BTreeSet<(String, String)> {
+        v.as_sequence()
+            .into_iter()
+            .flatten()
+            .map(|a| {
+                (
+                    a["AttributeName"].as_str().unwrap_or_default().into(),
+                    a["AttributeType"].as_str().unwrap_or_default().into(),
+                )
+            })
+            .collect()
+    };
+    let local_attributes: BTreeSet<_> = local
+        .attribute_definitions()
+        .iter()
+        .map(|a| {
+            (
+                a.attribute_name().to_owned(),
+                a.attribute_type().as_str().to_owned(),
+            )
+        })
+        .collect();
+    assert_eq!(attributes(&p["AttributeDefinitions"]), local_attributes);
+
+    let keys = |v: &Value| -> Vec<(String, String)> {
+        v.as_sequence()
+            .into_iter()
+            .flatten()
+            .map(|k| {
+                (
+                    k["AttributeName"].as_str().unwrap_or_default().into(),
+                    k["KeyType"].as_str().unwrap_or_default().into(),
+                )
+            })
+            .collect()
+    };
+    let local_keys =
+        |schema: &[aws_sdk_dynamodb::types::KeySchemaElement]| -> Vec<(String, String)> {
+            schema
+                .iter()
+                .map(|k| {
+                    (
+                        k.attribute_name().to_owned(),
+                        k.key_type().as_str().to_owned(),
+                    )
+                })
+                .collect()
+        };
+    assert_eq!(keys(&p["KeySchema"]), local_keys(local.key_schema()));
+
+    let deployed_indexes = p["GlobalSecondaryIndexes"].as_sequence().expect("GSIs");
+    let local_indexes = local.global_secondary_indexes();
+    assert_eq!(deployed_indexes.len(), local_indexes.len());
+    for (deployed, local) in deployed_indexes.iter().zip(local_indexes) {
+        assert_eq!(deployed["IndexName"].as_str(), local.index_name());
+        assert_eq!(keys(&deployed["KeySchema"]), local_keys(local.key_schema()));
+        let projection = local.projection().expect("projection");
+        assert_eq!(
+            deployed["Projection"]["ProjectionType"].as_str(),
+            projection.projection_type().map(|t| t.as_str())
+        );
+        let deployed_attributes: BTreeSet<&str> = deployed["Projection"]["NonKeyAttributes"]
+            .as_sequence()
+            .into_iter()
+            .flatten()
+            .filter_map(Value::as_str)
+            .collect();
+        let local_attributes: BTreeSet<&str> = projection
+            .non_key_attributes()
+            .iter()
+            .map(String::as_str)
+            .collect();
+        assert_eq!(deployed_attributes, local_attributes);
+    }
+    let stream = local.stream_specification().expect("stream");
+    assert_eq!(
+        p["StreamSpecification"]["StreamViewType"].as_str(),
+        stream.stream_view_type().map(|v| v.as_str())
+    );
+}
