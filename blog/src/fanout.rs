@@ -87,12 +87,13 @@ pub async fn handle(store: &Store, event: Event) -> DynamoDbEventResponse {
 
 /// Applies one stream record.
 pub async fn apply(store: &Store, record: &EventRecord) -> Result<Outcome, FanoutError> {
-    let image = if record.event_name == "REMOVE" {
-        &record.change.old_image
+    let (image, which) = if record.event_name == "REMOVE" {
+        (&record.change.old_image, "old")
     } else {
-        &record.change.new_image
+        (&record.change.new_image, "new")
     };
-    let kind = decode::<Kind>(image, "new").map(|k| k.kind).unwrap_or(None);
+    // An image without a (known) type is not one of ours to copy.
+    let kind = decode::<Kind>(image, which).map(|k| k.kind).unwrap_or(None);
     match (record.event_name.as_str(), kind) {
         ("INSERT", Some(ItemType::Post)) => {
             let post: PostItem = decode(&record.change.new_image, "new")?;
@@ -125,10 +126,11 @@ pub async fn apply(store: &Store, record: &EventRecord) -> Result<Outcome, Fanou
             }
             let renamed = store.copy_username(&new).await?;
             let writes = renamed.written + renamed.stale;
-            Ok(if renamed.written > 0 {
-                Outcome::Written { writes }
-            } else {
+            // Stale only when every copy already had this rename.
+            Ok(if renamed.written == 0 && renamed.stale > 0 {
                 Outcome::Stale { writes }
+            } else {
+                Outcome::Written { writes }
             })
         }
         _ => Ok(Outcome::Ignored),

@@ -49,6 +49,11 @@ pub const ROUTES: [Route; 12] = [
 /// Functions that serve no route: the DynamoDB Streams consumer.
 pub const STREAM_FUNCTIONS: [&str; 1] = ["fan-out"];
 
+/// Every function: one per route, then the stream consumers.
+pub fn functions() -> impl Iterator<Item = &'static str> {
+    ROUTES.iter().map(|r| r.function).chain(STREAM_FUNCTIONS)
+}
+
 /// Runs the handler of `function`, as its Lambda would. For harnesses that
 /// serve all routes from one process (tests, benchmarks); each deployed
 /// function calls its own handler directly.

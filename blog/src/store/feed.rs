@@ -6,7 +6,10 @@
 //! trimmed out. A post at or below it can never enter again, whatever order
 //! stream records arrive in, so a post that has left the feed stays out.
 
-use aws_sdk_dynamodb::types::{ConditionCheck, Put, ReturnConsumedCapacity, TransactWriteItem};
+use aws_sdk_dynamodb::{
+    operation::query::builders::QueryFluentBuilder,
+    types::{ConditionCheck, Put, ReturnConsumedCapacity, TransactWriteItem},
+};
 use serde::{Deserialize, Serialize};
 
 use super::{
@@ -73,10 +76,9 @@ pub enum Copied {
 }
 
 impl Store {
-    /// Q6: one Query of the feed partition, newest first.
-    pub async fn feed(&self, limit: usize) -> Result<Vec<PostSummary>, StoreError> {
-        let output = self
-            .client()
+    /// A Query of the feed's entries (not its floor), newest first.
+    fn feed_entries(&self) -> QueryFluentBuilder {
+        self.client()
             .query()
             .table_name(self.table())
             .key_condition_expression("#pk = :feed AND begins_with(#sk, :post)")
@@ -85,8 +87,14 @@ impl Store {
             .expression_attribute_values(":feed", s(FEED_PK))
             .expression_attribute_values(":post", s(POST_PREFIX))
             .scan_index_forward(false)
-            .limit(i32::try_from(limit.min(FEED_CAPACITY)).unwrap_or(i32::MAX))
             .return_consumed_capacity(ReturnConsumedCapacity::Indexes)
+    }
+
+    /// Q6: one Query of the feed partition, newest first.
+    pub async fn feed(&self, limit: usize) -> Result<Vec<PostSummary>, StoreError> {
+        let output = self
+            .feed_entries()
+            .limit(i32::try_from(limit.min(FEED_CAPACITY)).unwrap_or(i32::MAX))
             .send()
             .await
             .map_err(classify)?;
@@ -160,8 +168,8 @@ impl Store {
         }
     }
 
-    /// Keeps the newest [`FEED_CAPACITY`] (or the store's capacity) entries: raises the floor to the
-    /// newest entry beyond them, then deletes those. Returns how many writes it
+    /// Keeps the newest [`FEED_CAPACITY`] entries (or the store's capacity):
+    /// raises the floor to the newest entry beyond them, then deletes those. Returns how many writes it
     /// issued. Raising the floor first means a crash between the two steps
     /// leaves entries that the next trim removes, never a post that can return.
     pub async fn trim_feed(&self) -> Result<usize, StoreError> {
@@ -169,19 +177,10 @@ impl Store {
         let mut start = None;
         loop {
             let page = self
-                .client()
-                .query()
-                .table_name(self.table())
-                .key_condition_expression("#pk = :feed AND begins_with(#sk, :post)")
-                .expression_attribute_names("#pk", PK)
-                .expression_attribute_names("#sk", SK)
-                .expression_attribute_values(":feed", s(FEED_PK))
-                .expression_attribute_values(":post", s(POST_PREFIX))
+                .feed_entries()
                 .projection_expression("postId")
-                .scan_index_forward(false)
                 .consistent_read(true)
                 .set_exclusive_start_key(start)
-                .return_consumed_capacity(ReturnConsumedCapacity::Indexes)
                 .send()
                 .await
                 .map_err(classify)?;
@@ -210,7 +209,7 @@ impl Store {
             .condition_expression("attribute_not_exists(floorPostId) OR floorPostId < :post")
             .expression_attribute_names("#type", "type")
             .expression_attribute_values(":post", s(newest_excess.to_string()))
-            .expression_attribute_values(":type", s("feedFloor"))
+            .expression_attribute_values(":type", ItemType::FeedFloor.attribute()?)
             .return_consumed_capacity(ReturnConsumedCapacity::Indexes)
             .send()
             .await;

@@ -77,6 +77,14 @@ pub enum ItemType {
     Other,
 }
 
+impl ItemType {
+    /// The `type` attribute's value.
+    pub fn attribute(self) -> Result<AttributeValue, StoreError> {
+        serde_dynamo::to_attribute_value(self)
+            .map_err(|e| StoreError::Internal(format!("cannot encode type: {e}")))
+    }
+}
+
 /// The table, and the one SDK client a process shares across invocations.
 #[derive(Clone, Debug)]
 pub struct Store {

@@ -3,7 +3,7 @@
 
 use std::collections::BTreeSet;
 
-use blog::routes::{ROUTES, STREAM_FUNCTIONS};
+use blog::routes::ROUTES;
 
 fn manifest(path: &str) -> toml::Table {
     let text = std::fs::read_to_string(format!("{}/../{path}", env!("CARGO_MANIFEST_DIR")))
@@ -47,11 +47,7 @@ fn every_function_has_a_binary() {
         .iter()
         .filter_map(|b| b["name"].as_str())
         .collect();
-    let functions: BTreeSet<&str> = ROUTES
-        .iter()
-        .map(|r| r.function)
-        .chain(STREAM_FUNCTIONS)
-        .collect();
+    let functions: BTreeSet<&str> = blog::routes::functions().collect();
     assert_eq!(bins, functions);
 }
 

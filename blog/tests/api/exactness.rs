@@ -105,14 +105,7 @@ async fn record_workload() -> Recorded {
     .await;
 
     let before = store_snapshot(&api.app.store).await;
-    let records = std::sync::Mutex::new(Vec::new());
-    let collect = |event: Event| {
-        records.lock().expect("lock").extend(event.records);
-        async { Ok(Default::default()) }
-    };
-    let mut poller = api.poller();
-    while poller.poll_once(&collect).await.expect("read the stream") > 0 {}
-    let records = records.into_inner().expect("lock");
+    let records = api.stream_records().await;
     assert!(records.len() > 60, "{} records", records.len());
     Recorded { before, records }
 }
@@ -279,14 +272,7 @@ async fn a_poisoned_record_is_reported_and_the_rest_applied() {
     let author = api.user("author").await;
     let first = api.post(&author, "first", "text").await;
     let second = api.post(&author, "second", "text").await;
-    let records = std::sync::Mutex::new(Vec::new());
-    let collect = |event: Event| {
-        records.lock().expect("lock").extend(event.records);
-        async { Ok(Default::default()) }
-    };
-    let mut poller = api.poller();
-    while poller.poll_once(&collect).await.expect("read the stream") > 0 {}
-    let mut records = records.into_inner().expect("lock");
+    let mut records = api.stream_records().await;
 
     // A post record whose image is not a whole post: it has no postId.
     let mut poisoned = records

@@ -386,6 +386,19 @@ impl TestApi {
         StreamPoller::new(self.app.store.clone(), streams, checkpoint)
     }
 
+    /// Every record the table's stream holds, as the fan-out would receive
+    /// them, without applying any.
+    pub async fn stream_records(&self) -> Vec<aws_lambda_events::event::dynamodb::EventRecord> {
+        let records = std::sync::Mutex::new(Vec::new());
+        let collect = |event: aws_lambda_events::event::dynamodb::Event| {
+            records.lock().expect("lock").extend(event.records);
+            async { Ok(Default::default()) }
+        };
+        let mut poller = self.poller();
+        while poller.poll_once(&collect).await.expect("read the stream") > 0 {}
+        records.into_inner().expect("lock")
+    }
+
     /// Runs the fan-out until the stream has nothing left, its own writes'
     /// records included: a bounded poll, never a fixed sleep.
     pub async fn settle(&self, poller: &mut StreamPoller) {

@@ -125,11 +125,7 @@ fn the_http_api_routes_exactly_the_contract() {
 fn every_function_is_deployed_and_has_a_sample_event() {
     let template = template();
     let deployed: BTreeSet<&str> = binaries(&template).into_values().collect();
-    let functions: BTreeSet<&str> = ROUTES
-        .iter()
-        .map(|r| r.function)
-        .chain(STREAM_FUNCTIONS)
-        .collect();
+    let functions: BTreeSet<&str> = blog::routes::functions().collect();
     assert_eq!(deployed, functions);
     for function in functions {
         let path = format!("{}/../events/{function}.json", env!("CARGO_MANIFEST_DIR"));
