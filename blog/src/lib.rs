@@ -7,10 +7,12 @@
 //! - [`keys`]: every key format of the table, in one place.
 //! - [`ids`], [`text`], [`model`]: validated identifiers, text rules and the JSON shapes.
 //! - [`fanout`]: the DynamoDB Streams consumer that keeps denormalised copies true.
+//! - [`audit`]: the offline check (and repair) of every denormalised value.
 //! - [`startup`]: what every Lambda `main` calls.
 //! - [`stream_poller`]: the local stand-in for Lambda's stream event source.
 
 pub mod api;
+pub mod audit;
 pub mod fanout;
 pub mod ids;
 pub mod keys;

@@ -3,6 +3,10 @@
 //! ```text
 //! blog-admin create-table
 //!     create the table (TABLE_NAME) if it is missing
+//! blog-admin audit [--repair]
+//!     check every denormalised value against its source (a full Scan: an
+//!     offline tool); with --repair, rewrite what is wrong. Exits 1 while
+//!     anything is left unrepaired.
 //! blog-admin stream-poller [--checkpoint FILE] [--invoke URL]
 //!     deliver the table's stream to the fan-out until Ctrl-C: in this process,
 //!     or, with --invoke, through a Lambda Invoke API such as
@@ -32,6 +36,7 @@ async fn main() -> ExitCode {
     let result = match args.first().map(String::as_str) {
         Some("create-table") => create_table().await,
         Some("stream-poller") => stream_poller(&args[1..]).await,
+        Some("audit") => audit(&args[1..]).await,
         _ => Err(USAGE.into()),
     };
     match result {
@@ -62,6 +67,37 @@ async fn create_table() -> Result<(), Error> {
     let client = store::dynamodb_client(&env.sdk, env.endpoint.as_deref());
     let created = table::create_if_missing(&client, &env.table).await?;
     tracing::info!(table = %env.table, created, "table ready");
+    Ok(())
+}
+
+async fn audit(args: &[String]) -> Result<(), Error> {
+    let repair = match args {
+        [] => false,
+        [flag] if flag == "--repair" => true,
+        _ => return Err(USAGE.into()),
+    };
+    let env = env().await?;
+    let store = Store::new(
+        store::dynamodb_client(&env.sdk, env.endpoint.as_deref()),
+        env.table,
+    );
+    let report = store.audit(repair).await?;
+    for finding in &report.findings {
+        println!("{finding}");
+    }
+    tracing::info!(
+        items_read = report.items_read,
+        findings = report.findings.len(),
+        repaired = report.repaired,
+        "audit finished"
+    );
+    let left = report.findings.len() - report.repaired;
+    if left > 0 {
+        return Err(format!(
+            "{left} finding(s) left; run with --repair, or again if values changed meanwhile"
+        )
+        .into());
+    }
     Ok(())
 }
 

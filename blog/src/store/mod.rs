@@ -111,6 +111,10 @@ impl Store {
         self
     }
 
+    pub fn feed_capacity(&self) -> usize {
+        self.feed_capacity
+    }
+
     pub fn client(&self) -> &Client {
         &self.client
     }

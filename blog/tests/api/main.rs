@@ -1,6 +1,7 @@
 //! The HTTP contract, request by request (C1–C4, Q1–Q6), over HTTP against
 //! DynamoDB Local. One test binary with modules keeps build time down.
 
+mod audit;
 mod capacity;
 mod comments;
 mod conflicts;
@@ -11,6 +12,7 @@ mod fanout;
 mod feed;
 mod identity;
 mod likes;
+mod load;
 mod poller;
 mod posts;
 mod support;

@@ -1,0 +1,400 @@
+//! The audit: an offline check of every denormalised value against its
+//! source, and the repair of what disagrees.
+//!
+//! It reads the whole table with a Scan, so it is a tool for operators, never a
+//! request path. It is how a deployment recovers when the fan-out could not
+//! keep up: after a bug, or once a stream's 24-hour retention has passed with
+//! records unprocessed. Every repair is a conditional write that re-checks the
+//! value it read, so a repair never overwrites a change made meanwhile, and
+//! running it again finds nothing to do.
+
+use std::{
+    collections::{BTreeMap, HashMap},
+    fmt,
+};
+
+use aws_sdk_dynamodb::types::ReturnConsumedCapacity;
+use serde::Deserialize;
+
+use crate::{
+    ids::{PostId, UserId},
+    keys::{self, FEED_FLOOR_SK, FEED_PK, POST_SK},
+    store::{
+        Item, ItemType, Store, StoreError, classify, feed::FeedEntryItem, from_item, key, n,
+        posts::PostItem, s, to_item,
+    },
+};
+
+/// One value that disagrees with its source.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Finding {
+    /// A post's `commentCount` or `likeCount` is not the number of its comment
+    /// or like items.
+    Count {
+        post: PostId,
+        counter: &'static str,
+        stored: u64,
+        actual: u64,
+    },
+    /// A post, comment or like shows another username than its author's profile.
+    Username {
+        pk: String,
+        sk: String,
+        user: UserId,
+        stored: String,
+        current: String,
+        user_version: u64,
+    },
+    /// A feed entry's copy differs from its post's short form.
+    StaleFeedEntry { post: PostId },
+    /// One of the newest posts is missing from the feed.
+    MissingFeedEntry { post: PostId },
+    /// The feed holds a post that is not among the newest (or does not exist).
+    ExtraFeedEntry { post: PostId },
+    /// The feed's floor is not the newest post outside the feed.
+    Floor {
+        stored: Option<PostId>,
+        expected: PostId,
+    },
+}
+
+impl fmt::Display for Finding {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Count {
+                post,
+                counter,
+                stored,
+                actual,
+            } => write!(f, "post {post}: {counter} is {stored}, but it has {actual}"),
+            Self::Username {
+                pk,
+                sk,
+                stored,
+                current,
+                ..
+            } => write!(
+                f,
+                "{pk}/{sk}: username {stored:?}, but its author is now {current:?}"
+            ),
+            Self::StaleFeedEntry { post } => {
+                write!(f, "feed entry of post {post} differs from the post")
+            }
+            Self::MissingFeedEntry { post } => {
+                write!(f, "post {post} is among the newest but not in the feed")
+            }
+            Self::ExtraFeedEntry { post } => {
+                write!(f, "post {post} is in the feed but not among the newest")
+            }
+            Self::Floor { stored, expected } => {
+                write!(f, "feed floor is {stored:?}, expected {expected}")
+            }
+        }
+    }
+}
+
+/// What the audit found and, with repair, what it fixed.
+#[derive(Debug, Default)]
+pub struct Report {
+    pub items_read: usize,
+    pub findings: Vec<Finding>,
+    /// Findings repaired; the rest changed while repairing (run again).
+    pub repaired: usize,
+}
+
+/// The fields of any item the audit reads.
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct Row {
+    #[serde(rename = "PK")]
+    pk: String,
+    #[serde(rename = "SK")]
+    sk: String,
+    #[serde(rename = "type")]
+    kind: Option<ItemType>,
+    post_id: Option<PostId>,
+    user_id: Option<UserId>,
+    username: Option<String>,
+    version: Option<u64>,
+    floor_post_id: Option<PostId>,
+}
+
+/// Everything the table holds that the checks compare.
+#[derive(Default)]
+struct Snapshot {
+    items_read: usize,
+    /// userId → (username, version)
+    profiles: HashMap<UserId, (String, u64)>,
+    posts: BTreeMap<PostId, PostItem>,
+    comments: HashMap<PostId, u64>,
+    likes: HashMap<PostId, u64>,
+    /// Comments and likes, for their usernames: (pk, sk, userId, username).
+    authored: Vec<(String, String, UserId, String)>,
+    feed: BTreeMap<PostId, FeedEntryItem>,
+    floor: Option<PostId>,
+}
+
+impl Store {
+    /// Checks every denormalised value; with `repair`, rewrites what is wrong.
+    pub async fn audit(&self, repair: bool) -> Result<Report, StoreError> {
+        let snapshot = self.snapshot().await?;
+        let findings = snapshot.findings(self.feed_capacity());
+        let mut repaired = 0;
+        if repair {
+            for finding in &findings {
+                if self.repair(finding, &snapshot).await? {
+                    repaired += 1;
+                }
+            }
+        }
+        Ok(Report {
+            items_read: snapshot.items_read,
+            findings,
+            repaired,
+        })
+    }
+
+    async fn snapshot(&self) -> Result<Snapshot, StoreError> {
+        let mut snapshot = Snapshot::default();
+        let mut start = None;
+        loop {
+            let page = self
+                .client()
+                .scan()
+                .table_name(self.table())
+                .consistent_read(true)
+                .set_exclusive_start_key(start)
+                .return_consumed_capacity(ReturnConsumedCapacity::Indexes)
+                .send()
+                .await
+                .map_err(classify)?;
+            for item in page.items.unwrap_or_default() {
+                snapshot.add(item)?;
+            }
+            start = page.last_evaluated_key;
+            if start.is_none() {
+                return Ok(snapshot);
+            }
+        }
+    }
+
+    /// Applies one repair; `false` when the value changed since it was read.
+    async fn repair(&self, finding: &Finding, snapshot: &Snapshot) -> Result<bool, StoreError> {
+        let update = self.client().update_item().table_name(self.table());
+        let request = match finding {
+            Finding::Count {
+                post,
+                counter,
+                stored,
+                actual,
+            } => update
+                .set_key(Some(key(keys::post_pk(post), POST_SK)))
+                .update_expression("SET #counter = :actual, version = version + :one")
+                .condition_expression("#counter = :stored")
+                .expression_attribute_names("#counter", *counter)
+                .expression_attribute_values(":actual", n(*actual))
+                .expression_attribute_values(":stored", n(*stored))
+                .expression_attribute_values(":one", n(1)),
+            Finding::Username {
+                pk,
+                sk,
+                stored,
+                current,
+                user_version,
+                ..
+            } => {
+                let request = update
+                    .set_key(Some(key(pk.clone(), sk.clone())))
+                    .condition_expression("username = :stored")
+                    .expression_attribute_values(":current", s(current))
+                    .expression_attribute_values(":stored", s(stored))
+                    .expression_attribute_values(":uv", n(*user_version));
+                if sk == POST_SK {
+                    // A post's version grows with it, so its feed entry follows.
+                    request
+                        .update_expression(
+                            "SET username = :current, userVersion = :uv, version = version + :one",
+                        )
+                        .expression_attribute_values(":one", n(1))
+                } else {
+                    request.update_expression("SET username = :current, userVersion = :uv")
+                }
+            }
+            Finding::StaleFeedEntry { post } | Finding::MissingFeedEntry { post } => {
+                let Some(expected) = snapshot.expected_entry(post) else {
+                    return Ok(false);
+                };
+                let put = self
+                    .client()
+                    .put_item()
+                    .table_name(self.table())
+                    .set_item(Some(to_item(&expected)?))
+                    .send()
+                    .await;
+                return put.map(|_| true).map_err(classify);
+            }
+            Finding::ExtraFeedEntry { post } => {
+                let delete = self
+                    .client()
+                    .delete_item()
+                    .table_name(self.table())
+                    .set_key(Some(key(FEED_PK.to_owned(), keys::feed_sk(post))))
+                    .send()
+                    .await;
+                return delete.map(|_| true).map_err(classify);
+            }
+            Finding::Floor { expected, .. } => update
+                .set_key(Some(key(FEED_PK.to_owned(), FEED_FLOOR_SK)))
+                .update_expression("SET floorPostId = :floor, #type = :type")
+                .expression_attribute_names("#type", "type")
+                .expression_attribute_values(":floor", s(expected.to_string()))
+                .expression_attribute_values(":type", ItemType::FeedFloor.attribute()?),
+        };
+        match request.send().await {
+            Ok(_) => Ok(true),
+            Err(err)
+                if err
+                    .as_service_error()
+                    .is_some_and(|e| e.is_conditional_check_failed_exception()) =>
+            {
+                Ok(false)
+            }
+            Err(err) => Err(classify(err)),
+        }
+    }
+}
+
+impl Snapshot {
+    fn add(&mut self, item: Item) -> Result<(), StoreError> {
+        self.items_read += 1;
+        let row: Row = from_item(item.clone())?;
+        match (row.kind, row.post_id, row.user_id) {
+            (Some(ItemType::User), _, Some(user)) => {
+                let username = row.username.unwrap_or_default();
+                self.profiles
+                    .insert(user, (username, row.version.unwrap_or_default()));
+            }
+            (Some(ItemType::Post), Some(post), _) => {
+                self.posts.insert(post, from_item(item)?);
+            }
+            (Some(kind @ (ItemType::Comment | ItemType::Like)), Some(post), Some(user)) => {
+                let counts = if kind == ItemType::Comment {
+                    &mut self.comments
+                } else {
+                    &mut self.likes
+                };
+                *counts.entry(post).or_default() += 1;
+                self.authored
+                    .push((row.pk, row.sk, user, row.username.unwrap_or_default()));
+            }
+            (Some(ItemType::FeedEntry), Some(post), _) => {
+                self.feed.insert(post, from_item(item)?);
+            }
+            (Some(ItemType::FeedFloor), _, _) => self.floor = row.floor_post_id,
+            _ => {}
+        }
+        Ok(())
+    }
+
+    /// The post with every value it copies set from its source.
+    fn expected_post(&self, post: &PostItem) -> PostItem {
+        let mut expected = post.clone();
+        expected.comment_count = self
+            .comments
+            .get(&post.post_id)
+            .copied()
+            .unwrap_or_default();
+        expected.like_count = self.likes.get(&post.post_id).copied().unwrap_or_default();
+        if let Some((username, _)) = self.profiles.get(&post.user_id) {
+            expected.username.clone_from(username);
+        }
+        expected
+    }
+
+    fn expected_entry(&self, post: &PostId) -> Option<FeedEntryItem> {
+        self.posts
+            .get(post)
+            .map(|p| FeedEntryItem::from(&self.expected_post(p)))
+    }
+
+    fn findings(&self, capacity: usize) -> Vec<Finding> {
+        let mut findings = Vec::new();
+        for post in self.posts.values() {
+            let expected = self.expected_post(post);
+            for (counter, stored, actual) in [
+                ("commentCount", post.comment_count, expected.comment_count),
+                ("likeCount", post.like_count, expected.like_count),
+            ] {
+                if stored != actual {
+                    findings.push(Finding::Count {
+                        post: post.post_id,
+                        counter,
+                        stored,
+                        actual,
+                    });
+                }
+            }
+        }
+        let authored = self
+            .posts
+            .values()
+            .map(|p| {
+                (
+                    keys::post_pk(&p.post_id),
+                    POST_SK.to_owned(),
+                    p.user_id.clone(),
+                    p.username.clone(),
+                )
+            })
+            .chain(self.authored.iter().cloned());
+        for (pk, sk, user, stored) in authored {
+            if let Some((current, version)) = self.profiles.get(&user)
+                && *current != stored
+            {
+                findings.push(Finding::Username {
+                    pk,
+                    sk,
+                    user,
+                    stored,
+                    current: current.clone(),
+                    user_version: *version,
+                });
+            }
+        }
+        // The feed: exactly the newest posts, each as its post shows now.
+        let newest: Vec<PostId> = self.posts.keys().rev().take(capacity).copied().collect();
+        for post in &newest {
+            match self.feed.get(post) {
+                None => findings.push(Finding::MissingFeedEntry { post: *post }),
+                Some(entry) => {
+                    // Versions may differ (a repair bumps the post's); what
+                    // the feed shows may not.
+                    let shown = |e: &FeedEntryItem| FeedEntryItem {
+                        version: 0,
+                        ..e.clone()
+                    };
+                    if self
+                        .expected_entry(post)
+                        .is_none_or(|expected| shown(&expected) != shown(entry))
+                    {
+                        findings.push(Finding::StaleFeedEntry { post: *post });
+                    }
+                }
+            }
+        }
+        for post in self.feed.keys() {
+            if !newest.contains(post) {
+                findings.push(Finding::ExtraFeedEntry { post: *post });
+            }
+        }
+        if let Some(expected) = self.posts.keys().rev().nth(capacity).copied()
+            && self.floor.is_none_or(|floor| floor < expected)
+        {
+            findings.push(Finding::Floor {
+                stored: self.floor,
+                expected,
+            });
+        }
+        findings
+    }
+}
