@@ -32,6 +32,14 @@ pub struct CapacityMeter {
 }
 
 impl CapacityMeter {
+    /// How many calls were recorded since the last `take`.
+    pub fn count(&self) -> usize {
+        self.calls
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .len()
+    }
+
     /// The calls recorded since the last `take`.
     pub fn take(&self) -> Vec<Call> {
         std::mem::take(&mut *self.calls.lock().unwrap_or_else(PoisonError::into_inner))

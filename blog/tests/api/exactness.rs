@@ -5,7 +5,10 @@
 //! table in many such schedules; every copy must end up identical to the one a
 //! single clean application gives.
 
-use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::{
+    collections::{BTreeMap, HashMap, VecDeque},
+    time::Duration,
+};
 
 use aws_lambda_events::event::dynamodb::{Event, EventRecord};
 use aws_sdk_dynamodb::types::{AttributeValue, PutRequest, WriteRequest};
@@ -112,7 +115,11 @@ async fn record_workload() -> Recorded {
 
 /// A new table holding `items`, with the same small feed.
 async fn copy_of(items: &[Item]) -> Store {
-    let client = client(&endpoint(), &CapacityMeter::default(), None);
+    metered_copy_of(items, &CapacityMeter::default()).await
+}
+
+async fn metered_copy_of(items: &[Item], meter: &CapacityMeter) -> Store {
+    let client = client(&endpoint(), meter, None);
     let name = new_table(&client).await;
     for chunk in items.chunks(25) {
         let writes = chunk
@@ -263,6 +270,54 @@ async fn any_lambda_delivery_schedule_gives_the_same_table() {
     });
     if let Err(failure) = result {
         panic!("{failure}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_fan_out_killed_between_writes_then_rerun_gives_the_same_table() {
+    let recorded = record_workload().await;
+    let meter = CapacityMeter::default();
+    let clean_store = metered_copy_of(&recorded.before, &meter).await;
+    meter.take();
+    let clean = apply(&clean_store, std::slice::from_ref(&recorded.records)).await;
+    // The batch's own calls (the snapshot's Scan pages are not among them).
+    let calls = meter
+        .take()
+        .iter()
+        .filter(|c| c.operation != "Scan")
+        .count();
+    let mut event = Event::default();
+    event.records = recorded.records.clone();
+    for killed_after in [
+        1,
+        2,
+        calls / 8,
+        calls / 4,
+        calls / 2,
+        calls * 3 / 4,
+        calls - 1,
+    ] {
+        let meter = CapacityMeter::default();
+        let store = metered_copy_of(&recorded.before, &meter).await;
+        meter.take();
+        // The process dies once `killed_after` DynamoDB calls have gone out:
+        // the handler's future is dropped wherever it is, mid-request maybe.
+        let killed = async {
+            while meter.count() < killed_after {
+                tokio::time::sleep(Duration::from_micros(200)).await;
+            }
+        };
+        tokio::select! {
+            _ = fanout::handle(&store, event.clone()) => panic!("the batch finished before call {killed_after}"),
+            () = killed => {}
+        }
+        // Lambda delivers the whole batch again.
+        let table = apply(&store, std::slice::from_ref(&recorded.records)).await;
+        assert!(
+            table == clean,
+            "killed after {killed_after} calls:\n{}",
+            diff(&clean, &table)
+        );
     }
 }
 

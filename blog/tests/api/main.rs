@@ -2,6 +2,7 @@
 //! DynamoDB Local. One test binary with modules keeps build time down.
 
 mod audit;
+mod authz;
 mod capacity;
 mod comments;
 mod conflicts;

@@ -158,6 +158,26 @@ impl TestApi {
         decode(req.send().await.expect("send")).await
     }
 
+    /// Sends a request with the given headers, e.g. a verified JWT `sub`.
+    pub async fn call_with(
+        &self,
+        method: &str,
+        path: &str,
+        headers: &[(&str, &str)],
+        body: Option<Value>,
+    ) -> (u16, Value) {
+        let mut req = self
+            .http
+            .request(method.parse().expect("method"), self.url(path));
+        for (name, value) in headers {
+            req = req.header(*name, *value);
+        }
+        if let Some(body) = body {
+            req = req.body(body.to_string());
+        }
+        decode(req.send().await.expect("send")).await
+    }
+
     pub async fn get(&self, path: &str) -> (u16, Value) {
         self.call("GET", path, None, None).await
     }
