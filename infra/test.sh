@@ -28,7 +28,7 @@ trap 'for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done' EXIT
 port=$(free_port)
 start_dynamodb_local "$port"
 pids+=("$DDB_PID")
-export DYNAMODB_ENDPOINT="http://127.0.0.1:$port"
+export DYNAMODB_ENDPOINT="http://127.0.0.1:$port" DYNAMODB_LOCAL_HOME="$DDB_HOME"
 
 log "cargo test"
 mkdir -p "$LOCAL"

@@ -7,6 +7,9 @@ use serde_json::{Value, json};
 
 use crate::support::{JWT_SUB, TestApi, table_snapshot};
 
+/// Who calls and the status they get: no identity, another user, the owner.
+type Callers<'a> = [(Option<&'a str>, u16); 3];
+
 /// A write as `who` (`None`: no token).
 async fn write(
     api: &TestApi,
@@ -53,7 +56,7 @@ async fn every_write_route_admits_only_its_owner() {
     let new_post = json!({ "title": "t", "content": "c" });
     let comment = json!({ "content": "c" });
     // (route, body, [no identity, another user, the owner])
-    let matrix: Vec<(&str, String, Option<Value>, [(Option<&str>, u16); 3])> = vec![
+    let matrix: Vec<(&str, String, Option<Value>, Callers)> = vec![
         (
             "PUT",
             format!("/users/{owner}"),

@@ -10,6 +10,7 @@ mod contract;
 mod errors;
 mod exactness;
 mod fanout;
+mod faults;
 mod feed;
 mod identity;
 mod likes;

@@ -107,6 +107,14 @@ impl TestApi {
         .await
     }
 
+    /// A new table in the DynamoDB at `endpoint`.
+    pub async fn start_at(endpoint: &str) -> Self {
+        let meter = CapacityMeter::default();
+        let client = client(endpoint, &meter, None);
+        let name = new_table(&client).await;
+        Self::serve(Store::new(client, name), meter, true).await
+    }
+
     /// A gateway whose DynamoDB is at `endpoint`, with no table set up.
     pub async fn start_against(endpoint: &str) -> Self {
         let meter = CapacityMeter::default();
@@ -395,12 +403,21 @@ impl TestApi {
     }
 
     fn poller_saving_to(&self, checkpoint: Option<std::path::PathBuf>) -> StreamPoller {
+        self.poller_of(&endpoint(), checkpoint)
+    }
+
+    /// A poller reading the stream of the DynamoDB at `endpoint`.
+    pub fn poller_of(
+        &self,
+        endpoint: &str,
+        checkpoint: Option<std::path::PathBuf>,
+    ) -> StreamPoller {
         let streams = aws_sdk_dynamodbstreams::Client::from_conf(
             aws_sdk_dynamodbstreams::Config::builder()
                 .behavior_version(BehaviorVersion::latest())
                 .credentials_provider(Credentials::new("local", "local", None, None, "tests"))
                 .region(Region::new("us-east-1"))
-                .endpoint_url(endpoint())
+                .endpoint_url(endpoint)
                 .build(),
         );
         StreamPoller::new(self.app.store.clone(), streams, checkpoint)
