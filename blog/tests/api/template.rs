@@ -311,3 +311,33 @@ async fn the_deployed_table_is_the_one_the_local_stack_creates() {
         stream.stream_view_type().map(|v| v.as_str())
     );
 }
+
+#[test]
+fn the_openapi_document_describes_exactly_the_contract() {
+    let path = format!("{}/../openapi.yaml", env!("CARGO_MANIFEST_DIR"));
+    let document: Value =
+        serde_yaml_ng::from_str(&std::fs::read_to_string(path).expect("openapi.yaml"))
+            .expect("YAML");
+    let mut described = BTreeSet::new();
+    for (path, operations) in document["paths"].as_mapping().expect("paths") {
+        for (method, operation) in operations.as_mapping().expect("operations") {
+            let method = method.as_str().unwrap_or_default();
+            if method == "parameters" {
+                continue;
+            }
+            let secured = operation["security"]
+                .as_sequence()
+                .is_some_and(|s| !s.is_empty());
+            described.insert((
+                method.to_uppercase(),
+                path.as_str().unwrap_or_default().to_owned(),
+                secured,
+            ));
+        }
+    }
+    let contract: BTreeSet<_> = ROUTES
+        .iter()
+        .map(|r| (r.method.to_owned(), r.path.to_owned(), r.needs_identity))
+        .collect();
+    assert_eq!(described, contract, "(method, path, needs identity)");
+}
