@@ -13,9 +13,10 @@ DDB_SHA256="3503ffac19f183407909fecdacf4db51ab1fdad1da7b2f177016670b2d80e4b9"
 DDB_HOME="$LOCAL/dynamodb-local-1.25.1"
 
 # Python tools, pinned, in their own virtualenv: cargo-lambda (watch, invoke,
-# build), the SAM CLI and cfn-lint (template checks, builds, deploys).
+# build), the SAM CLI and cfn-lint (template checks, builds, deploys),
+# schemathesis (fuzzing the API from openapi.yaml).
 TOOLS_VENV="$LOCAL/venv"
-TOOLS_PACKAGES=("cargo-lambda==1.9.2" "aws-sam-cli==1.170.0" "cfn-lint==1.58.0")
+TOOLS_PACKAGES=("cargo-lambda==1.9.2" "aws-sam-cli==1.170.0" "cfn-lint==1.58.0" "schemathesis==4.32.5")
 export PATH="$TOOLS_VENV/bin:$PATH"
 export SAM_CLI_TELEMETRY=0
 

@@ -16,6 +16,7 @@ pub mod audit;
 pub mod fanout;
 pub mod ids;
 pub mod keys;
+pub mod local_gateway;
 pub mod model;
 pub mod routes;
 pub mod startup;

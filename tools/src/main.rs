@@ -7,6 +7,10 @@
 //!     check every denormalised value against its source (a full Scan: an
 //!     offline tool); with --repair, rewrite what is wrong. Exits 1 while
 //!     anything is left unrepaired.
+//! blog-admin gateway PORT
+//!     serve every route on 127.0.0.1:PORT through `blog::local_gateway` (an
+//!     API Gateway stand-in, for the fuzzer); the local stack itself runs
+//!     under `cargo lambda watch`
 //! blog-admin stream-poller [--checkpoint FILE] [--invoke URL]
 //!     deliver the table's stream to the fan-out until Ctrl-C: in this process,
 //!     or, with --invoke, through a Lambda Invoke API such as
@@ -37,6 +41,7 @@ async fn main() -> ExitCode {
         Some("create-table") => create_table().await,
         Some("stream-poller") => stream_poller(&args[1..]).await,
         Some("audit") => audit(&args[1..]).await,
+        Some("gateway") => gateway(&args[1..]).await,
         _ => Err(USAGE.into()),
     };
     match result {
@@ -97,6 +102,24 @@ async fn audit(args: &[String]) -> Result<(), Error> {
             "{left} finding(s) left; run with --repair, or again if values changed meanwhile"
         )
         .into());
+    }
+    Ok(())
+}
+
+async fn gateway(args: &[String]) -> Result<(), Error> {
+    let [port] = args else {
+        return Err(USAGE.into());
+    };
+    let port: u16 = port.parse().map_err(|_| USAGE)?;
+    let app = blog::startup::app_from_env()
+        .await
+        .map_err(|e| e.to_string())?;
+    let app: &'static blog::api::App = Box::leak(Box::new(app));
+    let listener = tokio::net::TcpListener::bind(("127.0.0.1", port)).await?;
+    tracing::info!(port, "gateway listening");
+    tokio::select! {
+        () = blog::local_gateway::serve(listener, app, None) => {}
+        _ = tokio::signal::ctrl_c() => {}
     }
     Ok(())
 }

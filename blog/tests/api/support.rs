@@ -1,26 +1,21 @@
 //! The harness: a fresh table per test in the DynamoDB Local that infra/test.sh
-//! started, and a stand-in for API Gateway on a loopback port that turns each
-//! HTTP request into the HTTP API's payload-2.0 event, parses it with
-//! lambda_http exactly as a Lambda would, and runs the route's handler.
+//! started, served over HTTP on a loopback port by `blog::local_gateway`, the
+//! stand-in for API Gateway (each request becomes the HTTP API's payload-2.0
+//! event, parsed by lambda_http as a Lambda would).
 
-use std::{collections::HashMap, convert::Infallible, net::SocketAddr};
+use std::collections::HashMap;
 
 use aws_sdk_dynamodb::{
     Client,
     config::{BehaviorVersion, Credentials, Region, SharedHttpClient},
     types::AttributeValue,
 };
-use base64::Engine;
 use blog::{
-    api::{App, respond},
-    fanout,
-    routes::{ROUTES, Route, dispatch},
+    api::App,
+    fanout, local_gateway,
     store::{Store, meter::CapacityMeter, table},
     stream_poller::StreamPoller,
 };
-use http_body_util::{BodyExt, Full};
-use hyper::{body::Bytes, server::conn::http1, service::service_fn};
-use hyper_util::rt::TokioIo;
 use serde_json::{Value, json};
 use tokio::net::TcpListener;
 
@@ -133,7 +128,7 @@ impl TestApi {
         }));
         let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
         let addr = listener.local_addr().expect("local addr");
-        tokio::spawn(serve(listener, app));
+        tokio::spawn(local_gateway::serve(listener, app, Some(JWT_SUB)));
         Self {
             base: format!("http://{addr}"),
             http: reqwest::Client::new(),
@@ -231,163 +226,6 @@ pub async fn decode(resp: reqwest::Response) -> (u16, Value) {
     let body =
         serde_json::from_str(&text).unwrap_or_else(|_| panic!("response is not JSON: {text:?}"));
     (status, body)
-}
-
-async fn serve(listener: TcpListener, app: &'static App) {
-    loop {
-        let Ok((stream, peer)) = listener.accept().await else {
-            return;
-        };
-        tokio::spawn(async move {
-            let service = service_fn(move |req| handle(app, peer, req));
-            let _ = http1::Builder::new()
-                .serve_connection(TokioIo::new(stream), service)
-                .await;
-        });
-    }
-}
-
-async fn handle(
-    app: &'static App,
-    peer: SocketAddr,
-    req: hyper::Request<hyper::body::Incoming>,
-) -> Result<hyper::Response<Full<Bytes>>, Infallible> {
-    let (parts, body) = req.into_parts();
-    let body = body
-        .collect()
-        .await
-        .map(|b| b.to_bytes())
-        .unwrap_or_default();
-    let path = parts.uri.path().to_owned();
-    let Some((route, params)) = ROUTES
-        .iter()
-        .find_map(|r| matches(r, parts.method.as_str(), &path))
-    else {
-        let mut not_found =
-            hyper::Response::new(Full::new(Bytes::from(r#"{"message":"Not Found"}"#)));
-        *not_found.status_mut() = hyper::StatusCode::NOT_FOUND;
-        return Ok(not_found);
-    };
-    let event = event(route, &parts, &path, params, &body, peer);
-    let request =
-        lambda_http::request::from_str(&event.to_string()).expect("lambda_http parses the event");
-    let result = dispatch(route.function, app, request)
-        .await
-        .expect("every route has a handler");
-    let response = respond(result);
-    let (parts, body) = response.into_parts();
-    let bytes = match body {
-        lambda_http::Body::Text(text) => Bytes::from(text),
-        lambda_http::Body::Binary(bytes) => Bytes::from(bytes),
-        _ => Bytes::new(),
-    };
-    let mut out = hyper::Response::new(Full::new(bytes));
-    *out.status_mut() = parts.status;
-    *out.headers_mut() = parts.headers;
-    Ok(out)
-}
-
-/// The route's path parameters when `method` and `path` match it.
-fn matches(
-    route: &'static Route,
-    method: &str,
-    path: &str,
-) -> Option<(&'static Route, HashMap<String, String>)> {
-    if route.method != method {
-        return None;
-    }
-    let template: Vec<&str> = route.path.split('/').collect();
-    let actual: Vec<&str> = path.split('/').collect();
-    if template.len() != actual.len() {
-        return None;
-    }
-    let mut params = HashMap::new();
-    for (t, a) in template.iter().zip(&actual) {
-        match t.strip_prefix('{').and_then(|t| t.strip_suffix('}')) {
-            Some(name) if !a.is_empty() => {
-                let decoded = percent_encoding::percent_decode_str(a)
-                    .decode_utf8_lossy()
-                    .into_owned();
-                params.insert(name.to_owned(), decoded);
-            }
-            Some(_) => return None,
-            None if t == a => {}
-            None => return None,
-        }
-    }
-    Some((route, params))
-}
-
-/// The HTTP API's payload format 2.0, as API Gateway sends it.
-fn event(
-    route: &Route,
-    parts: &hyper::http::request::Parts,
-    path: &str,
-    params: HashMap<String, String>,
-    body: &Bytes,
-    peer: SocketAddr,
-) -> Value {
-    let raw_query = parts.uri.query().unwrap_or_default();
-    let mut query: HashMap<String, String> = HashMap::new();
-    for (k, v) in form_urlencoded::parse(raw_query.as_bytes()) {
-        // API Gateway joins repeated parameters with commas.
-        query
-            .entry(k.into_owned())
-            .and_modify(|e| e.push_str(&format!(",{v}")))
-            .or_insert(v.into_owned());
-    }
-    let mut headers = serde_json::Map::new();
-    for (name, value) in &parts.headers {
-        if name == JWT_SUB {
-            continue;
-        }
-        headers.insert(name.to_string(), json!(value.to_str().unwrap_or_default()));
-    }
-    let route_key = format!("{} {}", route.method, route.path);
-    let mut context = json!({
-        "accountId": "123456789012",
-        "apiId": "local",
-        "domainName": "localhost",
-        "domainPrefix": "localhost",
-        "http": {
-            "method": route.method,
-            "path": path,
-            "protocol": "HTTP/1.1",
-            "sourceIp": peer.ip().to_string(),
-            "userAgent": "tests"
-        },
-        "requestId": ulid::Ulid::generate().to_string(),
-        "routeKey": route_key,
-        "stage": "$default",
-        "time": "22/Nov/2026:00:00:00 +0000",
-        "timeEpoch": 0
-    });
-    if let Some(sub) = parts.headers.get(JWT_SUB).and_then(|v| v.to_str().ok()) {
-        context["authorizer"] = json!({ "jwt": { "claims": { "sub": sub }, "scopes": null } });
-    }
-    let (body, encoded) = match std::str::from_utf8(body) {
-        Ok(text) => (text.to_owned(), false),
-        Err(_) => (base64::engine::general_purpose::STANDARD.encode(body), true),
-    };
-    let mut event = json!({
-        "version": "2.0",
-        "routeKey": route_key,
-        "rawPath": path,
-        "rawQueryString": raw_query,
-        "headers": headers,
-        "requestContext": context,
-        "isBase64Encoded": encoded,
-    });
-    if !query.is_empty() {
-        event["queryStringParameters"] = json!(query);
-    }
-    if !params.is_empty() {
-        event["pathParameters"] = json!(params);
-    }
-    if !body.is_empty() {
-        event["body"] = json!(body);
-    }
-    event
 }
 
 impl TestApi {

@@ -1,0 +1,192 @@
+//! A stand-in for API Gateway's HTTP API on a loopback port, for the tests and
+//! the fuzzer: it routes [`ROUTES`], turns each request into the payload-2.0
+//! event API Gateway would send (non-UTF-8 bodies base64-encoded, query
+//! parameters joined with commas, path parameters decoded), parses it with
+//! `lambda_http` as a Lambda would, and runs the route's handler. With
+//! `jwt_sub_header`, the value of that header becomes the verified JWT `sub`
+//! claim, as the authorizer would set it. Never deployed: `cargo lambda watch`
+//! serves the local stack, the HTTP API serves AWS.
+
+use std::{collections::HashMap, convert::Infallible, net::SocketAddr};
+
+use base64::Engine;
+use http_body_util::{BodyExt, Full};
+use hyper::{body::Bytes, server::conn::http1, service::service_fn};
+use hyper_util::rt::TokioIo;
+use serde_json::{Value, json};
+use tokio::net::TcpListener;
+
+use crate::{
+    api::{ApiError, App, respond},
+    routes::{ROUTES, Route, dispatch},
+};
+
+/// Serves `app` on `listener` until the task is dropped.
+pub async fn serve(listener: TcpListener, app: &'static App, jwt_sub_header: Option<&'static str>) {
+    loop {
+        let Ok((stream, peer)) = listener.accept().await else {
+            return;
+        };
+        tokio::spawn(async move {
+            let service = service_fn(move |req| handle(app, peer, req, jwt_sub_header));
+            let _ = http1::Builder::new()
+                .serve_connection(TokioIo::new(stream), service)
+                .await;
+        });
+    }
+}
+
+async fn handle(
+    app: &'static App,
+    peer: SocketAddr,
+    req: hyper::Request<hyper::body::Incoming>,
+    jwt_sub_header: Option<&'static str>,
+) -> Result<hyper::Response<Full<Bytes>>, Infallible> {
+    let (parts, body) = req.into_parts();
+    let body = body
+        .collect()
+        .await
+        .map(|b| b.to_bytes())
+        .unwrap_or_default();
+    let path = parts.uri.path().to_owned();
+    let Some((route, params)) = ROUTES
+        .iter()
+        .find_map(|r| matches(r, parts.method.as_str(), &path))
+    else {
+        let mut not_found =
+            hyper::Response::new(Full::new(Bytes::from(r#"{"message":"Not Found"}"#)));
+        *not_found.status_mut() = hyper::StatusCode::NOT_FOUND;
+        return Ok(not_found);
+    };
+    let event = event(route, &parts, &path, params, &body, peer, jwt_sub_header);
+    // As on API Gateway, a function that cannot take the event is a 500.
+    let result = match lambda_http::request::from_str(&event.to_string()) {
+        Ok(request) => dispatch(route.function, app, request).await,
+        Err(err) => Some(Err(ApiError::Internal(format!(
+            "cannot parse the event: {err}"
+        )))),
+    };
+    let response = respond(result.unwrap_or_else(|| {
+        Err(ApiError::Internal(format!(
+            "no handler for {}",
+            route.function
+        )))
+    }));
+    let (parts, body) = response.into_parts();
+    let bytes = match body {
+        lambda_http::Body::Text(text) => Bytes::from(text),
+        lambda_http::Body::Binary(bytes) => Bytes::from(bytes),
+        _ => Bytes::new(),
+    };
+    let mut out = hyper::Response::new(Full::new(bytes));
+    *out.status_mut() = parts.status;
+    *out.headers_mut() = parts.headers;
+    Ok(out)
+}
+
+/// The route's path parameters when `method` and `path` match it.
+fn matches(
+    route: &'static Route,
+    method: &str,
+    path: &str,
+) -> Option<(&'static Route, HashMap<String, String>)> {
+    if route.method != method {
+        return None;
+    }
+    let template: Vec<&str> = route.path.split('/').collect();
+    let actual: Vec<&str> = path.split('/').collect();
+    if template.len() != actual.len() {
+        return None;
+    }
+    let mut params = HashMap::new();
+    for (t, a) in template.iter().zip(&actual) {
+        match t.strip_prefix('{').and_then(|t| t.strip_suffix('}')) {
+            Some(name) if !a.is_empty() => {
+                let decoded = percent_encoding::percent_decode_str(a)
+                    .decode_utf8_lossy()
+                    .into_owned();
+                params.insert(name.to_owned(), decoded);
+            }
+            Some(_) => return None,
+            None if t == a => {}
+            None => return None,
+        }
+    }
+    Some((route, params))
+}
+
+/// The HTTP API's payload format 2.0, as API Gateway sends it.
+fn event(
+    route: &Route,
+    parts: &hyper::http::request::Parts,
+    path: &str,
+    params: HashMap<String, String>,
+    body: &Bytes,
+    peer: SocketAddr,
+    jwt_sub_header: Option<&str>,
+) -> Value {
+    let raw_query = parts.uri.query().unwrap_or_default();
+    let mut query: HashMap<String, String> = HashMap::new();
+    for (k, v) in form_urlencoded::parse(raw_query.as_bytes()) {
+        // API Gateway joins repeated parameters with commas.
+        query
+            .entry(k.into_owned())
+            .and_modify(|e| e.push_str(&format!(",{v}")))
+            .or_insert(v.into_owned());
+    }
+    let mut headers = serde_json::Map::new();
+    for (name, value) in &parts.headers {
+        if Some(name.as_str()) == jwt_sub_header {
+            continue;
+        }
+        headers.insert(name.to_string(), json!(value.to_str().unwrap_or_default()));
+    }
+    let route_key = format!("{} {}", route.method, route.path);
+    let mut context = json!({
+        "accountId": "123456789012",
+        "apiId": "local",
+        "domainName": "localhost",
+        "domainPrefix": "localhost",
+        "http": {
+            "method": route.method,
+            "path": path,
+            "protocol": "HTTP/1.1",
+            "sourceIp": peer.ip().to_string(),
+            "userAgent": "tests"
+        },
+        "requestId": ulid::Ulid::generate().to_string(),
+        "routeKey": route_key,
+        "stage": "$default",
+        "time": "22/Nov/2026:00:00:00 +0000",
+        "timeEpoch": 0
+    });
+    if let Some(sub) = jwt_sub_header
+        .and_then(|name| parts.headers.get(name))
+        .and_then(|v| v.to_str().ok())
+    {
+        context["authorizer"] = json!({ "jwt": { "claims": { "sub": sub }, "scopes": null } });
+    }
+    let (body, encoded) = match std::str::from_utf8(body) {
+        Ok(text) => (text.to_owned(), false),
+        Err(_) => (base64::engine::general_purpose::STANDARD.encode(body), true),
+    };
+    let mut event = json!({
+        "version": "2.0",
+        "routeKey": route_key,
+        "rawPath": path,
+        "rawQueryString": raw_query,
+        "headers": headers,
+        "requestContext": context,
+        "isBase64Encoded": encoded,
+    });
+    if !query.is_empty() {
+        event["queryStringParameters"] = json!(query);
+    }
+    if !params.is_empty() {
+        event["pathParameters"] = json!(params);
+    }
+    if !body.is_empty() {
+        event["body"] = json!(body);
+    }
+    event
+}
