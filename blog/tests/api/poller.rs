@@ -38,6 +38,7 @@ async fn a_partial_failure_is_redelivered_from_the_lowest_failed_record() {
     for i in 0..3 {
         api.post(&author, format!("post {i}"), "text").await;
     }
+    api.wait_for_stream(5).await;
     let deliveries: Mutex<Vec<Vec<String>>> = Mutex::default();
     let deliver = |event: Event| {
         let seqs = sequence_numbers(&event);
@@ -78,6 +79,7 @@ async fn a_partial_failure_is_redelivered_from_the_lowest_failed_record() {
 async fn a_batch_that_keeps_failing_is_given_up_after_a_bounded_number_of_tries() {
     let api = TestApi::start().await;
     api.user("someone").await;
+    api.wait_for_stream(2).await;
     let attempts = Mutex::new(0);
     let deliver = |event: Event| {
         *attempts.lock().expect("lock") += 1;
@@ -100,6 +102,7 @@ async fn a_restarted_poller_resumes_from_its_checkpoint() {
     let api = TestApi::start().await;
     let author = api.user("author").await;
     api.post(&author, "before the restart", "text").await;
+    api.wait_for_stream(3).await;
     let checkpoint =
         std::env::temp_dir().join(format!("checkpoint-{}.json", ulid::Ulid::generate()));
     let store = &api.app.store;
@@ -128,6 +131,7 @@ async fn a_restarted_poller_resumes_from_its_checkpoint() {
 async fn an_unreachable_function_leaves_the_batch_for_the_next_poll() {
     let api = TestApi::start().await;
     api.user("patient").await;
+    api.wait_for_stream(2).await;
     let store = &api.app.store;
     let down =
         |_event: Event| async { Err::<DynamoDbEventResponse, _>("connection refused".to_owned()) };

@@ -279,12 +279,32 @@ impl TestApi {
     pub async fn settle(&self, poller: &mut StreamPoller) {
         let store = &self.app.store;
         let deliver = |event| async move { Ok(fanout::handle(store, event).await) };
-        for _ in 0..100 {
-            if poller.poll_once(&deliver).await.expect("poll the stream") == 0 {
+        let mut quiet = 0;
+        for _ in 0..200 {
+            if poller.poll_once(&deliver).await.expect("poll the stream") > 0 {
+                quiet = 0;
+                continue;
+            }
+            // DynamoDB Local appends a write to its stream a moment after the
+            // write: settled means empty twice, a short pause apart.
+            quiet += 1;
+            if quiet == 2 {
                 return;
             }
+            tokio::time::sleep(std::time::Duration::from_millis(30)).await;
         }
-        panic!("the stream did not settle after 100 polls");
+        panic!("the stream did not settle after 200 polls");
+    }
+
+    /// Waits (bounded) until the stream holds at least `count` records.
+    pub async fn wait_for_stream(&self, count: usize) {
+        for _ in 0..200 {
+            if self.stream_records().await.len() >= count {
+                return;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        }
+        panic!("the stream never reached {count} records");
     }
 }
 
