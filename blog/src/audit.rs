@@ -20,8 +20,8 @@ use crate::{
     ids::{PostId, UserId},
     keys::{self, FEED_FLOOR_SK, FEED_PK, POST_SK},
     store::{
-        Item, ItemType, Store, StoreError, classify, feed::FeedEntryItem, from_item, key, n,
-        posts::PostItem, s, to_item,
+        Item, ItemType, Store, StoreError, classify, condition_held, feed::FeedEntryItem,
+        from_item, key, n, posts::PostItem, s, to_item,
     },
 };
 
@@ -250,17 +250,7 @@ impl Store {
                 .expression_attribute_values(":floor", s(expected.to_string()))
                 .expression_attribute_values(":type", ItemType::FeedFloor.attribute()?),
         };
-        match request.send().await {
-            Ok(_) => Ok(true),
-            Err(err)
-                if err
-                    .as_service_error()
-                    .is_some_and(|e| e.is_conditional_check_failed_exception()) =>
-            {
-                Ok(false)
-            }
-            Err(err) => Err(classify(err)),
-        }
+        condition_held(request.send().await)
     }
 }
 

@@ -13,8 +13,8 @@ use aws_sdk_dynamodb::{
 use serde::{Deserialize, Serialize};
 
 use super::{
-    Cancelled, ItemType, Store, StoreError, classify, from_items, key, n, posts::PostItem, s,
-    to_item,
+    Cancelled, ItemType, Store, StoreError, classify, condition_held, from_items, key, n,
+    posts::PostItem, s, to_item,
 };
 use crate::{
     ids::{PostId, UserId},
@@ -155,17 +155,11 @@ impl Store {
             .return_consumed_capacity(ReturnConsumedCapacity::Indexes)
             .send()
             .await;
-        match result {
-            Ok(_) => Ok(Copied::Written),
-            Err(err)
-                if err
-                    .as_service_error()
-                    .is_some_and(|e| e.is_conditional_check_failed_exception()) =>
-            {
-                Ok(Copied::Stale)
-            }
-            Err(err) => Err(classify(err)),
-        }
+        Ok(if condition_held(result)? {
+            Copied::Written
+        } else {
+            Copied::Stale
+        })
     }
 
     /// Keeps the newest [`FEED_CAPACITY`] entries (or the store's capacity):
@@ -213,15 +207,8 @@ impl Store {
             .return_consumed_capacity(ReturnConsumedCapacity::Indexes)
             .send()
             .await;
-        match raised {
-            Ok(_) => {}
-            // Another trim raised it as far or further: fine.
-            Err(err)
-                if err
-                    .as_service_error()
-                    .is_some_and(|e| e.is_conditional_check_failed_exception()) => {}
-            Err(err) => return Err(classify(err)),
-        }
+        // False when another trim raised it as far or further: fine too.
+        condition_held(raised)?;
         for post in &excess {
             self.client()
                 .delete_item()

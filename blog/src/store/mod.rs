@@ -228,6 +228,24 @@ where
     }
 }
 
+/// Whether a conditional write landed: `false` when its condition failed,
+/// an error for anything else that went wrong.
+pub(crate) fn condition_held<T, E, R>(result: Result<T, SdkError<E, R>>) -> Result<bool, StoreError>
+where
+    E: ProvideErrorMetadata + std::error::Error + 'static,
+    R: std::fmt::Debug,
+{
+    match result {
+        Ok(_) => Ok(true),
+        Err(SdkError::ServiceError(e))
+            if e.err().code() == Some("ConditionalCheckFailedException") =>
+        {
+            Ok(false)
+        }
+        Err(err) => Err(classify(err)),
+    }
+}
+
 fn classify_service<E: ProvideErrorMetadata>(err: &E) -> StoreError {
     let code = err.code().unwrap_or("Unknown");
     let message = err.message().unwrap_or_default();

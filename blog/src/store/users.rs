@@ -4,7 +4,8 @@ use aws_sdk_dynamodb::types::{Delete, ReturnConsumedCapacity, TransactWriteItem,
 use serde::{Deserialize, Serialize};
 
 use super::{
-    Cancelled, ItemType, Store, StoreError, classify, condition_failed, from_item, key, n, s,
+    Cancelled, ItemType, Store, StoreError, classify, condition_failed, condition_held, from_item,
+    key, n, s,
 };
 use crate::{
     ids::UserId,
@@ -298,16 +299,6 @@ impl Store {
         if is_post {
             update = update.expression_attribute_values(":one", n(1));
         }
-        match update.send().await {
-            Ok(_) => Ok(true),
-            Err(err)
-                if err
-                    .as_service_error()
-                    .is_some_and(|e| e.is_conditional_check_failed_exception()) =>
-            {
-                Ok(false)
-            }
-            Err(err) => Err(classify(err)),
-        }
+        condition_held(update.send().await)
     }
 }

@@ -33,7 +33,10 @@ pub fn client(endpoint: &str, meter: &CapacityMeter, http: Option<SharedHttpClie
     if let Some(http) = http {
         config = config.http_client(http);
     }
+    // DynamoDB Local on a busy 2-core machine can be slow to accept a
+    // connection; give each call the retries a deployed client would want.
     let config = config
+        .retry_config(aws_sdk_dynamodb::config::retry::RetryConfig::standard().with_max_attempts(5))
         .interceptor(meter.clone())
         .behavior_version(BehaviorVersion::latest())
         .credentials_provider(Credentials::new("local", "local", None, None, "tests"))
