@@ -115,7 +115,7 @@ fn matches(
     Some((route, params))
 }
 
-/// The HTTP API's payload format 2.0, as API Gateway sends it.
+/// The event for a request that reached this stand-in over HTTP.
 fn event(
     route: &Route,
     parts: &hyper::http::request::Parts,
@@ -125,7 +125,53 @@ fn event(
     peer: SocketAddr,
     jwt_sub_header: Option<&str>,
 ) -> Value {
-    let raw_query = parts.uri.query().unwrap_or_default();
+    let mut headers = serde_json::Map::new();
+    for (name, value) in &parts.headers {
+        if Some(name.as_str()) == jwt_sub_header {
+            continue;
+        }
+        headers.insert(name.to_string(), json!(value.to_str().unwrap_or_default()));
+    }
+    let jwt_sub = jwt_sub_header
+        .and_then(|name| parts.headers.get(name))
+        .and_then(|v| v.to_str().ok());
+    http_api_event(EventSpec {
+        route,
+        path,
+        raw_query: parts.uri.query().unwrap_or_default(),
+        headers,
+        path_params: params,
+        body,
+        source_ip: peer.ip().to_string(),
+        jwt_sub,
+    })
+}
+
+/// What an HTTP API request is made of, before API Gateway turns it into an event.
+pub struct EventSpec<'a> {
+    pub route: &'a Route,
+    pub path: &'a str,
+    pub raw_query: &'a str,
+    pub headers: serde_json::Map<String, Value>,
+    pub path_params: HashMap<String, String>,
+    pub body: &'a [u8],
+    pub source_ip: String,
+    /// The `sub` claim of a JWT the authorizer verified, if any.
+    pub jwt_sub: Option<&'a str>,
+}
+
+/// The HTTP API's payload format 2.0, as API Gateway sends it.
+pub fn http_api_event(spec: EventSpec<'_>) -> Value {
+    let EventSpec {
+        route,
+        path,
+        raw_query,
+        headers,
+        path_params: params,
+        body,
+        source_ip,
+        jwt_sub,
+    } = spec;
     let mut query: HashMap<String, String> = HashMap::new();
     for (k, v) in form_urlencoded::parse(raw_query.as_bytes()) {
         // API Gateway joins repeated parameters with commas.
@@ -133,13 +179,6 @@ fn event(
             .entry(k.into_owned())
             .and_modify(|e| e.push_str(&format!(",{v}")))
             .or_insert(v.into_owned());
-    }
-    let mut headers = serde_json::Map::new();
-    for (name, value) in &parts.headers {
-        if Some(name.as_str()) == jwt_sub_header {
-            continue;
-        }
-        headers.insert(name.to_string(), json!(value.to_str().unwrap_or_default()));
     }
     let route_key = format!("{} {}", route.method, route.path);
     let mut context = json!({
@@ -151,7 +190,7 @@ fn event(
             "method": route.method,
             "path": path,
             "protocol": "HTTP/1.1",
-            "sourceIp": peer.ip().to_string(),
+            "sourceIp": source_ip,
             "userAgent": "tests"
         },
         "requestId": ulid::Ulid::generate().to_string(),
@@ -160,10 +199,7 @@ fn event(
         "time": "22/Nov/2026:00:00:00 +0000",
         "timeEpoch": 0
     });
-    if let Some(sub) = jwt_sub_header
-        .and_then(|name| parts.headers.get(name))
-        .and_then(|v| v.to_str().ok())
-    {
+    if let Some(sub) = jwt_sub {
         context["authorizer"] = json!({ "jwt": { "claims": { "sub": sub }, "scopes": null } });
     }
     let (body, encoded) = match std::str::from_utf8(body) {

@@ -65,6 +65,30 @@ impl From<&PostItem> for FeedEntryItem {
     }
 }
 
+/// The feed's floor, as [`Store::trim_feed`] leaves it.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub(super) struct FeedFloorItem {
+    #[serde(rename = "PK")]
+    pub pk: String,
+    #[serde(rename = "SK")]
+    pub sk: String,
+    #[serde(rename = "type")]
+    pub kind: ItemType,
+    pub floor_post_id: PostId,
+}
+
+impl FeedFloorItem {
+    pub(super) fn at(post: PostId) -> Self {
+        Self {
+            pk: FEED_PK.to_owned(),
+            sk: FEED_FLOOR_SK.to_owned(),
+            kind: ItemType::FeedFloor,
+            floor_post_id: post,
+        }
+    }
+}
+
 /// What a conditional copy did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Copied {

@@ -53,7 +53,7 @@ impl From<LikeItem> for Like {
 /// like unique. It points at the like it guards.
 #[derive(Debug, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
-struct LikerMarker {
+pub(super) struct LikerMarker {
     #[serde(rename = "PK")]
     pk: String,
     #[serde(rename = "SK")]
@@ -62,6 +62,19 @@ struct LikerMarker {
     kind: ItemType,
     like_id: LikeId,
     user_id: UserId,
+}
+
+impl LikerMarker {
+    /// The marker that guards `like`.
+    pub(super) fn for_like(like: &LikeItem) -> Self {
+        Self {
+            pk: like.pk.clone(),
+            sk: keys::liker_sk(&like.user_id),
+            kind: ItemType::Liker,
+            like_id: like.like_id,
+            user_id: like.user_id.clone(),
+        }
+    }
 }
 
 /// What liking did: a new like, or the one the user had already given.
@@ -79,13 +92,6 @@ impl Store {
         for _ in 0..super::users::OPTIMISTIC_ATTEMPTS {
             let profile = self.author(liker).await?;
             let like_id = LikeId::generate();
-            let marker = LikerMarker {
-                pk: keys::post_pk(post),
-                sk: keys::liker_sk(liker),
-                kind: ItemType::Liker,
-                like_id,
-                user_id: liker.clone(),
-            };
             let like = LikeItem {
                 pk: keys::post_pk(post),
                 sk: keys::like_sk(&like_id),
@@ -99,6 +105,7 @@ impl Store {
                 user_version: profile.version,
                 created_at: timestamp::now(),
             };
+            let marker = LikerMarker::for_like(&like);
             let writes = vec![
                 self.put_new(&marker)?,
                 self.put_new(&like)?,

@@ -1,6 +1,7 @@
 //! Single-table data access. One module per entity; each owns its item shape and
 //! its operations, and builds keys only through [`crate::keys`].
 
+pub mod bulk;
 pub mod comments;
 pub mod cursor;
 pub mod feed;

@@ -56,7 +56,7 @@ impl From<UserItem> for User {
 /// database itself, not a read before the write, rejects a taken name.
 #[derive(Debug, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
-struct UsernameClaim {
+pub(super) struct UsernameClaim {
     #[serde(rename = "PK")]
     pk: String,
     #[serde(rename = "SK")]
@@ -68,7 +68,7 @@ struct UsernameClaim {
 }
 
 impl UsernameClaim {
-    fn new(user: &UserId, username: &str) -> Self {
+    pub(super) fn new(user: &UserId, username: &str) -> Self {
         Self {
             pk: keys::username_pk(username),
             sk: USERNAME_SK.to_owned(),

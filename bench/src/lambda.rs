@@ -1,0 +1,253 @@
+//! Figures of the deployed functions: the zip's size, the time from process
+//! start to the first poll of the Lambda Runtime API, and the peak memory after
+//! 1,000 invocations.
+//!
+//! The functions run as built (`target/release/<name>`) against a stand-in for
+//! the Runtime API on a loopback port: it notes when the first
+//! `GET /runtime/invocation/next` arrives, hands out queued events, and
+//! counts the responses and errors posted back.
+
+use std::{
+    collections::VecDeque,
+    convert::Infallible,
+    path::Path,
+    process::Stdio,
+    sync::{Arc, Mutex, PoisonError},
+    time::{Duration, Instant, SystemTime, UNIX_EPOCH},
+};
+
+use http_body_util::Full;
+use hyper::{body::Bytes, server::conn::http1, service::service_fn};
+use hyper_util::rt::TokioIo;
+use tokio::{net::TcpListener, sync::Notify};
+
+use crate::{measure::Stats, naive::Error};
+
+#[derive(Debug, Clone)]
+pub struct FunctionFigures {
+    pub name: String,
+    pub zip_bytes: Option<u64>,
+    /// Process start to the first poll of the Runtime API.
+    pub startup: Stats,
+    /// Peak resident memory (VmHWM) after the invocations, in KiB.
+    pub peak_kib: Option<u64>,
+    pub invocations: usize,
+    /// Invocations that failed (posted to `/error`, or answered non-2xx).
+    pub failed: usize,
+}
+
+#[derive(Default)]
+struct State {
+    events: VecDeque<String>,
+    first_poll: Option<Instant>,
+    answered: usize,
+    failed: usize,
+}
+
+/// The Runtime API stand-in.
+struct RuntimeApi {
+    state: Mutex<State>,
+    changed: Notify,
+}
+
+impl RuntimeApi {
+    fn state(&self) -> std::sync::MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    async fn handle(
+        self: Arc<Self>,
+        req: hyper::Request<hyper::body::Incoming>,
+    ) -> Result<hyper::Response<Full<Bytes>>, Infallible> {
+        let path = req.uri().path().to_owned();
+        let reply = |status: u16, body: String| {
+            let mut response = hyper::Response::new(Full::new(Bytes::from(body)));
+            *response.status_mut() = hyper::StatusCode::from_u16(status)
+                .unwrap_or(hyper::StatusCode::INTERNAL_SERVER_ERROR);
+            response
+        };
+        if path.ends_with("/invocation/next") {
+            let event = {
+                let mut state = self.state();
+                state.first_poll.get_or_insert_with(Instant::now);
+                state.events.pop_front()
+            };
+            self.changed.notify_waiters();
+            let Some(event) = event else {
+                // Nothing to invoke: hold the poll, as Lambda freezes the process.
+                std::future::pending::<()>().await;
+                return Ok(reply(500, String::new()));
+            };
+            let deadline = SystemTime::now()
+                .duration_since(UNIX_EPOCH)
+                .unwrap_or_default()
+                .as_millis()
+                + 30_000;
+            let mut response = reply(200, event);
+            let headers = response.headers_mut();
+            let id = ulid::Ulid::generate().to_string();
+            for (name, value) in [
+                ("lambda-runtime-aws-request-id", id),
+                ("lambda-runtime-deadline-ms", deadline.to_string()),
+                (
+                    "lambda-runtime-invoked-function-arn",
+                    "arn:aws:lambda:us-east-1:123456789012:function:bench".into(),
+                ),
+                (
+                    "lambda-runtime-trace-id",
+                    "Root=1-67400000-0123456789abcdef01234567;Parent=0;Sampled=0".into(),
+                ),
+            ] {
+                if let Ok(value) = value.parse() {
+                    headers.insert(name, value);
+                }
+            }
+            return Ok(response);
+        }
+        if path.ends_with("/response") || path.ends_with("/error") {
+            let body = http_body_util::BodyExt::collect(req.into_body())
+                .await
+                .map(|b| b.to_bytes())
+                .unwrap_or_default();
+            // An HTTP function's response carries the status it answered.
+            let status = serde_json::from_slice::<serde_json::Value>(&body)
+                .ok()
+                .and_then(|v| v["statusCode"].as_u64());
+            {
+                let mut state = self.state();
+                state.answered += 1;
+                if path.ends_with("/error") || status.is_some_and(|s| s >= 300) {
+                    state.failed += 1;
+                }
+            }
+            self.changed.notify_waiters();
+            return Ok(reply(202, r#"{"status":"OK"}"#.into()));
+        }
+        Ok(reply(404, String::new()))
+    }
+
+    async fn serve() -> Result<(Arc<Self>, String, tokio::task::JoinHandle<()>), Error> {
+        let api = Arc::new(Self {
+            state: Mutex::new(State::default()),
+            changed: Notify::new(),
+        });
+        let listener = TcpListener::bind("127.0.0.1:0").await?;
+        let address = listener.local_addr()?.to_string();
+        let server = api.clone();
+        let task = tokio::spawn(async move {
+            while let Ok((stream, _)) = listener.accept().await {
+                let api = server.clone();
+                tokio::spawn(async move {
+                    let service = service_fn(move |req| api.clone().handle(req));
+                    let _ = http1::Builder::new()
+                        .serve_connection(TokioIo::new(stream), service)
+                        .await;
+                });
+            }
+        });
+        Ok((api, address, task))
+    }
+
+    /// Waits until `done` holds of the state, or `limit` passes.
+    async fn wait(&self, limit: Duration, done: impl Fn(&State) -> bool) -> Result<(), Error> {
+        let deadline = Instant::now() + limit;
+        loop {
+            let notified = self.changed.notified();
+            if done(&self.state()) {
+                return Ok(());
+            }
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return Err("the function did not get there in time".into());
+            }
+            let _ = tokio::time::timeout(left.min(Duration::from_millis(100)), notified).await;
+        }
+    }
+}
+
+/// What a function process needs in its environment, as Lambda sets it.
+pub struct Environment<'a> {
+    pub table: &'a str,
+    pub endpoint: &'a str,
+}
+
+fn command(
+    binary: &Path,
+    name: &str,
+    env: &Environment<'_>,
+    runtime_api: &str,
+) -> tokio::process::Command {
+    let mut command = tokio::process::Command::new(binary);
+    command
+        .env_clear()
+        .env("AWS_LAMBDA_RUNTIME_API", runtime_api)
+        .env("AWS_LAMBDA_FUNCTION_NAME", name)
+        .env("AWS_LAMBDA_FUNCTION_VERSION", "$LATEST")
+        .env("AWS_LAMBDA_FUNCTION_MEMORY_SIZE", "128")
+        .env("AWS_LAMBDA_LOG_GROUP_NAME", format!("/aws/lambda/{name}"))
+        .env("AWS_LAMBDA_LOG_STREAM_NAME", "bench")
+        .env("AWS_REGION", "us-east-1")
+        .env("AWS_ACCESS_KEY_ID", "local")
+        .env("AWS_SECRET_ACCESS_KEY", "local")
+        .env("AWS_EC2_METADATA_DISABLED", "true")
+        .env("TABLE_NAME", env.table)
+        .env("DYNAMODB_ENDPOINT", env.endpoint)
+        .env("RUST_LOG", "warn")
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .kill_on_drop(true);
+    command
+}
+
+/// The median of `starts` cold starts, then the peak memory after serving
+/// `events` (all in one process).
+pub async fn measure(
+    name: &str,
+    binary: &Path,
+    zip: &Path,
+    env: &Environment<'_>,
+    starts: usize,
+    events: Vec<String>,
+) -> Result<FunctionFigures, Error> {
+    let mut seconds = Vec::with_capacity(starts);
+    for _ in 0..starts {
+        let (api, address, server) = RuntimeApi::serve().await?;
+        let started = Instant::now();
+        let mut child = command(binary, name, env, &address).spawn()?;
+        api.wait(Duration::from_secs(10), |s| s.first_poll.is_some())
+            .await?;
+        let first_poll = api.state().first_poll.ok_or("no poll")?;
+        seconds.push(first_poll.duration_since(started).as_secs_f64());
+        child.kill().await?;
+        server.abort();
+    }
+
+    let (api, address, server) = RuntimeApi::serve().await?;
+    let invocations = events.len();
+    api.state().events.extend(events);
+    let mut child = command(binary, name, env, &address).spawn()?;
+    api.wait(Duration::from_secs(300), |s| s.answered >= invocations)
+        .await?;
+    let peak_kib = child.id().and_then(peak_rss_kib);
+    child.kill().await?;
+    server.abort();
+    let failed = api.state().failed;
+    Ok(FunctionFigures {
+        name: name.to_owned(),
+        zip_bytes: std::fs::metadata(zip).ok().map(|m| m.len()),
+        startup: Stats::of(seconds),
+        peak_kib,
+        invocations,
+        failed,
+    })
+}
+
+/// VmHWM of a process: its peak resident set, in KiB (Linux).
+fn peak_rss_kib(pid: u32) -> Option<u64> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    status
+        .lines()
+        .find_map(|line| line.strip_prefix("VmHWM:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+}

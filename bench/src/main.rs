@@ -1,0 +1,287 @@
+//! `blog-bench`: runs the benchmark and writes its tables into
+//! `docs/benchmarks.md` (between the `bench:begin` and `bench:end` markers).
+//! Run it through `infra/bench.sh`, which builds the functions, starts
+//! DynamoDB Local and passes these options:
+//!
+//! ```text
+//! blog-bench --endpoint URL [--users S] [--functions DIR] [--zips DIR]
+//!            [--events DIR] [--out FILE] [--quick]
+//! ```
+
+use std::{path::PathBuf, time::Duration};
+
+use bench::{
+    dataset, lambda,
+    measure::{self, Clients, Settings},
+    naive::Error,
+    report,
+    requests::event_json,
+};
+use blog::routes::functions;
+use serde_json::json;
+
+/// S: enough users for a post to get its 100 likes from 100 other users.
+const DEFAULT_USERS: usize = 101;
+const INVOCATIONS: usize = 1_000;
+const STARTS: usize = 25;
+
+struct Options {
+    endpoint: String,
+    users: usize,
+    functions: PathBuf,
+    zips: PathBuf,
+    events: PathBuf,
+    out: PathBuf,
+    quick: bool,
+}
+
+fn options() -> Result<Options, Error> {
+    let mut options = Options {
+        endpoint: std::env::var("DYNAMODB_ENDPOINT").unwrap_or_default(),
+        users: DEFAULT_USERS,
+        functions: "target/release".into(),
+        zips: "target/lambda".into(),
+        events: "events".into(),
+        out: "docs/benchmarks.md".into(),
+        quick: false,
+    };
+    let mut args = std::env::args().skip(1);
+    while let Some(arg) = args.next() {
+        let mut value = || args.next().ok_or_else(|| format!("{arg} needs a value"));
+        match arg.as_str() {
+            "--endpoint" => options.endpoint = value()?,
+            "--users" => options.users = value()?.parse()?,
+            "--functions" => options.functions = value()?.into(),
+            "--zips" => options.zips = value()?.into(),
+            "--events" => options.events = value()?.into(),
+            "--out" => options.out = value()?.into(),
+            "--quick" => options.quick = true,
+            other => return Err(format!("unknown option {other}").into()),
+        }
+    }
+    if options.endpoint.is_empty() {
+        return Err("give DynamoDB Local's URL with --endpoint".into());
+    }
+    Ok(options)
+}
+
+#[tokio::main]
+async fn main() -> Result<(), Error> {
+    let options = options()?;
+    let started = std::time::Instant::now();
+    let clients = Clients::local(&options.endpoint).await;
+    let settings = if options.quick {
+        Settings {
+            metered_reads: 1,
+            metered_commands: 3,
+            timed_reads: 10,
+            timed_commands: 5,
+            v1_budget: Duration::from_secs(2),
+            floor_runs: 20,
+            lag_samples: 3,
+        }
+    } else {
+        Settings {
+            metered_reads: 3,
+            metered_commands: 20,
+            timed_reads: 300,
+            timed_commands: 100,
+            v1_budget: Duration::from_secs(20),
+            floor_runs: 1_000,
+            lag_samples: 50,
+        }
+    };
+    let small_prefix = format!("bench-{}", options.users);
+    let small =
+        measure::measure_scale(&clients, "S", &small_prefix, options.users, &settings).await?;
+    let large_settings = Settings {
+        lag_samples: 0,
+        ..settings
+    };
+    let large_prefix = format!("bench-{}", options.users * 10);
+    let large = measure::measure_scale(
+        &clients,
+        "10×S",
+        &large_prefix,
+        options.users * 10,
+        &large_settings,
+    )
+    .await?;
+
+    println!("functions: {STARTS} starts and {INVOCATIONS} invocations each");
+    let table = format!("{small_prefix}-v3");
+    let env = lambda::Environment {
+        table: &table,
+        endpoint: &options.endpoint,
+    };
+    let invocations = if options.quick { 20 } else { INVOCATIONS };
+    let starts = if options.quick { 3 } else { STARTS };
+    let mut figures = Vec::new();
+    for name in functions() {
+        let events = invocation_events(name, invocations, &small, &options)?;
+        let binary = options.functions.join(name);
+        let zip = options.zips.join(name).join("bootstrap.zip");
+        let measured = lambda::measure(name, &binary, &zip, &env, starts, events).await?;
+        println!(
+            "  {name}: start-up {:.1} ms, peak {:?} KiB, {} failed",
+            measured.startup.p50, measured.peak_kib, measured.failed
+        );
+        figures.push(measured);
+    }
+
+    let run = report::Run {
+        small: &small,
+        large: &large,
+        functions: &figures,
+        machine: machine(),
+        command: "./infra/bench.sh".into(),
+        seconds: started.elapsed().as_secs_f64(),
+    };
+    let tables = report::markdown(&run);
+    write_between_markers(&options.out, &tables)?;
+    println!("{tables}");
+    println!("wrote {}", options.out.display());
+    Ok(())
+}
+
+/// The events a function serves in the memory run: real requests on the S
+/// data set (new users, then likes by them; reads of the reference targets),
+/// and for the fan-out the sample stream batch of `events/`.
+fn invocation_events(
+    name: &str,
+    count: usize,
+    small: &measure::ScaleResult,
+    options: &Options,
+) -> Result<Vec<String>, Error> {
+    let user = small.loaded.reference_user.to_string();
+    let post = small.loaded.reference_post.to_string();
+    let writer = dataset::user_id(1).to_string();
+    let member = |i: usize| format!("lambda-user-{i:06}");
+    if name == "update-post" {
+        return update_post_events(name, count, &writer, small);
+    }
+    let mut events = Vec::with_capacity(count);
+    for i in 0..count {
+        let event = match name {
+            "create-user" => event_json(
+                name,
+                &[],
+                "",
+                Some(json!({ "username": format!("lambda_{i:06}") })),
+                Some(&member(i)),
+            )?,
+            "update-user" => event_json(
+                name,
+                &[("userId", member(0))],
+                "",
+                Some(json!({ "username": format!("lambda_renamed_{i:06}") })),
+                Some(&member(0)),
+            )?,
+            "get-user" => event_json(name, &[("userId", user.clone())], "", None, None)?,
+            "list-user-posts" => {
+                event_json(name, &[("userId", user.clone())], "limit=100", None, None)?
+            }
+            "create-post" => event_json(
+                name,
+                &[],
+                "",
+                Some(json!({ "title": format!("post {i}"), "content": "x".repeat(2_000) })),
+                Some(&writer),
+            )?,
+            "get-post" => event_json(name, &[("postId", post.clone())], "", None, None)?,
+            "list-comments" | "list-likes" => {
+                event_json(name, &[("postId", post.clone())], "limit=100", None, None)?
+            }
+            "create-comment" => event_json(
+                name,
+                &[("postId", post.clone())],
+                "",
+                Some(json!({ "content": format!("comment {i}") })),
+                Some(&writer),
+            )?,
+            "like-post" => event_json(
+                name,
+                &[("postId", post.clone())],
+                "",
+                None,
+                Some(&member(i)),
+            )?,
+            "get-feed" => event_json(name, &[], "", None, None)?,
+            "fan-out" => {
+                let sample = std::fs::read_to_string(options.events.join("fan-out.json"))?;
+                serde_json::from_str(&sample)?
+            }
+            other => return Err(format!("no events for {other}").into()),
+        };
+        events.push(event.to_string());
+    }
+    Ok(events)
+}
+
+/// Edits of one of the writer's posts.
+fn update_post_events(
+    name: &str,
+    count: usize,
+    writer: &str,
+    small: &measure::ScaleResult,
+) -> Result<Vec<String>, Error> {
+    let (post, _) = small
+        .loaded
+        .post_ids
+        .iter()
+        .find(|(_, author)| *author == 1)
+        .ok_or("the writer has no post")?;
+    (0..count)
+        .map(|i| {
+            event_json(
+                name,
+                &[("postId", post.to_string())],
+                "",
+                Some(json!({ "title": format!("edited {i}") })),
+                Some(writer),
+            )
+            .map(|e| e.to_string())
+        })
+        .collect()
+}
+
+/// The CPU, cores and memory this ran on.
+fn machine() -> String {
+    let cpuinfo = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
+    let model = cpuinfo
+        .lines()
+        .find_map(|l| l.strip_prefix("model name"))
+        .map(|l| l.trim_start_matches([' ', '\t', ':']).to_owned())
+        .unwrap_or_else(|| "an unknown CPU".into());
+    let cores = std::thread::available_parallelism().map_or(0, usize::from);
+    let memory = std::fs::read_to_string("/proc/meminfo")
+        .ok()
+        .and_then(|m| {
+            m.lines()
+                .find_map(|l| l.strip_prefix("MemTotal:"))
+                .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
+        })
+        .map_or_else(String::new, |kib| format!(", {} GiB", kib / 1024 / 1024));
+    format!("{cores} cores of {model}{memory}")
+}
+
+const BEGIN: &str = "<!-- bench:begin -->";
+const END: &str = "<!-- bench:end -->";
+
+/// Replaces what lies between the markers of `path` (appends them if absent).
+fn write_between_markers(path: &PathBuf, tables: &str) -> Result<(), Error> {
+    let current = std::fs::read_to_string(path).unwrap_or_default();
+    let block = format!("{BEGIN}\n{tables}{END}");
+    let updated = match (current.find(BEGIN), current.find(END)) {
+        (Some(begin), Some(end)) if begin < end => {
+            format!(
+                "{}{block}{}",
+                &current[..begin],
+                &current[end + END.len()..]
+            )
+        }
+        _ => format!("{current}\n{block}\n"),
+    };
+    std::fs::write(path, updated)?;
+    Ok(())
+}

@@ -1,0 +1,716 @@
+//! One scale's measurements: load the data set, then, for each request in each
+//! model, the calls and capacity it costs (metered) and its latency (not
+//! metered: the meter parses every response), beside the floor of a bare
+//! GetItem; then what the fan-out spends and how far it lags.
+
+use std::time::{Duration, Instant};
+
+use aws_sdk_dynamodb::Client;
+use blog::{
+    api::App,
+    fanout,
+    ids::{PostId, UserId},
+    store::{
+        Store,
+        meter::{Call, CapacityMeter},
+    },
+    stream_poller::StreamPoller,
+};
+use fastrand::Rng;
+use serde_json::json;
+
+use crate::{
+    dataset,
+    load::{self, Loaded},
+    naive::{Error, NaiveStore},
+    requests::{Request, Target, event, run_v1, run_v3, v3_event},
+};
+
+/// How many times each thing is measured.
+#[derive(Debug, Clone, Copy)]
+pub struct Settings {
+    /// Metered runs of each read on its reference target (all cost the same).
+    pub metered_reads: usize,
+    /// Metered runs of each command, on fresh targets.
+    pub metered_commands: usize,
+    /// Timed runs of each read (random targets) and of the floor.
+    pub timed_reads: usize,
+    pub timed_commands: usize,
+    /// The most time one V1 request may take in all, as V1's scans at 10×S
+    /// take seconds each; at least one run is made.
+    pub v1_budget: Duration,
+    pub floor_runs: usize,
+    /// Posts whose way into the feed is timed (0: skip).
+    pub lag_samples: usize,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Model {
+    V1,
+    V3,
+}
+
+/// Latency percentiles, in milliseconds.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Stats {
+    pub n: usize,
+    pub p50: f64,
+    pub p99: f64,
+}
+
+impl Stats {
+    pub fn of(mut seconds: Vec<f64>) -> Self {
+        seconds.sort_by(f64::total_cmp);
+        let at = |q: f64| {
+            // Nearest rank.
+            let rank = ((q * seconds.len() as f64).ceil() as usize).clamp(1, seconds.len());
+            seconds[rank - 1] * 1_000.0
+        };
+        if seconds.is_empty() {
+            return Self::default();
+        }
+        Self {
+            n: seconds.len(),
+            p50: at(0.50),
+            p99: at(0.99),
+        }
+    }
+}
+
+/// Mean calls and capacity units per request.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Cost {
+    pub calls: f64,
+    pub table: f64,
+    pub indexes: f64,
+}
+
+impl Cost {
+    pub fn per_request(calls: &[Call], requests: usize) -> Self {
+        let n = requests.max(1) as f64;
+        // Summing no floats gives -0.0: start from +0.0.
+        let sum = |part: fn(&Call) -> f64| calls.iter().map(part).fold(0.0, |a, b| a + b);
+        Self {
+            calls: calls.len() as f64 / n,
+            table: sum(|c| c.table) / n,
+            indexes: sum(|c| c.indexes) / n,
+        }
+    }
+
+    pub fn total(&self) -> f64 {
+        self.table + self.indexes
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct Row {
+    pub request: Request,
+    pub model: Model,
+    pub cost: Cost,
+    /// The stream fan-out's calls and capacity per command (V3 only).
+    pub fanout: Cost,
+    pub latency: Stats,
+    /// V3 reads: the same DynamoDB call, made bare on the same targets. The
+    /// handler's own work is the difference.
+    pub bare: Option<Stats>,
+}
+
+/// A rename: its own cost, and what the fan-out spent copying the new name.
+#[derive(Debug, Clone)]
+pub struct Rename {
+    /// Posts, comments and likes the user wrote: the copies a rename updates.
+    pub items: usize,
+    pub command: Cost,
+    pub fanout: Cost,
+}
+
+#[derive(Debug, Clone)]
+pub struct ScaleResult {
+    pub label: String,
+    pub loaded: Loaded,
+    pub floor: Stats,
+    pub rows: Vec<Row>,
+    pub renames: Vec<Rename>,
+    /// From a post's creation to its appearance in the feed.
+    pub lag: Option<Stats>,
+}
+
+impl ScaleResult {
+    pub fn row(&self, request: Request, model: Model) -> Option<&Row> {
+        self.rows
+            .iter()
+            .find(|r| r.request == request && r.model == model)
+    }
+}
+
+/// The clients of one run: one bare, one metered for the requests, one metered
+/// for the fan-out, so each side's calls are counted apart.
+#[derive(Clone)]
+pub struct Clients {
+    pub plain: Client,
+    pub requests: Client,
+    pub request_meter: CapacityMeter,
+    pub fanout: Client,
+    pub fanout_meter: CapacityMeter,
+    pub streams: aws_sdk_dynamodbstreams::Client,
+}
+
+impl Clients {
+    /// Clients of the DynamoDB Local at `endpoint`, with its fixed credentials
+    /// and patient timeouts (V1's scan pages take seconds at 10×S).
+    pub async fn local(endpoint: &str) -> Self {
+        let sdk = aws_config::defaults(aws_config::BehaviorVersion::latest())
+            .credentials_provider(aws_sdk_dynamodb::config::Credentials::new(
+                "local", "local", None, None, "bench",
+            ))
+            .region(aws_config::Region::new("us-east-1"))
+            .timeout_config(
+                aws_config::timeout::TimeoutConfig::builder()
+                    .operation_attempt_timeout(Duration::from_secs(60))
+                    .build(),
+            )
+            .load()
+            .await;
+        Self::new(&sdk, endpoint)
+    }
+
+    pub fn new(sdk: &aws_config::SdkConfig, endpoint: &str) -> Self {
+        let metered = |meter: &CapacityMeter| {
+            let config = aws_sdk_dynamodb::config::Builder::from(sdk)
+                .endpoint_url(endpoint)
+                .interceptor(meter.clone())
+                .build();
+            Client::from_conf(config)
+        };
+        let (request_meter, fanout_meter) = (CapacityMeter::default(), CapacityMeter::default());
+        Self {
+            plain: blog::store::dynamodb_client(sdk, Some(endpoint)),
+            requests: metered(&request_meter),
+            request_meter,
+            fanout: metered(&fanout_meter),
+            fanout_meter,
+            streams: blog::store::streams_client(sdk, Some(endpoint)),
+        }
+    }
+}
+
+/// The tables of one scale, and how to reach them.
+pub struct Scale {
+    clients: Clients,
+    loaded: Loaded,
+    metered: App,
+    plain: App,
+    fanout_store: Store,
+    poller: StreamPoller,
+    naive_metered: NaiveStore,
+    naive_plain: NaiveStore,
+    rng: Rng,
+    /// Users created by C1 that have liked nothing yet, per model: C4's likers.
+    fresh_users: [Vec<UserId>; 2],
+    created: usize,
+}
+
+/// Loads `users` users' data into tables named after `prefix` and measures.
+pub async fn measure_scale(
+    clients: &Clients,
+    label: &str,
+    prefix: &str,
+    users: usize,
+    settings: &Settings,
+) -> Result<ScaleResult, Error> {
+    println!("{label}: {users} users");
+    let v3_table = format!("{prefix}-v3");
+    let naive_plain = NaiveStore::new(clients.plain.clone(), prefix);
+    let loaded = load::load(&clients.plain, &v3_table, &naive_plain, users).await?;
+    println!(
+        "  loaded {} posts, {} comments, {} likes: {} V3 items and {} V1 items in {:.0} s",
+        loaded.posts,
+        loaded.comments,
+        loaded.likes,
+        loaded.v3_items,
+        loaded.v1_items,
+        loaded.seconds
+    );
+    let app = |client: &Client| App {
+        store: Store::new(client.clone(), &v3_table),
+        local_identity: false,
+    };
+    let mut scale = Scale {
+        clients: clients.clone(),
+        metered: app(&clients.requests),
+        plain: app(&clients.plain),
+        fanout_store: Store::new(clients.fanout.clone(), &v3_table),
+        poller: StreamPoller::new(
+            Store::new(clients.plain.clone(), &v3_table),
+            clients.streams.clone(),
+            None,
+        ),
+        naive_metered: NaiveStore::new(clients.requests.clone(), prefix),
+        naive_plain,
+        rng: Rng::with_seed(users as u64),
+        fresh_users: [Vec::new(), Vec::new()],
+        created: 0,
+        loaded,
+    };
+    let mut rows = Vec::new();
+    // Reads first, while the feed and the reference targets are as loaded.
+    for request in Request::ALL.into_iter().filter(|r| !r.is_command()) {
+        rows.push(scale.metered_read(request, Model::V3, settings).await?);
+        rows.push(scale.metered_read(request, Model::V1, settings).await?);
+    }
+    for request in Request::ALL.into_iter().filter(|r| r.is_command()) {
+        rows.push(scale.metered_command(request, Model::V3, settings).await?);
+        rows.push(scale.metered_command(request, Model::V1, settings).await?);
+    }
+    println!("  calls and capacity: done");
+    let floor = scale.floor(settings.floor_runs).await?;
+    for row in &mut rows {
+        row.latency = scale.timed(row.request, row.model, settings).await?;
+        if row.model == Model::V3 && !row.request.is_command() {
+            row.bare = Some(scale.timed_bare(row.request, settings).await?);
+        }
+    }
+    println!("  latency: done");
+    scale.drain(false).await?;
+    let renames = scale.renames().await?;
+    let lag = match settings.lag_samples {
+        0 => None,
+        n => Some(scale.lag(n).await?),
+    };
+    Ok(ScaleResult {
+        label: label.to_owned(),
+        loaded: scale.loaded,
+        floor,
+        rows,
+        renames,
+        lag,
+    })
+}
+
+impl Scale {
+    /// The target a read's calls and capacity are measured on.
+    fn reference_target(&self, request: Request) -> Target {
+        match request {
+            Request::Q1 | Request::Q3 => Target::User(self.loaded.reference_user.clone()),
+            Request::Q2 | Request::Q4 | Request::Q5 => Target::Post(self.loaded.reference_post),
+            _ => Target::Feed,
+        }
+    }
+
+    /// A target drawn from the whole data set (reads), or a new one (commands).
+    fn random_target(&mut self, request: Request, model: Model) -> Result<Target, Error> {
+        Ok(match request {
+            Request::Q1 | Request::Q3 => {
+                Target::User(dataset::user_id(self.rng.usize(..self.loaded.users)))
+            }
+            Request::Q2 | Request::Q4 | Request::Q5 => Target::Post(self.random_post()),
+            Request::Q6 => Target::Feed,
+            Request::C1 => {
+                self.created += 1;
+                let user = UserId::parse(&format!("bench-user-{:06}", self.created))?;
+                self.fresh_users[model as usize].push(user.clone());
+                Target::NewUser {
+                    user,
+                    username: format!("reader_{:06}", self.created),
+                }
+            }
+            Request::C2 => {
+                let (title, content) = dataset::post_text(&mut self.rng);
+                Target::NewPost {
+                    author: self.random_writer(),
+                    title,
+                    content,
+                }
+            }
+            Request::C3 => Target::NewComment {
+                post: self.random_post(),
+                author: self.random_writer(),
+                content: dataset::comment_text(&mut self.rng),
+            },
+            Request::C4 => Target::NewLike {
+                post: self.random_post(),
+                liker: self.fresh_users[model as usize]
+                    .pop()
+                    .ok_or("C4 needs a user from C1 who has liked nothing yet")?,
+            },
+        })
+    }
+
+    /// Any post but the reference post, which reads are measured on.
+    fn random_post(&mut self) -> PostId {
+        loop {
+            let (post, _) = self.loaded.post_ids[self.rng.usize(..self.loaded.post_ids.len())];
+            if post != self.loaded.reference_post {
+                return post;
+            }
+        }
+    }
+
+    /// Any user of the data set but the reference user.
+    fn random_writer(&mut self) -> UserId {
+        dataset::user_id(self.rng.usize(1..self.loaded.users))
+    }
+
+    async fn run(
+        &mut self,
+        request: Request,
+        model: Model,
+        target: &Target,
+        metered: bool,
+    ) -> Result<f64, Error> {
+        match model {
+            Model::V3 => {
+                let app = if metered { &self.metered } else { &self.plain };
+                Ok(run_v3(app, request.function(), v3_event(request, target)?)
+                    .await?
+                    .0)
+            }
+            Model::V1 => {
+                let naive = if metered {
+                    &self.naive_metered
+                } else {
+                    &self.naive_plain
+                };
+                run_v1(naive, request, target).await
+            }
+        }
+    }
+
+    async fn metered_read(
+        &mut self,
+        request: Request,
+        model: Model,
+        settings: &Settings,
+    ) -> Result<Row, Error> {
+        let target = self.reference_target(request);
+        self.clients.request_meter.take();
+        let runs = settings.metered_reads;
+        for _ in 0..runs {
+            self.run(request, model, &target, true).await?;
+        }
+        Ok(Row {
+            request,
+            model,
+            cost: Cost::per_request(&self.clients.request_meter.take(), runs),
+            fanout: Cost::default(),
+            latency: Stats::default(),
+            bare: None,
+        })
+    }
+
+    async fn metered_command(
+        &mut self,
+        request: Request,
+        model: Model,
+        settings: &Settings,
+    ) -> Result<Row, Error> {
+        self.clients.request_meter.take();
+        self.clients.fanout_meter.take();
+        let runs = settings.metered_commands;
+        for _ in 0..runs {
+            let target = self.random_target(request, model)?;
+            self.run(request, model, &target, true).await?;
+        }
+        let cost = Cost::per_request(&self.clients.request_meter.take(), runs);
+        let fanout = if model == Model::V3 {
+            self.drain(true).await?;
+            Cost::per_request(&self.clients.fanout_meter.take(), runs)
+        } else {
+            Cost::default()
+        };
+        Ok(Row {
+            request,
+            model,
+            cost,
+            fanout,
+            latency: Stats::default(),
+            bare: None,
+        })
+    }
+
+    async fn timed(
+        &mut self,
+        request: Request,
+        model: Model,
+        settings: &Settings,
+    ) -> Result<Stats, Error> {
+        let runs = if request.is_command() {
+            settings.timed_commands
+        } else {
+            settings.timed_reads
+        };
+        let started = Instant::now();
+        let mut seconds = Vec::with_capacity(runs);
+        for _ in 0..runs {
+            let target = self.random_target(request, model)?;
+            seconds.push(self.run(request, model, &target, false).await?);
+            if model == Model::V1 && started.elapsed() > settings.v1_budget {
+                break;
+            }
+        }
+        // Commands write to the stream: keep it drained as the runs go.
+        if request.is_command() && model == Model::V3 {
+            self.drain(false).await?;
+        }
+        Ok(Stats::of(seconds))
+    }
+
+    /// The DynamoDB call each V3 read makes, bare, on random targets.
+    async fn timed_bare(&mut self, request: Request, settings: &Settings) -> Result<Stats, Error> {
+        let mut seconds = Vec::with_capacity(settings.timed_reads);
+        for _ in 0..settings.timed_reads {
+            let target = self.random_target(request, Model::V3)?;
+            seconds.push(self.bare_call(request, &target).await?);
+        }
+        Ok(Stats::of(seconds))
+    }
+
+    async fn bare_call(&self, request: Request, target: &Target) -> Result<f64, Error> {
+        use aws_sdk_dynamodb::types::AttributeValue::S;
+        use blog::keys;
+        let client = self.plain.store.client();
+        let table = self.plain.store.table();
+        let started = Instant::now();
+        let list = |pk: String, prefix: &str, forward: bool| {
+            client
+                .query()
+                .table_name(table)
+                .key_condition_expression("PK = :pk AND begins_with(SK, :prefix)")
+                .expression_attribute_values(":pk", S(pk))
+                .expression_attribute_values(":prefix", S(prefix.to_owned()))
+                .scan_index_forward(forward)
+                .limit(101)
+        };
+        match (request, target) {
+            (Request::Q1, Target::User(user)) => {
+                let key = blog::store::users::UserItem::key(user);
+                client
+                    .get_item()
+                    .table_name(table)
+                    .set_key(Some(key))
+                    .send()
+                    .await?;
+            }
+            (Request::Q2, Target::Post(post)) => {
+                client
+                    .get_item()
+                    .table_name(table)
+                    .key(keys::PK, S(keys::post_pk(post)))
+                    .key(keys::SK, S(keys::POST_SK.to_owned()))
+                    .send()
+                    .await?;
+            }
+            (Request::Q3, Target::User(user)) => {
+                client
+                    .query()
+                    .table_name(table)
+                    .index_name(keys::GSI1)
+                    .key_condition_expression("GSI1PK = :pk AND begins_with(GSI1SK, :post)")
+                    .expression_attribute_values(":pk", S(keys::user_items_pk(user)))
+                    .expression_attribute_values(":post", S(keys::POST_PREFIX.to_owned()))
+                    .scan_index_forward(false)
+                    .limit(101)
+                    .send()
+                    .await?;
+            }
+            (Request::Q4, Target::Post(post)) => {
+                list(keys::post_pk(post), keys::COMMENT_PREFIX, true)
+                    .send()
+                    .await?;
+            }
+            (Request::Q5, Target::Post(post)) => {
+                list(keys::post_pk(post), keys::LIKE_PREFIX, false)
+                    .send()
+                    .await?;
+            }
+            (Request::Q6, Target::Feed) => {
+                list(keys::FEED_PK.to_owned(), keys::POST_PREFIX, false)
+                    .limit(100)
+                    .send()
+                    .await?;
+            }
+            (request, target) => {
+                return Err(format!("no bare call for {request:?} on {target:?}").into());
+            }
+        }
+        Ok(started.elapsed().as_secs_f64())
+    }
+
+    /// The floor: one bare GetItem of a profile, on the same client and table.
+    async fn floor(&mut self, runs: usize) -> Result<Stats, Error> {
+        let mut seconds = Vec::with_capacity(runs);
+        for _ in 0..runs {
+            let user = dataset::user_id(self.rng.usize(..self.loaded.users));
+            let started = Instant::now();
+            let output = self
+                .plain
+                .store
+                .client()
+                .get_item()
+                .table_name(self.plain.store.table())
+                .set_key(Some(blog::store::users::UserItem::key(&user)))
+                .send()
+                .await?;
+            seconds.push(started.elapsed().as_secs_f64());
+            output.item.ok_or("the floor's profile is missing")?;
+        }
+        Ok(Stats::of(seconds))
+    }
+
+    /// Delivers everything the stream holds to the fan-out, metered or not.
+    async fn drain(&mut self, metered: bool) -> Result<(), Error> {
+        let plain = Store::new(self.clients.plain.clone(), self.plain.store.table());
+        let store = if metered { &self.fanout_store } else { &plain };
+        let deliver = |event| async move {
+            let response = fanout::handle(store, event).await;
+            if response.batch_item_failures.is_empty() {
+                Ok(response)
+            } else {
+                Err(format!(
+                    "the fan-out failed: {:?}",
+                    response.batch_item_failures
+                ))
+            }
+        };
+        let mut quiet = 0;
+        while quiet < 2 {
+            // DynamoDB Local appends a write to its stream a moment after the
+            // write: drained means empty twice, a short pause apart.
+            if self.poller.poll_once(&deliver).await? > 0 {
+                quiet = 0;
+            } else {
+                quiet += 1;
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+        }
+        Ok(())
+    }
+
+    /// Renames of users with few and with many items: the command, then the
+    /// fan-out's copies of the new name.
+    async fn renames(&mut self) -> Result<Vec<Rename>, Error> {
+        let mut by_posts: Vec<(usize, usize)> = Vec::new();
+        for (_, author) in &self.loaded.post_ids {
+            match by_posts.iter_mut().find(|(a, _)| a == author) {
+                Some((_, n)) => *n += 1,
+                None => by_posts.push((*author, 1)),
+            }
+        }
+        by_posts.sort_by_key(|(author, n)| (*n, *author));
+        let chosen = [
+            by_posts.first().map(|(a, _)| *a),
+            by_posts.get(by_posts.len() / 2).map(|(a, _)| *a),
+            Some(dataset::REFERENCE_USER),
+        ];
+        let mut renames = Vec::new();
+        for (n, user) in chosen.into_iter().flatten().enumerate() {
+            let id = dataset::user_id(user);
+            let items = self.authored_items(&id).await?;
+            self.clients.request_meter.take();
+            self.clients.fanout_meter.take();
+            let req = event(
+                "update-user",
+                &[("userId", id.to_string())],
+                "",
+                Some(json!({ "username": format!("renamed_{n}_{user:06}") })),
+                Some(id.as_str()),
+            )?;
+            run_v3(&self.metered, "update-user", req).await?;
+            let command = Cost::per_request(&self.clients.request_meter.take(), 1);
+            self.drain(true).await?;
+            let fanout = Cost::per_request(&self.clients.fanout_meter.take(), 1);
+            renames.push(Rename {
+                items,
+                command,
+                fanout,
+            });
+        }
+        Ok(renames)
+    }
+
+    /// How many items a user wrote (their GSI1 partition).
+    async fn authored_items(&self, user: &UserId) -> Result<usize, Error> {
+        let mut count = 0;
+        let mut start = None;
+        loop {
+            let page = self
+                .clients
+                .plain
+                .query()
+                .table_name(self.plain.store.table())
+                .index_name(blog::keys::GSI1)
+                .key_condition_expression("GSI1PK = :pk")
+                .expression_attribute_values(
+                    ":pk",
+                    aws_sdk_dynamodb::types::AttributeValue::S(blog::keys::user_items_pk(user)),
+                )
+                .select(aws_sdk_dynamodb::types::Select::Count)
+                .set_exclusive_start_key(start)
+                .send()
+                .await?;
+            count += usize::try_from(page.count).unwrap_or(0);
+            start = page.last_evaluated_key;
+            if start.is_none() {
+                return Ok(count);
+            }
+        }
+    }
+
+    /// From a post's creation (the handler's answer) to its appearance in the
+    /// feed, with the stream poller running as the local stack runs it, and
+    /// posts created at random intervals of up to half a second.
+    async fn lag(&mut self, samples: usize) -> Result<Stats, Error> {
+        let store = Store::new(self.clients.plain.clone(), self.plain.store.table());
+        // The benchmark's own poller, which has read the stream to its end,
+        // now runs on its own; the replacement is never used.
+        self.drain(false).await?;
+        let fresh = StreamPoller::new(store.clone(), self.clients.streams.clone(), None);
+        let poller = std::mem::replace(&mut self.poller, fresh);
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        let fanout_store = store.clone();
+        let running = tokio::spawn(async move {
+            let deliver = move |event| {
+                let store = fanout_store.clone();
+                async move { Ok(fanout::handle(&store, event).await) }
+            };
+            poller
+                .run(deliver, POLL_IDLE, async {
+                    let _ = stopped.await;
+                })
+                .await;
+        });
+        let mut seconds = Vec::with_capacity(samples);
+        let warmup = 1;
+        for n in 0..samples + warmup {
+            // Sporadic writes: each lands at a random point of the poller's
+            // cycle, busy or idle, as a write to a quiet blog would.
+            tokio::time::sleep(Duration::from_millis(self.rng.u64(0..500))).await;
+            let target = self.random_target(Request::C2, Model::V3)?;
+            let req = v3_event(Request::C2, &target)?;
+            let (_, body) = run_v3(&self.plain, "create-post", req).await?;
+            let post: blog::model::Post = serde_json::from_str(&body)?;
+            let created = Instant::now();
+            let deadline = created + Duration::from_secs(30);
+            loop {
+                let newest = store.feed(1).await?;
+                if newest.first().map(|p| p.post_id) == Some(post.post_id) {
+                    break;
+                }
+                if Instant::now() > deadline {
+                    return Err("a post did not reach the feed within 30 s".into());
+                }
+                tokio::time::sleep(Duration::from_millis(2)).await;
+            }
+            if n >= warmup {
+                seconds.push(created.elapsed().as_secs_f64());
+            }
+        }
+        let _ = stop.send(());
+        running.await?;
+        Ok(Stats::of(seconds))
+    }
+}
+
+/// The poller's pause after an empty poll: Lambda's event source mapping polls
+/// each shard about four times a second.
+pub const POLL_IDLE: Duration = Duration::from_millis(250);

@@ -1,0 +1,180 @@
+//! The benchmark's deterministic half, held by tests against DynamoDB Local
+//! (`infra/test.sh` starts it): what it loads is the state the API and the
+//! fan-out leave, V1 and V3 give the same answers, and V3's reads cost the same
+//! at two scales while V1's scans grow. Timings are never asserted.
+
+use std::time::Duration;
+
+use bench::{
+    dataset, load,
+    measure::{Clients, Model, Settings, measure_scale},
+    naive::NaiveStore,
+    requests::Request,
+};
+use blog::store::Store;
+
+fn endpoint() -> String {
+    std::env::var("DYNAMODB_ENDPOINT")
+        .expect("DYNAMODB_ENDPOINT is not set: run the tests through infra/test.sh")
+}
+
+async fn clients() -> Clients {
+    Clients::local(&endpoint()).await
+}
+
+fn prefix(name: &str) -> String {
+    format!("test-{name}-{}", ulid::Ulid::generate())
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_loaded_data_is_what_the_api_and_the_fan_out_leave() {
+    let clients = clients().await;
+    let prefix = prefix("load");
+    let naive = NaiveStore::new(clients.plain.clone(), &prefix);
+    let v3_table = format!("{prefix}-v3");
+    let users = dataset::COHORT;
+    let loaded = load::load(&clients.plain, &v3_table, &naive, users)
+        .await
+        .expect("load");
+    assert_eq!(loaded.users, users);
+    assert!(loaded.posts >= 50 + 11 * 5, "the cohort fills the feed");
+
+    // Every count, username copy and feed entry agrees with its source.
+    let store = Store::new(clients.plain.clone(), &v3_table);
+    let report = store.audit(false).await.expect("audit");
+    assert!(report.findings.is_empty(), "{:?}", report.findings);
+    assert!(report.items_read >= loaded.v3_items);
+
+    // V1 aggregates at read time what V3 stored ready-made: same answers.
+    let post = loaded.reference_post;
+    let user = dataset::user_id(dataset::REFERENCE_USER);
+    let v3_post = store.get_post(&post).await.expect("V3 Q2");
+    let v1_post = naive.get_post(&post).await.expect("V1 Q2");
+    assert_eq!(v3_post, v1_post);
+    let v3_post = v3_post.expect("the reference post exists");
+    assert_eq!(v3_post.comment_count, dataset::MAX_COMMENTS as u64);
+    assert_eq!(
+        v3_post.like_count,
+        users as u64 - 1,
+        "every other user liked it"
+    );
+
+    let v3_posts = store
+        .list_user_posts(&user, 100, None)
+        .await
+        .expect("V3 Q3");
+    assert_eq!(v3_posts.items.len(), 50);
+    assert_eq!(
+        v3_posts.items,
+        naive.list_user_posts(&user).await.expect("V1 Q3")
+    );
+    let v3_comments = store.list_comments(&post, 100, None).await.expect("V3 Q4");
+    assert_eq!(
+        v3_comments.items,
+        naive.list_comments(&post).await.expect("V1 Q4")
+    );
+    let v3_likes = store.list_likes(&post, 100, None).await.expect("V3 Q5");
+    assert_eq!(
+        v3_likes.items,
+        naive.list_likes(&post).await.expect("V1 Q5")
+    );
+    let v3_feed = store.feed(100).await.expect("V3 Q6");
+    assert_eq!(v3_feed.len(), 100);
+    assert_eq!(v3_feed, naive.feed().await.expect("V1 Q6"));
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn v3_reads_cost_the_same_at_two_scales_while_v1_scans_grow() {
+    let clients = clients().await;
+    let settings = Settings {
+        metered_reads: 2,
+        metered_commands: 2,
+        timed_reads: 2,
+        timed_commands: 2,
+        v1_budget: Duration::from_secs(5),
+        floor_runs: 2,
+        lag_samples: 2,
+    };
+    // Both scales hold the cohort that wrote the newest posts (12 users).
+    let small = measure_scale(&clients, "S", &prefix("small"), dataset::COHORT, &settings)
+        .await
+        .expect("measure S");
+    let large = measure_scale(
+        &clients,
+        "3×S",
+        &prefix("large"),
+        3 * dataset::COHORT,
+        &settings,
+    )
+    .await
+    .expect("measure 3×S");
+    let cost = |scale: &bench::measure::ScaleResult, request, model| {
+        let row = scale.row(request, model).expect("measured");
+        (row.cost.calls, row.cost.table, row.cost.indexes)
+    };
+
+    // One call each, and the same capacity at both scales, within 5%: below
+    // 101 users a post's likes are capped by the population, so like counts
+    // (and the reference post's likes, Q5) differ a little between the two.
+    for request in [
+        Request::Q1,
+        Request::Q2,
+        Request::Q3,
+        Request::Q4,
+        Request::Q6,
+    ] {
+        let (calls, table, indexes) = cost(&small, request, Model::V3);
+        let (large_calls, large_table, large_indexes) = cost(&large, request, Model::V3);
+        assert_eq!((calls, large_calls), (1.0, 1.0), "{request:?}");
+        assert!(table + indexes > 0.0, "{request:?} is metered");
+        let ratio = (large_table + large_indexes) / (table + indexes);
+        assert!(
+            (0.95..=1.05).contains(&ratio),
+            "{request:?} costs {ratio}× as much at 3×S"
+        );
+    }
+    assert_eq!(
+        cost(&small, Request::Q1, Model::V3),
+        cost(&large, Request::Q1, Model::V3)
+    );
+    // Q3 reads the index only: the short form is projected into it.
+    assert_eq!(cost(&small, Request::Q3, Model::V3).1, 0.0);
+    assert!(cost(&small, Request::Q3, Model::V3).2 > 0.0);
+
+    // V1 scans the whole posts table for Q3 and Q6: it grows with the data.
+    for request in [Request::Q3, Request::Q6] {
+        let (small_calls, small_table, _) = cost(&small, request, Model::V1);
+        let (_, large_table, _) = cost(&large, request, Model::V1);
+        assert!(small_calls > 50.0, "{request:?}: a count per post and more");
+        assert!(
+            large_table > 2.0 * small_table,
+            "{request:?}: V1 at 3×S costs {large_table}, at S {small_table}"
+        );
+        let v3 = cost(&large, request, Model::V3);
+        assert!(large_table > 10.0 * (v3.1 + v3.2), "{request:?}");
+    }
+    // V1's Q4 looks up each commenter: more calls than V3's one.
+    assert!(cost(&small, Request::Q4, Model::V1).0 > 2.0);
+
+    // Commands: one transaction each; the fan-out enters each new post into
+    // the feed and copies each new count.
+    for scale in [&small, &large] {
+        for request in [Request::C1, Request::C2, Request::C3, Request::C4] {
+            let row = scale.row(request, Model::V3).expect("measured");
+            assert!(row.cost.total() > 0.0, "{request:?}");
+            assert_eq!(row.latency.n, 2, "{request:?} was timed");
+        }
+        let c2 = scale.row(Request::C2, Model::V3).expect("C2");
+        assert!(c2.fanout.calls >= 1.0 && c2.fanout.total() > 0.0);
+        // A rename copies the name onto every item the user wrote.
+        for rename in &scale.renames {
+            assert!(rename.items >= 5);
+            assert!(
+                rename.fanout.total() >= rename.items as f64,
+                "at least one write unit per copy: {rename:?}"
+            );
+        }
+    }
+    let lag = small.lag.expect("lag measured");
+    assert_eq!(lag.n, 2);
+}

@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# The benchmark behind docs/benchmarks.md. Builds the functions twice: as the
+# arm64 zips that `sam deploy` uploads (for their sizes) and as release
+# binaries for this machine (to time their start-up and measure their memory);
+# starts a DynamoDB Local of its own, in memory; runs blog-bench, which loads
+# the data set at S and 10×S, measures, and rewrites the tables of
+# docs/benchmarks.md. Options go to blog-bench (e.g. --users 101, --quick).
+set -euo pipefail
+source "$(dirname "$0")/lib.sh"
+
+ensure_java
+ensure_dynamodb_local
+ensure_tools
+cd "$ROOT"
+
+log "building the arm64 Lambda zips (cargo lambda) and this machine's release binaries"
+cargo lambda build --release --arm64 --output-format zip -p functions
+cargo build --release --locked -p functions -p bench
+
+port=$(free_port)
+start_dynamodb_local "$port"
+trap 'kill "$DDB_PID" 2>/dev/null || true' EXIT
+
+log "running the benchmark"
+target/release/blog-bench --endpoint "http://127.0.0.1:$port" \
+  --functions target/release --zips target/lambda --events events --out docs/benchmarks.md "$@"
