@@ -206,7 +206,7 @@ fn invocation_events(
                 None,
                 Some(&member(i)),
             )?,
-            "get-feed" => event_json(name, &[], "", None, None)?,
+            "get-feed" => event_json(name, &[], "limit=100", None, None)?,
             "fan-out" => {
                 let sample = std::fs::read_to_string(options.events.join("fan-out.json"))?;
                 serde_json::from_str(&sample)?

@@ -174,7 +174,7 @@ pub fn v3_event(request: Request, target: &Target) -> Result<lambda_http::Reques
             };
             event(function, &[("postId", post.to_string())], query, None, None)
         }
-        Target::Feed => event(function, &[], "", None, None),
+        Target::Feed => event(function, &[], "limit=100", None, None),
         Target::NewUser { user, username } => event(
             function,
             &[],
