@@ -265,10 +265,7 @@ pub async fn measure_scale(
     println!("  calls and capacity: done");
     let floor = scale.floor(settings.floor_runs).await?;
     for row in &mut rows {
-        row.latency = scale.timed(row.request, row.model, settings).await?;
-        if row.model == Model::V3 && !row.request.is_command() {
-            row.bare = Some(scale.timed_bare(row.request, settings).await?);
-        }
+        (row.latency, row.bare) = scale.timed(row.request, row.model, settings).await?;
     }
     println!("  latency: done");
     scale.drain(false).await?;
@@ -428,22 +425,33 @@ impl Scale {
         })
     }
 
+    /// Latency over random targets. For a V3 read, each run is paired with the
+    /// same DynamoDB call made bare on the same target, in alternating order,
+    /// so that the machine's drift weighs on both alike.
     async fn timed(
         &mut self,
         request: Request,
         model: Model,
         settings: &Settings,
-    ) -> Result<Stats, Error> {
+    ) -> Result<(Stats, Option<Stats>), Error> {
         let runs = if request.is_command() {
             settings.timed_commands
         } else {
             settings.timed_reads
         };
+        let paired = model == Model::V3 && !request.is_command();
         let started = Instant::now();
         let mut seconds = Vec::with_capacity(runs);
-        for _ in 0..runs {
+        let mut bare = Vec::with_capacity(if paired { runs } else { 0 });
+        for n in 0..runs {
             let target = self.random_target(request, model)?;
+            if paired && n % 2 == 0 {
+                bare.push(self.bare_call(request, &target).await?);
+            }
             seconds.push(self.run(request, model, &target, false).await?);
+            if paired && n % 2 == 1 {
+                bare.push(self.bare_call(request, &target).await?);
+            }
             if model == Model::V1 && started.elapsed() > settings.v1_budget {
                 break;
             }
@@ -452,19 +460,10 @@ impl Scale {
         if request.is_command() && model == Model::V3 {
             self.drain(false).await?;
         }
-        Ok(Stats::of(seconds))
+        Ok((Stats::of(seconds), paired.then(|| Stats::of(bare))))
     }
 
-    /// The DynamoDB call each V3 read makes, bare, on random targets.
-    async fn timed_bare(&mut self, request: Request, settings: &Settings) -> Result<Stats, Error> {
-        let mut seconds = Vec::with_capacity(settings.timed_reads);
-        for _ in 0..settings.timed_reads {
-            let target = self.random_target(request, Model::V3)?;
-            seconds.push(self.bare_call(request, &target).await?);
-        }
-        Ok(Stats::of(seconds))
-    }
-
+    /// The DynamoDB call a V3 read makes, made directly on the same client.
     async fn bare_call(&self, request: Request, target: &Target) -> Result<f64, Error> {
         use aws_sdk_dynamodb::types::AttributeValue::S;
         use blog::keys;
