@@ -61,6 +61,17 @@ fn units(value: f64) -> String {
     }
 }
 
+/// A ratio with two significant digits below 10, whole above.
+fn ratio(value: f64) -> String {
+    if value >= 10.0 {
+        format!("{value:.0}")
+    } else if value >= 1.0 {
+        format!("{value:.1}")
+    } else {
+        format!("{value:.2}")
+    }
+}
+
 fn latency(stats: &Stats) -> (String, String) {
     (ms(stats.p50), ms(stats.p99))
 }
@@ -239,9 +250,9 @@ fn requests(out: &mut String, scale: &ScaleResult) {
         };
         let _ = writeln!(
             out,
-            "| {request:?} {} | {v1p50} | {v1p99} | {v3p50} | {v3p99} | {:.1}× | {:.2} | {bare} | {overhead} |",
+            "| {request:?} {} | {v1p50} | {v1p99} | {v3p50} | {v3p99} | {}× | {:.2} | {bare} | {overhead} |",
             request.description(),
-            v1.latency.p50 / v3.latency.p50,
+            ratio(v1.latency.p50 / v3.latency.p50),
             v3.latency.p50 / scale.floor.p50,
         );
     }
