@@ -588,13 +588,11 @@ impl Scale {
     /// Renames of users with few and with many items: the command, then the
     /// fan-out's copies of the new name.
     async fn renames(&mut self) -> Result<Vec<Rename>, Error> {
-        let mut by_posts: Vec<(usize, usize)> = Vec::new();
+        let mut posts_of = std::collections::BTreeMap::<usize, usize>::new();
         for (_, author) in &self.loaded.post_ids {
-            match by_posts.iter_mut().find(|(a, _)| a == author) {
-                Some((_, n)) => *n += 1,
-                None => by_posts.push((*author, 1)),
-            }
+            *posts_of.entry(*author).or_default() += 1;
         }
+        let mut by_posts: Vec<(usize, usize)> = posts_of.into_iter().collect();
         by_posts.sort_by_key(|(author, n)| (*n, *author));
         let chosen = [
             by_posts.first().map(|(a, _)| *a),
