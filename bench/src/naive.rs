@@ -75,6 +75,25 @@ struct ReplyRow {
     creation_date: String,
 }
 
+impl ReplyRow {
+    /// A comment (with `content`) or a like (without).
+    fn new(post: &PostId, id: &str, author: &UserId, content: Option<&str>, at: &str) -> Self {
+        let (prefix, kind) = match content {
+            Some(_) => (COMMENT_PREFIX, "comment"),
+            None => (LIKE_PREFIX, "like"),
+        };
+        Self {
+            post_id: post.to_string(),
+            sk: format!("{prefix}{id}"),
+            kind: kind.into(),
+            id: id.to_owned(),
+            user_id: author.to_string(),
+            content: content.map(str::to_owned),
+            creation_date: at.to_owned(),
+        }
+    }
+}
+
 /// The V1 tables of one scale.
 #[derive(Clone, Debug)]
 pub struct NaiveStore {
@@ -153,26 +172,25 @@ impl NaiveStore {
             &post.created_at,
         ))?];
         for c in &thread.comments {
-            rows.push(serde_dynamo::to_item(ReplyRow {
-                post_id: post.post_id.to_string(),
-                sk: format!("{COMMENT_PREFIX}{}", c.comment_id),
-                kind: "comment".into(),
-                id: c.comment_id.to_string(),
-                user_id: c.user_id.to_string(),
-                content: Some(c.content.clone()),
-                creation_date: c.created_at.clone(),
-            })?);
+            let id = c.comment_id.to_string();
+            let row = ReplyRow::new(
+                &post.post_id,
+                &id,
+                &c.user_id,
+                Some(&c.content),
+                &c.created_at,
+            );
+            rows.push(serde_dynamo::to_item(row)?);
         }
         for l in &thread.likes {
-            rows.push(serde_dynamo::to_item(ReplyRow {
-                post_id: post.post_id.to_string(),
-                sk: format!("{LIKE_PREFIX}{}", l.like_id),
-                kind: "like".into(),
-                id: l.like_id.to_string(),
-                user_id: l.user_id.to_string(),
-                content: None,
-                creation_date: l.created_at.clone(),
-            })?);
+            let row = ReplyRow::new(
+                &post.post_id,
+                &l.like_id.to_string(),
+                &l.user_id,
+                None,
+                &l.created_at,
+            );
+            rows.push(serde_dynamo::to_item(row)?);
         }
         Ok(rows)
     }
@@ -210,19 +228,7 @@ impl NaiveStore {
         content: Option<&str>,
         at: &str,
     ) -> Result<(), Error> {
-        let (prefix, kind) = match content {
-            Some(_) => (COMMENT_PREFIX, "comment"),
-            None => (LIKE_PREFIX, "like"),
-        };
-        let row = ReplyRow {
-            post_id: post.to_string(),
-            sk: format!("{prefix}{id}"),
-            kind: kind.into(),
-            id: id.to_owned(),
-            user_id: author.to_string(),
-            content: content.map(str::to_owned),
-            creation_date: at.to_owned(),
-        };
+        let row = ReplyRow::new(post, id, author, content, at);
         self.put(&self.posts, serde_dynamo::to_item(row)?).await
     }
 
