@@ -8,6 +8,19 @@
 #   BLOG_PORT      API port            (default 9000)
 #   DYNAMODB_PORT  DynamoDB Local port (default 8000)
 #   TABLE_NAME     table name          (default blog)
+#   BLOG_HOSTILE_DYNAMODB=1
+#                  put `blog-admin hostile-dynamodb` (the `hostile` crate)
+#                  between everything and DynamoDB Local, on a free port: it
+#                  throttles, cancels transactions, fails writes with
+#                  conflicts, loses committed transactions' responses and
+#                  hides fresh items from index queries, as real DynamoDB
+#                  does under load and DynamoDB Local never does. The
+#                  functions and the stream poller (table writes and stream
+#                  reads alike; stream reads pass untouched) use it through
+#                  DYNAMODB_ENDPOINT. Off by default
+#   BLOG_HOSTILE_ARGS
+#                  its options, e.g. "--seed 7 --rate throttle=0.2
+#                  --gsi-lag-ms 2000" (default: hostile::Faults::hostile())
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 cd "$ROOT"
@@ -35,6 +48,16 @@ start_dynamodb_local "$DDB_PORT" "$LOCAL/dynamodb-data"
 pids+=("$DDB_PID")
 
 cargo build --quiet -p tools --bin blog-admin
+if [ "${BLOG_HOSTILE_DYNAMODB:-0}" = 1 ]; then
+  read -ra hostile_args <<<"${BLOG_HOSTILE_ARGS:-}"
+  hostile_port=$(free_port)
+  ./target/debug/blog-admin hostile-dynamodb "$hostile_port" --upstream "$DYNAMODB_ENDPOINT" \
+    "${hostile_args[@]}" &
+  pids+=("$!")
+  wait_for_http "http://127.0.0.1:$hostile_port" "${pids[-1]}"
+  export DYNAMODB_ENDPOINT="http://127.0.0.1:$hostile_port"
+  log "hostile DynamoDB proxy on $DYNAMODB_ENDPOINT in front of DynamoDB Local"
+fi
 ./target/debug/blog-admin create-table
 
 cargo lambda watch --invoke-address 127.0.0.1 --invoke-port "$API_PORT" &

@@ -35,6 +35,9 @@ pub enum Finding {
         counter: &'static str,
         stored: u64,
         actual: u64,
+        /// The post's `version` when read: the repair lands only if it is
+        /// still that, so it never undoes a newer like, comment or rename.
+        version: u64,
     },
     /// A post, comment or like shows another username than its author's profile.
     Username {
@@ -66,6 +69,7 @@ impl fmt::Display for Finding {
                 counter,
                 stored,
                 actual,
+                ..
             } => write!(f, "post {post}: {counter} is {stored}, but it has {actual}"),
             Self::Username {
                 pk,
@@ -158,14 +162,16 @@ impl Store {
         let mut snapshot = Snapshot::default();
         let mut start = None;
         loop {
-            let page = self
+            let scan = self
                 .client()
                 .scan()
                 .table_name(self.table())
                 .consistent_read(true)
                 .set_exclusive_start_key(start)
-                .return_consumed_capacity(ReturnConsumedCapacity::Indexes)
-                .send()
+                .return_consumed_capacity(ReturnConsumedCapacity::Indexes);
+            let page = self
+                .backoff()
+                .send("audit scan", || scan.clone().send())
                 .await
                 .map_err(classify)?;
             for item in page.items.unwrap_or_default() {
@@ -185,15 +191,16 @@ impl Store {
             Finding::Count {
                 post,
                 counter,
-                stored,
                 actual,
+                version,
+                ..
             } => update
                 .set_key(Some(key(keys::post_pk(post), POST_SK)))
                 .update_expression("SET #counter = :actual, version = version + :one")
-                .condition_expression("#counter = :stored")
+                .condition_expression("version = :seen")
                 .expression_attribute_names("#counter", *counter)
                 .expression_attribute_values(":actual", n(*actual))
-                .expression_attribute_values(":stored", n(*stored))
+                .expression_attribute_values(":seen", n(*version))
                 .expression_attribute_values(":one", n(1)),
             Finding::Username {
                 pk,
@@ -203,45 +210,47 @@ impl Store {
                 user_version,
                 ..
             } => {
+                // Only over the value read, and never over a newer rename's
+                // copy (a higher `userVersion`), even one back to this name.
                 let request = update
                     .set_key(Some(key(pk.clone(), sk.clone())))
-                    .condition_expression("username = :stored")
+                    .condition_expression("username = :stored AND userVersion <= :uv")
                     .expression_attribute_values(":current", s(current))
                     .expression_attribute_values(":stored", s(stored))
                     .expression_attribute_values(":uv", n(*user_version));
-                if sk == POST_SK {
-                    // A post's version grows with it, so its feed entry follows.
-                    request
-                        .update_expression(
-                            "SET username = :current, userVersion = :uv, version = version + :one",
-                        )
-                        .expression_attribute_values(":one", n(1))
-                } else {
-                    request.update_expression("SET username = :current, userVersion = :uv")
-                }
+                // A post's feed entry follows through its `userVersion`.
+                request.update_expression("SET username = :current, userVersion = :uv")
             }
             Finding::StaleFeedEntry { post } | Finding::MissingFeedEntry { post } => {
                 let Some(expected) = snapshot.expected_entry(post) else {
                     return Ok(false);
                 };
+                // Not over a newer copy the fan-out wrote meanwhile.
                 let put = self
                     .client()
                     .put_item()
                     .table_name(self.table())
                     .set_item(Some(to_item(&expected)?))
-                    .send()
-                    .await;
-                return put.map(|_| true).map_err(classify);
+                    .condition_expression("attribute_not_exists(PK) OR version <= :version")
+                    .expression_attribute_values(":version", n(expected.version));
+                return condition_held(
+                    self.backoff()
+                        .send("repair feed entry", || put.clone().send())
+                        .await,
+                );
             }
             Finding::ExtraFeedEntry { post } => {
                 let delete = self
                     .client()
                     .delete_item()
                     .table_name(self.table())
-                    .set_key(Some(key(FEED_PK.to_owned(), keys::feed_sk(post))))
-                    .send()
-                    .await;
-                return delete.map(|_| true).map_err(classify);
+                    .set_key(Some(key(FEED_PK.to_owned(), keys::feed_sk(post))));
+                return self
+                    .backoff()
+                    .send("repair feed", || delete.clone().send())
+                    .await
+                    .map(|_| true)
+                    .map_err(classify);
             }
             Finding::Floor { expected, .. } => update
                 .set_key(Some(key(FEED_PK.to_owned(), FEED_FLOOR_SK)))
@@ -250,7 +259,11 @@ impl Store {
                 .expression_attribute_values(":floor", s(expected.to_string()))
                 .expression_attribute_values(":type", ItemType::FeedFloor.attribute()?),
         };
-        condition_held(request.send().await)
+        condition_held(
+            self.backoff()
+                .send("repair", || request.clone().send())
+                .await,
+        )
     }
 }
 
@@ -321,6 +334,7 @@ impl Snapshot {
                         counter,
                         stored,
                         actual,
+                        version: post.version,
                     });
                 }
             }
@@ -361,6 +375,7 @@ impl Snapshot {
                     // the feed shows may not.
                     let shown = |e: &FeedEntryItem| FeedEntryItem {
                         version: 0,
+                        user_version: 0,
                         ..e.clone()
                     };
                     if self

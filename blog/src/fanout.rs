@@ -2,7 +2,8 @@
 //!
 //! | stream record | what it writes | why it is idempotent |
 //! |---|---|---|
-//! | post INSERT | the post's feed entry, then trims the feed to 100 | put only if absent or older (`version`) and the post is above the feed's floor |
+//! | post INSERT | the post's feed entry, then trims the feed to 100 (also when the entry was there already: a first delivery may have failed between the two) | put only if absent or older (`version`) and the post is above the feed's floor |
+//! | post, comment or like INSERT | the author's current username, if the profile moved on since the item was written (a rename whose walk read GSI1 before the index showed the item) | update only where `userVersion` is older |
 //! | post MODIFY (short form changed) | the feed entry's copy of it | update only if the entry exists and is older |
 //! | user MODIFY (username changed) | the username onto every post, comment and like the user wrote | update only where `userVersion` is older |
 //! | anything else | nothing | – |
@@ -27,11 +28,14 @@ use aws_lambda_events::event::{
 use serde::{Deserialize, de::DeserializeOwned};
 use thiserror::Error;
 
-use crate::store::{
-    ItemType, Store, StoreError,
-    feed::{Copied, FeedEntryItem},
-    posts::PostItem,
-    users::UserItem,
+use crate::{
+    ids::UserId,
+    store::{
+        ItemType, Store, StoreError,
+        feed::{Copied, FeedEntryItem},
+        posts::PostItem,
+        users::UserItem,
+    },
 };
 
 #[derive(Debug, Error)]
@@ -64,7 +68,11 @@ pub async fn handle(store: &Store, event: Event) -> DynamoDbEventResponse {
     };
     let mut response = DynamoDbEventResponse::default();
     for record in &event.records {
-        match apply(store, record).await {
+        // Transactions of a redelivered record reuse their tokens (a token is
+        // the account's, so the table is part of the seed).
+        let seed = format!("{}/{}", store.table(), record.event_id);
+        let applied = crate::store::request_scope(seed, apply(store, record));
+        match applied.await {
             Ok(outcome) => stats.count(outcome),
             Err(err) => {
                 stats.failed += 1;
@@ -96,16 +104,26 @@ pub async fn apply(store: &Store, record: &EventRecord) -> Result<Outcome, Fanou
     let kind = decode::<Kind>(image, which).map(|k| k.kind).unwrap_or(None);
     match (record.event_name.as_str(), kind) {
         ("INSERT", Some(ItemType::Post)) => {
-            let post: PostItem = decode(&record.change.new_image, "new")?;
-            match store.enter_feed(&post).await? {
-                Copied::Written => {
-                    let trimmed = store.trim_feed().await?;
-                    Ok(Outcome::Written {
-                        writes: 1 + trimmed,
-                    })
-                }
-                Copied::Stale => Ok(Outcome::Stale { writes: 1 }),
+            let mut post: PostItem = decode(&record.change.new_image, "new")?;
+            let renamed = catch_up_username(store, record).await?;
+            // The feed gets the name the post has now.
+            if let Some(profile) = &renamed {
+                post.username.clone_from(&profile.username);
+                post.user_version = profile.version;
             }
+            let entered = store.enter_feed(&post).await?;
+            let trimmed = store.trim_feed().await?;
+            let writes = 1 + trimmed + usize::from(renamed.is_some());
+            Ok(match (entered, renamed) {
+                (Copied::Written, _) | (_, Some(_)) => Outcome::Written { writes },
+                _ => Outcome::Stale { writes },
+            })
+        }
+        ("INSERT", Some(ItemType::Comment | ItemType::Like)) => {
+            Ok(match catch_up_username(store, record).await? {
+                None => Outcome::Ignored,
+                Some(_) => Outcome::Written { writes: 1 },
+            })
         }
         ("MODIFY", Some(ItemType::Post)) => {
             let old: PostItem = decode(&record.change.old_image, "old")?;
@@ -137,6 +155,28 @@ pub async fn apply(store: &Store, record: &EventRecord) -> Result<Outcome, Fanou
     }
 }
 
+/// A new item that copies its author's username: see
+/// [`Store::catch_up_username`].
+async fn catch_up_username(
+    store: &Store,
+    record: &EventRecord,
+) -> Result<Option<UserItem>, FanoutError> {
+    #[derive(Deserialize)]
+    #[serde(rename_all = "camelCase")]
+    struct Authored {
+        #[serde(rename = "PK")]
+        pk: String,
+        #[serde(rename = "SK")]
+        sk: String,
+        user_id: UserId,
+        user_version: u64,
+    }
+    let item: Authored = decode(&record.change.new_image, "new")?;
+    Ok(store
+        .catch_up_username(&item.pk, &item.sk, &item.user_id, item.user_version)
+        .await?)
+}
+
 #[derive(Deserialize)]
 struct Kind {
     #[serde(rename = "type")]
@@ -148,6 +188,7 @@ struct Kind {
 fn short_form(post: &PostItem) -> FeedEntryItem {
     FeedEntryItem {
         version: 0,
+        user_version: 0,
         ..FeedEntryItem::from(post)
     }
 }

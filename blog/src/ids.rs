@@ -72,6 +72,15 @@ macro_rules! ulid_id {
                 Self(Ulid::generate())
             }
 
+            /// When the id was made, as the item's `createdAt`: one instant
+            /// for both, so that listing by id is listing by `createdAt`.
+            pub fn created_at(&self) -> String {
+                let nanos = i128::from(self.0.timestamp_ms()) * 1_000_000;
+                time::OffsetDateTime::from_unix_timestamp_nanos(nanos)
+                    .map(crate::timestamp::format)
+                    .unwrap_or_else(|_| crate::timestamp::now())
+            }
+
             /// Only the canonical spelling is accepted, so one id has one key.
             pub fn parse(raw: &str) -> Result<Self, IdError> {
                 match Ulid::from_string(raw) {

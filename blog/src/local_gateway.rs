@@ -61,7 +61,13 @@ async fn handle(
     let event = event(route, &parts, &path, params, &body, peer, jwt_sub_header);
     // As on API Gateway, a function that cannot take the event is a 500.
     let result = match lambda_http::request::from_str(&event.to_string()) {
-        Ok(request) => dispatch(route.function, app, request).await,
+        Ok(request) => {
+            let request_id = event["requestContext"]["requestId"]
+                .as_str()
+                .unwrap_or_default()
+                .to_owned();
+            crate::store::request_scope(request_id, dispatch(route.function, app, request)).await
+        }
         Err(err) => Some(Err(ApiError::Internal(format!(
             "cannot parse the event: {err}"
         )))),

@@ -12,7 +12,7 @@
 use std::future::Future;
 
 use aws_lambda_events::event::{dynamodb::Event, streams::DynamoDbEventResponse};
-use lambda_http::{Request, service_fn};
+use lambda_http::{Request, RequestExt, service_fn};
 use lambda_runtime::LambdaEvent;
 
 use crate::{
@@ -74,8 +74,13 @@ where
     // One App for the life of the process; leaking it gives the handlers a
     // `'static` borrow without reference counting on every request.
     let app: &'static App = Box::leak(Box::new(app_from_env().await?));
-    lambda_http::run(service_fn(|req| {
-        let reply = handler(app, req);
+    lambda_http::run(service_fn(|req: Request| {
+        // Lambda's id for this invocation: the seed of its transactions' tokens.
+        let request_id = req
+            .lambda_context_ref()
+            .map(|ctx| ctx.request_id.clone())
+            .unwrap_or_default();
+        let reply = store::request_scope(request_id, handler(app, req));
         async move { Ok::<_, Error>(api::respond(reply.await)) }
     }))
     .await

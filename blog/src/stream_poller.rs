@@ -264,9 +264,12 @@ impl StreamPoller {
             let batch = &records[from..];
             let event = lambda_event(arn, &self.region, batch)
                 .map_err(|e| StoreError::Internal(format!("cannot build the stream event: {e}")))?;
-            let response = deliver(event)
-                .await
-                .map_err(|e| StoreError::Unavailable(format!("fan-out invocation failed: {e}")))?;
+            let response = deliver(event).await.map_err(|e| {
+                StoreError::busy(
+                    crate::store::Busy::Unavailable,
+                    format!("fan-out invocation failed: {e}"),
+                )
+            })?;
             match lowest_failure(batch, &response) {
                 None => return Ok(()),
                 Some(index) => from += index,

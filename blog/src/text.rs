@@ -3,6 +3,11 @@
 //! Lengths count Unicode scalar values (what JSON Schema's `maxLength` counts),
 //! except the summary, which is cut at user-perceived characters (grapheme
 //! clusters) so that Japanese text and emoji are never split.
+//!
+//! Every field copied out of a post (into GSI1, the feed and each comment or
+//! like) is bounded in bytes as well as characters: DynamoDB's limits (400 KB
+//! an item, 1 MB a Query page) count bytes, and one grapheme cluster can be
+//! arbitrarily long. The `*_MAX_BYTES` constants state those bounds.
 
 use thiserror::Error;
 use unicode_segmentation::UnicodeSegmentation;
@@ -19,6 +24,29 @@ pub const TITLE_LEN: (usize, usize) = (1, 200);
 pub const POST_CONTENT_LEN: (usize, usize) = (1, 50_000);
 pub const COMMENT_CONTENT_LEN: (usize, usize) = (1, 5_000);
 pub const SUMMARY_GRAPHEMES: usize = 200;
+
+/// UTF-8 encodes a Unicode scalar value in at most 4 bytes.
+const MAX_SCALAR_BYTES: usize = 4;
+
+/// A username is ASCII (checked by [`username`]), so one byte a character.
+pub const USERNAME_MAX_BYTES: usize = USERNAME_LEN.1;
+/// A title is at most 200 scalars of at most 4 bytes each.
+pub const TITLE_MAX_BYTES: usize = TITLE_LEN.1 * MAX_SCALAR_BYTES;
+/// Post content is never copied, but it is most of a post item's size.
+pub const POST_CONTENT_MAX_BYTES: usize = POST_CONTENT_LEN.1 * MAX_SCALAR_BYTES;
+/// The summary's byte bound, `…` included. 200 CJK characters are 600 bytes and
+/// 200 single emoji 800, so ordinary text in any script is cut by
+/// [`SUMMARY_GRAPHEMES`]; only runs of long clusters (stacked combining marks,
+/// variation selectors, ZWJ emoji sequences of up to 25 bytes) reach this bound
+/// first. Without it one cluster of 200 KB would be a 200 KB summary, copied
+/// into GSI1 and the feed, and a few such posts would fill a 1 MB Query page.
+pub const SUMMARY_MAX_BYTES: usize = 1_024;
+
+const ELLIPSIS: &str = "…";
+
+// Ordinary text must be cut by characters, not bytes, and a cut summary must
+// have room for at least its ellipsis.
+const _: () = assert!(SUMMARY_GRAPHEMES * MAX_SCALAR_BYTES + ELLIPSIS.len() <= SUMMARY_MAX_BYTES);
 
 pub fn username(raw: &str) -> Result<&str, TextError> {
     let ok_chars = raw.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
@@ -51,13 +79,25 @@ pub fn comment_content(raw: &str) -> Result<&str, TextError> {
     body_text("content", raw, COMMENT_CONTENT_LEN)
 }
 
-/// The first [`SUMMARY_GRAPHEMES`] user-perceived characters of `content`, with
-/// `…` appended only when something was cut.
+/// The short form's text: `content` itself when it has at most
+/// [`SUMMARY_GRAPHEMES`] user-perceived characters and [`SUMMARY_MAX_BYTES`]
+/// bytes; otherwise its longest prefix of whole grapheme clusters that keeps
+/// both bounds with `…` appended. A first cluster too long for the bytes left
+/// gives just `…`: better an empty summary than a split character.
 pub fn summary(content: &str) -> String {
-    match content.grapheme_indices(true).nth(SUMMARY_GRAPHEMES) {
-        Some((cut_at, _)) => format!("{}…", &content[..cut_at]),
-        None => content.to_owned(),
+    // The longest prefix seen so far that leaves room for the ellipsis.
+    let budget = SUMMARY_MAX_BYTES - ELLIPSIS.len();
+    let mut fits = 0;
+    for (count, (start, cluster)) in content.grapheme_indices(true).enumerate() {
+        let end = start + cluster.len();
+        if count == SUMMARY_GRAPHEMES || end > SUMMARY_MAX_BYTES {
+            return format!("{}{ELLIPSIS}", &content[..fits]);
+        }
+        if end <= budget {
+            fits = end;
+        }
     }
+    content.to_owned()
 }
 
 /// Multi-line text: line breaks and tabs are fine, other control characters are not.
@@ -106,6 +146,8 @@ fn within<'a>(
 
 #[cfg(test)]
 mod tests {
+    use proptest::prelude::*;
+
     use super::*;
 
     #[test]
@@ -144,16 +186,175 @@ mod tests {
 
     #[test]
     fn long_content_is_cut_at_grapheme_clusters() {
-        // A family emoji is one user-perceived character made of seven scalars.
-        let family = "👨‍👩‍👧‍👦";
-        let content = family.repeat(SUMMARY_GRAPHEMES + 1);
-        let cut = summary(&content);
-        assert_eq!(cut, format!("{}…", family.repeat(SUMMARY_GRAPHEMES)));
-
         let japanese = "日本語のテキスト。".repeat(30);
         let cut = summary(&japanese);
         assert_eq!(cut.graphemes(true).count(), SUMMARY_GRAPHEMES + 1);
+        assert_eq!(cut.len(), 3 * SUMMARY_GRAPHEMES + ELLIPSIS.len());
         assert!(cut.ends_with('…'));
         assert!(japanese.starts_with(cut.trim_end_matches('…')));
+        assert_summary_bounds(&japanese);
+
+        // 200 single emoji (4 bytes each) are still cut by characters.
+        let emoji = "😀".repeat(SUMMARY_GRAPHEMES + 1);
+        assert_eq!(
+            summary(&emoji),
+            format!("{}…", "😀".repeat(SUMMARY_GRAPHEMES))
+        );
+    }
+
+    #[test]
+    fn one_huge_cluster_is_summarised_as_an_ellipsis() {
+        // One letter and 49,999 variation selectors: one grapheme cluster of
+        // 199,997 bytes, yet a valid post of 50,000 characters.
+        let content = format!("a{}", "\u{E0100}".repeat(49_999));
+        assert!(post_content(&content).is_ok());
+        assert_eq!(content.len(), 199_997);
+        assert_eq!(content.graphemes(true).count(), 1);
+        assert_eq!(summary(&content), "…");
+        assert_summary_bounds(&content);
+    }
+
+    #[test]
+    fn long_clusters_are_cut_by_bytes_never_split() {
+        // A family emoji is one user-perceived character of seven scalars, 25 bytes.
+        let family = "👨‍👩‍👧‍👦";
+        assert_eq!((family.graphemes(true).count(), family.len()), (1, 25));
+        let content = family.repeat(SUMMARY_GRAPHEMES + 50);
+        let cut = summary(&content);
+        // 40 families and the ellipsis are 1,003 bytes; a 41st would be 1,028.
+        assert_eq!(cut, format!("{}…", family.repeat(40)));
+        assert_summary_bounds(&content);
+    }
+
+    #[test]
+    fn the_byte_bound_is_exact() {
+        // One cluster of 1 + 510 × 2 = 1,021 bytes: with `…`, exactly 1,024.
+        let cluster = format!("e{}", "\u{301}".repeat(510));
+        assert_eq!(cluster.len(), SUMMARY_MAX_BYTES - ELLIPSIS.len());
+        let cut = summary(&format!("{cluster}and more"));
+        assert_eq!(cut, format!("{cluster}…"));
+        assert_eq!(cut.len(), SUMMARY_MAX_BYTES);
+
+        // Two bytes more and the first cluster no longer fits before `…`.
+        let longer = format!("{cluster}\u{301}");
+        assert_eq!(summary(&format!("{longer}xy")), "…");
+        // Alone, content of exactly the bound is its own summary; one byte more is cut.
+        let whole = format!("{longer}\u{2c}");
+        assert_eq!(whole.len(), SUMMARY_MAX_BYTES);
+        assert_eq!(summary(&whole), whole);
+        let over = format!("{longer}\u{301}");
+        assert_eq!(over.len(), SUMMARY_MAX_BYTES + 1);
+        assert_eq!(summary(&over), "…");
+    }
+
+    #[test]
+    fn mixed_text_keeps_both_bounds() {
+        let mixed = format!(
+            "Hello, 世界! 🇯🇵🇫🇷 e\u{301}\u{302} {} 👍🏽 {}",
+            "👨‍👩‍👧‍👦".repeat(30),
+            "テキスト and text ".repeat(40)
+        );
+        let cut = summary(&mixed);
+        assert!(cut.starts_with("Hello, 世界! 🇯🇵🇫🇷 e\u{301}\u{302} "));
+        assert_summary_bounds(&mixed);
+        for short in ["", "x", "🇯🇵", "e\u{301}", "👨‍👩‍👧‍👦"] {
+            assert_eq!(summary(short), short);
+        }
+    }
+
+    #[test]
+    fn copied_fields_keep_their_byte_bounds_at_their_limits() {
+        let widest_title = "😀".repeat(TITLE_LEN.1);
+        assert_eq!(title(&widest_title).map(str::len), Ok(TITLE_MAX_BYTES));
+        assert_eq!(TITLE_MAX_BYTES, 800);
+        let longest_name = "a".repeat(USERNAME_LEN.1);
+        assert_eq!(
+            username(&longest_name).map(str::len),
+            Ok(USERNAME_MAX_BYTES)
+        );
+        assert_eq!(USERNAME_MAX_BYTES, 30);
+        let widest_content = "😀".repeat(POST_CONTENT_LEN.1);
+        assert_eq!(
+            post_content(&widest_content).map(str::len),
+            Ok(POST_CONTENT_MAX_BYTES)
+        );
+        assert_eq!(POST_CONTENT_MAX_BYTES, 200_000);
+    }
+
+    /// What every summary must be: within both bounds; the content itself
+    /// when that fits, otherwise a prefix ending on a cluster boundary plus
+    /// `…`, as long as the bounds allow.
+    fn assert_summary_bounds(content: &str) {
+        let got = summary(content);
+        assert!(got.len() <= SUMMARY_MAX_BYTES, "{} bytes", got.len());
+        let boundaries: Vec<usize> = content
+            .grapheme_indices(true)
+            .map(|(at, _)| at)
+            .chain([content.len()])
+            .collect();
+        let clusters = boundaries.len() - 1;
+        if got == content {
+            assert!(clusters <= SUMMARY_GRAPHEMES, "{clusters} clusters uncut");
+            return;
+        }
+        assert!(
+            clusters > SUMMARY_GRAPHEMES || content.len() > SUMMARY_MAX_BYTES,
+            "cut although it fits"
+        );
+        let kept = got
+            .strip_suffix(ELLIPSIS)
+            .expect("a cut summary ends with …");
+        assert!(content.starts_with(kept), "not a prefix");
+        let kept_clusters = boundaries
+            .iter()
+            .position(|&at| at == kept.len())
+            .expect("cut on a cluster boundary");
+        assert!(kept_clusters <= SUMMARY_GRAPHEMES);
+        // As long as possible: one more cluster would break a bound.
+        let next_end = boundaries[kept_clusters + 1];
+        assert!(
+            kept_clusters == SUMMARY_GRAPHEMES || next_end + ELLIPSIS.len() > SUMMARY_MAX_BYTES,
+            "cut short at {kept_clusters} clusters"
+        );
+    }
+
+    /// Pieces that make clusters of every shape: plain and wide characters,
+    /// arbitrary scalars, and runs that build one long cluster.
+    fn piece() -> impl Strategy<Value = String> {
+        prop_oneof![
+            any::<char>().prop_map(String::from),
+            "[a-z ]{1,12}",
+            "[日本語テキスト]{1,12}",
+            "[\u{300}-\u{36f}]{1,700}",
+            "[\u{E0100}-\u{E01EF}]{1,400}",
+            Just("👨‍👩‍👧‍👦".to_owned()),
+            Just("🇯🇵".to_owned()),
+            Just("\u{600}".to_owned()),
+            Just("\r\n".to_owned()),
+        ]
+    }
+
+    proptest! {
+        #[test]
+        fn summaries_always_keep_both_bounds(
+            pieces in prop::collection::vec(piece(), 0..300),
+        ) {
+            assert_summary_bounds(&pieces.concat());
+        }
+
+        #[test]
+        fn summaries_of_arbitrary_strings_keep_both_bounds(content in any::<String>()) {
+            assert_summary_bounds(&content);
+        }
+
+        #[test]
+        fn valid_titles_keep_their_byte_bound(
+            chars in prop::collection::vec(any::<char>(), 1..=TITLE_LEN.1),
+        ) {
+            let raw: String = chars.into_iter().collect();
+            if let Ok(valid) = title(&raw) {
+                prop_assert!(valid.len() <= TITLE_MAX_BYTES);
+            }
+        }
     }
 }

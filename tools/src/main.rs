@@ -15,6 +15,13 @@
 //!     deliver the table's stream to the fan-out until Ctrl-C: in this process,
 //!     or, with --invoke, through a Lambda Invoke API such as
 //!     `cargo lambda watch`'s http://127.0.0.1:9000/2015-03-31/functions/fan-out/invocations
+//! blog-admin hostile-dynamodb PORT --upstream URL [--seed N] [--rate KIND=P ...] [--gsi-lag-ms N]
+//!     serve on 127.0.0.1:PORT a proxy to the DynamoDB Local at URL that fails
+//!     requests the way real DynamoDB does under load (the `hostile` crate),
+//!     until Ctrl-C: `hostile::Faults::hostile()`'s rates and GSI lag unless
+//!     --rate (KIND: transaction_cancel, write_conflict, throttle,
+//!     lost_response; P in [0, 1], 0 to switch it off) or --gsi-lag-ms sets
+//!     them. Logs what it injected as it goes and on exit
 //! ```
 //! The table and endpoint come from the same environment as the functions:
 //! `TABLE_NAME`, and `DYNAMODB_ENDPOINT` for DynamoDB Local.
@@ -30,8 +37,13 @@ use blog::{
 
 type Error = Box<dyn std::error::Error>;
 
-const USAGE: &str =
-    "usage: blog-admin create-table | stream-poller [--checkpoint FILE] [--invoke URL]";
+const USAGE: &str = concat!(
+    "usage: blog-admin create-table\n",
+    "       blog-admin audit [--repair]\n",
+    "       blog-admin gateway PORT\n",
+    "       blog-admin stream-poller [--checkpoint FILE] [--invoke URL]\n",
+    "       blog-admin hostile-dynamodb PORT --upstream URL [--seed N] [--rate KIND=P ...] [--gsi-lag-ms N]",
+);
 
 #[tokio::main]
 async fn main() -> ExitCode {
@@ -42,6 +54,7 @@ async fn main() -> ExitCode {
         Some("stream-poller") => stream_poller(&args[1..]).await,
         Some("audit") => audit(&args[1..]).await,
         Some("gateway") => gateway(&args[1..]).await,
+        Some("hostile-dynamodb") => hostile_dynamodb(&args[1..]).await,
         _ => Err(USAGE.into()),
     };
     match result {
@@ -122,6 +135,77 @@ async fn gateway(args: &[String]) -> Result<(), Error> {
         _ = tokio::signal::ctrl_c() => {}
     }
     Ok(())
+}
+
+/// A proxy before DynamoDB Local with real DynamoDB's failures, for running
+/// the local stack against them (`BLOG_HOSTILE_DYNAMODB=1 infra/run-local.sh`).
+async fn hostile_dynamodb(args: &[String]) -> Result<(), Error> {
+    let Some((port, flags)) = args.split_first() else {
+        return Err(USAGE.into());
+    };
+    let port: u16 = port.parse().map_err(|_| USAGE)?;
+    let mut upstream = None;
+    let mut faults = hostile::Faults::hostile();
+    let mut flags = flags.iter();
+    while let Some(flag) = flags.next() {
+        match (flag.as_str(), flags.next()) {
+            ("--upstream", Some(url)) => upstream = Some(url.clone()),
+            ("--seed", Some(seed)) => {
+                faults.seed = seed
+                    .parse()
+                    .map_err(|_| format!("--seed {seed:?} is not a number"))?;
+            }
+            ("--rate", Some(spec)) => faults.parse_rate(spec)?,
+            ("--gsi-lag-ms", Some(ms)) => {
+                let ms = ms
+                    .parse()
+                    .map_err(|_| format!("--gsi-lag-ms {ms:?} is not a number"))?;
+                faults.gsi_lag = Duration::from_millis(ms);
+            }
+            _ => return Err(USAGE.into()),
+        }
+    }
+    let upstream = upstream.ok_or(USAGE)?;
+    let listener = tokio::net::TcpListener::bind(("127.0.0.1", port)).await?;
+    let proxy = hostile::Proxy::start(listener, upstream.as_str(), faults.clone()).await?;
+    tracing::info!(url = %proxy.url(), %upstream, ?faults, "hostile DynamoDB proxy listening");
+    // Report when something was injected since the last report, not on every
+    // request: the stream poller alone sends several a second.
+    let injected = |stats: &hostile::Stats| (stats.faults(), stats.gsi_hidden_items);
+    let mut reported = injected(&proxy.stats());
+    let mut report = tokio::time::interval(Duration::from_secs(30));
+    let stop = shutdown();
+    tokio::pin!(stop);
+    loop {
+        tokio::select! {
+            () = &mut stop => break,
+            _ = report.tick() => {
+                let stats = proxy.stats();
+                if injected(&stats) != reported {
+                    reported = injected(&stats);
+                    tracing::info!(%stats, "hostile DynamoDB proxy");
+                }
+            }
+        }
+    }
+    tracing::info!(stats = %proxy.stats(), "hostile DynamoDB proxy stopped");
+    Ok(())
+}
+
+/// Ctrl-C, or the SIGTERM that run-local.sh stops its processes with.
+async fn shutdown() {
+    use tokio::signal::unix::{SignalKind, signal};
+    match signal(SignalKind::terminate()) {
+        Ok(mut term) => {
+            tokio::select! {
+                _ = tokio::signal::ctrl_c() => {}
+                _ = term.recv() => {}
+            }
+        }
+        Err(_) => {
+            let _ = tokio::signal::ctrl_c().await;
+        }
+    }
 }
 
 async fn stream_poller(args: &[String]) -> Result<(), Error> {

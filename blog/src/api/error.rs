@@ -95,7 +95,7 @@ impl From<StoreError> for ApiError {
             StoreError::UserNotFound => Self::NotFound("no such user"),
             StoreError::PostNotFound => Self::NotFound("no such post"),
             StoreError::BadCursor(_) => Self::bad_request("bad_cursor", message),
-            StoreError::Contention | StoreError::Unavailable(_) => Self::Unavailable(message),
+            StoreError::Busy { .. } => Self::Unavailable(message),
             StoreError::Internal(_) => Self::Internal(message),
         }
     }

@@ -3,12 +3,11 @@
 use aws_sdk_dynamodb::types::ReturnConsumedCapacity;
 use serde::{Deserialize, Serialize};
 
-use super::{Cancelled, ItemType, Store, StoreError, classify, condition_failed, from_items, s};
+use super::{Cancelled, ItemType, Store, StoreError, s, users::Attempt};
 use crate::{
     ids::{CommentId, PostId, UserId},
     keys::{self, COMMENT_PREFIX, PK, SK},
     model::{Comment, Page},
-    timestamp,
 };
 
 /// A comment, stored beside its post and listed in its author's GSI1 partition
@@ -58,8 +57,7 @@ impl Store {
         author: &UserId,
         content: &str,
     ) -> Result<Comment, StoreError> {
-        for _ in 0..super::users::OPTIMISTIC_ATTEMPTS {
-            let profile = self.author(author).await?;
+        self.as_author(author, move |profile| async move {
             let comment_id = CommentId::generate();
             let item = CommentItem {
                 pk: keys::post_pk(post),
@@ -73,28 +71,25 @@ impl Store {
                 username: profile.username.clone(),
                 user_version: profile.version,
                 content: content.to_owned(),
-                created_at: timestamp::now(),
+                created_at: comment_id.created_at(),
             };
-            let writes = vec![
-                self.put_new(&item)?,
-                self.count_on_post(post, "commentCount")?,
-                self.author_unchanged(&profile)?,
-            ];
-            match self.transact(writes).await {
-                Ok(()) => return Ok(item.into()),
-                Err(Cancelled::Conditions(reasons)) if condition_failed(&reasons, 1) => {
-                    return Err(StoreError::PostNotFound);
+            let mut tx = self.transaction("comment");
+            tx.put_new("comment", &item)?;
+            let counted = self.count_on_post(&mut tx, post, "commentCount")?;
+            let author = self.author_unchanged(&mut tx, &profile)?;
+            match tx.commit().await {
+                Ok(()) => Ok(Attempt::Done(item.into())),
+                Err(Cancelled::Conditions(failed)) if failed.failed(counted) => {
+                    Err(StoreError::PostNotFound)
                 }
-                Err(Cancelled::Conditions(reasons)) if condition_failed(&reasons, 2) => continue,
-                Err(Cancelled::Conditions(reasons)) => {
-                    return Err(StoreError::Internal(format!(
-                        "comment cancelled: {reasons:?}"
-                    )));
+                Err(Cancelled::Conditions(failed)) if failed.failed(author) => {
+                    Ok(Attempt::ProfileMoved)
                 }
-                Err(Cancelled::Store(err)) => return Err(err),
+                Err(Cancelled::Conditions(failed)) => Err(failed.unexpected("comment")),
+                Err(Cancelled::Store(err)) => Err(err),
             }
-        }
-        Err(StoreError::Contention)
+        })
+        .await
     }
 
     /// Q4: one Query in the post's partition, oldest first.
@@ -105,10 +100,10 @@ impl Store {
         cursor: Option<&str>,
     ) -> Result<Page<Comment>, StoreError> {
         let list = format!("comments:{post}");
-        let after = super::resume_after(&list, cursor, CommentId::parse)?;
+        let after = super::pages::resume_after(&list, cursor, CommentId::parse)?;
         let start =
             after.map(|comment| super::key(keys::post_pk(post), keys::comment_sk(&comment)));
-        let output = self
+        let query = self
             .client()
             .query()
             .table_name(self.table())
@@ -118,14 +113,12 @@ impl Store {
             .expression_attribute_values(":pk", s(keys::post_pk(post)))
             .expression_attribute_values(":prefix", s(COMMENT_PREFIX))
             .scan_index_forward(true)
-            .limit(super::fetch_for_page(limit))
-            .set_exclusive_start_key(start)
-            .return_consumed_capacity(ReturnConsumedCapacity::Indexes)
-            .send()
-            .await
-            .map_err(classify)?;
-        let items: Vec<CommentItem> = from_items(output.items.unwrap_or_default())?;
-        let page = super::finish_page(&list, items, limit, |c| c.comment_id.to_string());
+            .return_consumed_capacity(ReturnConsumedCapacity::Indexes);
+        let page = self
+            .list_page(&list, query, start, limit, |c: &CommentItem| {
+                c.comment_id.to_string()
+            })
+            .await?;
         Ok(Page {
             items: page.items.into_iter().map(Comment::from).collect(),
             next_cursor: page.next_cursor,

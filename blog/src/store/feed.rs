@@ -8,7 +8,7 @@
 
 use aws_sdk_dynamodb::{
     operation::query::builders::QueryFluentBuilder,
-    types::{ConditionCheck, Put, ReturnConsumedCapacity, TransactWriteItem},
+    types::{ConditionCheck, Put, ReturnConsumedCapacity},
 };
 use serde::{Deserialize, Serialize};
 
@@ -25,7 +25,10 @@ use crate::{
 /// How many posts the feed partition keeps.
 pub const FEED_CAPACITY: usize = 100;
 
-/// A feed entry: the short form of a post, as of the post's `version`.
+/// A feed entry: the short form of a post, as of the post's `version` (its own
+/// changes: edits and counts) and `userVersion` (its author's renames). Both
+/// only grow, so a copy is older than a post image exactly when either is
+/// lower, and a rename needs no change to the post's own `version`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct FeedEntryItem {
@@ -44,6 +47,9 @@ pub struct FeedEntryItem {
     pub like_count: u64,
     pub created_at: String,
     pub version: u64,
+    /// Absent from entries written before it existed.
+    #[serde(default)]
+    pub user_version: u64,
 }
 
 impl From<&PostItem> for FeedEntryItem {
@@ -61,6 +67,7 @@ impl From<&PostItem> for FeedEntryItem {
             like_count: post.like_count,
             created_at: post.created_at.clone(),
             version: post.version,
+            user_version: post.user_version,
         }
     }
 }
@@ -114,15 +121,14 @@ impl Store {
             .return_consumed_capacity(ReturnConsumedCapacity::Indexes)
     }
 
-    /// Q6: one Query of the feed partition, newest first.
+    /// Q6: one Query of the feed partition, newest first (entries are small
+    /// enough, see `text`'s byte bounds, that 100 never reach a 1 MB page; a
+    /// second call would follow if they did).
     pub async fn feed(&self, limit: usize) -> Result<Vec<PostSummary>, StoreError> {
-        let output = self
-            .feed_entries()
-            .limit(i32::try_from(limit.min(FEED_CAPACITY)).unwrap_or(i32::MAX))
-            .send()
-            .await
-            .map_err(classify)?;
-        from_items(output.items.unwrap_or_default())
+        let items = self
+            .query_up_to(self.feed_entries(), None, limit.min(FEED_CAPACITY))
+            .await?;
+        from_items(items)
     }
 
     /// Fan-out of a new post: its entry enters the feed unless the feed holds
@@ -133,8 +139,11 @@ impl Store {
         let put = Put::builder()
             .table_name(self.table())
             .set_item(Some(to_item(&entry)?))
-            .condition_expression("attribute_not_exists(PK) OR version < :version")
+            .condition_expression(
+                "attribute_not_exists(PK) OR version < :version OR userVersion < :uv",
+            )
             .expression_attribute_values(":version", n(entry.version))
+            .expression_attribute_values(":uv", n(entry.user_version))
             .build()?;
         let above_floor = ConditionCheck::builder()
             .table_name(self.table())
@@ -142,14 +151,13 @@ impl Store {
             .condition_expression("attribute_not_exists(floorPostId) OR floorPostId < :post")
             .expression_attribute_values(":post", s(post.post_id.to_string()))
             .build()?;
-        let writes = vec![
-            TransactWriteItem::builder().put(put).build(),
-            TransactWriteItem::builder()
-                .condition_check(above_floor)
-                .build(),
-        ];
-        match self.transact(writes).await {
+        let mut tx = self.transaction("enter feed");
+        tx.put("feed entry", put);
+        tx.check("feed floor", above_floor);
+        match tx.commit().await {
             Ok(()) => Ok(Copied::Written),
+            // Only a failed condition means "already there, or below the
+            // floor"; a throttled or conflicting attempt is an error, retried.
             Err(Cancelled::Conditions(_)) => Ok(Copied::Stale),
             Err(Cancelled::Store(err)) => Err(err),
         }
@@ -160,24 +168,30 @@ impl Store {
     /// never entered it) stays out.
     pub async fn refresh_feed_entry(&self, post: &PostItem) -> Result<Copied, StoreError> {
         let entry = FeedEntryItem::from(post);
-        let result = self
+        let update = self
             .client()
             .update_item()
             .table_name(self.table())
             .set_key(Some(key(entry.pk, entry.sk)))
             .update_expression(
                 "SET username = :username, title = :title, summary = :summary, \
-                 commentCount = :comments, likeCount = :likes, version = :version",
+                 commentCount = :comments, likeCount = :likes, version = :version, \
+                 userVersion = :uv",
             )
-            .condition_expression("attribute_exists(PK) AND version < :version")
+            .condition_expression(
+                "attribute_exists(PK) AND (version < :version OR userVersion < :uv)",
+            )
+            .expression_attribute_values(":uv", n(entry.user_version))
             .expression_attribute_values(":username", s(entry.username))
             .expression_attribute_values(":title", s(entry.title))
             .expression_attribute_values(":summary", s(entry.summary))
             .expression_attribute_values(":comments", n(entry.comment_count))
             .expression_attribute_values(":likes", n(entry.like_count))
             .expression_attribute_values(":version", n(entry.version))
-            .return_consumed_capacity(ReturnConsumedCapacity::Indexes)
-            .send()
+            .return_consumed_capacity(ReturnConsumedCapacity::Indexes);
+        let result = self
+            .backoff()
+            .send("refresh feed entry", || update.clone().send())
             .await;
         Ok(if condition_held(result)? {
             Copied::Written
@@ -191,34 +205,22 @@ impl Store {
     /// issued. Raising the floor first means a crash between the two steps
     /// leaves entries that the next trim removes, never a post that can return.
     pub async fn trim_feed(&self) -> Result<usize, StoreError> {
-        let mut ids = Vec::new();
-        let mut start = None;
-        loop {
-            let page = self
-                .feed_entries()
-                .projection_expression("postId")
-                .consistent_read(true)
-                .set_exclusive_start_key(start)
-                .send()
-                .await
-                .map_err(classify)?;
-            #[derive(Deserialize)]
-            #[serde(rename_all = "camelCase")]
-            struct Id {
-                post_id: PostId,
-            }
-            let page_ids: Vec<Id> = from_items(page.items.unwrap_or_default())?;
-            ids.extend(page_ids.into_iter().map(|id| id.post_id));
-            start = page.last_evaluated_key;
-            if start.is_none() {
-                break;
-            }
+        #[derive(Deserialize)]
+        #[serde(rename_all = "camelCase")]
+        struct Id {
+            post_id: PostId,
         }
+        let everything = self
+            .feed_entries()
+            .projection_expression("postId")
+            .consistent_read(true);
+        let ids: Vec<Id> = from_items(self.query_up_to(everything, None, usize::MAX).await?)?;
+        let mut ids: Vec<PostId> = ids.into_iter().map(|id| id.post_id).collect();
         let excess = ids.split_off(ids.len().min(self.feed_capacity));
         let Some(newest_excess) = excess.first() else {
             return Ok(0);
         };
-        let raised = self
+        let raise = self
             .client()
             .update_item()
             .table_name(self.table())
@@ -228,18 +230,22 @@ impl Store {
             .expression_attribute_names("#type", "type")
             .expression_attribute_values(":post", s(newest_excess.to_string()))
             .expression_attribute_values(":type", ItemType::FeedFloor.attribute()?)
-            .return_consumed_capacity(ReturnConsumedCapacity::Indexes)
-            .send()
+            .return_consumed_capacity(ReturnConsumedCapacity::Indexes);
+        let raised = self
+            .backoff()
+            .send("raise feed floor", || raise.clone().send())
             .await;
         // False when another trim raised it as far or further: fine too.
         condition_held(raised)?;
         for post in &excess {
-            self.client()
+            let delete = self
+                .client()
                 .delete_item()
                 .table_name(self.table())
                 .set_key(Some(key(FEED_PK.to_owned(), keys::feed_sk(post))))
-                .return_consumed_capacity(ReturnConsumedCapacity::Indexes)
-                .send()
+                .return_consumed_capacity(ReturnConsumedCapacity::Indexes);
+            self.backoff()
+                .send("trim feed", || delete.clone().send())
                 .await
                 .map_err(classify)?;
         }

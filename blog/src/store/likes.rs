@@ -3,15 +3,11 @@
 use aws_sdk_dynamodb::types::ReturnConsumedCapacity;
 use serde::{Deserialize, Serialize};
 
-use super::{
-    Cancelled, ItemType, Store, StoreError, classify, condition_failed, from_item, from_items, key,
-    s,
-};
+use super::{Cancelled, ItemType, Store, StoreError, classify, from_item, key, s, users::Attempt};
 use crate::{
     ids::{LikeId, PostId, UserId},
     keys::{self, LIKE_PREFIX, PK, SK},
     model::{Like, Page},
-    timestamp,
 };
 
 /// A like. Its sort key is time-ordered (`LIKE#<likeId>`) so that Q5 lists
@@ -89,8 +85,7 @@ impl Store {
     /// together; a second like by the same user fails on the marker and changes
     /// nothing.
     pub async fn like_post(&self, post: &PostId, liker: &UserId) -> Result<Liked, StoreError> {
-        for _ in 0..super::users::OPTIMISTIC_ATTEMPTS {
-            let profile = self.author(liker).await?;
+        self.as_author(liker, move |profile| async move {
             let like_id = LikeId::generate();
             let like = LikeItem {
                 pk: keys::post_pk(post),
@@ -103,31 +98,30 @@ impl Store {
                 user_id: liker.clone(),
                 username: profile.username.clone(),
                 user_version: profile.version,
-                created_at: timestamp::now(),
+                created_at: like_id.created_at(),
             };
-            let marker = LikerMarker::for_like(&like);
-            let writes = vec![
-                self.put_new(&marker)?,
-                self.put_new(&like)?,
-                self.count_on_post(post, "likeCount")?,
-                self.author_unchanged(&profile)?,
-            ];
-            match self.transact(writes).await {
-                Ok(()) => return Ok(Liked::New(like.into())),
-                Err(Cancelled::Conditions(reasons)) if condition_failed(&reasons, 2) => {
-                    return Err(StoreError::PostNotFound);
+            let mut tx = self.transaction("like");
+            let marker = tx.put_new("liker marker", &LikerMarker::for_like(&like))?;
+            tx.put_new("like", &like)?;
+            let counted = self.count_on_post(&mut tx, post, "likeCount")?;
+            let author = self.author_unchanged(&mut tx, &profile)?;
+            match tx.commit().await {
+                Ok(()) => Ok(Attempt::Done(Liked::New(like.into()))),
+                Err(Cancelled::Conditions(failed)) if failed.failed(counted) => {
+                    Err(StoreError::PostNotFound)
                 }
-                Err(Cancelled::Conditions(reasons)) if condition_failed(&reasons, 0) => {
-                    return self.existing_like(post, liker).await.map(Liked::Already);
+                Err(Cancelled::Conditions(failed)) if failed.failed(marker) => {
+                    let existing = self.existing_like(post, liker).await?;
+                    Ok(Attempt::Done(Liked::Already(existing)))
                 }
-                Err(Cancelled::Conditions(reasons)) if condition_failed(&reasons, 3) => continue,
-                Err(Cancelled::Conditions(reasons)) => {
-                    return Err(StoreError::Internal(format!("like cancelled: {reasons:?}")));
+                Err(Cancelled::Conditions(failed)) if failed.failed(author) => {
+                    Ok(Attempt::ProfileMoved)
                 }
-                Err(Cancelled::Store(err)) => return Err(err),
+                Err(Cancelled::Conditions(failed)) => Err(failed.unexpected("like")),
+                Err(Cancelled::Store(err)) => Err(err),
             }
-        }
-        Err(StoreError::Contention)
+        })
+        .await
     }
 
     /// The like a user already gave a post: the marker names it.
@@ -144,14 +138,16 @@ impl Store {
     }
 
     async fn get(&self, pk: String, sk: String) -> Result<Option<super::Item>, StoreError> {
-        let output = self
+        let get = self
             .client()
             .get_item()
             .table_name(self.table())
             .set_key(Some(key(pk, sk)))
             .consistent_read(true)
-            .return_consumed_capacity(ReturnConsumedCapacity::Indexes)
-            .send()
+            .return_consumed_capacity(ReturnConsumedCapacity::Indexes);
+        let output = self
+            .backoff()
+            .send("get", || get.clone().send())
             .await
             .map_err(classify)?;
         Ok(output.item)
@@ -165,9 +161,9 @@ impl Store {
         cursor: Option<&str>,
     ) -> Result<Page<Like>, StoreError> {
         let list = format!("likes:{post}");
-        let after = super::resume_after(&list, cursor, LikeId::parse)?;
+        let after = super::pages::resume_after(&list, cursor, LikeId::parse)?;
         let start = after.map(|like| key(keys::post_pk(post), keys::like_sk(&like)));
-        let output = self
+        let query = self
             .client()
             .query()
             .table_name(self.table())
@@ -177,14 +173,12 @@ impl Store {
             .expression_attribute_values(":pk", s(keys::post_pk(post)))
             .expression_attribute_values(":prefix", s(LIKE_PREFIX))
             .scan_index_forward(false)
-            .limit(super::fetch_for_page(limit))
-            .set_exclusive_start_key(start)
-            .return_consumed_capacity(ReturnConsumedCapacity::Indexes)
-            .send()
-            .await
-            .map_err(classify)?;
-        let items: Vec<LikeItem> = from_items(output.items.unwrap_or_default())?;
-        let page = super::finish_page(&list, items, limit, |l| l.like_id.to_string());
+            .return_consumed_capacity(ReturnConsumedCapacity::Indexes);
+        let page = self
+            .list_page(&list, query, start, limit, |l: &LikeItem| {
+                l.like_id.to_string()
+            })
+            .await?;
         Ok(Page {
             items: page.items.into_iter().map(Like::from).collect(),
             next_cursor: page.next_cursor,

@@ -7,9 +7,12 @@ pub mod cursor;
 pub mod feed;
 pub mod likes;
 pub mod meter;
+mod pages;
 pub mod posts;
-mod retry;
+pub mod retry;
+pub mod size;
 pub mod table;
+mod transaction;
 pub mod users;
 
 use std::time::Duration;
@@ -18,18 +21,18 @@ use aws_config::{BehaviorVersion, retry::RetryConfig, timeout::TimeoutConfig};
 use aws_sdk_dynamodb::{
     Client,
     error::{ProvideErrorMetadata, SdkError},
-    operation::transact_write_items::TransactWriteItemsError,
-    types::{
-        AttributeValue, CancellationReason, ConditionCheck, Put, ReturnConsumedCapacity,
-        TransactWriteItem, Update,
-    },
+    types::{AttributeValue, ConditionCheck, Update},
 };
 use serde::{Deserialize, Serialize, de::DeserializeOwned};
 use thiserror::Error;
 
-use crate::model::Page;
+pub use retry::{Backoff, Busy};
+pub use transaction::request_scope;
+pub(crate) use transaction::{Cancelled, Slot, Transaction};
 
-pub use retry::Backoff;
+/// How long the rename fan-out allows GSI1 to catch up with a write. DynamoDB
+/// documents GSI propagation as usually under a second; twice that leaves room.
+pub const GSI_LAG_BOUND: Duration = Duration::from_secs(2);
 
 /// A DynamoDB item as the SDK sees it.
 pub type Item = std::collections::HashMap<String, AttributeValue>;
@@ -50,12 +53,12 @@ pub enum StoreError {
     PostNotFound,
     #[error("only the post's author may change it")]
     NotAuthor,
-    #[error("too many concurrent writes to the same item; try again")]
-    Contention,
     #[error("{0}")]
     BadCursor(#[from] cursor::CursorError),
-    #[error("DynamoDB is unavailable: {0}")]
-    Unavailable(String),
+    /// DynamoDB could not serve the call now, and retrying did not help: a
+    /// 503 for a request, a failed record for the fan-out.
+    #[error("DynamoDB is busy ({}): {detail}", cause.as_str())]
+    Busy { cause: Busy, detail: String },
     #[error("unexpected DynamoDB response: {0}")]
     Internal(String),
 }
@@ -86,6 +89,15 @@ impl ItemType {
     }
 }
 
+impl StoreError {
+    pub fn busy(cause: Busy, detail: impl Into<String>) -> Self {
+        StoreError::Busy {
+            cause,
+            detail: detail.into(),
+        }
+    }
+}
+
 /// The table, and the one SDK client a process shares across invocations.
 #[derive(Clone, Debug)]
 pub struct Store {
@@ -93,6 +105,7 @@ pub struct Store {
     table: String,
     backoff: Backoff,
     feed_capacity: usize,
+    gsi_lag_bound: Duration,
 }
 
 impl Store {
@@ -102,7 +115,26 @@ impl Store {
             table: table.into(),
             backoff: Backoff::default(),
             feed_capacity: feed::FEED_CAPACITY,
+            gsi_lag_bound: GSI_LAG_BOUND,
         }
+    }
+
+    /// Replaces the retry policy (tests make it fast, or give up at once).
+    pub fn with_backoff(mut self, backoff: Backoff) -> Self {
+        self.backoff = backoff;
+        self
+    }
+
+    /// How long GSI1 may take to show a write: the rename fan-out waits this
+    /// long after a rename before its second pass. DynamoDB Local's index is
+    /// synchronous, so tests against it may set zero.
+    pub fn with_gsi_lag_bound(mut self, bound: Duration) -> Self {
+        self.gsi_lag_bound = bound;
+        self
+    }
+
+    pub fn gsi_lag_bound(&self) -> Duration {
+        self.gsi_lag_bound
     }
 
     /// Caps the feed at `capacity` posts instead of [`feed::FEED_CAPACITY`]:
@@ -124,23 +156,18 @@ impl Store {
         &self.table
     }
 
-    /// A transaction item that creates `item`, cancelled if its key is taken.
-    fn put_new<T: Serialize>(&self, item: &T) -> Result<TransactWriteItem, StoreError> {
-        let put = Put::builder()
-            .table_name(self.table())
-            .set_item(Some(to_item(item)?))
-            .condition_expression("attribute_not_exists(PK)")
-            .build()?;
-        Ok(TransactWriteItem::builder().put(put).build())
+    pub(crate) fn backoff(&self) -> &Backoff {
+        &self.backoff
     }
 
-    /// A transaction item that adds one to a post's `counter` and bumps its
-    /// `version`, cancelled if the post does not exist.
+    /// Adds one to a post's `counter` and bumps its `version`; the condition
+    /// fails if the post does not exist.
     fn count_on_post(
         &self,
+        tx: &mut Transaction<'_>,
         post: &crate::ids::PostId,
         counter: &str,
-    ) -> Result<TransactWriteItem, StoreError> {
+    ) -> Result<Slot, StoreError> {
         let update = Update::builder()
             .table_name(self.table())
             .set_key(Some(key(crate::keys::post_pk(post), crate::keys::POST_SK)))
@@ -149,83 +176,60 @@ impl Store {
             .expression_attribute_names("#counter", counter)
             .expression_attribute_values(":one", n(1))
             .build()?;
-        Ok(TransactWriteItem::builder().update(update).build())
+        Ok(tx.update("post", update))
     }
 
-    /// A transaction item that holds only while the author's profile is still at
-    /// the version whose username the new item copies: a rename racing with the
-    /// write cancels it, and the write is redone with the new name.
-    fn author_unchanged(&self, author: &users::UserItem) -> Result<TransactWriteItem, StoreError> {
+    /// Holds only while the author's profile is still at the version whose
+    /// username the new item copies: a rename racing with the write fails it,
+    /// and the write is redone with the new name.
+    fn author_unchanged(
+        &self,
+        tx: &mut Transaction<'_>,
+        author: &users::UserItem,
+    ) -> Result<Slot, StoreError> {
         let check = ConditionCheck::builder()
             .table_name(self.table())
             .set_key(Some(users::UserItem::key(&author.user_id)))
             .condition_expression("version = :seen")
             .expression_attribute_values(":seen", n(author.version))
             .build()?;
-        Ok(TransactWriteItem::builder().condition_check(check).build())
+        Ok(tx.check("author profile", check))
     }
-
-    /// Runs a transaction, retrying with jittered backoff while DynamoDB cancels
-    /// it for a conflict with another transaction on the same item (a hot post).
-    /// Cancellations for a failed condition come back to the caller to interpret.
-    async fn transact(&self, items: Vec<TransactWriteItem>) -> Result<(), Cancelled> {
-        let result = self
-            .backoff
-            .retry_conflicts(|| {
-                self.client
-                    .transact_write_items()
-                    .set_transact_items(Some(items.clone()))
-                    .return_consumed_capacity(ReturnConsumedCapacity::Indexes)
-                    .send()
-            })
-            .await;
-        match result {
-            Ok(_) => Ok(()),
-            Err(SdkError::ServiceError(err)) => match err.into_err() {
-                TransactWriteItemsError::TransactionCanceledException(e) => {
-                    let reasons = e.cancellation_reasons().to_vec();
-                    if retry::is_conflict(&reasons) {
-                        Err(Cancelled::Store(StoreError::Contention))
-                    } else {
-                        Err(Cancelled::Conditions(reasons))
-                    }
-                }
-                other => Err(Cancelled::Store(classify_service(&other))),
-            },
-            Err(other) => Err(Cancelled::Store(classify(other))),
-        }
-    }
-}
-
-/// Why a transaction did not commit.
-enum Cancelled {
-    /// DynamoDB cancelled it; one reason per transaction item, in order.
-    Conditions(Vec<CancellationReason>),
-    Store(StoreError),
-}
-
-/// True when the condition of the transaction item at `index` failed.
-fn condition_failed(reasons: &[CancellationReason], index: usize) -> bool {
-    reasons.get(index).and_then(CancellationReason::code) == Some("ConditionalCheckFailed")
 }
 
 /// The SDK's error for a failed request, in the domain's words: anything that
-/// says "DynamoDB could not serve this now" becomes [`StoreError::Unavailable`].
+/// says "DynamoDB could not serve this now" becomes [`StoreError::Busy`].
 pub(crate) fn classify<E, R>(err: SdkError<E, R>) -> StoreError
 where
     E: ProvideErrorMetadata + std::error::Error + 'static,
     R: std::fmt::Debug,
 {
     match err {
-        SdkError::TimeoutError(_) => StoreError::Unavailable("request timed out".into()),
-        SdkError::DispatchFailure(e) => {
-            StoreError::Unavailable(format!("could not reach DynamoDB: {e:?}"))
-        }
+        SdkError::TimeoutError(_) => StoreError::busy(Busy::Unavailable, "request timed out"),
+        SdkError::DispatchFailure(e) => StoreError::busy(
+            Busy::Unavailable,
+            format!("could not reach DynamoDB: {e:?}"),
+        ),
         SdkError::ResponseError(e) => {
-            StoreError::Unavailable(format!("unreadable response: {e:?}"))
+            StoreError::busy(Busy::Unavailable, format!("unreadable response: {e:?}"))
         }
         SdkError::ServiceError(e) => classify_service(e.err()),
         other => StoreError::Internal(format!("{other:?}")),
+    }
+}
+
+/// One line saying what went wrong with a call, for logs.
+pub(crate) fn describe<E: ProvideErrorMetadata, R>(err: &SdkError<E, R>) -> String {
+    match err {
+        SdkError::ServiceError(e) => format!(
+            "{}: {}",
+            e.err().code().unwrap_or("Unknown"),
+            e.err().message().unwrap_or_default()
+        ),
+        SdkError::TimeoutError(_) => "timed out".to_owned(),
+        SdkError::DispatchFailure(e) => format!("could not reach DynamoDB: {:?}", e.as_other()),
+        SdkError::ResponseError(_) => "unreadable response".to_owned(),
+        _ => "request could not be built".to_owned(),
     }
 }
 
@@ -250,52 +254,10 @@ where
 fn classify_service<E: ProvideErrorMetadata>(err: &E) -> StoreError {
     let code = err.code().unwrap_or("Unknown");
     let message = err.message().unwrap_or_default();
-    match code {
-        "ProvisionedThroughputExceededException"
-        | "ThrottlingException"
-        | "RequestLimitExceeded"
-        | "InternalServerError"
-        | "ServiceUnavailable"
-        | "LimitExceededException" => StoreError::Unavailable(format!("{code}: {message}")),
-        _ => StoreError::Internal(format!("{code}: {message}")),
+    match retry::busy_code(code) {
+        Some(cause) => StoreError::busy(cause, format!("{code}: {message}")),
+        None => StoreError::Internal(format!("{code}: {message}")),
     }
-}
-
-/// Lists read one item more than the page, so a page knows whether another follows.
-fn fetch_for_page(limit: usize) -> i32 {
-    i32::try_from(limit.saturating_add(1)).unwrap_or(i32::MAX)
-}
-
-/// Where a page of `list` starts: after the item the cursor names, if any.
-/// The id inside the cursor is validated like any other client id.
-fn resume_after<I>(
-    list: &str,
-    cursor: Option<&str>,
-    parse: fn(&str) -> Result<I, crate::ids::IdError>,
-) -> Result<Option<I>, StoreError> {
-    cursor
-        .map(|c| {
-            let raw = cursor::decode(c, list)?;
-            parse(&raw).map_err(|_| StoreError::BadCursor(cursor::CursorError::Malformed))
-        })
-        .transpose()
-}
-
-/// Cuts a list fetched with [`fetch_for_page`] down to `limit` items, with a
-/// cursor after the last one when more follow.
-fn finish_page<T>(
-    list: &str,
-    mut items: Vec<T>,
-    limit: usize,
-    id_of: impl Fn(&T) -> String,
-) -> Page<T> {
-    let more = items.len() > limit;
-    items.truncate(limit);
-    let next_cursor = match items.last() {
-        Some(last) if more => Some(cursor::encode(list, &id_of(last))),
-        _ => None,
-    };
-    Page { items, next_cursor }
 }
 
 pub(crate) fn to_item<T: Serialize>(value: &T) -> Result<Item, StoreError> {
@@ -337,7 +299,13 @@ pub async fn sdk_config() -> aws_config::SdkConfig {
         .build();
     aws_config::defaults(BehaviorVersion::latest())
         .timeout_config(timeouts)
-        .retry_config(RetryConfig::standard().with_max_attempts(3))
+        // DynamoDB's throttling clears in tens of milliseconds, not the SDK's
+        // default first backoff of one second.
+        .retry_config(
+            RetryConfig::standard()
+                .with_max_attempts(3)
+                .with_initial_backoff(Duration::from_millis(50)),
+        )
         .load()
         .await
 }

@@ -7,8 +7,7 @@ use aws_sdk_dynamodb::{
 use serde::{Deserialize, Serialize};
 
 use super::{
-    Cancelled, ItemType, Store, StoreError, classify, condition_failed, from_item, from_items, key,
-    n, s,
+    Cancelled, ItemType, Store, StoreError, classify, from_item, key, n, s, users::Attempt,
 };
 use crate::{
     ids::{PostId, UserId},
@@ -79,10 +78,9 @@ impl Store {
         title: &str,
         content: &str,
     ) -> Result<Post, StoreError> {
-        for _ in 0..super::users::OPTIMISTIC_ATTEMPTS {
-            let profile = self.author(author).await?;
+        self.as_author(author, move |profile| async move {
             let post_id = PostId::generate();
-            let now = timestamp::now();
+            let now = post_id.created_at();
             let item = PostItem {
                 pk: keys::post_pk(&post_id),
                 sk: POST_SK.to_owned(),
@@ -102,31 +100,33 @@ impl Store {
                 updated_at: now,
                 version: 1,
             };
-            let writes = vec![self.put_new(&item)?, self.author_unchanged(&profile)?];
-            match self.transact(writes).await {
-                Ok(()) => return Ok(item.into()),
-                Err(Cancelled::Conditions(reasons)) if condition_failed(&reasons, 1) => continue,
-                Err(Cancelled::Conditions(reasons)) => {
-                    return Err(StoreError::Internal(format!(
-                        "create post cancelled: {reasons:?}"
-                    )));
+            let mut tx = self.transaction("create post");
+            tx.put_new("post", &item)?;
+            let author = self.author_unchanged(&mut tx, &profile)?;
+            match tx.commit().await {
+                Ok(()) => Ok(Attempt::Done(item.into())),
+                Err(Cancelled::Conditions(failed)) if failed.failed(author) => {
+                    Ok(Attempt::ProfileMoved)
                 }
-                Err(Cancelled::Store(err)) => return Err(err),
+                Err(Cancelled::Conditions(failed)) => Err(failed.unexpected("create post")),
+                Err(Cancelled::Store(err)) => Err(err),
             }
-        }
-        Err(StoreError::Contention)
+        })
+        .await
     }
 
     /// Q2: one GetItem; the post item already holds the author's username and
     /// both counts.
     pub async fn get_post(&self, post: &PostId) -> Result<Option<Post>, StoreError> {
-        let output = self
+        let get = self
             .client()
             .get_item()
             .table_name(self.table())
             .set_key(Some(key(keys::post_pk(post), POST_SK)))
-            .return_consumed_capacity(ReturnConsumedCapacity::Indexes)
-            .send()
+            .return_consumed_capacity(ReturnConsumedCapacity::Indexes);
+        let output = self
+            .backoff()
+            .send("get post", || get.clone().send())
             .await
             .map_err(classify)?;
         output
@@ -168,9 +168,10 @@ impl Store {
                 .expression_attribute_values(":content", s(content))
                 .expression_attribute_values(":summary", s(text::summary(content)));
         }
-        match update
-            .update_expression(format!("SET {}", sets.join(", ")))
-            .send()
+        let update = update.update_expression(format!("SET {}", sets.join(", ")));
+        match self
+            .backoff()
+            .send("edit post", || update.clone().send())
             .await
         {
             Ok(output) => {
@@ -202,7 +203,7 @@ impl Store {
         cursor: Option<&str>,
     ) -> Result<Page<PostSummary>, StoreError> {
         let list = format!("user-posts:{author}");
-        let after = super::resume_after(&list, cursor, PostId::parse)?;
+        let after = super::pages::resume_after(&list, cursor, PostId::parse)?;
         let start = after.map(|post| {
             super::Item::from([
                 (GSI1PK.to_owned(), s(keys::user_items_pk(author))),
@@ -211,7 +212,7 @@ impl Store {
                 (SK.to_owned(), s(POST_SK)),
             ])
         });
-        let output = self
+        let query = self
             .client()
             .query()
             .table_name(self.table())
@@ -220,15 +221,10 @@ impl Store {
             .expression_attribute_values(":pk", s(keys::user_items_pk(author)))
             .expression_attribute_values(":prefix", s(keys::POST_PREFIX))
             .scan_index_forward(false)
-            .limit(super::fetch_for_page(limit))
-            .set_exclusive_start_key(start)
-            .return_consumed_capacity(ReturnConsumedCapacity::Indexes)
-            .send()
-            .await
-            .map_err(classify)?;
-        let items: Vec<PostSummary> = from_items(output.items.unwrap_or_default())?;
-        Ok(super::finish_page(&list, items, limit, |p| {
+            .return_consumed_capacity(ReturnConsumedCapacity::Indexes);
+        self.list_page(&list, query, start, limit, |p: &PostSummary| {
             p.post_id.to_string()
-        }))
+        })
+        .await
     }
 }

@@ -1,11 +1,12 @@
 //! User profiles (C1, Q1) and the username claims that keep names unique.
 
-use aws_sdk_dynamodb::types::{Delete, ReturnConsumedCapacity, TransactWriteItem, Update};
+use std::future::Future;
+
+use aws_sdk_dynamodb::types::{Delete, ReturnConsumedCapacity, Update};
 use serde::{Deserialize, Serialize};
 
 use super::{
-    Cancelled, ItemType, Store, StoreError, classify, condition_failed, condition_held, from_item,
-    key, n, s,
+    Busy, Cancelled, ItemType, Store, StoreError, classify, condition_held, from_item, key, n, s,
 };
 use crate::{
     ids::UserId,
@@ -15,7 +16,14 @@ use crate::{
 };
 
 /// How often a write re-reads a profile that changed under it before giving up.
-pub(crate) const OPTIMISTIC_ATTEMPTS: usize = 5;
+const OPTIMISTIC_ATTEMPTS: usize = 5;
+
+/// One try of a write that copies its author's username ([`Store::as_author`]).
+pub(crate) enum Attempt<T> {
+    Done(T),
+    /// The profile changed between the read and the write: read it again.
+    ProfileMoved,
+}
 
 /// The profile item. `version` grows by one on every change, so copies of the
 /// username elsewhere can be applied in order and only once.
@@ -93,21 +101,18 @@ impl Store {
             updated_at: now,
             version: 1,
         };
-        let writes = vec![
-            self.put_new(&item)?,
-            self.put_new(&UsernameClaim::new(user, username))?,
-        ];
-        match self.transact(writes).await {
+        let mut tx = self.transaction("create user");
+        let profile = tx.put_new("profile", &item)?;
+        let claim = tx.put_new("username claim", &UsernameClaim::new(user, username))?;
+        match tx.commit().await {
             Ok(()) => Ok(item.into()),
-            Err(Cancelled::Conditions(reasons)) if condition_failed(&reasons, 0) => {
+            Err(Cancelled::Conditions(failed)) if failed.failed(profile) => {
                 Err(StoreError::ProfileExists)
             }
-            Err(Cancelled::Conditions(reasons)) if condition_failed(&reasons, 1) => {
+            Err(Cancelled::Conditions(failed)) if failed.failed(claim) => {
                 Err(StoreError::UsernameTaken)
             }
-            Err(Cancelled::Conditions(reasons)) => Err(StoreError::Internal(format!(
-                "create user cancelled: {reasons:?}"
-            ))),
+            Err(Cancelled::Conditions(failed)) => Err(failed.unexpected("create user")),
             Err(Cancelled::Store(err)) => Err(err),
         }
     }
@@ -123,14 +128,16 @@ impl Store {
         user: &UserId,
         consistent: bool,
     ) -> Result<Option<UserItem>, StoreError> {
-        let output = self
+        let get = self
             .client()
             .get_item()
             .table_name(self.table())
             .set_key(Some(UserItem::key(user)))
             .consistent_read(consistent)
-            .return_consumed_capacity(ReturnConsumedCapacity::Indexes)
-            .send()
+            .return_consumed_capacity(ReturnConsumedCapacity::Indexes);
+        let output = self
+            .backoff()
+            .send("get profile", || get.clone().send())
             .await
             .map_err(classify)?;
         output.item.map(from_item).transpose()
@@ -141,6 +148,31 @@ impl Store {
         self.read_profile(user, true)
             .await?
             .ok_or(StoreError::NoProfile)
+    }
+
+    /// Runs `write` with the author's current profile (read strongly
+    /// consistent, 403 without one) and again with a fresh read whenever the
+    /// write reports that the profile moved under it: how every item that
+    /// copies a username is written under the name current at its commit.
+    pub(crate) async fn as_author<T, F, Fut>(
+        &self,
+        author: &UserId,
+        mut write: F,
+    ) -> Result<T, StoreError>
+    where
+        F: FnMut(UserItem) -> Fut,
+        Fut: Future<Output = Result<Attempt<T>, StoreError>>,
+    {
+        for _ in 0..OPTIMISTIC_ATTEMPTS {
+            let profile = self.author(author).await?;
+            if let Attempt::Done(done) = write(profile).await? {
+                return Ok(done);
+            }
+        }
+        Err(StoreError::busy(
+            Busy::Conflict,
+            "the author's profile kept changing",
+        ))
     }
 
     /// C1 (edit): renames a user. The profile change, the release of the old
@@ -169,8 +201,10 @@ impl Store {
                 .expression_attribute_values(":one", n(1))
                 .expression_attribute_values(":seen", n(current.version))
                 .build()?;
-            let mut writes = vec![TransactWriteItem::builder().update(update).build()];
+            let mut tx = self.transaction("rename");
+            let profile = tx.update("profile", update);
             let same_claim = keys::username_pk(&current.username) == keys::username_pk(username);
+            let mut claim = None;
             if !same_claim {
                 let release = Delete::builder()
                     .table_name(self.table())
@@ -178,10 +212,11 @@ impl Store {
                     .condition_expression("userId = :me")
                     .expression_attribute_values(":me", s(user.as_str()))
                     .build()?;
-                writes.push(TransactWriteItem::builder().delete(release).build());
-                writes.push(self.put_new(&UsernameClaim::new(user, username))?);
+                tx.delete("old username claim", release);
+                claim =
+                    Some(tx.put_new("new username claim", &UsernameClaim::new(user, username))?);
             }
-            match self.transact(writes).await {
+            match tx.commit().await {
                 Ok(()) => {
                     return Ok(UserItem {
                         username: username.to_owned(),
@@ -191,20 +226,19 @@ impl Store {
                     }
                     .into());
                 }
-                Err(Cancelled::Conditions(reasons)) if condition_failed(&reasons, 2) => {
+                Err(Cancelled::Conditions(failed)) if claim.is_some_and(|c| failed.failed(c)) => {
                     return Err(StoreError::UsernameTaken);
                 }
                 // The profile changed since we read it: read it again.
-                Err(Cancelled::Conditions(reasons)) if condition_failed(&reasons, 0) => continue,
-                Err(Cancelled::Conditions(reasons)) => {
-                    return Err(StoreError::Internal(format!(
-                        "rename cancelled: {reasons:?}"
-                    )));
-                }
+                Err(Cancelled::Conditions(failed)) if failed.failed(profile) => continue,
+                Err(Cancelled::Conditions(failed)) => return Err(failed.unexpected("rename")),
                 Err(Cancelled::Store(err)) => return Err(err),
             }
         }
-        Err(StoreError::Contention)
+        Err(StoreError::busy(
+            Busy::Conflict,
+            "the profile kept changing during the rename",
+        ))
     }
 }
 
@@ -222,29 +256,81 @@ pub struct Renamed {
     pub stale: usize,
 }
 
+impl std::ops::AddAssign for Renamed {
+    fn add_assign(&mut self, other: Self) {
+        self.written += other.written;
+        self.stale += other.stale;
+    }
+}
+
 impl Store {
     /// Fan-out of a rename: writes `user`'s username onto everything they wrote,
     /// found page by page under their GSI1 partition. Each write lands only on
     /// an item that copied an older version of the profile (`userVersion`), so
     /// replaying a rename, or an older one after a newer one, changes nothing.
-    /// A post's `version` grows with the copy, so its feed entry follows.
+    /// A post's feed entry follows through the post's `userVersion`.
+    ///
+    /// GSI1 is eventually consistent: an item written just before the rename
+    /// may not be in it yet. So once the index has had [`Store::gsi_lag_bound`]
+    /// to catch up with the rename, a second, short pass reads only the items
+    /// whose ids (ULIDs, time-ordered) were made since shortly before it. An
+    /// item later than that carries the new name already: its write checked
+    /// the profile's version. (The fan-out's INSERT rule covers an index that
+    /// lags even longer; see `fanout`.)
     pub async fn copy_username(&self, user: &UserItem) -> Result<Renamed, StoreError> {
+        let mut done = self.rename_walk(user, None).await?;
+        let renamed_at = crate::timestamp::parse(&user.updated_at).ok_or_else(|| {
+            StoreError::Internal(format!("profile has a bad updatedAt {}", user.updated_at))
+        })?;
+        let settled_at = renamed_at + self.gsi_lag_bound();
+        let wait = settled_at - time::OffsetDateTime::now_utc();
+        if wait.is_positive() {
+            tokio::time::sleep(wait.unsigned_abs()).await;
+        }
+        // Ids are stamped by the writers' clocks, `updatedAt` by the renamer's:
+        // allow them to disagree by half the bound.
+        let since = renamed_at - self.gsi_lag_bound() - self.gsi_lag_bound() / 2;
+        let since_ms = u64::try_from(since.unix_timestamp_nanos() / 1_000_000).unwrap_or(0);
+        let lowest_id = ulid::Ulid::from_parts(since_ms, 0).to_string();
+        for prefix in [keys::POST_PREFIX, keys::COMMENT_PREFIX, keys::LIKE_PREFIX] {
+            let range = (format!("{prefix}{lowest_id}"), format!("{prefix}~"));
+            done += self.rename_walk(user, Some(range)).await?;
+        }
+        Ok(done)
+    }
+
+    /// Copies `user`'s name onto their items in GSI1, all of them or those
+    /// whose GSI1SK lies in `range`.
+    async fn rename_walk(
+        &self,
+        user: &UserItem,
+        range: Option<(String, String)>,
+    ) -> Result<Renamed, StoreError> {
         use futures::{StreamExt, TryStreamExt};
 
+        let mut query = self
+            .client()
+            .query()
+            .table_name(self.table())
+            .index_name(keys::GSI1)
+            .expression_attribute_values(":pk", s(keys::user_items_pk(&user.user_id)))
+            .limit(RENAME_PAGE)
+            .return_consumed_capacity(ReturnConsumedCapacity::Indexes);
+        query = match range {
+            None => query.key_condition_expression("GSI1PK = :pk"),
+            Some((low, high)) => query
+                .key_condition_expression("GSI1PK = :pk AND GSI1SK BETWEEN :low AND :high")
+                .expression_attribute_values(":low", s(low))
+                .expression_attribute_values(":high", s(high)),
+        };
         let mut done = Renamed::default();
         let mut start = None;
         loop {
             let page = self
-                .client()
-                .query()
-                .table_name(self.table())
-                .index_name(keys::GSI1)
-                .key_condition_expression("GSI1PK = :pk")
-                .expression_attribute_values(":pk", s(keys::user_items_pk(&user.user_id)))
-                .limit(RENAME_PAGE)
-                .set_exclusive_start_key(start)
-                .return_consumed_capacity(ReturnConsumedCapacity::Indexes)
-                .send()
+                .backoff()
+                .send("rename walk", || {
+                    query.clone().set_exclusive_start_key(start.clone()).send()
+                })
                 .await
                 .map_err(classify)?;
             let copies: Vec<super::Item> = page.items.unwrap_or_default();
@@ -267,38 +353,55 @@ impl Store {
         }
     }
 
-    /// One username copy; `false` when the item already had this version.
+    /// Fan-out of a new post, comment or like whose copied username may be
+    /// stale: written under profile version `user_version`, it may have been
+    /// missed by a rename whose walk read GSI1 before the index showed it. If
+    /// the profile has moved on since, copies its current name, and returns
+    /// that profile (the copy landed, or a newer one did); `None` when the
+    /// item is up to date.
+    pub async fn catch_up_username(
+        &self,
+        pk: &str,
+        sk: &str,
+        user: &UserId,
+        user_version: u64,
+    ) -> Result<Option<UserItem>, StoreError> {
+        let Some(profile) = self.read_profile(user, true).await? else {
+            return Ok(None);
+        };
+        if profile.version <= user_version {
+            return Ok(None);
+        }
+        let item = key(pk.to_owned(), sk.to_owned());
+        self.copy_username_onto(item, &profile).await?;
+        Ok(Some(profile))
+    }
+
+    /// One username copy; `false` when the item already had this version (or
+    /// is gone).
     async fn copy_username_onto(
         &self,
         item: super::Item,
         user: &UserItem,
     ) -> Result<bool, StoreError> {
-        let is_post = item
-            .get(keys::SK)
-            .and_then(|sk| sk.as_s().ok())
-            .is_some_and(|sk| sk == keys::POST_SK);
         let key: super::Item = item
             .into_iter()
             .filter(|(name, _)| name == keys::PK || name == keys::SK)
             .collect();
-        let expression = if is_post {
-            "SET username = :name, userVersion = :uv, version = version + :one"
-        } else {
-            "SET username = :name, userVersion = :uv"
-        };
-        let mut update = self
+        let update = self
             .client()
             .update_item()
             .table_name(self.table())
             .set_key(Some(key))
-            .update_expression(expression)
+            .update_expression("SET username = :name, userVersion = :uv")
             .condition_expression("attribute_exists(PK) AND userVersion < :uv")
             .expression_attribute_values(":name", s(&user.username))
             .expression_attribute_values(":uv", n(user.version))
             .return_consumed_capacity(ReturnConsumedCapacity::Indexes);
-        if is_post {
-            update = update.expression_attribute_values(":one", n(1));
-        }
-        condition_held(update.send().await)
+        condition_held(
+            self.backoff()
+                .send("copy username", || update.clone().send())
+                .await,
+        )
     }
 }

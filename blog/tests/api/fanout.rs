@@ -332,3 +332,44 @@ async fn a_rename_reaches_everything_the_user_wrote() {
         .await;
     assert_eq!(status, 201);
 }
+
+/// A first delivery of a post's INSERT that entered the feed and then failed
+/// before trimming it: the redelivery finds the entry there already, and must
+/// still trim.
+#[tokio::test]
+async fn a_redelivered_post_insert_still_trims_the_feed() {
+    let api = TestApi::start_with_feed_capacity(1).await;
+    let mut poller = api.poller();
+    let author = api.user("trimmer").await;
+    let first = api.post(&author, "first", "c").await;
+    api.settle(&mut poller).await;
+    let second = api.post(&author, "second", "c").await;
+    api.wait_for_stream(1).await;
+    let insert = api
+        .stream_records()
+        .await
+        .into_iter()
+        .find(|r| r.event_name == "INSERT" && format!("{:?}", r.change.keys).contains(&second))
+        .expect("the second post's INSERT");
+    // The first delivery: the entry went in, the function died before the trim.
+    let post: blog::store::posts::PostItem =
+        serde_dynamo::from_item(insert.change.new_image.clone()).expect("post image");
+    api.app.store.enter_feed(&post).await.expect("enter");
+    assert_eq!(
+        feed_partition(&api).await.0,
+        2,
+        "over capacity until trimmed"
+    );
+
+    let mut event = aws_lambda_events::event::dynamodb::Event::default();
+    event.records = vec![insert];
+    let response = blog::fanout::handle(&api.app.store, event).await;
+    assert!(response.batch_item_failures.is_empty(), "{response:?}");
+    assert_eq!(
+        feed_partition(&api).await,
+        (1, Some(first)),
+        "trimmed, floor raised"
+    );
+    let (_, feed) = api.get("/feed").await;
+    assert_eq!(ids(&feed), vec![second]);
+}

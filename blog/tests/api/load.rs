@@ -9,7 +9,7 @@ use std::{
         Mutex,
         atomic::{AtomicUsize, Ordering},
     },
-    time::{Duration, Instant},
+    time::Instant,
 };
 
 use futures::future::join_all;
@@ -38,20 +38,7 @@ async fn a_mixed_load_gets_no_5xx_and_leaves_nothing_to_repair() {
     let statuses: Mutex<BTreeMap<u16, usize>> = Mutex::default();
 
     // The fan-out runs alongside, as Lambda would.
-    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-    let store = api.app.store.clone();
-    let poller = api.poller();
-    let fan_out = tokio::spawn(async move {
-        let deliver = |event| {
-            let store = store.clone();
-            async move { Ok(blog::fanout::handle(&store, event).await) }
-        };
-        poller
-            .run(deliver, Duration::from_millis(20), async {
-                let _ = stopped.await;
-            })
-            .await;
-    });
+    let fan_out = api.run_fan_out(api.poller());
 
     let started = Instant::now();
     join_all((0..CLIENTS).map(|client| {
@@ -103,8 +90,7 @@ async fn a_mixed_load_gets_no_5xx_and_leaves_nothing_to_repair() {
     .await;
     let elapsed = started.elapsed();
 
-    let _ = stop.send(());
-    fan_out.await.expect("poller");
+    fan_out.stop().await;
     let mut poller = api.poller();
     api.settle(&mut poller).await;
     let audit = api.app.store.audit(false).await.expect("audit");

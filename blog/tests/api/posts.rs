@@ -1,5 +1,17 @@
 //! C2 create / edit a post, Q2 get a post, Q3 list a user's posts.
 
+use std::collections::HashMap;
+
+use aws_sdk_dynamodb::types::{AttributeValue, ReturnConsumedCapacity};
+use blog::{
+    ids::PostId,
+    keys::{self, FEED_PK, PK, POST_SK, SK},
+    store::{
+        feed::FEED_CAPACITY,
+        size::{item_size, read_units, write_units},
+    },
+    text::{self, POST_CONTENT_MAX_BYTES, SUMMARY_MAX_BYTES, TITLE_MAX_BYTES},
+};
 use serde_json::{Value, json};
 
 use crate::support::{TestApi, table_snapshot};
@@ -287,4 +299,158 @@ async fn cursors_from_other_lists_or_tampered_are_refused() {
             "{bad:?}: {body}"
         );
     }
+}
+
+/// The item under `pk`/`sk` as DynamoDB stores it (what it sizes and bills),
+/// read strongly consistent, with the read units DynamoDB charged for it.
+async fn raw_item(api: &TestApi, pk: String, sk: String) -> (HashMap<String, AttributeValue>, f64) {
+    let store = &api.app.store;
+    let out = store
+        .client()
+        .get_item()
+        .table_name(store.table())
+        .key(PK, AttributeValue::S(pk))
+        .key(SK, AttributeValue::S(sk))
+        .consistent_read(true)
+        .return_consumed_capacity(ReturnConsumedCapacity::Total)
+        .send()
+        .await
+        .expect("get item");
+    let units = out
+        .consumed_capacity
+        .and_then(|c| c.capacity_units)
+        .unwrap_or_default();
+    (out.item.expect("the item exists"), units)
+}
+
+/// Creates a post and returns it, without printing 200 KB when it fails.
+async fn create(api: &TestApi, author: &str, title: &str, content: &str) -> (Value, PostId) {
+    let (status, post) = api
+        .call(
+            "POST",
+            "/posts",
+            Some(author),
+            Some(json!({ "title": title, "content": content })),
+        )
+        .await;
+    assert_eq!(status, 201, "{}", post["error"]);
+    let id = PostId::parse(post["postId"].as_str().unwrap_or_default()).expect("a post id");
+    (post, id)
+}
+
+/// Every byte bound at once: a 30-character username, a title of 200 and a
+/// content of 50,000 four-byte scalars still make one item far from 400 KB.
+#[tokio::test]
+async fn a_post_at_every_limit_fits_one_item_with_room() {
+    let api = TestApi::start().await;
+    let name = "w".repeat(text::USERNAME_LEN.1);
+    let author = api.user(&name).await;
+    let title = "😀".repeat(text::TITLE_LEN.1);
+    let content = "😀".repeat(text::POST_CONTENT_LEN.1);
+    assert_eq!(
+        (title.len(), content.len()),
+        (TITLE_MAX_BYTES, POST_CONTENT_MAX_BYTES)
+    );
+
+    let (post, id) = create(&api, &author, &title, &content).await;
+    assert!(
+        post["title"] == json!(title)
+            && post["content"] == json!(content)
+            && post["username"] == json!(name),
+        "the post comes back as written"
+    );
+    let (status, got) = api.get(&format!("/posts/{id}")).await;
+    assert_eq!(status, 200);
+    assert!(got == post, "read back equal");
+
+    let (item, charged) = raw_item(&api, keys::post_pk(&id), POST_SK.to_owned()).await;
+    let size = item_size(&item);
+    println!(
+        "a post at every limit is a {size}-byte item: {} WCU to write, {} RCU to read \
+         strongly consistent ({charged} charged), {} eventually",
+        write_units(size),
+        read_units(size, true),
+        read_units(size, false)
+    );
+    assert_eq!(
+        charged,
+        read_units(size, true),
+        "DynamoDB agrees on the size"
+    );
+    assert!(size > POST_CONTENT_MAX_BYTES + TITLE_MAX_BYTES);
+    assert!(size < 300_000, "{size} bytes leaves too little of 400 KB");
+    let summary = format!("{}…", "😀".repeat(text::SUMMARY_GRAPHEMES));
+    assert_eq!(item.get("summary"), Some(&AttributeValue::S(summary)));
+}
+
+/// One grapheme cluster can be 200 KB; what is copied of it is not.
+#[tokio::test]
+async fn summaries_are_bounded_in_bytes_wherever_they_are_copied() {
+    let api = TestApi::start().await;
+    let author = api.user(&"v".repeat(text::USERNAME_LEN.1)).await;
+    let title = "😀".repeat(text::TITLE_LEN.1);
+    // One letter and 49,999 variation selectors: one cluster of 199,997 bytes.
+    let one_cluster = format!("a{}", "\u{E0100}".repeat(49_999));
+    // A first cluster of 1,021 bytes: with `…`, a summary of exactly 1,024.
+    let edge_cluster = format!("e{}", "\u{301}".repeat(510));
+    let cases = [
+        (one_cluster, "…".to_owned()),
+        (
+            format!("{edge_cluster} and more"),
+            format!("{edge_cluster}…"),
+        ),
+    ];
+
+    let mut expected = Vec::new();
+    for (content, summary) in &cases {
+        let (post, id) = create(&api, &author, &title, content).await;
+        assert!(post["content"] == json!(content), "content kept whole");
+        // The response is the full post, which has no summary: the stored
+        // item is what GSI1 and the fan-out copy it from.
+        let (item, _) = raw_item(&api, keys::post_pk(&id), POST_SK.to_owned()).await;
+        assert_eq!(
+            item.get("summary"),
+            Some(&AttributeValue::S(summary.clone()))
+        );
+        assert!(summary.len() <= SUMMARY_MAX_BYTES);
+        expected.push((id.to_string(), summary.clone()));
+    }
+    expected.reverse(); // lists are newest first
+    let summaries = |page: &Value| -> Vec<(String, String)> {
+        page["items"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .map(|i| {
+                let field = |name: &str| i[name].as_str().unwrap_or_default().to_owned();
+                (field("postId"), field("summary"))
+            })
+            .collect()
+    };
+
+    // Q3, answered from GSI1's projection.
+    let (status, page) = api.get(&format!("/users/{author}/posts")).await;
+    assert_eq!(status, 200);
+    assert_eq!(summaries(&page), expected);
+
+    // Q6, the fan-out's copies.
+    let mut poller = api.poller();
+    api.settle(&mut poller).await;
+    let (status, feed) = api.get("/feed").await;
+    assert_eq!(status, 200);
+    assert_eq!(summaries(&feed), expected);
+
+    // The largest feed entry there can be (username, title and summary at
+    // their byte bounds): a full feed is far below a 1 MB Query page.
+    let mut largest = 0;
+    for (id, _) in &expected {
+        let id = PostId::parse(id).expect("a post id");
+        let (entry, _) = raw_item(&api, FEED_PK.to_owned(), keys::feed_sk(&id)).await;
+        largest = largest.max(item_size(&entry));
+    }
+    println!(
+        "the largest feed entry is {largest} bytes; {FEED_CAPACITY} of them are {} bytes",
+        largest * FEED_CAPACITY
+    );
+    assert!(largest * FEED_CAPACITY < 1024 * 1024 / 4, "{largest} bytes");
 }

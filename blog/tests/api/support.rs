@@ -113,6 +113,33 @@ impl TestApi {
         Self::serve(Store::new(client, name), meter, true).await
     }
 
+    /// A new table in the DynamoDB at `endpoint` (a hostile proxy), through a
+    /// client that retries as the deployed one does (3 attempts, 50 ms first
+    /// backoff), a store that retries by `backoff`, and a rename fan-out that
+    /// allows GSI1 `gsi_lag_bound` to catch up.
+    pub async fn start_behind(
+        endpoint: &str,
+        backoff: blog::store::Backoff,
+        gsi_lag_bound: std::time::Duration,
+    ) -> Self {
+        let meter = CapacityMeter::default();
+        let retry = aws_sdk_dynamodb::config::retry::RetryConfig::standard()
+            .with_max_attempts(3)
+            .with_initial_backoff(std::time::Duration::from_millis(50));
+        let client = Client::from_conf(
+            client(endpoint, &meter, None)
+                .config()
+                .to_builder()
+                .retry_config(retry)
+                .build(),
+        );
+        let name = new_table(&client).await;
+        let store = Store::new(client, name)
+            .with_backoff(backoff)
+            .with_gsi_lag_bound(gsi_lag_bound);
+        Self::serve(store, meter, true).await
+    }
+
     /// A gateway whose DynamoDB is at `endpoint`, with no table set up.
     pub async fn start_against(endpoint: &str) -> Self {
         let meter = CapacityMeter::default();
@@ -125,6 +152,13 @@ impl TestApi {
     }
 
     async fn serve(store: Store, meter: CapacityMeter, local_identity: bool) -> Self {
+        // DynamoDB Local's GSI is synchronous: no wait for it to catch up
+        // (the hostile tests give their own bound).
+        let store = if store.gsi_lag_bound() == blog::store::GSI_LAG_BOUND {
+            store.with_gsi_lag_bound(std::time::Duration::ZERO)
+        } else {
+            store
+        };
         let app: &'static App = Box::leak(Box::new(App {
             store,
             local_identity,
@@ -264,6 +298,25 @@ impl TestApi {
         StreamPoller::new(self.app.store.clone(), streams, checkpoint)
     }
 
+    /// Runs the fan-out in the background through `poller`, as Lambda would
+    /// alongside the API, until [`RunningFanOut::stop`].
+    pub fn run_fan_out(&self, poller: StreamPoller) -> RunningFanOut {
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        let store = self.app.store.clone();
+        let task = tokio::spawn(async move {
+            let deliver = |event| {
+                let store = store.clone();
+                async move { Ok(fanout::handle(&store, event).await) }
+            };
+            poller
+                .run(deliver, std::time::Duration::from_millis(20), async {
+                    let _ = stopped.await;
+                })
+                .await;
+        });
+        RunningFanOut { stop, task }
+    }
+
     /// Every record the table's stream holds, as the fan-out would receive
     /// them, without applying any.
     pub async fn stream_records(&self) -> Vec<aws_lambda_events::event::dynamodb::EventRecord> {
@@ -308,6 +361,20 @@ impl TestApi {
             tokio::time::sleep(std::time::Duration::from_millis(20)).await;
         }
         panic!("the stream never reached {count} records");
+    }
+}
+
+/// The fan-out running in the background: see [`TestApi::run_fan_out`].
+pub struct RunningFanOut {
+    stop: tokio::sync::oneshot::Sender<()>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl RunningFanOut {
+    /// Stops it once the batch in hand is done.
+    pub async fn stop(self) {
+        let _ = self.stop.send(());
+        self.task.await.expect("the fan-out task");
     }
 }
 

@@ -1,0 +1,594 @@
+//! The API and the fan-out on a DynamoDB that behaves like the service under
+//! load (the `hostile` proxy in front of DynamoDB Local): transactions
+//! cancelled for throttling and conflicts, plain writes refused with
+//! `TransactionConflictException`, throttled reads and writes, answers lost
+//! after a commit, and a GSI1 that shows new items only a second later.
+//!
+//! A seeded, concurrent workload whose clients retry 503 as real clients do,
+//! in two parts: four fifths at the proxy's default rates (a busy day: the
+//! store's retries absorb nearly everything), then a storm that cancels most
+//! transactions and writes, so that retries run out and requests get 503.
+//! Then, once the fan-out has drained what it had (without starting the
+//! stream over): no 5xx but 503, nothing left behind by a 503, every count
+//! exact on every copy, the feed exactly the newest 100 posts, every copy of
+//! a renamed user's name the latest, and an audit that finds nothing.
+
+use std::{
+    collections::{BTreeMap, BTreeSet, HashMap},
+    sync::Mutex,
+    time::{Duration, Instant},
+};
+
+use aws_lambda_events::event::dynamodb::Event;
+use blog::store::Backoff;
+use futures::StreamExt;
+use hostile::{Faults, Proxy};
+use serde_json::{Value, json};
+
+use crate::support::{TestApi, endpoint, table_snapshot};
+
+/// A proxy in front of this run's DynamoDB Local.
+async fn proxy(faults: Faults) -> Proxy {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    Proxy::start(listener, endpoint(), faults)
+        .await
+        .expect("proxy")
+}
+
+/// Retries that give up quickly, so that a test sees the 503 soon.
+fn impatient() -> Backoff {
+    Backoff {
+        attempts: 3,
+        base: Duration::from_millis(1),
+        cap: Duration::from_millis(5),
+        budget: Duration::from_secs(2),
+    }
+}
+
+/// Every write DynamoDB cancels or refuses, on every try: each write request
+/// answers 503 (never 500, never a domain answer such as "already liked"),
+/// and leaves the table as it was; once DynamoDB recovers, the same requests
+/// succeed.
+#[tokio::test]
+async fn writes_that_stay_refused_answer_503_and_change_nothing() {
+    let proxy = proxy(Faults::none()).await;
+    let api = TestApi::start_behind(&proxy.url(), impatient(), Duration::ZERO).await;
+    let author = api.user("steady").await;
+    let post = api.post(&author, "t", "c").await;
+    let requests = [
+        (
+            "POST",
+            "/users".to_owned(),
+            Some(json!({ "username": "newcomer" })),
+            "new-user",
+        ),
+        (
+            "PUT",
+            format!("/users/{author}"),
+            Some(json!({ "username": "renamed" })),
+            author.as_str(),
+        ),
+        (
+            "POST",
+            "/posts".to_owned(),
+            Some(json!({ "title": "t", "content": "c" })),
+            author.as_str(),
+        ),
+        (
+            "PUT",
+            format!("/posts/{post}"),
+            Some(json!({ "title": "edited" })),
+            author.as_str(),
+        ),
+        (
+            "POST",
+            format!("/posts/{post}/comments"),
+            Some(json!({ "content": "hi" })),
+            author.as_str(),
+        ),
+        (
+            "POST",
+            format!("/posts/{post}/likes"),
+            None,
+            author.as_str(),
+        ),
+    ];
+    let before = table_snapshot(&api).await;
+    for (reason, faults) in [
+        (
+            "cancelled transactions and conflicting writes",
+            Faults {
+                transaction_cancel: 1.0,
+                write_conflict: 1.0,
+                ..Faults::none()
+            },
+        ),
+        (
+            "throttling",
+            Faults {
+                throttle: 1.0,
+                ..Faults::none()
+            },
+        ),
+    ] {
+        proxy.set_faults(faults);
+        for (method, path, body, user) in &requests {
+            let (status, reply) = api.call(method, path, Some(user), body.clone()).await;
+            assert_eq!(status, 503, "{reason}: {method} {path}: {reply}");
+            assert_eq!(reply["error"]["code"], "unavailable");
+        }
+        proxy.set_faults(Faults::none());
+        assert_eq!(
+            table_snapshot(&api).await,
+            before,
+            "{reason}: nothing written"
+        );
+    }
+    assert!(proxy.stats().faults() > 0);
+    for (method, path, body, user) in &requests {
+        let (status, reply) = api.call(method, path, Some(user), body.clone()).await;
+        assert!(status == 200 || status == 201, "{method} {path}: {reply}");
+    }
+}
+
+/// The fan-out on a DynamoDB that keeps refusing: a record it cannot apply is
+/// reported failed (never skipped as stale), and applies once DynamoDB
+/// recovers and Lambda delivers it again.
+#[tokio::test]
+async fn the_fan_out_reports_records_it_cannot_apply_and_applies_them_later() {
+    let proxy = proxy(Faults::none()).await;
+    let api = TestApi::start_behind(&proxy.url(), impatient(), Duration::ZERO).await;
+    let author = api.user("writer").await;
+    let post = api.post(&author, "t", "c").await;
+    let refused = Faults {
+        transaction_cancel: 1.0,
+        write_conflict: 1.0,
+        ..Faults::none()
+    };
+
+    // The post's INSERT: its feed entry's transaction keeps being cancelled.
+    // (Profile, username claim, post.)
+    api.wait_for_stream(3).await;
+    let records = api.stream_records().await;
+    let event = |records: &[_]| {
+        let mut event = Event::default();
+        event.records = records.to_vec();
+        event
+    };
+    proxy.set_faults(refused.clone());
+    let response = blog::fanout::handle(&api.app.store, event(&records)).await;
+    assert_eq!(response.batch_item_failures.len(), 1, "{response:?}");
+    proxy.set_faults(Faults::none());
+    let (_, feed) = api.get("/feed").await;
+    assert_eq!(feed["items"], json!([]), "nothing entered the feed");
+    let response = blog::fanout::handle(&api.app.store, event(&records)).await;
+    assert_eq!(response.batch_item_failures.len(), 0, "{response:?}");
+    let (_, feed) = api.get("/feed").await;
+    assert_eq!(feed["items"][0]["postId"], json!(post));
+
+    // A rename: its copy onto the post keeps conflicting.
+    api.call(
+        "PUT",
+        &format!("/users/{author}"),
+        Some(&author),
+        Some(json!({ "username": "writer2" })),
+    )
+    .await;
+    api.wait_for_stream(records.len() + 2).await;
+    let rename = api.stream_records().await.split_off(records.len());
+    proxy.set_faults(refused);
+    let response = blog::fanout::handle(&api.app.store, event(&rename)).await;
+    assert_eq!(response.batch_item_failures.len(), 1, "{response:?}");
+    proxy.set_faults(Faults::none());
+    let (_, got) = api.get(&format!("/posts/{post}")).await;
+    assert_eq!(got["username"], "writer", "not copied yet");
+    let response = blog::fanout::handle(&api.app.store, event(&rename)).await;
+    assert_eq!(response.batch_item_failures.len(), 0, "{response:?}");
+    let (_, got) = api.get(&format!("/posts/{post}")).await;
+    assert_eq!(got["username"], "writer2");
+}
+
+const USERS: usize = 40;
+const POSTS: usize = 130;
+const LIKES: usize = 300;
+const COMMENTS: usize = 200;
+const RENAMED_USERS: usize = 12;
+const READS: usize = 600;
+const CONCURRENCY: usize = 8;
+/// How often a client sends a request that got 503 before it gives up.
+const CLIENT_TRIES: usize = 12;
+const GSI_LAG: Duration = Duration::from_secs(1);
+
+/// What the clients saw, and what succeeded.
+#[derive(Default)]
+struct Outcomes {
+    statuses: BTreeMap<u16, usize>,
+    /// Operations that got 503 every time.
+    abandoned: usize,
+    /// userId → its latest username.
+    names: HashMap<String, String>,
+    /// postId → author.
+    posts: BTreeMap<String, String>,
+    /// postId → comment ids.
+    comments: HashMap<String, BTreeSet<String>>,
+    /// postId → likers.
+    likes: HashMap<String, BTreeSet<String>>,
+}
+
+/// One operation of the workload.
+#[derive(Debug, Clone)]
+enum Op {
+    Post {
+        author: usize,
+        n: usize,
+    },
+    Like {
+        liker: usize,
+        pick: usize,
+    },
+    Comment {
+        author: usize,
+        pick: usize,
+        n: usize,
+    },
+    /// Two renames of the same user, one after the other.
+    Rename {
+        user: usize,
+    },
+    Read {
+        pick: usize,
+        kind: u8,
+    },
+}
+
+/// Most transactions and plain writes refused: the store's retries run out
+/// for some requests, which answer 503.
+fn storm(faults: &Faults) -> Faults {
+    Faults {
+        transaction_cancel: 0.7,
+        write_conflict: 0.6,
+        throttle: 0.2,
+        lost_response: 0.1,
+        seed: faults.seed + 1,
+        ..faults.clone()
+    }
+}
+
+fn workload(seed: u64) -> Vec<Op> {
+    let mut rng = fastrand::Rng::with_seed(seed);
+    let mut ops = Vec::new();
+    ops.extend((0..POSTS).map(|n| Op::Post {
+        author: rng.usize(..USERS),
+        n,
+    }));
+    ops.extend((0..LIKES).map(|_| Op::Like {
+        liker: rng.usize(..USERS),
+        pick: rng.usize(..),
+    }));
+    ops.extend((0..COMMENTS).map(|n| Op::Comment {
+        author: rng.usize(..USERS),
+        pick: rng.usize(..),
+        n,
+    }));
+    ops.extend((0..RENAMED_USERS).map(|user| Op::Rename { user }));
+    ops.extend((0..READS).map(|_| Op::Read {
+        pick: rng.usize(..),
+        kind: rng.u8(..4),
+    }));
+    // The first posts go first, so likes and comments have something to hit.
+    rng.shuffle(&mut ops[8..]);
+    ops
+}
+
+/// Sends a request until it gets something other than 503 (a real client's
+/// retry, with backoff), recording every status.
+async fn send(
+    api: &TestApi,
+    outcomes: &Mutex<Outcomes>,
+    method: &str,
+    path: &str,
+    user: Option<&str>,
+    body: Option<Value>,
+) -> Option<(u16, Value)> {
+    for attempt in 0..CLIENT_TRIES {
+        let (status, reply) = api.call(method, path, user, body.clone()).await;
+        *outcomes
+            .lock()
+            .expect("lock")
+            .statuses
+            .entry(status)
+            .or_default() += 1;
+        if status != 503 {
+            return Some((status, reply));
+        }
+        let backoff = 20u64 << attempt.min(5);
+        tokio::time::sleep(Duration::from_millis(fastrand::u64(..=backoff))).await;
+    }
+    outcomes.lock().expect("lock").abandoned += 1;
+    None
+}
+
+async fn run(api: &TestApi, users: &[String], op: Op, outcomes: &Mutex<Outcomes>) {
+    let pick_post = |pick: usize| {
+        let outcomes = outcomes.lock().expect("lock");
+        let posts: Vec<&String> = outcomes.posts.keys().collect();
+        (!posts.is_empty()).then(|| posts[pick % posts.len()].clone())
+    };
+    match op {
+        Op::Post { author, n } => {
+            let body = json!({ "title": format!("post {n}"), "content": format!("本文 {n} 🎉") });
+            let me = &users[author];
+            if let Some((status, reply)) =
+                send(api, outcomes, "POST", "/posts", Some(me), Some(body)).await
+            {
+                assert_eq!(status, 201, "{reply}");
+                let id = reply["postId"].as_str().expect("postId").to_owned();
+                outcomes.lock().expect("lock").posts.insert(id, me.clone());
+            }
+        }
+        Op::Like { liker, pick } => {
+            let Some(post) = pick_post(pick) else { return };
+            let me = &users[liker];
+            let path = format!("/posts/{post}/likes");
+            if let Some((status, reply)) = send(api, outcomes, "POST", &path, Some(me), None).await
+            {
+                assert!(status == 201 || status == 200, "{status}: {reply}");
+                let mut outcomes = outcomes.lock().expect("lock");
+                outcomes.likes.entry(post).or_default().insert(me.clone());
+            }
+        }
+        Op::Comment { author, pick, n } => {
+            let Some(post) = pick_post(pick) else { return };
+            let me = &users[author];
+            let path = format!("/posts/{post}/comments");
+            let body = json!({ "content": format!("comment {n}") });
+            if let Some((status, reply)) =
+                send(api, outcomes, "POST", &path, Some(me), Some(body)).await
+            {
+                assert_eq!(status, 201, "{reply}");
+                let id = reply["commentId"].as_str().expect("commentId").to_owned();
+                let mut outcomes = outcomes.lock().expect("lock");
+                outcomes.comments.entry(post).or_default().insert(id);
+            }
+        }
+        Op::Rename { user } => {
+            let me = &users[user];
+            for round in 1..=2 {
+                let name = format!("renamed_{user}_{round}");
+                let path = format!("/users/{me}");
+                let body = json!({ "username": name });
+                if let Some((status, reply)) =
+                    send(api, outcomes, "PUT", &path, Some(me), Some(body)).await
+                {
+                    assert_eq!(status, 200, "{reply}");
+                    outcomes
+                        .lock()
+                        .expect("lock")
+                        .names
+                        .insert(me.clone(), name);
+                }
+            }
+        }
+        Op::Read { pick, kind } => {
+            let post = pick_post(pick);
+            let path = match (kind, post) {
+                (0, _) | (_, None) => "/feed?limit=100".to_owned(),
+                (1, Some(post)) => format!("/posts/{post}"),
+                (2, Some(post)) => format!("/posts/{post}/comments?limit=100"),
+                (_, Some(_)) => format!("/users/{}/posts", users[pick % users.len()]),
+            };
+            if let Some((status, reply)) = send(api, outcomes, "GET", &path, None, None).await {
+                assert_eq!(status, 200, "{path}: {reply}");
+            }
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_hostile_dynamodb_loses_nothing_and_leaves_every_copy_exact() {
+    let faults = Faults {
+        seed: 2026,
+        gsi_lag: GSI_LAG,
+        ..Faults::hostile()
+    };
+    let proxy = proxy(faults.clone()).await;
+    // The rename fan-out allows GSI1 a little more than its lag.
+    let api = TestApi::start_behind(&proxy.url(), Backoff::default(), GSI_LAG * 3 / 2).await;
+
+    // Profiles, concurrently, retried through 503s like everything else.
+    let outcomes = Mutex::new(Outcomes::default());
+    let ids: Vec<String> = (0..USERS).map(|i| format!("hostile-{i:02}")).collect();
+    futures::stream::iter(ids.iter().enumerate())
+        .for_each_concurrent(CONCURRENCY, |(i, id)| {
+            let (api, outcomes) = (&api, &outcomes);
+            async move {
+                let name = format!("user_{i:02}");
+                let body = json!({ "username": name });
+                let (status, reply) = send(api, outcomes, "POST", "/users", Some(id), Some(body))
+                    .await
+                    .expect("a profile after retries");
+                assert_eq!(status, 201, "{reply}");
+                outcomes
+                    .lock()
+                    .expect("lock")
+                    .names
+                    .insert(id.clone(), name);
+            }
+        })
+        .await;
+
+    // The fan-out runs alongside, through the same hostile DynamoDB.
+    let checkpoint = std::env::temp_dir().join(format!("hostile-{}.json", ulid::Ulid::generate()));
+    let fan_out = api.run_fan_out(api.poller_with_checkpoint(&checkpoint));
+
+    let started = Instant::now();
+    let mut ops = workload(7);
+    let storm_ops = ops.split_off(ops.len() * 4 / 5);
+    futures::stream::iter(ops)
+        .for_each_concurrent(CONCURRENCY, |op| run(&api, &ids, op, &outcomes))
+        .await;
+    let busy_day = proxy.stats();
+    proxy.set_faults(storm(&faults));
+    futures::stream::iter(storm_ops)
+        .for_each_concurrent(CONCURRENCY, |op| run(&api, &ids, op, &outcomes))
+        .await;
+    let elapsed = started.elapsed();
+    proxy.set_faults(faults.clone());
+
+    // Drain: the fan-out works on what it has, back at the default rates,
+    // then carries on from where it stopped (never from the stream's start,
+    // which would apply every record again) on a calm DynamoDB.
+    tokio::time::sleep(GSI_LAG * 2).await;
+    fan_out.stop().await;
+    let injected = proxy.stats();
+    println!("stopped the fan-out after {:.1?}", started.elapsed());
+    proxy.set_faults(Faults::none());
+    let mut poller = api.poller_with_checkpoint(&checkpoint);
+    api.settle(&mut poller).await;
+    let _ = std::fs::remove_file(&checkpoint);
+    println!("drained after {:.1?}", started.elapsed());
+
+    let outcomes = outcomes.into_inner().expect("lock");
+    let sent: usize = outcomes.statuses.values().sum();
+    println!(
+        "hostile workload: {sent} requests in {elapsed:.1?}, statuses {:?}, {} abandoned; \
+         proxy before the storm: {busy_day}; in all: {injected}",
+        outcomes.statuses, outcomes.abandoned
+    );
+    assert!(
+        outcomes.statuses.keys().all(|s| *s < 500 || *s == 503),
+        "only 503 among 5xx: {:?}",
+        outcomes.statuses
+    );
+    assert!(
+        outcomes.statuses.get(&503).is_some_and(|n| *n > 0),
+        "the storm's faults outlasted the retries: {:?}",
+        outcomes.statuses
+    );
+    for (kind, count) in [
+        ("transaction_cancel", injected.transaction_cancel),
+        ("write_conflict", injected.write_conflict),
+        ("throttle", injected.throttle),
+        ("lost_response", injected.lost_response),
+        ("gsi_hidden_items", injected.gsi_hidden_items),
+    ] {
+        assert!(count > 0, "no {kind} was injected: {injected}");
+    }
+    assert!(outcomes.posts.len() > 100, "enough posts to trim the feed");
+
+    check_table(&api, &outcomes).await;
+    check_lists(&api, &outcomes).await;
+    let audit = api.app.store.audit(false).await.expect("audit");
+    assert_eq!(audit.findings, vec![], "{:#?}", audit.findings);
+}
+
+/// Every item the table holds is one a successful request made, with exact
+/// counts and the author's latest name.
+async fn check_table(api: &TestApi, outcomes: &Outcomes) {
+    let items = table_snapshot(api).await;
+    let text = |item: &HashMap<String, aws_sdk_dynamodb::types::AttributeValue>, name: &str| {
+        item.get(name)
+            .and_then(|v| v.as_s().ok())
+            .cloned()
+            .unwrap_or_default()
+    };
+    let number = |item: &HashMap<String, aws_sdk_dynamodb::types::AttributeValue>, name: &str| {
+        item.get(name)
+            .and_then(|v| v.as_n().ok())
+            .and_then(|n| n.parse::<usize>().ok())
+    };
+    let of_type = |kind: &'static str| items.iter().filter(move |i| text(i, "type") == kind);
+
+    let posts: BTreeSet<String> = of_type("post").map(|i| text(i, "postId")).collect();
+    let expected: BTreeSet<String> = outcomes.posts.keys().cloned().collect();
+    assert_eq!(posts, expected, "exactly the posts that got 201");
+
+    let mut comments: HashMap<String, BTreeSet<String>> = HashMap::new();
+    for item in of_type("comment") {
+        comments
+            .entry(text(item, "postId"))
+            .or_default()
+            .insert(text(item, "commentId"));
+    }
+    assert_eq!(
+        comments, outcomes.comments,
+        "exactly the comments that got 201"
+    );
+
+    let mut likers: HashMap<String, BTreeSet<String>> = HashMap::new();
+    for item in of_type("like") {
+        let new = likers
+            .entry(text(item, "postId"))
+            .or_default()
+            .insert(text(item, "userId"));
+        assert!(new, "one like per user and post");
+    }
+    assert_eq!(
+        likers, outcomes.likes,
+        "exactly the likes that were answered"
+    );
+    assert_eq!(
+        of_type("liker").count(),
+        of_type("like").count(),
+        "a marker per like"
+    );
+
+    for post in of_type("post") {
+        let id = text(post, "postId");
+        let comments = outcomes.comments.get(&id).map_or(0, BTreeSet::len);
+        let likes = outcomes.likes.get(&id).map_or(0, BTreeSet::len);
+        assert_eq!(number(post, "commentCount"), Some(comments), "{id}");
+        assert_eq!(number(post, "likeCount"), Some(likes), "{id}");
+    }
+    // Every copy of a username, posts, comments, likes and feed entries
+    // alike, is its author's latest.
+    for item in &items {
+        let kind = text(item, "type");
+        if ["post", "comment", "like", "feedEntry"].contains(&kind.as_str()) {
+            let user = text(item, "userId");
+            assert_eq!(
+                Some(&text(item, "username")),
+                outcomes.names.get(&user),
+                "{kind} {:?}",
+                item.get("SK")
+            );
+        }
+    }
+}
+
+/// What the API lists agrees with the table: the feed is exactly the newest
+/// 100 posts, and each list's copies show exact counts.
+async fn check_lists(api: &TestApi, outcomes: &Outcomes) {
+    let (status, feed) = api.get("/feed?limit=100").await;
+    assert_eq!(status, 200, "{feed}");
+    let shown: Vec<String> = feed["items"]
+        .as_array()
+        .expect("items")
+        .iter()
+        .map(|p| p["postId"].as_str().expect("postId").to_owned())
+        .collect();
+    let newest: Vec<String> = outcomes.posts.keys().rev().take(100).cloned().collect();
+    assert_eq!(shown, newest, "the feed is exactly the newest 100 posts");
+    let authors: BTreeSet<&String> = outcomes.posts.values().collect();
+    for author in authors {
+        let (status, page) = api.get(&format!("/users/{author}/posts?limit=100")).await;
+        assert_eq!(status, 200, "{page}");
+        for post in page["items"].as_array().expect("items") {
+            let id = post["postId"].as_str().expect("postId");
+            let comments = outcomes.comments.get(id).map_or(0, BTreeSet::len);
+            let likes = outcomes.likes.get(id).map_or(0, BTreeSet::len);
+            assert_eq!(post["commentCount"], json!(comments), "GSI1 copy of {id}");
+            assert_eq!(post["likeCount"], json!(likes), "GSI1 copy of {id}");
+            assert_eq!(post["username"], json!(outcomes.names[author]));
+        }
+    }
+    for entry in feed["items"].as_array().expect("items") {
+        let id = entry["postId"].as_str().expect("postId");
+        let comments = outcomes.comments.get(id).map_or(0, BTreeSet::len);
+        let likes = outcomes.likes.get(id).map_or(0, BTreeSet::len);
+        assert_eq!(entry["commentCount"], json!(comments), "feed copy of {id}");
+        assert_eq!(entry["likeCount"], json!(likes), "feed copy of {id}");
+    }
+}

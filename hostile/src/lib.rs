@@ -1,0 +1,51 @@
+//! A proxy in front of DynamoDB Local that behaves like DynamoDB under load.
+//!
+//! DynamoDB Local never throttles, never cancels a transaction because another
+//! one holds the item, never loses a response after committing and updates
+//! global secondary indexes synchronously. Real DynamoDB does all four, and
+//! code that was only ever run against DynamoDB Local has never taken those
+//! paths. [`Proxy`] forwards the AWS SDK's JSON 1.0 requests to an upstream
+//! (DynamoDB Local) and, at seeded rates set by [`Faults`], answers some of them
+//! the way the real service would:
+//!
+//! - `transaction_cancel`: a TransactWriteItems is not sent; the client gets a
+//!   `TransactionCanceledException` with one item's reason `ThrottlingError` or
+//!   `TransactionConflict` and `None` for the others.
+//! - `write_conflict`: a PutItem, UpdateItem or DeleteItem is not sent; the
+//!   client gets `TransactionConflictException`.
+//! - `throttle`: a data-plane read or write is not sent; the client gets
+//!   `ProvisionedThroughputExceededException` or `ThrottlingException`.
+//! - `lost_response`: a TransactWriteItems is sent and commits, but the client
+//!   gets a 500, as when an attempt times out after the commit; the SDK then
+//!   retries it with the same `ClientRequestToken`, which DynamoDB (and
+//!   DynamoDB Local) answers as a success without applying it again. The
+//!   proxy never cancels such a replay.
+//! - `gsi_lag`: a Query on an index does not see items whose `createdAt` is
+//!   more recent than the lag, as a GSI that has not caught up yet.
+//!
+//! Control-plane operations and DynamoDB Streams requests always pass through
+//! untouched, and [`Faults::none`] makes the proxy transparent. [`Stats`]
+//! counts what was forwarded and what was injected.
+//!
+//! Test and local-stack tooling only: nothing that ships in a Lambda depends
+//! on this crate.
+//!
+//! ```no_run
+//! # async fn example() -> std::io::Result<()> {
+//! let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+//! let proxy = hostile::Proxy::start(listener, "http://127.0.0.1:8000", hostile::Faults::hostile()).await?;
+//! // point the SDK client's endpoint_url at proxy.url(), run the workload, then:
+//! proxy.set_faults(hostile::Faults::none());
+//! println!("injected {} faults", proxy.stats().faults());
+//! # Ok(())
+//! # }
+//! ```
+
+mod faults;
+mod gsi;
+mod proxy;
+mod stats;
+
+pub use faults::{Faults, RATE_KINDS};
+pub use proxy::Proxy;
+pub use stats::Stats;
