@@ -18,10 +18,14 @@ use blog::{
     ids::{CommentId, LikeId, PostId, UserId},
     keys,
     store::{
-        ItemType, bulk::PostWithReplies, comments::CommentItem, likes::LikeItem, posts::PostItem,
+        ItemType,
+        bulk::PostWithReplies,
+        comments::CommentItem,
+        likes::LikeItem,
+        posts::{PostContentItem, PostItem},
         users::UserItem,
     },
-    text, timestamp,
+    timestamp,
 };
 use fastrand::Rng;
 use time::OffsetDateTime;
@@ -115,25 +119,8 @@ fn thread(
     let post_id = parse_id(PostId::parse, at, rng);
     let (title, content) = post_text(rng);
     let created = timestamp_at(at);
-    let post = PostItem {
-        pk: keys::post_pk(&post_id),
-        sk: keys::POST_SK.to_owned(),
-        gsi1pk: keys::user_items_pk(&author.user_id),
-        gsi1sk: keys::user_post_sk(&post_id),
-        kind: ItemType::Post,
-        post_id,
-        user_id: author.user_id.clone(),
-        username: author.username.clone(),
-        user_version: author.version,
-        title,
-        summary: text::summary(&content),
-        content,
-        comment_count: 0,
-        like_count: 0,
-        created_at: created.clone(),
-        updated_at: created,
-        version: 1,
-    };
+    let post = PostItem::new(post_id, author, &title, &content, &created);
+    let text = PostContentItem::new(post_id, &content, &created);
     // Most posts get little attention and a few get a lot: a skew towards zero
     // that still reaches the maxima.
     let (comments, likes) = if reference {
@@ -154,20 +141,7 @@ fn thread(
             let when = rng.u64(at..NOW_MS);
             let comment_id = parse_id(CommentId::parse, when, rng);
             let content = comment_text(rng);
-            CommentItem {
-                pk: keys::post_pk(&post_id),
-                sk: keys::comment_sk(&comment_id),
-                gsi1pk: keys::user_items_pk(&user_id(commenter)),
-                gsi1sk: keys::user_comment_sk(&comment_id),
-                kind: ItemType::Comment,
-                comment_id,
-                post_id,
-                user_id: user_id(commenter),
-                username: username(commenter),
-                user_version: 1,
-                content,
-                created_at: timestamp_at(when),
-            }
+            CommentItem::new(post_id, comment_id, &user(commenter), &content)
         })
         .collect();
     let likes = distinct_others(who, users, author_index(author, users), likes)
@@ -175,22 +149,10 @@ fn thread(
         .map(|liker| {
             let when = rng.u64(at..NOW_MS);
             let like_id = parse_id(LikeId::parse, when, rng);
-            LikeItem {
-                pk: keys::post_pk(&post_id),
-                sk: keys::like_sk(&like_id),
-                gsi1pk: keys::user_items_pk(&user_id(liker)),
-                gsi1sk: keys::user_like_sk(&like_id),
-                kind: ItemType::Like,
-                like_id,
-                post_id,
-                user_id: user_id(liker),
-                username: username(liker),
-                user_version: 1,
-                created_at: timestamp_at(when),
-            }
+            LikeItem::new(post_id, like_id, &user(liker))
         })
         .collect();
-    PostWithReplies::new(post, comments, likes)
+    PostWithReplies::new(post, text, comments, likes)
 }
 
 /// A post's title and content: three in ten in Japanese; English posts of
@@ -378,12 +340,12 @@ mod tests {
                 likers.dedup();
                 assert_eq!(likers.len(), t.likes.len(), "one like per user and post");
                 assert!(!likers.contains(&t.post.user_id));
-                assert!(text::title(&t.post.title).is_ok());
-                assert!(text::post_content(&t.post.content).is_ok());
+                assert!(blog::text::title(&t.post.title).is_ok());
+                assert!(blog::text::post_content(&t.content.content).is_ok());
                 assert!(
                     t.comments
                         .iter()
-                        .all(|c| text::comment_content(&c.content).is_ok())
+                        .all(|c| blog::text::comment_content(&c.content).is_ok())
                 );
             }
         }

@@ -14,9 +14,9 @@ use blog::{
         Store,
         meter::{Call, CapacityMeter},
     },
-    stream_poller::StreamPoller,
 };
 use fastrand::Rng;
+use local::stream_poller::{self, StreamPoller};
 use serde_json::json;
 
 use crate::{
@@ -189,7 +189,7 @@ impl Clients {
             request_meter,
             fanout: metered(&fanout_meter),
             fanout_meter,
-            streams: blog::store::streams_client(sdk, Some(endpoint)),
+            streams: stream_poller::streams_client(sdk, Some(endpoint)),
         }
     }
 }
@@ -491,11 +491,9 @@ impl Scale {
                     .await?;
             }
             (Request::Q2, Target::Post(post)) => {
-                client
-                    .get_item()
-                    .table_name(table)
-                    .key(keys::PK, S(keys::post_pk(post)))
-                    .key(keys::SK, S(keys::POST_SK.to_owned()))
+                // The post item and its content.
+                list(keys::post_pk(post), keys::POST_ITEMS_PREFIX, true)
+                    .limit(2)
                     .send()
                     .await?;
             }

@@ -168,7 +168,7 @@ impl NaiveStore {
             &post.post_id,
             &post.user_id,
             &post.title,
-            &post.content,
+            &thread.content.content,
             &post.created_at,
         ))?];
         for c in &thread.comments {

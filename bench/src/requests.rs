@@ -6,10 +6,10 @@ use std::{collections::HashMap, time::Instant};
 use blog::{
     api::{self, App},
     ids::{CommentId, LikeId, PostId, UserId},
-    local_gateway::{EventSpec, http_api_event},
     routes::{ROUTES, dispatch},
     timestamp,
 };
+use local::local_gateway::{EventSpec, http_api_event};
 use serde_json::json;
 
 use crate::naive::{Error, NaiveStore};

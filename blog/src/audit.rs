@@ -52,9 +52,11 @@ pub enum Finding {
     StaleFeedEntry { post: PostId },
     /// One of the newest posts is missing from the feed.
     MissingFeedEntry { post: PostId },
-    /// The feed holds a post that is not among the newest (or does not exist).
+    /// The feed holds a post that is not among the newest and its slack (or
+    /// does not exist).
     ExtraFeedEntry { post: PostId },
-    /// The feed's floor is not the newest post outside the feed.
+    /// The feed's floor is above the newest post outside the newest: it could
+    /// keep one of them out.
     Floor {
         stored: Option<PostId>,
         expected: PostId,
@@ -387,13 +389,24 @@ impl Snapshot {
                 }
             }
         }
+        // Below the newest, the feed may keep up to its slack of older posts
+        // until the next trim; nothing else.
+        let kept: Vec<PostId> = self
+            .posts
+            .keys()
+            .rev()
+            .take(capacity + crate::store::feed::feed_slack(capacity))
+            .copied()
+            .collect();
         for post in self.feed.keys() {
-            if !newest.contains(post) {
+            if !kept.contains(post) {
                 findings.push(Finding::ExtraFeedEntry { post: *post });
             }
         }
+        // The floor may lag (it rises only when a trim runs), but never reach
+        // one of the newest posts, which it would keep out.
         if let Some(expected) = self.posts.keys().rev().nth(capacity).copied()
-            && self.floor.is_none_or(|floor| floor < expected)
+            && self.floor.is_some_and(|floor| floor > expected)
         {
             findings.push(Finding::Floor {
                 stored: self.floor,

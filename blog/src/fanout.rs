@@ -2,7 +2,7 @@
 //!
 //! | stream record | what it writes | why it is idempotent |
 //! |---|---|---|
-//! | post INSERT | the post's feed entry, then trims the feed to 100 (also when the entry was there already: a first delivery may have failed between the two) | put only if absent or older (`version`) and the post is above the feed's floor |
+//! | post INSERT | the post's feed entry and the feed's count; when the count passes 100 and its slack (20), trims the feed to 100 (also when the entry was there already: a first delivery may have died before trimming) | put only if absent and the post is above the feed's floor |
 //! | post, comment or like INSERT | the author's current username, if the profile moved on since the item was written (a rename whose walk read GSI1 before the index showed the item) | update only where `userVersion` is older |
 //! | post MODIFY (short form changed) | the feed entry's copy of it | update only if the entry exists and is older |
 //! | user MODIFY (username changed) | the username onto every post, comment and like the user wrote | update only where `userVersion` is older |
@@ -111,9 +111,15 @@ pub async fn apply(store: &Store, record: &EventRecord) -> Result<Outcome, Fanou
                 post.username.clone_from(&profile.username);
                 post.user_version = profile.version;
             }
-            let entered = store.enter_feed(&post).await?;
-            let trimmed = store.trim_feed().await?;
-            let writes = 1 + trimmed + usize::from(renamed.is_some());
+            let (entered, entries) = store.enter_feed(&post).await?;
+            // Also when the entry was there already: a first delivery may
+            // have entered it and died before trimming.
+            let trimmed = if store.feed_due_trim(entries) {
+                store.trim_feed().await?
+            } else {
+                0
+            };
+            let writes = 2 + trimmed + usize::from(renamed.is_some());
             Ok(match (entered, renamed) {
                 (Copied::Written, _) | (_, Some(_)) => Outcome::Written { writes },
                 _ => Outcome::Stale { writes },

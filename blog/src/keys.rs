@@ -5,15 +5,19 @@
 //! | user profile    | `USER#<userId>`     | `PROFILE`           | –             | –                   |
 //! | username claim  | `USERNAME#<lower>`  | `USERNAME`          | –             | –                   |
 //! | post            | `POST#<postId>`     | `POST`              | `USER#<userId>` | `POST#<postId>`   |
+//! | post content    | `POST#<postId>`     | `POST#CONTENT`      | –             | –                   |
 //! | comment         | `POST#<postId>`     | `COMMENT#<commentId>` | `USER#<userId>` | `COMMENT#<commentId>` |
 //! | like            | `POST#<postId>`     | `LIKE#<likeId>`     | `USER#<userId>` | `LIKE#<likeId>`   |
 //! | like marker     | `POST#<postId>`     | `LIKER#<userId>`    | –             | –                   |
 //! | feed entry      | `FEED`              | `POST#<postId>`     | –             | –                   |
 //! | feed floor      | `FEED`              | `FLOOR`             | –             | –                   |
 //!
-//! A post's partition holds the post, its comments and its likes (the seeds' V3
-//! `posts` container), so a comment or like and the post's counter change in one
-//! single-partition transaction. GSI1 is overloaded: under `USER#<userId>` it lists
+//! A post's partition holds the post, its content, its comments and its likes
+//! (the seeds' V3 `posts` container), so a comment or like and the post's
+//! counter change in one single-partition transaction. The post item is small
+//! (what lists show, the counts, the versions) and the content (up to 200 KB)
+//! sits beside it, so that a like rewrites a few hundred bytes, never the text;
+//! both share the prefix `POST`, so Q2 reads them with one Query. GSI1 is overloaded: under `USER#<userId>` it lists
 //! what a user wrote, posts (Q3) as well as comments and likes (what a rename must
 //! fan out to). Profiles, username claims, markers and feed entries carry no GSI1
 //! keys, so the index stays sparse.
@@ -31,6 +35,10 @@ pub const GSI1SK: &str = "GSI1SK";
 pub const PROFILE_SK: &str = "PROFILE";
 pub const USERNAME_SK: &str = "USERNAME";
 pub const POST_SK: &str = "POST";
+pub const POST_CONTENT_SK: &str = "POST#CONTENT";
+/// What the post item's and the content item's sort keys, and nothing else in
+/// a post's partition, begin with.
+pub const POST_ITEMS_PREFIX: &str = "POST";
 pub const FEED_PK: &str = "FEED";
 /// The feed's floor: the newest post id ever trimmed out of the feed.
 pub const FEED_FLOOR_SK: &str = "FLOOR";
@@ -98,6 +106,12 @@ mod tests {
         // begins_with(LIKE#) query must not see them.
         assert!(!liker_sk(&user).starts_with(LIKE_PREFIX));
         assert!(!POST_SK.starts_with(COMMENT_PREFIX) && !POST_SK.starts_with(LIKE_PREFIX));
+        // Q2's begins_with(POST) reads the post and its content, nothing else.
+        for other in [COMMENT_PREFIX, LIKE_PREFIX, "LIKER#"] {
+            assert!(!other.starts_with(POST_ITEMS_PREFIX));
+        }
+        assert!(POST_SK.starts_with(POST_ITEMS_PREFIX));
+        assert!(POST_CONTENT_SK.starts_with(POST_ITEMS_PREFIX));
         // The feed's floor shares the feed partition with the entries.
         assert!(!FEED_FLOOR_SK.starts_with(POST_PREFIX));
     }

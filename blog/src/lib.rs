@@ -9,18 +9,18 @@
 //! - [`fanout`]: the DynamoDB Streams consumer that keeps denormalised copies true.
 //! - [`audit`]: the offline check (and repair) of every denormalised value.
 //! - [`startup`]: what every Lambda `main` calls.
-//! - [`stream_poller`]: the local stand-in for Lambda's stream event source.
+//!
+//! The local-only stand-ins (the API Gateway stand-in, the stream poller) live
+//! in the `local` crate, so that no Lambda compiles them.
 
 pub mod api;
 pub mod audit;
 pub mod fanout;
 pub mod ids;
 pub mod keys;
-pub mod local_gateway;
 pub mod model;
 pub mod routes;
 pub mod startup;
 pub mod store;
-pub mod stream_poller;
 pub mod text;
 pub mod timestamp;

@@ -7,8 +7,12 @@
 //!     check every denormalised value against its source (a full Scan: an
 //!     offline tool); with --repair, rewrite what is wrong. Exits 1 while
 //!     anything is left unrepaired.
+//! blog-admin migrate
+//!     move every post stored in the old shape (its content on the post item)
+//!     into the current one (a post item and a content item); idempotent,
+//!     resumable (run it again), and safe while the API serves
 //! blog-admin gateway PORT
-//!     serve every route on 127.0.0.1:PORT through `blog::local_gateway` (an
+//!     serve every route on 127.0.0.1:PORT through `local::local_gateway` (an
 //!     API Gateway stand-in, for the fuzzer); the local stack itself runs
 //!     under `cargo lambda watch`
 //! blog-admin stream-poller [--checkpoint FILE] [--invoke URL]
@@ -32,14 +36,15 @@ use aws_lambda_events::event::{dynamodb::Event, streams::DynamoDbEventResponse};
 use blog::{
     fanout,
     store::{self, Store, table},
-    stream_poller::StreamPoller,
 };
+use local::stream_poller::{self, StreamPoller};
 
 type Error = Box<dyn std::error::Error>;
 
 const USAGE: &str = concat!(
     "usage: blog-admin create-table\n",
     "       blog-admin audit [--repair]\n",
+    "       blog-admin migrate\n",
     "       blog-admin gateway PORT\n",
     "       blog-admin stream-poller [--checkpoint FILE] [--invoke URL]\n",
     "       blog-admin hostile-dynamodb PORT --upstream URL [--seed N] [--rate KIND=P ...] [--gsi-lag-ms N]",
@@ -53,6 +58,7 @@ async fn main() -> ExitCode {
         Some("create-table") => create_table().await,
         Some("stream-poller") => stream_poller(&args[1..]).await,
         Some("audit") => audit(&args[1..]).await,
+        Some("migrate") if args.len() == 1 => migrate().await,
         Some("gateway") => gateway(&args[1..]).await,
         Some("hostile-dynamodb") => hostile_dynamodb(&args[1..]).await,
         _ => Err(USAGE.into()),
@@ -85,6 +91,21 @@ async fn create_table() -> Result<(), Error> {
     let client = store::dynamodb_client(&env.sdk, env.endpoint.as_deref());
     let created = table::create_if_missing(&client, &env.table).await?;
     tracing::info!(table = %env.table, created, "table ready");
+    Ok(())
+}
+
+async fn migrate() -> Result<(), Error> {
+    let env = env().await?;
+    let store = Store::new(
+        store::dynamodb_client(&env.sdk, env.endpoint.as_deref()),
+        env.table,
+    );
+    let done = store.migrate().await?;
+    tracing::info!(found = done.found, moved = done.moved, "migration finished");
+    println!(
+        "{} post(s) in the old shape, {} moved",
+        done.found, done.moved
+    );
     Ok(())
 }
 
@@ -131,7 +152,7 @@ async fn gateway(args: &[String]) -> Result<(), Error> {
     let listener = tokio::net::TcpListener::bind(("127.0.0.1", port)).await?;
     tracing::info!(port, "gateway listening");
     tokio::select! {
-        () = blog::local_gateway::serve(listener, app, None) => {}
+        () = local::local_gateway::serve(listener, app, None) => {}
         _ = tokio::signal::ctrl_c() => {}
     }
     Ok(())
@@ -224,7 +245,7 @@ async fn stream_poller(args: &[String]) -> Result<(), Error> {
         store::dynamodb_client(&env.sdk, env.endpoint.as_deref()),
         env.table.clone(),
     );
-    let streams = store::streams_client(&env.sdk, env.endpoint.as_deref());
+    let streams = stream_poller::streams_client(&env.sdk, env.endpoint.as_deref());
     let poller = StreamPoller::new(store.clone(), streams, checkpoint);
     let stop = async {
         let _ = tokio::signal::ctrl_c().await;

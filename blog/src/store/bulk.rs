@@ -16,7 +16,7 @@ use super::{
     comments::CommentItem,
     feed::{FeedEntryItem, FeedFloorItem},
     likes::{LikeItem, LikerMarker},
-    posts::PostItem,
+    posts::{PostContentItem, PostItem},
     to_item,
     users::{UserItem, UsernameClaim},
 };
@@ -28,6 +28,7 @@ const BATCH: usize = 25;
 #[derive(Debug, Clone)]
 pub struct PostWithReplies {
     pub post: PostItem,
+    pub content: PostContentItem,
     pub comments: Vec<CommentItem>,
     pub likes: Vec<LikeItem>,
 }
@@ -35,12 +36,18 @@ pub struct PostWithReplies {
 impl PostWithReplies {
     /// Sets the post's counts and version from its replies, as one transaction
     /// per reply would have.
-    pub fn new(mut post: PostItem, comments: Vec<CommentItem>, likes: Vec<LikeItem>) -> Self {
+    pub fn new(
+        mut post: PostItem,
+        content: PostContentItem,
+        comments: Vec<CommentItem>,
+        likes: Vec<LikeItem>,
+    ) -> Self {
         post.comment_count = comments.len() as u64;
         post.like_count = likes.len() as u64;
         post.version = 1 + post.comment_count + post.like_count;
         Self {
             post,
+            content,
             comments,
             likes,
         }
@@ -57,8 +64,9 @@ pub fn user_items(user: &UserItem) -> Result<Vec<Item>, StoreError> {
 
 /// A post, its comments, its likes and their markers.
 pub fn post_items(thread: &PostWithReplies) -> Result<Vec<Item>, StoreError> {
-    let mut items = Vec::with_capacity(1 + thread.comments.len() + 2 * thread.likes.len());
+    let mut items = Vec::with_capacity(2 + thread.comments.len() + 2 * thread.likes.len());
     items.push(to_item(&thread.post)?);
+    items.push(to_item(&thread.content)?);
     for comment in &thread.comments {
         items.push(to_item(comment)?);
     }
@@ -80,7 +88,8 @@ pub fn feed_items(posts: &[&PostItem], capacity: usize) -> Result<Vec<Item>, Sto
         items.push(to_item(&FeedEntryItem::from(*post))?);
     }
     if let Some(floor) = newest.get(capacity) {
-        items.push(to_item(&FeedFloorItem::at(floor.post_id))?);
+        let entries = capacity as u64;
+        items.push(to_item(&FeedFloorItem::at(floor.post_id, entries))?);
     }
     Ok(items)
 }

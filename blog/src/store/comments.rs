@@ -3,7 +3,7 @@
 use aws_sdk_dynamodb::types::ReturnConsumedCapacity;
 use serde::{Deserialize, Serialize};
 
-use super::{Cancelled, ItemType, Store, StoreError, s, users::Attempt};
+use super::{Cancelled, ItemType, Store, StoreError, s, users::UserItem};
 use crate::{
     ids::{CommentId, PostId, UserId},
     keys::{self, COMMENT_PREFIX, PK, SK},
@@ -34,6 +34,26 @@ pub struct CommentItem {
     pub created_at: String,
 }
 
+impl CommentItem {
+    /// `author`'s comment on `post`, made when `comment_id` was.
+    pub fn new(post: PostId, comment_id: CommentId, author: &UserItem, content: &str) -> Self {
+        Self {
+            pk: keys::post_pk(&post),
+            sk: keys::comment_sk(&comment_id),
+            gsi1pk: keys::user_items_pk(&author.user_id),
+            gsi1sk: keys::user_comment_sk(&comment_id),
+            kind: ItemType::Comment,
+            comment_id,
+            post_id: post,
+            user_id: author.user_id.clone(),
+            username: author.username.clone(),
+            user_version: author.version,
+            content: content.to_owned(),
+            created_at: comment_id.created_at(),
+        }
+    }
+}
+
 impl From<CommentItem> for Comment {
     fn from(item: CommentItem) -> Self {
         Comment {
@@ -57,39 +77,19 @@ impl Store {
         author: &UserId,
         content: &str,
     ) -> Result<Comment, StoreError> {
-        self.as_author(author, move |profile| async move {
-            let comment_id = CommentId::generate();
-            let item = CommentItem {
-                pk: keys::post_pk(post),
-                sk: keys::comment_sk(&comment_id),
-                gsi1pk: keys::user_items_pk(author),
-                gsi1sk: keys::user_comment_sk(&comment_id),
-                kind: ItemType::Comment,
-                comment_id,
-                post_id: *post,
-                user_id: author.clone(),
-                username: profile.username.clone(),
-                user_version: profile.version,
-                content: content.to_owned(),
-                created_at: comment_id.created_at(),
-            };
-            let mut tx = self.transaction("comment");
-            tx.put_new("comment", &item)?;
-            let counted = self.count_on_post(&mut tx, post, "commentCount")?;
-            let author = self.author_unchanged(&mut tx, &profile)?;
-            match tx.commit().await {
-                Ok(()) => Ok(Attempt::Done(item.into())),
-                Err(Cancelled::Conditions(failed)) if failed.failed(counted) => {
-                    Err(StoreError::PostNotFound)
-                }
-                Err(Cancelled::Conditions(failed)) if failed.failed(author) => {
-                    Ok(Attempt::ProfileMoved)
-                }
-                Err(Cancelled::Conditions(failed)) => Err(failed.unexpected("comment")),
-                Err(Cancelled::Store(err)) => Err(err),
+        let profile = self.author(author).await?;
+        let item = CommentItem::new(*post, CommentId::generate(), &profile, content);
+        let mut tx = self.transaction("comment");
+        tx.put_new("comment", &item)?;
+        let counted = self.count_on_post(&mut tx, post, "commentCount")?;
+        match tx.commit().await {
+            Ok(()) => Ok(item.into()),
+            Err(Cancelled::Conditions(failed)) if failed.failed(counted) => {
+                Err(StoreError::PostNotFound)
             }
-        })
-        .await
+            Err(Cancelled::Conditions(failed)) => Err(failed.unexpected("comment")),
+            Err(Cancelled::Store(err)) => Err(err),
+        }
     }
 
     /// Q4: one Query in the post's partition, oldest first.

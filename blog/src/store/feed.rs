@@ -8,13 +8,13 @@
 
 use aws_sdk_dynamodb::{
     operation::query::builders::QueryFluentBuilder,
-    types::{ConditionCheck, Put, ReturnConsumedCapacity},
+    types::{ReturnConsumedCapacity, ReturnValue},
 };
 use serde::{Deserialize, Serialize};
 
 use super::{
-    Cancelled, ItemType, Store, StoreError, classify, condition_held, from_items, key, n,
-    posts::PostItem, s, to_item,
+    ItemType, Store, StoreError, classify, condition_held, from_items, key, n, posts::PostItem, s,
+    to_item,
 };
 use crate::{
     ids::{PostId, UserId},
@@ -72,7 +72,8 @@ impl From<&PostItem> for FeedEntryItem {
     }
 }
 
-/// The feed's floor, as [`Store::trim_feed`] leaves it.
+/// The feed's floor, as [`Store::trim_feed`] leaves it, and the count of
+/// entries that decides when to trim.
 #[derive(Debug, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub(super) struct FeedFloorItem {
@@ -83,17 +84,26 @@ pub(super) struct FeedFloorItem {
     #[serde(rename = "type")]
     pub kind: ItemType,
     pub floor_post_id: PostId,
+    pub entries: u64,
 }
 
 impl FeedFloorItem {
-    pub(super) fn at(post: PostId) -> Self {
+    pub(super) fn at(post: PostId, entries: u64) -> Self {
         Self {
             pk: FEED_PK.to_owned(),
             sk: FEED_FLOOR_SK.to_owned(),
             kind: ItemType::FeedFloor,
             floor_post_id: post,
+            entries,
         }
     }
+}
+
+/// How many entries beyond its capacity the feed may hold before a trim: a
+/// fifth. Q6 shows only the newest `capacity`; the slack means a trim (which
+/// reads the whole feed) runs once every so many posts, not on each.
+pub fn feed_slack(capacity: usize) -> usize {
+    capacity / 5
 }
 
 /// What a conditional copy did.
@@ -126,41 +136,94 @@ impl Store {
     /// second call would follow if they did).
     pub async fn feed(&self, limit: usize) -> Result<Vec<PostSummary>, StoreError> {
         let items = self
-            .query_up_to(self.feed_entries(), None, limit.min(FEED_CAPACITY))
+            .query_up_to(self.feed_entries(), None, limit.min(self.feed_capacity()))
             .await?;
         from_items(items)
     }
 
-    /// Fan-out of a new post: its entry enters the feed unless the feed holds
-    /// this version or a newer one already, or the post is at or below the
-    /// floor. One transaction: the entry's put and a check of the floor.
-    pub async fn enter_feed(&self, post: &PostItem) -> Result<Copied, StoreError> {
+    /// Fan-out of a new post: its entry enters the feed unless it is there
+    /// already or the post is at or below the floor (a post that left the
+    /// feed never comes back); then the feed's count of entries grows by one,
+    /// and a trim follows when it passes the slack. Plain writes, not a
+    /// transaction: a post read as above the floor just before a trim raised
+    /// the floor past it sits below the newest `capacity`, where Q6 never
+    /// reads and the next trim removes it; a count that drifts (a delivery
+    /// that died between the two writes) only moves the next trim, which
+    /// counts again.
+    ///
+    /// Returns what it did and how many entries the feed holds, as counted.
+    pub async fn enter_feed(&self, post: &PostItem) -> Result<(Copied, u64), StoreError> {
+        let (floor, entries) = self.feed_head().await?;
+        if floor.is_some_and(|floor| post.post_id <= floor) {
+            return Ok((Copied::Stale, entries));
+        }
         let entry = FeedEntryItem::from(post);
-        let put = Put::builder()
+        let put = self
+            .client()
+            .put_item()
             .table_name(self.table())
             .set_item(Some(to_item(&entry)?))
-            .condition_expression(
-                "attribute_not_exists(PK) OR version < :version OR userVersion < :uv",
-            )
-            .expression_attribute_values(":version", n(entry.version))
-            .expression_attribute_values(":uv", n(entry.user_version))
-            .build()?;
-        let above_floor = ConditionCheck::builder()
+            .condition_expression("attribute_not_exists(PK)")
+            .return_consumed_capacity(ReturnConsumedCapacity::Indexes);
+        let entered = condition_held(
+            self.backoff()
+                .send("enter feed", || put.clone().send())
+                .await,
+        )?;
+        if !entered {
+            // Delivered before: a newer name the INSERT rule found still
+            // reaches the entry.
+            self.refresh_feed_entry(post).await?;
+            return Ok((Copied::Stale, entries));
+        }
+        let count = self
+            .client()
+            .update_item()
             .table_name(self.table())
             .set_key(Some(key(FEED_PK.to_owned(), FEED_FLOOR_SK)))
-            .condition_expression("attribute_not_exists(floorPostId) OR floorPostId < :post")
-            .expression_attribute_values(":post", s(post.post_id.to_string()))
-            .build()?;
-        let mut tx = self.transaction("enter feed");
-        tx.put("feed entry", put);
-        tx.check("feed floor", above_floor);
-        match tx.commit().await {
-            Ok(()) => Ok(Copied::Written),
-            // Only a failed condition means "already there, or below the
-            // floor"; a throttled or conflicting attempt is an error, retried.
-            Err(Cancelled::Conditions(_)) => Ok(Copied::Stale),
-            Err(Cancelled::Store(err)) => Err(err),
+            .update_expression("SET entries = if_not_exists(entries, :zero) + :one, #type = :type")
+            .expression_attribute_names("#type", "type")
+            .expression_attribute_values(":zero", n(0))
+            .expression_attribute_values(":one", n(1))
+            .expression_attribute_values(":type", ItemType::FeedFloor.attribute()?)
+            .return_values(ReturnValue::UpdatedNew)
+            .return_consumed_capacity(ReturnConsumedCapacity::Indexes);
+        let counted = self
+            .backoff()
+            .send("count feed entry", || count.clone().send())
+            .await
+            .map_err(classify)?;
+        let entries = counted
+            .attributes
+            .and_then(|a| a.get("entries").and_then(|v| v.as_n().ok()).cloned())
+            .and_then(|n| n.parse().ok())
+            .unwrap_or(entries + 1);
+        Ok((Copied::Written, entries))
+    }
+
+    /// Whether a feed holding `entries` (as counted) is due a trim: past its
+    /// capacity and slack.
+    pub fn feed_due_trim(&self, entries: u64) -> bool {
+        let limit = self.feed_capacity() + feed_slack(self.feed_capacity());
+        usize::try_from(entries).unwrap_or(usize::MAX) > limit
+    }
+
+    /// The feed's floor and count of entries, strongly consistent.
+    async fn feed_head(&self) -> Result<(Option<PostId>, u64), StoreError> {
+        #[derive(Deserialize)]
+        #[serde(rename_all = "camelCase")]
+        struct Head {
+            floor_post_id: Option<PostId>,
+            entries: Option<u64>,
         }
+        let head = self
+            .get(key(FEED_PK.to_owned(), FEED_FLOOR_SK), true)
+            .await?;
+        let Some(item) = head else {
+            return Ok((None, 0));
+        };
+        let head: Head = super::from_item(item)?;
+        Ok((head.floor_post_id, head.entries.unwrap_or(0)))
     }
 
     /// Fan-out of a changed post: refreshes its feed entry if the feed holds an
@@ -201,9 +264,12 @@ impl Store {
     }
 
     /// Keeps the newest [`FEED_CAPACITY`] entries (or the store's capacity):
-    /// raises the floor to the newest entry beyond them, then deletes those. Returns how many writes it
-    /// issued. Raising the floor first means a crash between the two steps
-    /// leaves entries that the next trim removes, never a post that can return.
+    /// raises the floor to the newest entry beyond them, deletes those, and
+    /// sets the count to what is left. Returns how many writes it issued.
+    /// Raising the floor first means a crash between the steps leaves entries
+    /// that the next trim removes, never a post that can return. It reads the
+    /// whole feed (its keys), so it runs only when the count has passed the
+    /// slack: once every fifth of the capacity's posts.
     pub async fn trim_feed(&self) -> Result<usize, StoreError> {
         #[derive(Deserialize)]
         #[serde(rename_all = "camelCase")]
@@ -220,12 +286,14 @@ impl Store {
         let Some(newest_excess) = excess.first() else {
             return Ok(0);
         };
+        let remaining = ids.len();
         let raise = self
             .client()
             .update_item()
             .table_name(self.table())
             .set_key(Some(key(FEED_PK.to_owned(), FEED_FLOOR_SK)))
-            .update_expression("SET floorPostId = :post, #type = :type")
+            .update_expression("SET floorPostId = :post, #type = :type, entries = :left")
+            .expression_attribute_values(":left", n(remaining as u64))
             .condition_expression("attribute_not_exists(floorPostId) OR floorPostId < :post")
             .expression_attribute_names("#type", "type")
             .expression_attribute_values(":post", s(newest_excess.to_string()))

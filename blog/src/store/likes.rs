@@ -3,7 +3,7 @@
 use aws_sdk_dynamodb::types::ReturnConsumedCapacity;
 use serde::{Deserialize, Serialize};
 
-use super::{Cancelled, ItemType, Store, StoreError, classify, from_item, key, s, users::Attempt};
+use super::{Cancelled, ItemType, Store, StoreError, from_item, key, s, users::UserItem};
 use crate::{
     ids::{LikeId, PostId, UserId},
     keys::{self, LIKE_PREFIX, PK, SK},
@@ -32,6 +32,25 @@ pub struct LikeItem {
     pub username: String,
     pub user_version: u64,
     pub created_at: String,
+}
+
+impl LikeItem {
+    /// `liker`'s like of `post`, made when `like_id` was.
+    pub fn new(post: PostId, like_id: LikeId, liker: &UserItem) -> Self {
+        Self {
+            pk: keys::post_pk(&post),
+            sk: keys::like_sk(&like_id),
+            gsi1pk: keys::user_items_pk(&liker.user_id),
+            gsi1sk: keys::user_like_sk(&like_id),
+            kind: ItemType::Like,
+            like_id,
+            post_id: post,
+            user_id: liker.user_id.clone(),
+            username: liker.username.clone(),
+            user_version: liker.version,
+            created_at: like_id.created_at(),
+        }
+    }
 }
 
 impl From<LikeItem> for Like {
@@ -83,74 +102,44 @@ pub enum Liked {
 impl Store {
     /// C4: the marker, the like and the post's `likeCount` change commit
     /// together; a second like by the same user fails on the marker and changes
-    /// nothing.
+    /// nothing. The like copies the liker's username as read; a rename racing
+    /// with it is caught up by the fan-out's INSERT rule.
     pub async fn like_post(&self, post: &PostId, liker: &UserId) -> Result<Liked, StoreError> {
-        self.as_author(liker, move |profile| async move {
-            let like_id = LikeId::generate();
-            let like = LikeItem {
-                pk: keys::post_pk(post),
-                sk: keys::like_sk(&like_id),
-                gsi1pk: keys::user_items_pk(liker),
-                gsi1sk: keys::user_like_sk(&like_id),
-                kind: ItemType::Like,
-                like_id,
-                post_id: *post,
-                user_id: liker.clone(),
-                username: profile.username.clone(),
-                user_version: profile.version,
-                created_at: like_id.created_at(),
-            };
-            let mut tx = self.transaction("like");
-            let marker = tx.put_new("liker marker", &LikerMarker::for_like(&like))?;
-            tx.put_new("like", &like)?;
-            let counted = self.count_on_post(&mut tx, post, "likeCount")?;
-            let author = self.author_unchanged(&mut tx, &profile)?;
-            match tx.commit().await {
-                Ok(()) => Ok(Attempt::Done(Liked::New(like.into()))),
-                Err(Cancelled::Conditions(failed)) if failed.failed(counted) => {
-                    Err(StoreError::PostNotFound)
-                }
-                Err(Cancelled::Conditions(failed)) if failed.failed(marker) => {
-                    let existing = self.existing_like(post, liker).await?;
-                    Ok(Attempt::Done(Liked::Already(existing)))
-                }
-                Err(Cancelled::Conditions(failed)) if failed.failed(author) => {
-                    Ok(Attempt::ProfileMoved)
-                }
-                Err(Cancelled::Conditions(failed)) => Err(failed.unexpected("like")),
-                Err(Cancelled::Store(err)) => Err(err),
+        let profile = self.author(liker).await?;
+        let like = LikeItem::new(*post, LikeId::generate(), &profile);
+        let mut tx = self.transaction("like");
+        let marker = tx.put_new("liker marker", &LikerMarker::for_like(&like))?;
+        tx.put_new("like", &like)?;
+        let counted = self.count_on_post(&mut tx, post, "likeCount")?;
+        match tx.commit().await {
+            Ok(()) => Ok(Liked::New(like.into())),
+            Err(Cancelled::Conditions(failed)) if failed.failed(counted) => {
+                Err(StoreError::PostNotFound)
             }
-        })
-        .await
+            Err(Cancelled::Conditions(failed)) if failed.failed(marker) => {
+                Ok(Liked::Already(self.existing_like(post, liker).await?))
+            }
+            Err(Cancelled::Conditions(failed)) => Err(failed.unexpected("like")),
+            Err(Cancelled::Store(err)) => Err(err),
+        }
     }
 
     /// The like a user already gave a post: the marker names it.
     async fn existing_like(&self, post: &PostId, liker: &UserId) -> Result<Like, StoreError> {
-        let marker = self.get(keys::post_pk(post), keys::liker_sk(liker)).await?;
+        let marker = self
+            .get(key(keys::post_pk(post), keys::liker_sk(liker)), true)
+            .await?;
         let marker: LikerMarker =
             from_item(marker.ok_or_else(|| StoreError::Internal("like marker vanished".into()))?)?;
         let like = self
-            .get(keys::post_pk(post), keys::like_sk(&marker.like_id))
+            .get(
+                key(keys::post_pk(post), keys::like_sk(&marker.like_id)),
+                true,
+            )
             .await?;
         let like: LikeItem =
             from_item(like.ok_or_else(|| StoreError::Internal("marked like is missing".into()))?)?;
         Ok(like.into())
-    }
-
-    async fn get(&self, pk: String, sk: String) -> Result<Option<super::Item>, StoreError> {
-        let get = self
-            .client()
-            .get_item()
-            .table_name(self.table())
-            .set_key(Some(key(pk, sk)))
-            .consistent_read(true)
-            .return_consumed_capacity(ReturnConsumedCapacity::Indexes);
-        let output = self
-            .backoff()
-            .send("get", || get.clone().send())
-            .await
-            .map_err(classify)?;
-        Ok(output.item)
     }
 
     /// Q5: one Query in the post's partition, newest first.

@@ -7,6 +7,7 @@ pub mod cursor;
 pub mod feed;
 pub mod likes;
 pub mod meter;
+pub mod migrate;
 mod pages;
 pub mod posts;
 pub mod retry;
@@ -21,7 +22,7 @@ use aws_config::{BehaviorVersion, retry::RetryConfig, timeout::TimeoutConfig};
 use aws_sdk_dynamodb::{
     Client,
     error::{ProvideErrorMetadata, SdkError},
-    types::{AttributeValue, ConditionCheck, Update},
+    types::{AttributeValue, Update},
 };
 use serde::{Deserialize, Serialize, de::DeserializeOwned};
 use thiserror::Error;
@@ -71,6 +72,7 @@ pub enum ItemType {
     User,
     Username,
     Post,
+    PostContent,
     Comment,
     Like,
     Liker,
@@ -160,6 +162,28 @@ impl Store {
         &self.backoff
     }
 
+    /// One GetItem, retried while DynamoDB is busy; strongly consistent when
+    /// a write depends on what it reads.
+    pub(crate) async fn get(
+        &self,
+        key: Item,
+        consistent: bool,
+    ) -> Result<Option<Item>, StoreError> {
+        let get = self
+            .client()
+            .get_item()
+            .table_name(self.table())
+            .set_key(Some(key))
+            .consistent_read(consistent)
+            .return_consumed_capacity(aws_sdk_dynamodb::types::ReturnConsumedCapacity::Indexes);
+        let output = self
+            .backoff()
+            .send("get", || get.clone().send())
+            .await
+            .map_err(classify)?;
+        Ok(output.item)
+    }
+
     /// Adds one to a post's `counter` and bumps its `version`; the condition
     /// fails if the post does not exist.
     fn count_on_post(
@@ -178,28 +202,11 @@ impl Store {
             .build()?;
         Ok(tx.update("post", update))
     }
-
-    /// Holds only while the author's profile is still at the version whose
-    /// username the new item copies: a rename racing with the write fails it,
-    /// and the write is redone with the new name.
-    fn author_unchanged(
-        &self,
-        tx: &mut Transaction<'_>,
-        author: &users::UserItem,
-    ) -> Result<Slot, StoreError> {
-        let check = ConditionCheck::builder()
-            .table_name(self.table())
-            .set_key(Some(users::UserItem::key(&author.user_id)))
-            .condition_expression("version = :seen")
-            .expression_attribute_values(":seen", n(author.version))
-            .build()?;
-        Ok(tx.check("author profile", check))
-    }
 }
 
 /// The SDK's error for a failed request, in the domain's words: anything that
 /// says "DynamoDB could not serve this now" becomes [`StoreError::Busy`].
-pub(crate) fn classify<E, R>(err: SdkError<E, R>) -> StoreError
+pub fn classify<E, R>(err: SdkError<E, R>) -> StoreError
 where
     E: ProvideErrorMetadata + std::error::Error + 'static,
     R: std::fmt::Debug,
@@ -317,16 +324,4 @@ pub fn dynamodb_client(sdk: &aws_config::SdkConfig, endpoint: Option<&str>) -> C
         config = config.endpoint_url(endpoint);
     }
     Client::from_conf(config.build())
-}
-
-/// The DynamoDB Streams client (the local stream poller's), likewise.
-pub fn streams_client(
-    sdk: &aws_config::SdkConfig,
-    endpoint: Option<&str>,
-) -> aws_sdk_dynamodbstreams::Client {
-    let mut config = aws_sdk_dynamodbstreams::config::Builder::from(sdk);
-    if let Some(endpoint) = endpoint {
-        config = config.endpoint_url(endpoint);
-    }
-    aws_sdk_dynamodbstreams::Client::from_conf(config.build())
 }

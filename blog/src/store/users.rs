@@ -1,7 +1,5 @@
 //! User profiles (C1, Q1) and the username claims that keep names unique.
 
-use std::future::Future;
-
 use aws_sdk_dynamodb::types::{Delete, ReturnConsumedCapacity, Update};
 use serde::{Deserialize, Serialize};
 
@@ -15,15 +13,8 @@ use crate::{
     timestamp,
 };
 
-/// How often a write re-reads a profile that changed under it before giving up.
+/// How often a rename re-reads a profile that changed under it before giving up.
 const OPTIMISTIC_ATTEMPTS: usize = 5;
-
-/// One try of a write that copies its author's username ([`Store::as_author`]).
-pub(crate) enum Attempt<T> {
-    Done(T),
-    /// The profile changed between the read and the write: read it again.
-    ProfileMoved,
-}
 
 /// The profile item. `version` grows by one on every change, so copies of the
 /// username elsewhere can be applied in order and only once.
@@ -128,19 +119,8 @@ impl Store {
         user: &UserId,
         consistent: bool,
     ) -> Result<Option<UserItem>, StoreError> {
-        let get = self
-            .client()
-            .get_item()
-            .table_name(self.table())
-            .set_key(Some(UserItem::key(user)))
-            .consistent_read(consistent)
-            .return_consumed_capacity(ReturnConsumedCapacity::Indexes);
-        let output = self
-            .backoff()
-            .send("get profile", || get.clone().send())
-            .await
-            .map_err(classify)?;
-        output.item.map(from_item).transpose()
+        let item = self.get(UserItem::key(user), consistent).await?;
+        item.map(from_item).transpose()
     }
 
     /// The caller's profile, which every write of content needs (403 without).
@@ -148,31 +128,6 @@ impl Store {
         self.read_profile(user, true)
             .await?
             .ok_or(StoreError::NoProfile)
-    }
-
-    /// Runs `write` with the author's current profile (read strongly
-    /// consistent, 403 without one) and again with a fresh read whenever the
-    /// write reports that the profile moved under it: how every item that
-    /// copies a username is written under the name current at its commit.
-    pub(crate) async fn as_author<T, F, Fut>(
-        &self,
-        author: &UserId,
-        mut write: F,
-    ) -> Result<T, StoreError>
-    where
-        F: FnMut(UserItem) -> Fut,
-        Fut: Future<Output = Result<Attempt<T>, StoreError>>,
-    {
-        for _ in 0..OPTIMISTIC_ATTEMPTS {
-            let profile = self.author(author).await?;
-            if let Attempt::Done(done) = write(profile).await? {
-                return Ok(done);
-            }
-        }
-        Err(StoreError::busy(
-            Busy::Conflict,
-            "the author's profile kept changing",
-        ))
     }
 
     /// C1 (edit): renames a user. The profile change, the release of the old

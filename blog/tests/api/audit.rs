@@ -96,7 +96,7 @@ async fn the_audit_finds_and_repairs_every_stale_copy() {
         .send()
         .await
         .expect("delete");
-    // An old post back in the feed, and no floor.
+    // An old post back in the feed.
     let old = &posts[0];
     let entry = json!({
         "PK": "FEED", "SK": format!("POST#{old}"), "type": "feedEntry", "postId": old, "userId": author,
@@ -108,13 +108,8 @@ async fn the_audit_finds_and_repairs_every_stale_copy() {
         .send()
         .await
         .expect("put");
-    let floor = store.client().delete_item().table_name(store.table());
-    floor
-        .key("PK", s("FEED"))
-        .key("SK", s("FLOOR"))
-        .send()
-        .await
-        .expect("delete floor");
+    // And a floor above a post the feed shows: it could keep a post out.
+    corrupt(&api, "FEED", "FLOOR", "floorPostId", s(&posts[3])).await;
 
     let found = api.app.store.audit(false).await.expect("audit").findings;
     let kinds: Vec<String> = found

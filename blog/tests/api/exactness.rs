@@ -159,7 +159,30 @@ async fn apply(store: &Store, batches: &[Vec<EventRecord>]) -> Vec<Item> {
             response.batch_item_failures
         );
     }
-    store_snapshot(store).await
+    visible(store_snapshot(store).await)
+}
+
+/// The table as the requests see it. The feed partition shows its newest
+/// `CAPACITY` entries; below them it may keep up to its slack of older ones
+/// until the next trim, and its floor and count move with the trims, whose
+/// timing depends on the order records arrive in. So of the feed partition
+/// only the newest `CAPACITY` entries count; every other item counts whole.
+fn visible(mut items: Vec<Item>) -> Vec<Item> {
+    let text = |item: &Item, name: &str| {
+        item.get(name)
+            .and_then(|v| v.as_s().ok())
+            .cloned()
+            .unwrap_or_default()
+    };
+    let mut entries: Vec<String> = items
+        .iter()
+        .filter(|i| text(i, "PK") == "FEED" && text(i, "SK").starts_with("POST#"))
+        .map(|i| text(i, "SK"))
+        .collect();
+    entries.sort_unstable_by(|a, b| b.cmp(a));
+    entries.truncate(CAPACITY);
+    items.retain(|i| text(i, "PK") != "FEED" || entries.contains(&text(i, "SK")));
+    items
 }
 
 /// The record's item: its `PK` and `SK`.

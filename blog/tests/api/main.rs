@@ -3,6 +3,7 @@
 
 mod audit;
 mod authz;
+mod billed;
 mod capacity;
 mod comments;
 mod conflicts;
@@ -15,6 +16,7 @@ mod feed;
 mod identity;
 mod likes;
 mod load;
+mod migration;
 mod pages;
 mod poller;
 mod posts;

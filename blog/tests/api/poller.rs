@@ -38,7 +38,7 @@ async fn a_partial_failure_is_redelivered_from_the_lowest_failed_record() {
     for i in 0..3 {
         api.post(&author, format!("post {i}"), "text").await;
     }
-    api.wait_for_stream(5).await;
+    api.wait_for_stream(8).await;
     let deliveries: Mutex<Vec<Vec<String>>> = Mutex::default();
     let deliver = |event: Event| {
         let seqs = sequence_numbers(&event);
@@ -61,8 +61,8 @@ async fn a_partial_failure_is_redelivered_from_the_lowest_failed_record() {
     let deliveries = deliveries.into_inner().expect("lock");
     assert_eq!(
         deliveries[0].len(),
-        5,
-        "a profile, its username claim and three posts"
+        8,
+        "a profile, its username claim and three posts with their contents"
     );
     assert_eq!(
         deliveries[1],

@@ -1,5 +1,5 @@
 //! The harness: a fresh table per test in the DynamoDB Local that infra/test.sh
-//! started, served over HTTP on a loopback port by `blog::local_gateway`, the
+//! started, served over HTTP on a loopback port by `local::local_gateway`, the
 //! stand-in for API Gateway (each request becomes the HTTP API's payload-2.0
 //! event, parsed by lambda_http as a Lambda would).
 
@@ -12,10 +12,10 @@ use aws_sdk_dynamodb::{
 };
 use blog::{
     api::App,
-    fanout, local_gateway,
+    fanout,
     store::{Store, meter::CapacityMeter, table},
-    stream_poller::StreamPoller,
 };
+use local::{local_gateway, stream_poller::StreamPoller};
 use serde_json::{Value, json};
 use tokio::net::TcpListener;
 

@@ -20,7 +20,7 @@ use aws_sdk_dynamodbstreams::types::{Record, Shard, ShardIteratorType};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
-use crate::store::{Store, StoreError, classify};
+use blog::store::{Busy, Store, StoreError, classify};
 
 /// Lambda's default batch size for DynamoDB streams.
 const BATCH_SIZE: i32 = 100;
@@ -265,10 +265,7 @@ impl StreamPoller {
             let event = lambda_event(arn, &self.region, batch)
                 .map_err(|e| StoreError::Internal(format!("cannot build the stream event: {e}")))?;
             let response = deliver(event).await.map_err(|e| {
-                StoreError::busy(
-                    crate::store::Busy::Unavailable,
-                    format!("fan-out invocation failed: {e}"),
-                )
+                StoreError::busy(Busy::Unavailable, format!("fan-out invocation failed: {e}"))
             })?;
             match lowest_failure(batch, &response) {
                 None => return Ok(()),
@@ -384,4 +381,17 @@ fn lambda_record(arn: &str, region: &str, record: &Record) -> Result<Value, serd
         "eventSourceARN": arn,
         "dynamodb": dynamodb,
     }))
+}
+
+/// The DynamoDB Streams client, pointed at `endpoint` when one is given
+/// (DynamoDB Local), as [`blog::store::dynamodb_client`] is for the table.
+pub fn streams_client(
+    sdk: &aws_config::SdkConfig,
+    endpoint: Option<&str>,
+) -> aws_sdk_dynamodbstreams::Client {
+    let mut config = aws_sdk_dynamodbstreams::config::Builder::from(sdk);
+    if let Some(endpoint) = endpoint {
+        config = config.endpoint_url(endpoint);
+    }
+    aws_sdk_dynamodbstreams::Client::from_conf(config.build())
 }

@@ -16,7 +16,7 @@ use hyper_util::rt::TokioIo;
 use serde_json::{Value, json};
 use tokio::net::TcpListener;
 
-use crate::{
+use blog::{
     api::{ApiError, App, respond},
     routes::{ROUTES, Route, dispatch},
 };
@@ -66,7 +66,7 @@ async fn handle(
                 .as_str()
                 .unwrap_or_default()
                 .to_owned();
-            crate::store::request_scope(request_id, dispatch(route.function, app, request)).await
+            blog::store::request_scope(request_id, dispatch(route.function, app, request)).await
         }
         Err(err) => Some(Err(ApiError::Internal(format!(
             "cannot parse the event: {err}"

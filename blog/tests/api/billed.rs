@@ -1,0 +1,209 @@
+//! What a like and a comment cost as DynamoDB bills them, fan-out included,
+//! computed from the items they write by the published rules: a write costs
+//! 1 WCU per KB (rounded up) of the larger of the item before and after, on
+//! the table and again on each index whose entry it writes; a transactional
+//! write costs twice that on the table. (DynamoDB Local's own figures for
+//! transactions are lower and are reported beside.)
+//!
+//! The point of splitting the post from its content: the cost of a like does
+//! not grow with the post, because no like or comment rewrites the text.
+
+use std::collections::BTreeMap;
+
+use aws_sdk_dynamodb::types::AttributeValue;
+use blog::{
+    keys::{FEED_PK, GSI1PK, GSI1SK, PK, SK},
+    store::{
+        Item,
+        size::{item_size, write_units},
+        table::GSI1_PROJECTED,
+    },
+};
+use serde_json::json;
+
+use crate::support::{TestApi, table_snapshot};
+
+type Keyed = BTreeMap<(String, String), Item>;
+
+fn keyed(items: Vec<Item>) -> Keyed {
+    let key = |item: &Item, name: &str| {
+        item.get(name)
+            .and_then(|v| v.as_s().ok())
+            .cloned()
+            .unwrap_or_default()
+    };
+    items
+        .into_iter()
+        .map(|item| ((key(&item, PK), key(&item, SK)), item))
+        .collect()
+}
+
+/// The GSI1 entry of an item: its keys, the table's keys and the projected
+/// attributes; `None` for an item the sparse index leaves out.
+fn gsi1_entry(item: &Item) -> Option<Item> {
+    item.get(GSI1PK)?;
+    let kept: Vec<&str> = [PK, SK, GSI1PK, GSI1SK]
+        .into_iter()
+        .chain(GSI1_PROJECTED)
+        .collect();
+    Some(
+        item.iter()
+            .filter(|(name, _)| kept.contains(&name.as_str()))
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect(),
+    )
+}
+
+/// Billed write units of going from `before` to `after`: every item that
+/// changed, appeared or went. Writes outside the feed partition are the
+/// request's transaction (twice the rate); the feed's are the fan-out's
+/// plain writes.
+fn billed(before: &Keyed, after: &Keyed) -> u64 {
+    let mut units = 0;
+    let keys: std::collections::BTreeSet<_> = before.keys().chain(after.keys()).collect();
+    for key in keys {
+        let (old, new) = (before.get(key), after.get(key));
+        if old == new {
+            continue;
+        }
+        let larger = old.map_or(0, item_size).max(new.map_or(0, item_size));
+        let rate = if key.0 == FEED_PK { 1 } else { 2 };
+        units += rate * write_units(larger);
+        let entry = |item: Option<&Item>| item.and_then(gsi1_entry);
+        let (old_entry, new_entry) = (entry(old), entry(new));
+        if old_entry != new_entry {
+            let larger = old_entry
+                .as_ref()
+                .map_or(0, item_size)
+                .max(new_entry.as_ref().map_or(0, item_size));
+            units += write_units(larger);
+        }
+    }
+    units
+}
+
+/// A like and a comment on a post of `length` characters: billed units, and
+/// what DynamoDB Local reported, fan-out included.
+async fn costs(length: usize) -> [(u64, f64); 2] {
+    let api = TestApi::start().await;
+    let mut poller = api.poller();
+    let author = api.user("author").await;
+    let fan = api.user("fan").await;
+    let post = api.post(&author, "a post", &"本".repeat(length)).await;
+    api.settle(&mut poller).await;
+    let mut out = [(0, 0.0); 2];
+    for (i, (path, body)) in [
+        (format!("/posts/{post}/likes"), None),
+        (
+            format!("/posts/{post}/comments"),
+            Some(json!({ "content": "nice post" })),
+        ),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let before = keyed(table_snapshot(&api).await);
+        api.meter.take();
+        let (status, reply) = api.call("POST", &path, Some(&fan), body).await;
+        assert_eq!(status, 201, "{reply}");
+        api.settle(&mut poller).await;
+        let local: f64 = api
+            .meter
+            .take()
+            .iter()
+            .filter(|c| c.operation != "DescribeTable" && c.operation != "Scan")
+            .filter(|c| !c.operation.starts_with("Get") && c.operation != "Query")
+            .map(blog::store::meter::Call::total)
+            .sum();
+        let after = keyed(table_snapshot(&api).await);
+        out[i] = (billed(&before, &after), local);
+    }
+    out
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_like_and_a_comment_cost_the_same_at_any_post_length() {
+    let (short, long) = tokio::join!(costs(20), costs(40 * 1024 / 3));
+    for (what, short, long) in [("like", short[0], long[0]), ("comment", short[1], long[1])] {
+        println!(
+            "{what}: {} WCU billed on a short post, {} on a 40 KB one \
+             (DynamoDB Local reports {} and {} write units)",
+            short.0, long.0, short.1, long.1
+        );
+        assert_eq!(short.0, long.0, "{what}: the post's length costs nothing");
+        assert!(short.0 <= 10, "{what}: {} WCU billed", short.0);
+    }
+    // The floor of this design: a like writes its marker, itself and the
+    // post's count in one transaction (2 × 3), GSI1 entries of the like and
+    // the post (2), and the feed copy (1).
+    assert_eq!(short[0].0, 9, "like");
+    assert_eq!(short[1].0, 7, "comment");
+}
+
+#[test]
+fn billing_rounds_up_per_kb_of_the_larger_item() {
+    let item = |text: &str| -> Item {
+        [
+            (PK.to_owned(), AttributeValue::S("POST#1".into())),
+            (SK.to_owned(), AttributeValue::S("X".into())),
+            ("t".to_owned(), AttributeValue::S(text.into())),
+        ]
+        .into()
+    };
+    let before = keyed(vec![item(&"a".repeat(1500))]);
+    let after = keyed(vec![item("a")]);
+    // 1.5 KB before, tiny after: 2 KB at the transactional rate.
+    assert_eq!(billed(&before, &after), 4);
+    assert_eq!(billed(&after, &after), 0);
+}
+
+/// The fan-out of a new post once the feed is full: its entry, the feed's
+/// count, and its share of the trim that runs once every 20 posts (a read of
+/// the feed's keys, the floor, 20 deletes). Billed from the feed partition's
+/// items before and after each post.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_new_posts_fan_out_costs_at_most_four_units_with_a_full_feed() {
+    const MEASURED: usize = 20;
+    let api = TestApi::start().await;
+    let mut poller = api.poller();
+    let authors =
+        futures::future::join_all((0..5).map(|i| api.user_named(format!("writer{i}")))).await;
+    for round in 0..25 {
+        futures::future::join_all(authors.iter().map(|a| api.post(a, "filler", "text"))).await;
+        if round % 5 == 4 {
+            api.settle(&mut poller).await;
+        }
+    }
+    api.settle(&mut poller).await;
+    let feed = |items: Vec<Item>| {
+        keyed(
+            items
+                .into_iter()
+                .filter(|i| i.get(PK) == Some(&AttributeValue::S(FEED_PK.into())))
+                .collect(),
+        )
+    };
+    let mut units = 0;
+    let mut local = 0.0;
+    for i in 0..MEASURED {
+        let before = feed(table_snapshot(&api).await);
+        api.post(&authors[i % authors.len()], format!("measured {i}"), "本文")
+            .await;
+        api.meter.take();
+        api.settle(&mut poller).await;
+        local += api
+            .meter
+            .take()
+            .iter()
+            .filter(|c| ["PutItem", "UpdateItem", "DeleteItem"].contains(&c.operation.as_str()))
+            .map(blog::store::meter::Call::total)
+            .sum::<f64>();
+        units += billed(&before, &feed(table_snapshot(&api).await));
+    }
+    let per_post = units as f64 / MEASURED as f64;
+    println!(
+        "a new post's fan-out with a full feed: {per_post} WCU billed on average over \
+         {MEASURED} posts ({units} in all; DynamoDB Local reports {local} write units)"
+    );
+    assert!(per_post <= 4.0, "{per_post} WCU a post");
+}

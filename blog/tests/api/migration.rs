@@ -1,0 +1,175 @@
+//! `blog-admin migrate` on a table whose posts are in the shape before the
+//! split (the content on the post item): reads and writes serve both shapes
+//! until it runs; it runs while the API serves likes and edits; it moves every
+//! post exactly once, and running it again finds nothing.
+
+use aws_sdk_dynamodb::types::AttributeValue;
+use blog::{
+    ids::PostId,
+    keys::{self, POST_CONTENT_SK, POST_SK},
+    store::Item,
+};
+use futures::future::join_all;
+use serde_json::json;
+
+use crate::support::{TestApi, table_snapshot};
+
+fn key(pk: String, sk: &str) -> Item {
+    Item::from([
+        ("PK".to_owned(), AttributeValue::S(pk)),
+        ("SK".to_owned(), AttributeValue::S(sk.to_owned())),
+    ])
+}
+
+/// Rewrites a post written by the API into the old shape: its content back
+/// on the post item, no content item.
+async fn into_old_shape(api: &TestApi, post: &str) {
+    let store = &api.app.store;
+    let pk = keys::post_pk(&PostId::parse(post).expect("post id"));
+    let content = store
+        .client()
+        .get_item()
+        .table_name(store.table())
+        .set_key(Some(key(pk.clone(), POST_CONTENT_SK)))
+        .consistent_read(true)
+        .send()
+        .await
+        .expect("get content")
+        .item
+        .and_then(|item| item.get("content").cloned())
+        .expect("a content item");
+    store
+        .client()
+        .update_item()
+        .table_name(store.table())
+        .set_key(Some(key(pk.clone(), POST_SK)))
+        .update_expression("SET content = :content")
+        .expression_attribute_values(":content", content)
+        .send()
+        .await
+        .expect("old shape");
+    store
+        .client()
+        .delete_item()
+        .table_name(store.table())
+        .set_key(Some(key(pk, POST_CONTENT_SK)))
+        .send()
+        .await
+        .expect("drop content item");
+}
+
+fn shape(items: &[Item]) -> (usize, usize) {
+    let is = |item: &Item, kind: &str| item.get("type") == Some(&AttributeValue::S(kind.into()));
+    let old = items
+        .iter()
+        .filter(|i| is(i, "post") && i.contains_key("content"))
+        .count();
+    let content_items = items.iter().filter(|i| is(i, "postContent")).count();
+    (old, content_items)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn old_shape_posts_are_served_then_migrated_while_the_api_serves() {
+    let api = TestApi::start().await;
+    let mut poller = api.poller();
+    let author = api.user("old_timer").await;
+    let fans = join_all((0..6).map(|i| api.user_named(format!("fan{i}")))).await;
+    let mut posts = Vec::new();
+    for i in 0..10 {
+        let post = api
+            .post(
+                &author,
+                format!("post {i}"),
+                &format!("本文 {i} ").repeat(50),
+            )
+            .await;
+        into_old_shape(&api, &post).await;
+        posts.push(post);
+    }
+    assert_eq!(shape(&table_snapshot(&api).await), (10, 0), "all old");
+
+    // Both shapes serve: reads, likes, comments and edits.
+    let (status, got) = api.get(&format!("/posts/{}", posts[0])).await;
+    assert_eq!(status, 200, "{got}");
+    assert_eq!(got["content"], json!("本文 0 ".repeat(50)));
+    let like = api
+        .call(
+            "POST",
+            &format!("/posts/{}/likes", posts[0]),
+            Some(&fans[0]),
+            None,
+        )
+        .await;
+    assert_eq!(like.0, 201, "{}", like.1);
+    let edit = json!({ "title": "renamed post" });
+    let (status, edited) = api
+        .call(
+            "PUT",
+            &format!("/posts/{}", posts[1]),
+            Some(&author),
+            Some(edit),
+        )
+        .await;
+    assert_eq!(status, 200, "{edited}");
+    assert_eq!(
+        edited["content"],
+        json!("本文 1 ".repeat(50)),
+        "content kept"
+    );
+    assert_eq!(
+        shape(&table_snapshot(&api).await),
+        (9, 1),
+        "an edit leaves the new shape"
+    );
+
+    // The migration runs while likes and content edits go on.
+    let store = api.app.store.clone();
+    let migration = tokio::spawn(async move { store.migrate().await });
+    let traffic = join_all(posts.iter().enumerate().flat_map(|(i, post)| {
+        let api = &api;
+        let author = &author;
+        let fans = &fans;
+        (0..fans.len()).map(move |f| async move {
+            if f == 0 && i % 3 == 2 {
+                let body = json!({ "content": format!("edited {i}") });
+                api.call("PUT", &format!("/posts/{post}"), Some(author), Some(body))
+                    .await
+            } else {
+                api.call(
+                    "POST",
+                    &format!("/posts/{post}/likes"),
+                    Some(&fans[f]),
+                    None,
+                )
+                .await
+            }
+        })
+    }))
+    .await;
+    for (status, reply) in &traffic {
+        assert!(*status == 200 || *status == 201, "{status}: {reply}");
+    }
+    let first = migration.await.expect("task").expect("migrate");
+    assert!(first.found <= 9 && first.moved <= first.found, "{first:?}");
+    let again = api.app.store.migrate().await.expect("migrate again");
+    assert_eq!((again.found, again.moved), (0, 0), "nothing left");
+    assert_eq!(shape(&table_snapshot(&api).await), (0, 10), "all new");
+
+    for (i, post) in posts.iter().enumerate() {
+        let (status, got) = api.get(&format!("/posts/{post}")).await;
+        assert_eq!(status, 200);
+        let text = if i % 3 == 2 {
+            format!("edited {i}")
+        } else {
+            format!("本文 {i} ").repeat(50)
+        };
+        assert_eq!(got["content"], json!(text), "post {i}");
+        // Every fan liked it (fan 0 twice on post 0: once counted), except
+        // where fan 0 edited instead.
+        let likes = fans.len() - usize::from(i % 3 == 2);
+        assert_eq!(got["likeCount"], json!(likes), "post {i}");
+    }
+    api.settle(&mut poller).await;
+    let audit = api.app.store.audit(false).await.expect("audit");
+    assert_eq!(audit.findings, vec![], "{:#?}", audit.findings);
+}
