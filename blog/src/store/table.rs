@@ -90,9 +90,3 @@ pub async fn create_if_missing(client: &Client, name: &str) -> Result<bool, Stor
         Err(err) => Err(classify(err)),
     }
 }
-
-impl From<aws_sdk_dynamodb::error::BuildError> for StoreError {
-    fn from(err: aws_sdk_dynamodb::error::BuildError) -> Self {
-        StoreError::Internal(format!("invalid request: {err}"))
-    }
-}
