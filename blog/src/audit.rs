@@ -18,10 +18,13 @@ use serde::Deserialize;
 
 use crate::{
     ids::{PostId, UserId},
-    keys::{self, FEED_FLOOR_SK, FEED_PK, POST_SK},
+    keys::{self, POST_SK},
     store::{
-        Item, ItemType, Store, StoreError, classify, condition_held, feed::FeedEntryItem,
-        from_item, key, n, posts::PostItem, s, to_item,
+        Item, ItemType, Store, StoreError, classify,
+        feed::FeedEntryItem,
+        from_item, key,
+        posts::PostItem,
+        users::{Overwrite, UsernameCopy},
     },
 };
 
@@ -188,22 +191,14 @@ impl Store {
 
     /// Applies one repair; `false` when the value changed since it was read.
     async fn repair(&self, finding: &Finding, snapshot: &Snapshot) -> Result<bool, StoreError> {
-        let update = self.client().update_item().table_name(self.table());
-        let request = match finding {
+        match finding {
             Finding::Count {
                 post,
                 counter,
                 actual,
                 version,
                 ..
-            } => update
-                .set_key(Some(key(keys::post_pk(post), POST_SK)))
-                .update_expression("SET #counter = :actual, version = version + :one")
-                .condition_expression("version = :seen")
-                .expression_attribute_names("#counter", *counter)
-                .expression_attribute_values(":actual", n(*actual))
-                .expression_attribute_values(":seen", n(*version))
-                .expression_attribute_values(":one", n(1)),
+            } => self.set_post_count(post, counter, *actual, *version).await,
             Finding::Username {
                 pk,
                 sk,
@@ -212,60 +207,25 @@ impl Store {
                 user_version,
                 ..
             } => {
+                let profile = UsernameCopy {
+                    username: current,
+                    version: *user_version,
+                };
                 // Only over the value read, and never over a newer rename's
                 // copy (a higher `userVersion`), even one back to this name.
-                let request = update
-                    .set_key(Some(key(pk.clone(), sk.clone())))
-                    .condition_expression("username = :stored AND userVersion <= :uv")
-                    .expression_attribute_values(":current", s(current))
-                    .expression_attribute_values(":stored", s(stored))
-                    .expression_attribute_values(":uv", n(*user_version));
-                // A post's feed entry follows through its `userVersion`.
-                request.update_expression("SET username = :current, userVersion = :uv")
+                let over = Overwrite::Repair { stored };
+                self.write_username(key(pk.clone(), sk.clone()), profile, over)
+                    .await
             }
             Finding::StaleFeedEntry { post } | Finding::MissingFeedEntry { post } => {
-                let Some(expected) = snapshot.expected_entry(post) else {
-                    return Ok(false);
-                };
-                // Not over a newer copy the fan-out wrote meanwhile.
-                let put = self
-                    .client()
-                    .put_item()
-                    .table_name(self.table())
-                    .set_item(Some(to_item(&expected)?))
-                    .condition_expression("attribute_not_exists(PK) OR version <= :version")
-                    .expression_attribute_values(":version", n(expected.version));
-                return condition_held(
-                    self.backoff()
-                        .send("repair feed entry", || put.clone().send())
-                        .await,
-                );
+                match snapshot.expected_entry(post) {
+                    Some(expected) => self.repair_feed_entry(&expected).await,
+                    None => Ok(false),
+                }
             }
-            Finding::ExtraFeedEntry { post } => {
-                let delete = self
-                    .client()
-                    .delete_item()
-                    .table_name(self.table())
-                    .set_key(Some(key(FEED_PK.to_owned(), keys::feed_sk(post))));
-                return self
-                    .backoff()
-                    .send("repair feed", || delete.clone().send())
-                    .await
-                    .map(|_| true)
-                    .map_err(classify);
-            }
-            Finding::Floor { expected, .. } => update
-                .set_key(Some(key(FEED_PK.to_owned(), FEED_FLOOR_SK)))
-                .update_expression("SET floorPostId = :floor, #type = :type")
-                .expression_attribute_names("#type", "type")
-                .expression_attribute_values(":floor", s(expected.to_string()))
-                .expression_attribute_values(":type", ItemType::FeedFloor.attribute()?),
-        };
-        condition_held(
-            self.backoff()
-                .send("repair", || request.clone().send())
-                .await,
-        )
+            Finding::ExtraFeedEntry { post } => self.remove_feed_entry(post).await.map(|()| true),
+            Finding::Floor { expected, .. } => self.set_feed_floor(expected).await,
+        }
     }
 }
 

@@ -306,17 +306,68 @@ impl Store {
         // False when another trim raised it as far or further: fine too.
         condition_held(raised)?;
         for post in &excess {
-            let delete = self
-                .client()
-                .delete_item()
-                .table_name(self.table())
-                .set_key(Some(key(FEED_PK.to_owned(), keys::feed_sk(post))))
-                .return_consumed_capacity(ReturnConsumedCapacity::Indexes);
-            self.backoff()
-                .send("trim feed", || delete.clone().send())
-                .await
-                .map_err(classify)?;
+            self.remove_feed_entry(post).await?;
         }
         Ok(1 + excess.len())
+    }
+
+    /// Deletes a post's feed entry, if there is one: the trim's and the
+    /// audit's.
+    pub(crate) async fn remove_feed_entry(&self, post: &PostId) -> Result<(), StoreError> {
+        let delete = self
+            .client()
+            .delete_item()
+            .table_name(self.table())
+            .set_key(Some(key(FEED_PK.to_owned(), keys::feed_sk(post))))
+            .return_consumed_capacity(ReturnConsumedCapacity::Indexes);
+        self.backoff()
+            .send("remove feed entry", || delete.clone().send())
+            .await
+            .map(|_| ())
+            .map_err(classify)
+    }
+
+    /// The audit's repair of a feed entry: puts `entry` unless the feed holds
+    /// a newer copy of the post (the fan-out wrote one meanwhile).
+    pub(crate) async fn repair_feed_entry(
+        &self,
+        entry: &FeedEntryItem,
+    ) -> Result<bool, StoreError> {
+        let put = self
+            .client()
+            .put_item()
+            .table_name(self.table())
+            .set_item(Some(to_item(entry)?))
+            .condition_expression(
+                "attribute_not_exists(PK) OR (version <= :version AND userVersion <= :uv)",
+            )
+            .expression_attribute_values(":version", n(entry.version))
+            .expression_attribute_values(":uv", n(entry.user_version))
+            .return_consumed_capacity(ReturnConsumedCapacity::Indexes);
+        condition_held(
+            self.backoff()
+                .send("repair feed entry", || put.clone().send())
+                .await,
+        )
+    }
+
+    /// The audit's repair of the floor: sets it to `post`, lower than a trim
+    /// would ever set it, so that no post the feed shows is kept out.
+    pub(crate) async fn set_feed_floor(&self, post: &PostId) -> Result<bool, StoreError> {
+        let update = self
+            .client()
+            .update_item()
+            .table_name(self.table())
+            .set_key(Some(key(FEED_PK.to_owned(), FEED_FLOOR_SK)))
+            .update_expression("SET floorPostId = :floor, #type = :type")
+            .expression_attribute_names("#type", "type")
+            .expression_attribute_values(":floor", s(post.to_string()))
+            .expression_attribute_values(":type", ItemType::FeedFloor.attribute()?)
+            .return_consumed_capacity(ReturnConsumedCapacity::Indexes);
+        condition_held(
+            self.backoff()
+                .send("set feed floor", || update.clone().send())
+                .await,
+        )
     }
 }

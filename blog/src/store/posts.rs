@@ -4,7 +4,8 @@ use aws_sdk_dynamodb::types::{ConditionCheck, Put, ReturnConsumedCapacity, Updat
 use serde::{Deserialize, Serialize};
 
 use super::{
-    Busy, Cancelled, ItemType, Store, StoreError, from_item, key, n, s, to_item, users::UserItem,
+    Busy, Cancelled, ItemType, Store, StoreError, condition_held, from_item, key, n, s, to_item,
+    users::UserItem,
 };
 use crate::{
     ids::{PostId, UserId},
@@ -339,6 +340,35 @@ impl Store {
             .expression_attribute_values(":editor", s(editor.as_str()))
             .expression_attribute_values(":title", s(&item.title))
             .expression_attribute_values(":summary", s(&item.summary))
+    }
+
+    /// The audit's repair of a count: sets `counter` to `actual` if the post
+    /// is still at the `version` it was read at (so a like or a comment since
+    /// is never undone), and raises the version so the feed copy follows.
+    pub(crate) async fn set_post_count(
+        &self,
+        post: &PostId,
+        counter: &str,
+        actual: u64,
+        version: u64,
+    ) -> Result<bool, StoreError> {
+        let update = self
+            .client()
+            .update_item()
+            .table_name(self.table())
+            .set_key(Some(PostItem::key(post)))
+            .update_expression("SET #counter = :actual, version = version + :one")
+            .condition_expression("version = :seen")
+            .expression_attribute_names("#counter", counter)
+            .expression_attribute_values(":actual", n(actual))
+            .expression_attribute_values(":seen", n(version))
+            .expression_attribute_values(":one", n(1))
+            .return_consumed_capacity(ReturnConsumedCapacity::Indexes);
+        condition_held(
+            self.backoff()
+                .send("set post count", || update.clone().send())
+                .await,
+        )
     }
 
     /// Moves a post of the old shape (content on the post item) into the new

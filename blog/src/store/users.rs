@@ -343,20 +343,60 @@ impl Store {
             .into_iter()
             .filter(|(name, _)| name == keys::PK || name == keys::SK)
             .collect();
-        let update = self
+        let copy = UsernameCopy {
+            username: &user.username,
+            version: user.version,
+        };
+        self.write_username(key, copy, Overwrite::Older).await
+    }
+
+    /// Writes a profile's username onto the item at `key`, as `over` allows:
+    /// the one write behind the fan-out's copies and the audit's repairs.
+    /// `false` when the condition refused it.
+    pub(crate) async fn write_username(
+        &self,
+        key: super::Item,
+        copy: UsernameCopy<'_>,
+        over: Overwrite<'_>,
+    ) -> Result<bool, StoreError> {
+        let mut update = self
             .client()
             .update_item()
             .table_name(self.table())
             .set_key(Some(key))
             .update_expression("SET username = :name, userVersion = :uv")
-            .condition_expression("attribute_exists(PK) AND userVersion < :uv")
-            .expression_attribute_values(":name", s(&user.username))
-            .expression_attribute_values(":uv", n(user.version))
+            .expression_attribute_values(":name", s(copy.username))
+            .expression_attribute_values(":uv", n(copy.version))
             .return_consumed_capacity(ReturnConsumedCapacity::Indexes);
+        update = match over {
+            Overwrite::Older => {
+                update.condition_expression("attribute_exists(PK) AND userVersion < :uv")
+            }
+            Overwrite::Repair { stored } => update
+                .condition_expression("username = :stored AND userVersion <= :uv")
+                .expression_attribute_values(":stored", s(stored)),
+        };
         condition_held(
             self.backoff()
                 .send("copy username", || update.clone().send())
                 .await,
         )
     }
+}
+
+/// A profile's name and version, as copied onto what the user wrote.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct UsernameCopy<'a> {
+    pub username: &'a str,
+    pub version: u64,
+}
+
+/// Which copies a username write may replace.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Overwrite<'a> {
+    /// One of an older profile version (the fan-out: in order, once).
+    Older,
+    /// The value `stored` the audit read, at this profile version or an older
+    /// one (it also mends a copy that disagrees at the same version).
+    Repair { stored: &'a str },
 }

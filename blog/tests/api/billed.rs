@@ -15,7 +15,7 @@ use blog::{
     keys::{FEED_PK, GSI1PK, GSI1SK, PK, SK},
     store::{
         Item,
-        size::{item_size, write_units},
+        size::{item_size, read_units, write_units},
         table::GSI1_PROJECTED,
     },
 };
@@ -206,4 +206,31 @@ async fn a_new_posts_fan_out_costs_at_most_four_units_with_a_full_feed() {
          {MEASURED} posts ({units} in all; DynamoDB Local reports {local} write units)"
     );
     assert!(per_post <= 4.0, "{per_post} WCU a post");
+}
+
+/// Q2 of a 4 KB post: one Query returns the post item and its content, and
+/// DynamoDB rounds their total size up to 4 KB once: 1 read unit eventually
+/// consistent, where two GetItems would round each item up on its own.
+#[tokio::test]
+async fn a_4_kb_post_reads_in_one_call_for_at_most_2_units() {
+    let api = TestApi::start().await;
+    let author = api.user("reader").await;
+    let post = api.post(&author, "four KB", &"x".repeat(4096)).await;
+    let pk = AttributeValue::S(format!("POST#{post}"));
+    let both: usize = table_snapshot(&api)
+        .await
+        .iter()
+        .filter(|item| item.get(PK) == Some(&pk))
+        .map(item_size)
+        .sum();
+    api.meter.take();
+    let (status, got) = api.get(&format!("/posts/{post}")).await;
+    assert_eq!(status, 200, "{got}");
+    let calls = api.meter.take();
+    assert_eq!(calls.len(), 1, "{calls:?}");
+    assert_eq!(calls[0].operation, "Query");
+    let units = calls[0].total();
+    println!("Q2 of a 4 KB post: {both} bytes in two items, {units} read units");
+    assert_eq!(units, read_units(both, false));
+    assert!(units <= 2.0, "{units}");
 }
