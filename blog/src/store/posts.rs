@@ -1,6 +1,8 @@
 //! Posts (C2, Q2) and a user's list of posts (Q3, through GSI1).
 
-use aws_sdk_dynamodb::types::{ConditionCheck, Put, ReturnConsumedCapacity, Update};
+use aws_sdk_dynamodb::types::{
+    AttributeValue, ConditionCheck, Put, ReturnConsumedCapacity, Update,
+};
 use serde::{Deserialize, Serialize};
 
 use super::{
@@ -16,6 +18,21 @@ use crate::{
 
 /// How often an edit reads the post again when another edit got in first.
 const EDIT_ATTEMPTS: usize = 5;
+
+/// An edit's condition on the post item: it exists, it is the editor's, and
+/// what lists show is still what the edit read (`:editor`, `:title`,
+/// `:summary`; see [`as_read`]).
+const AS_READ: &str =
+    "attribute_exists(PK) AND userId = :editor AND title = :title AND summary = :summary";
+
+/// The values [`AS_READ`] names, for the post item as the edit read it.
+fn as_read(item: &PostItem, editor: &UserId) -> [(&'static str, AttributeValue); 3] {
+    [
+        (":editor", s(editor.as_str())),
+        (":title", s(&item.title)),
+        (":summary", s(&item.summary)),
+    ]
+}
 
 /// The post item: what lists show (the short form, copied by GSI1 for Q3 and
 /// by the fan-out into the feed), the counts (changed in the same transaction
@@ -265,12 +282,6 @@ impl Store {
                     .build()?;
                 tx.put("post content", put);
             }
-            let as_read = |condition: &str| {
-                format!(
-                    "attribute_exists(PK) AND userId = :editor AND title = :title AND \
-                     summary = :summary{condition}"
-                )
-            };
             let mut item = current.item.clone();
             let guard = if shown_changes || legacy {
                 let update = Update::builder()
@@ -280,7 +291,7 @@ impl Store {
                         "SET title = :new_title, summary = :new_summary, updatedAt = :now, \
                          version = version + :one REMOVE content",
                     )
-                    .condition_expression(as_read(""))
+                    .condition_expression(AS_READ)
                     .expression_attribute_values(":new_title", s(&title))
                     .expression_attribute_values(":new_summary", s(&summary))
                     .expression_attribute_values(":now", s(&now))
@@ -290,16 +301,23 @@ impl Store {
                 item.updated_at = now;
                 item.version += 1;
                 item.content = None;
-                tx.update("post", self.as_read(update, &current.item, editor).build()?)
+                let update = as_read(&current.item, editor)
+                    .into_iter()
+                    .fold(update, |u, (name, value)| {
+                        u.expression_attribute_values(name, value)
+                    });
+                tx.update("post", update.build()?)
             } else {
                 let check = ConditionCheck::builder()
                     .table_name(self.table())
                     .set_key(Some(PostItem::key(post)))
-                    .condition_expression(as_read(""));
-                tx.check(
-                    "post",
-                    self.as_read_check(check, &current.item, editor).build()?,
-                )
+                    .condition_expression(AS_READ);
+                let check = as_read(&current.item, editor)
+                    .into_iter()
+                    .fold(check, |c, (name, value)| {
+                        c.expression_attribute_values(name, value)
+                    });
+                tx.check("post", check.build()?)
             };
             match tx.commit().await {
                 Ok(()) => {
@@ -316,30 +334,6 @@ impl Store {
             Busy::Conflict,
             "the post kept changing during the edit",
         ))
-    }
-
-    fn as_read(
-        &self,
-        update: aws_sdk_dynamodb::types::builders::UpdateBuilder,
-        item: &PostItem,
-        editor: &UserId,
-    ) -> aws_sdk_dynamodb::types::builders::UpdateBuilder {
-        update
-            .expression_attribute_values(":editor", s(editor.as_str()))
-            .expression_attribute_values(":title", s(&item.title))
-            .expression_attribute_values(":summary", s(&item.summary))
-    }
-
-    fn as_read_check(
-        &self,
-        check: aws_sdk_dynamodb::types::builders::ConditionCheckBuilder,
-        item: &PostItem,
-        editor: &UserId,
-    ) -> aws_sdk_dynamodb::types::builders::ConditionCheckBuilder {
-        check
-            .expression_attribute_values(":editor", s(editor.as_str()))
-            .expression_attribute_values(":title", s(&item.title))
-            .expression_attribute_values(":summary", s(&item.summary))
     }
 
     /// The audit's repair of a count: sets `counter` to `actual` if the post
