@@ -241,8 +241,11 @@ impl Store {
                  commentCount = :comments, likeCount = :likes, version = :version, \
                  userVersion = :uv",
             )
+            // An entry written before entries carried `userVersion` takes
+            // the first image at its version or later, and has it from then on.
             .condition_expression(
-                "attribute_exists(PK) AND (version < :version OR userVersion < :uv)",
+                "attribute_exists(PK) AND (version < :version OR userVersion < :uv \
+                 OR (attribute_not_exists(userVersion) AND version <= :version))",
             )
             .expression_attribute_values(":uv", n(entry.user_version))
             .expression_attribute_values(":username", s(entry.username))

@@ -376,3 +376,44 @@ async fn a_redelivered_post_insert_still_trims_the_feed() {
     let (_, feed) = api.get("/feed").await;
     assert_eq!(ids(&feed), vec![second]);
 }
+
+/// A feed entry written before entries carried `userVersion` still takes its
+/// author's rename (renames no longer raise the post's own `version`).
+#[tokio::test]
+async fn an_entry_from_before_user_versions_takes_a_rename() {
+    let api = TestApi::start().await;
+    let mut poller = api.poller();
+    let author = api.user("veteran").await;
+    let post = api.post(&author, "old entry", "text").await;
+    api.settle(&mut poller).await;
+    let store = &api.app.store;
+    store
+        .client()
+        .update_item()
+        .table_name(store.table())
+        .key(
+            "PK",
+            aws_sdk_dynamodb::types::AttributeValue::S("FEED".into()),
+        )
+        .key(
+            "SK",
+            aws_sdk_dynamodb::types::AttributeValue::S(format!("POST#{post}")),
+        )
+        .update_expression("REMOVE userVersion")
+        .send()
+        .await
+        .expect("an entry of the old shape");
+    let body = json!({ "username": "veteran2" });
+    let (status, _) = api
+        .call(
+            "PUT",
+            &format!("/users/{author}"),
+            Some(&author),
+            Some(body),
+        )
+        .await;
+    assert_eq!(status, 200);
+    api.settle(&mut poller).await;
+    let (_, feed) = api.get("/feed").await;
+    assert_eq!(usernames(&feed), vec!["veteran2".to_owned()]);
+}
