@@ -1,5 +1,6 @@
-//! Loading one scale of the data set into both models: the V3 single table (in
-//! the state the API and the fan-out would have left it) and the V1 tables.
+//! Loading one scale of the data set into every model: the V3 single table (in
+//! the state the API and the fan-out would have left it), the V1 tables (which
+//! both V1 variants read) and the V2 tables.
 //!
 //! The V3 table's stream is off while loading: a million load records are not
 //! what the fan-out benchmark wants to read. It is switched back on at the end,
@@ -37,6 +38,7 @@ pub struct Loaded {
     pub likes: usize,
     pub v3_items: usize,
     pub v1_items: usize,
+    pub v2_items: usize,
     pub seconds: f64,
     /// Every post and the index of its author.
     pub post_ids: Vec<(PostId, usize)>,
@@ -45,17 +47,19 @@ pub struct Loaded {
     pub reference_user: UserId,
 }
 
-/// Creates the V3 table `v3_table` and the V1 tables of `naive`, and loads
-/// `users` users' data into both.
+/// Creates the V3 table `v3_table` and the tables of `v1` and `v2`, and loads
+/// `users` users' data into all three.
 pub async fn load(
     client: &Client,
     v3_table: &str,
-    naive: &NaiveStore,
+    v1: &NaiveStore,
+    v2: &NaiveStore,
     users: usize,
 ) -> Result<Loaded, Error> {
     table::create_if_missing(client, v3_table).await?;
     set_stream(client, v3_table, false).await?;
-    naive.create_tables().await?;
+    v1.create_tables().await?;
+    v2.create_tables().await?;
 
     let started = Instant::now();
     let bar = ProgressBar::new(users as u64).with_style(
@@ -66,14 +70,11 @@ pub async fn load(
     );
     let (chunks, receiver) = mpsc::channel::<(String, Vec<Item>)>(64);
     let v3 = v3_table.to_owned();
-    let (v1_users, v1_posts) = (
-        naive.users_table().to_owned(),
-        naive.posts_table().to_owned(),
-    );
+    let (v1, v2) = (v1.clone(), v2.clone());
     let generator_bar = bar.clone();
     // Generating and encoding is CPU work: off the async threads.
     let generator = tokio::task::spawn_blocking(move || {
-        generate(users, &v3, &v1_users, &v1_posts, &chunks, &generator_bar)
+        generate(users, &v3, [&v1, &v2], &chunks, &generator_bar)
     });
     let written = Arc::new(std::sync::atomic::AtomicUsize::new(0));
     let writes = futures::stream::unfold(receiver, |mut rx| async move {
@@ -118,8 +119,7 @@ struct Generated {
 fn generate(
     users: usize,
     v3: &str,
-    v1_users: &str,
-    v1_posts: &str,
+    naive: [&NaiveStore; 2],
     chunks: &mpsc::Sender<(String, Vec<Item>)>,
     bar: &ProgressBar,
 ) -> Result<Generated, Error> {
@@ -130,6 +130,7 @@ fn generate(
         likes: 0,
         v3_items: 0,
         v1_items: 0,
+        v2_items: 0,
         seconds: 0.0,
         post_ids: Vec::new(),
         reference_post: PostId::generate(), // set below
@@ -147,13 +148,16 @@ fn generate(
     };
     for index in 0..users {
         let user = dataset::user(index);
-        let (v3_user, v1_user) = (bulk::user_items(&user)?, NaiveStore::user_rows(&user)?);
+        let v3_user = bulk::user_items(&user)?;
         summary.v3_items += v3_user.len();
-        summary.v1_items += v1_user.len();
         send(v3, v3_user)?;
-        send(v1_users, v1_user)?;
+        for model in naive {
+            send(model.users_table(), NaiveStore::user_rows(&user)?)?;
+        }
+        summary.v1_items += 1;
+        summary.v2_items += 1;
         let mut v3_items = Vec::new();
-        let mut v1_items = Vec::new();
+        let mut naive_items = [Vec::new(), Vec::new()];
         for thread in dataset::threads(index, users) {
             summary.posts += 1;
             summary.comments += thread.comments.len();
@@ -163,16 +167,21 @@ fn generate(
                 reference_posts.push(thread.post.post_id);
             }
             v3_items.extend(bulk::post_items(&thread)?);
-            v1_items.extend(NaiveStore::post_rows(&thread)?);
+            for (model, items) in naive.iter().zip(&mut naive_items) {
+                items.extend(model.post_rows(&thread)?);
+            }
             newest.insert(thread.post.post_id, thread.post);
             if newest.len() > blog::store::feed::FEED_CAPACITY + 1 {
                 newest.pop_first();
             }
         }
         summary.v3_items += v3_items.len();
-        summary.v1_items += v1_items.len();
+        summary.v1_items += naive_items[0].len();
+        summary.v2_items += naive_items[1].len();
         send(v3, v3_items)?;
-        send(v1_posts, v1_items)?;
+        for (model, items) in naive.iter().zip(naive_items) {
+            send(model.posts_table(), items)?;
+        }
         bar.inc(1);
     }
     // The reference post is the reference user's newest.

@@ -16,14 +16,17 @@ use blog::{
     },
 };
 use fastrand::Rng;
-use local::stream_poller::{self, StreamPoller};
+use local::{
+    billing::{Rate, Shape, Snapshot, billed_writes},
+    stream_poller::{self, StreamPoller},
+};
 use serde_json::json;
 
 use crate::{
     dataset,
     load::{self, Loaded},
-    naive::{Error, NaiveStore},
-    requests::{Request, Target, event, run_v1, run_v3, v3_event},
+    naive::{Error, Naive, NaiveStore},
+    requests::{Request, Target, event, run_naive, run_v3, v3_event},
 };
 
 /// How many times each thing is measured.
@@ -36,18 +39,58 @@ pub struct Settings {
     /// Timed runs of each read (random targets) and of the floor.
     pub timed_reads: usize,
     pub timed_commands: usize,
-    /// The most time one V1 request may take in all, as V1's scans at 10×S
-    /// take seconds each; at least one run is made.
+    /// The most time one request of a naive model may take in all, as V1's
+    /// scans at 10×S take seconds each; at least one run is made.
     pub v1_budget: Duration,
     pub floor_runs: usize,
     /// Posts whose way into the feed is timed (0: skip).
     pub lag_samples: usize,
 }
 
+/// The models measured: the seeds' three, with V1 twice (by scanning, and
+/// with the indexes the seeds' V1 had in Cosmos DB).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Model {
     V1,
+    V1Indexed,
+    V2,
     V3,
+}
+
+impl Model {
+    pub const ALL: [Model; 4] = [Model::V1, Model::V1Indexed, Model::V2, Model::V3];
+
+    pub fn label(self) -> &'static str {
+        match self {
+            Model::V1 => "V1, scan",
+            Model::V1Indexed => "V1, GSIs",
+            Model::V2 => "V2",
+            Model::V3 => "V3",
+        }
+    }
+
+    fn naive(self) -> Option<Naive> {
+        match self {
+            Model::V1 => Some(Naive::Scan),
+            Model::V1Indexed => Some(Naive::Indexed),
+            Model::V2 => Some(Naive::Copied),
+            Model::V3 => None,
+        }
+    }
+}
+
+/// Write units of a command as DynamoDB bills them (see [`local::billing`]),
+/// per command: its own writes and its fan-out's.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Billed {
+    pub request: f64,
+    pub fanout: f64,
+}
+
+impl Billed {
+    pub fn total(&self) -> f64 {
+        self.request + self.fanout
+    }
 }
 
 /// Latency percentiles, in milliseconds.
@@ -109,6 +152,8 @@ pub struct Row {
     pub cost: Cost,
     /// The stream fan-out's calls and capacity per command (V3 only).
     pub fanout: Cost,
+    /// Commands: write units as DynamoDB bills them.
+    pub billed: Option<Billed>,
     pub latency: Stats,
     /// V3 reads: the same DynamoDB call, made bare on the same targets. The
     /// handler's own work is the difference.
@@ -130,6 +175,8 @@ pub struct ScaleResult {
     pub loaded: Loaded,
     pub floor: Stats,
     pub rows: Vec<Row>,
+    /// C3 and C4 on a post of each of [`POST_LENGTHS`], by length.
+    pub by_length: Vec<(usize, Row)>,
     pub renames: Vec<Rename>,
     /// From a post's creation to its appearance in the feed.
     pub lag: Option<Stats>,
@@ -140,6 +187,14 @@ impl ScaleResult {
         self.rows
             .iter()
             .find(|r| r.request == request && r.model == model)
+    }
+
+    /// C3 or C4 on the post of `bytes`.
+    pub fn by_length(&self, bytes: usize, request: Request, model: Model) -> Option<&Row> {
+        self.by_length
+            .iter()
+            .find(|(b, r)| *b == bytes && r.request == request && r.model == model)
+            .map(|(_, r)| r)
     }
 }
 
@@ -202,11 +257,10 @@ pub struct Scale {
     plain: App,
     fanout_store: Store,
     poller: StreamPoller,
-    naive_metered: NaiveStore,
-    naive_plain: NaiveStore,
+    prefix: String,
     rng: Rng,
     /// Users created by C1 that have liked nothing yet, per model: C4's likers.
-    fresh_users: [Vec<UserId>; 2],
+    fresh_users: [Vec<UserId>; 4],
     created: usize,
 }
 
@@ -220,15 +274,17 @@ pub async fn measure_scale(
 ) -> Result<ScaleResult, Error> {
     println!("{label}: {users} users");
     let v3_table = format!("{prefix}-v3");
-    let naive_plain = NaiveStore::new(clients.plain.clone(), prefix);
-    let loaded = load::load(&clients.plain, &v3_table, &naive_plain, users).await?;
+    let v1 = NaiveStore::new(clients.plain.clone(), prefix, Naive::Indexed);
+    let v2 = NaiveStore::new(clients.plain.clone(), prefix, Naive::Copied);
+    let loaded = load::load(&clients.plain, &v3_table, &v1, &v2, users).await?;
     println!(
-        "  loaded {} posts, {} comments, {} likes: {} V3 items and {} V1 items in {:.0} s",
+        "  loaded {} posts, {} comments, {} likes: {} V3, {} V1 and {} V2 items in {:.0} s",
         loaded.posts,
         loaded.comments,
         loaded.likes,
         loaded.v3_items,
         loaded.v1_items,
+        loaded.v2_items,
         loaded.seconds
     );
     let app = |client: &Client| App {
@@ -245,22 +301,31 @@ pub async fn measure_scale(
             clients.streams.clone(),
             None,
         ),
-        naive_metered: NaiveStore::new(clients.requests.clone(), prefix),
-        naive_plain,
+        prefix: prefix.to_owned(),
         rng: Rng::with_seed(users as u64),
-        fresh_users: [Vec::new(), Vec::new()],
+        fresh_users: Default::default(),
         created: 0,
         loaded,
     };
     let mut rows = Vec::new();
     // Reads first, while the feed and the reference targets are as loaded.
     for request in Request::ALL.into_iter().filter(|r| !r.is_command()) {
-        rows.push(scale.metered_read(request, Model::V3, settings).await?);
-        rows.push(scale.metered_read(request, Model::V1, settings).await?);
+        for model in Model::ALL {
+            rows.push(scale.metered_read(request, model, settings).await?);
+        }
     }
     for request in Request::ALL.into_iter().filter(|r| r.is_command()) {
-        rows.push(scale.metered_command(request, Model::V3, settings).await?);
-        rows.push(scale.metered_command(request, Model::V1, settings).await?);
+        for model in Model::ALL {
+            rows.push(scale.metered_command(request, model, settings).await?);
+        }
+    }
+    let mut by_length = Vec::new();
+    for bytes in POST_LENGTHS {
+        for model in Model::ALL {
+            for row in scale.on_post_of(bytes, model, settings).await? {
+                by_length.push((bytes, row));
+            }
+        }
     }
     println!("  calls and capacity: done");
     let floor = scale.floor(settings.floor_runs).await?;
@@ -279,6 +344,7 @@ pub async fn measure_scale(
         loaded: scale.loaded,
         floor,
         rows,
+        by_length,
         renames,
         lag,
     })
@@ -314,6 +380,7 @@ impl Scale {
             Request::C2 => {
                 let (title, content) = dataset::post_text(&mut self.rng);
                 Target::NewPost {
+                    post: PostId::generate(),
                     author: self.random_writer(),
                     title,
                     content,
@@ -348,27 +415,32 @@ impl Scale {
         dataset::user_id(self.rng.usize(1..self.loaded.users))
     }
 
+    /// The store of a naive model, on the metered client or the plain one.
+    fn naive(&self, naive: Naive, metered: bool) -> NaiveStore {
+        let client = if metered {
+            &self.clients.requests
+        } else {
+            &self.clients.plain
+        };
+        NaiveStore::new(client.clone(), &self.prefix, naive)
+    }
+
+    /// Runs one request: its time, and (V3) its response body.
     async fn run(
         &mut self,
         request: Request,
         model: Model,
         target: &Target,
         metered: bool,
-    ) -> Result<f64, Error> {
-        match model {
-            Model::V3 => {
+    ) -> Result<(f64, String), Error> {
+        match model.naive() {
+            None => {
                 let app = if metered { &self.metered } else { &self.plain };
-                Ok(run_v3(app, request.function(), v3_event(request, target)?)
-                    .await?
-                    .0)
+                run_v3(app, request.function(), v3_event(request, target)?).await
             }
-            Model::V1 => {
-                let naive = if metered {
-                    &self.naive_metered
-                } else {
-                    &self.naive_plain
-                };
-                run_v1(naive, request, target).await
+            Some(naive) => {
+                let store = self.naive(naive, metered);
+                Ok((run_naive(&store, request, target).await?, String::new()))
             }
         }
     }
@@ -390,6 +462,7 @@ impl Scale {
             model,
             cost: Cost::per_request(&self.clients.request_meter.take(), runs),
             fanout: Cost::default(),
+            billed: None,
             latency: Stats::default(),
             bare: None,
         })
@@ -401,28 +474,180 @@ impl Scale {
         model: Model,
         settings: &Settings,
     ) -> Result<Row, Error> {
-        self.clients.request_meter.take();
-        self.clients.fanout_meter.take();
         let runs = settings.metered_commands;
+        let mut targets = Vec::with_capacity(runs);
         for _ in 0..runs {
-            let target = self.random_target(request, model)?;
-            self.run(request, model, &target, true).await?;
+            targets.push(self.random_target(request, model)?);
         }
-        let cost = Cost::per_request(&self.clients.request_meter.take(), runs);
-        let fanout = if model == Model::V3 {
-            self.drain(true).await?;
-            Cost::per_request(&self.clients.fanout_meter.take(), runs)
-        } else {
-            Cost::default()
-        };
+        self.metered_commands(request, model, &targets).await
+    }
+
+    /// Runs `request` on each target, one by one, each with its fan-out
+    /// drained: the calls and capacity of both, as DynamoDB Local reports
+    /// them, and the write units DynamoDB bills, from the partitions the
+    /// command can touch, read before, after the command and after its
+    /// fan-out.
+    async fn metered_commands(
+        &mut self,
+        request: Request,
+        model: Model,
+        targets: &[Target],
+    ) -> Result<Row, Error> {
+        let (mut calls, mut fanout_calls) = (Vec::new(), Vec::new());
+        let mut billed = Billed::default();
+        for target in targets {
+            let (table, shape, mut pks) = self.partitions(model, request, target);
+            let client = self.clients.plain.clone();
+            let snapshot = |pks: Vec<String>| {
+                let (client, table, shape) = (&client, &table, &shape);
+                async move { Snapshot::partitions(client, table, shape, &pks).await }
+            };
+            let before = snapshot(pks.clone()).await?;
+            self.clients.request_meter.take();
+            let (_, body) = self.run(request, model, target, true).await?;
+            let request_calls = self.clients.request_meter.take();
+            if model == Model::V3 && request == Request::C2 {
+                let post: blog::model::Post = serde_json::from_str(&body)?;
+                pks.push(blog::keys::post_pk(&post.post_id));
+            }
+            let answered = snapshot(pks.clone()).await?;
+            let (settled, fanout) = if model == Model::V3 {
+                self.clients.fanout_meter.take();
+                self.drain(true).await?;
+                let fanout = self.clients.fanout_meter.take();
+                (snapshot(pks).await?, fanout)
+            } else {
+                (answered.clone(), Vec::new())
+            };
+            let rate = if request_calls
+                .iter()
+                .any(|c| c.operation == "TransactWriteItems")
+            {
+                Rate::Transactional
+            } else {
+                Rate::Standard
+            };
+            billed.request +=
+                (billed_writes(&shape, &before, &answered, rate) + refused(&request_calls)) as f64;
+            billed.fanout += (billed_writes(&shape, &answered, &settled, Rate::Standard)
+                + refused(&fanout)) as f64;
+            calls.extend(request_calls);
+            fanout_calls.extend(fanout);
+        }
+        let n = targets.len().max(1) as f64;
+        let mut cost = Cost::per_request(&calls, targets.len());
+        if model == Model::V1 {
+            // V1 by scanning has no index: its commands share V1's tables,
+            // which carry the indexes of V1 with GSIs.
+            cost.indexes = 0.0;
+        }
         Ok(Row {
             request,
             model,
             cost,
-            fanout,
+            fanout: Cost::per_request(&fanout_calls, targets.len()),
+            billed: Some(Billed {
+                request: billed.request / n,
+                fanout: billed.fanout / n,
+            }),
             latency: Stats::default(),
             bare: None,
         })
+    }
+
+    /// The table a command writes, its shape, and the partitions it can touch
+    /// (V3's C2 adds the new post's partition once it is known).
+    fn partitions(
+        &self,
+        model: Model,
+        request: Request,
+        target: &Target,
+    ) -> (String, local::billing::Shape, Vec<String>) {
+        use blog::keys;
+        match model.naive() {
+            None => {
+                let table = self.plain.store.table().to_owned();
+                let pks = match target {
+                    Target::NewUser { user, username } => {
+                        vec![keys::user_pk(user), keys::username_pk(username)]
+                    }
+                    Target::NewComment { post, .. } | Target::NewLike { post, .. } => {
+                        vec![keys::post_pk(post), keys::FEED_PK.to_owned()]
+                    }
+                    _ => vec![keys::FEED_PK.to_owned()],
+                };
+                (table, Shape::single_table(), pks)
+            }
+            Some(naive) => {
+                let store = self.naive(naive, false);
+                let indexed = naive != Naive::Scan;
+                match target {
+                    Target::NewUser { user, .. } => (
+                        store.users_table().to_owned(),
+                        crate::naive::users_shape(),
+                        vec![user.to_string()],
+                    ),
+                    Target::NewPost { post, .. }
+                    | Target::NewComment { post, .. }
+                    | Target::NewLike { post, .. } => (
+                        store.posts_table().to_owned(),
+                        crate::naive::posts_shape(indexed),
+                        vec![post.to_string()],
+                    ),
+                    _ => {
+                        debug_assert!(!request.is_command(), "{request:?}");
+                        (String::new(), Shape::single_table(), Vec::new())
+                    }
+                }
+            }
+        }
+    }
+
+    /// C3 and C4 on one new post of `bytes` (of Japanese text), with the same
+    /// short comments whatever its length: what the post's length adds.
+    async fn on_post_of(
+        &mut self,
+        bytes: usize,
+        model: Model,
+        settings: &Settings,
+    ) -> Result<Vec<Row>, Error> {
+        let content = POST_CHAR.repeat(bytes / POST_CHAR.len());
+        let target = Target::NewPost {
+            post: PostId::generate(),
+            author: self.random_writer(),
+            title: format!("a post of {bytes} bytes"),
+            content,
+        };
+        let (_, body) = self.run(Request::C2, model, &target, false).await?;
+        let post = match (&target, model) {
+            (_, Model::V3) => serde_json::from_str::<blog::model::Post>(&body)?.post_id,
+            (Target::NewPost { post, .. }, _) => *post,
+            _ => unreachable!("the target is a new post"),
+        };
+        if model == Model::V3 {
+            self.drain(false).await?;
+        }
+        let runs = settings.metered_commands.min(10);
+        let comments: Vec<Target> = (0..runs)
+            .map(|_| Target::NewComment {
+                post,
+                author: self.random_writer(),
+                content: "A short comment of a few words.".into(),
+            })
+            .collect();
+        let mut likes = Vec::with_capacity(runs);
+        for _ in 0..runs {
+            let new_user = self.random_target(Request::C1, model)?;
+            self.run(Request::C1, model, &new_user, false).await?;
+            let liker = self.fresh_users[model as usize]
+                .pop()
+                .ok_or("C1 made no user")?;
+            likes.push(Target::NewLike { post, liker });
+        }
+        Ok(vec![
+            self.metered_commands(Request::C3, model, &comments).await?,
+            self.metered_commands(Request::C4, model, &likes).await?,
+        ])
     }
 
     /// Latency over random targets. For a V3 read, each run is paired with the
@@ -448,11 +673,11 @@ impl Scale {
             if paired && n % 2 == 0 {
                 bare.push(self.bare_call(request, &target).await?);
             }
-            seconds.push(self.run(request, model, &target, false).await?);
+            seconds.push(self.run(request, model, &target, false).await?.0);
             if paired && n % 2 == 1 {
                 bare.push(self.bare_call(request, &target).await?);
             }
-            if model == Model::V1 && started.elapsed() > settings.v1_budget {
+            if model != Model::V3 && started.elapsed() > settings.v1_budget {
                 break;
             }
         }
@@ -704,6 +929,16 @@ impl Scale {
         running.await?;
         Ok(Stats::of(seconds))
     }
+}
+
+/// The posts a comment and a like are measured on, by their length in bytes
+/// of UTF-8: a short one and a long one (40 KB).
+pub const POST_LENGTHS: [usize; 2] = [2 * 1024, 40 * 1024];
+const POST_CHAR: &str = "本";
+
+/// Writes refused by their condition: billed, though no capacity is reported.
+fn refused(calls: &[blog::store::meter::Call]) -> u64 {
+    calls.iter().filter(|c| c.failed_condition()).count() as u64
 }
 
 /// The poller's pause after an empty poll: Lambda's event source mapping polls

@@ -1,13 +1,25 @@
-//! The seeds' V1 model, ported to DynamoDB as a naive team would: normalised
-//! items referring to each other, and every read aggregating what it shows.
+//! The seeds' V1 and V2 models, ported to DynamoDB as a team new to it would.
 //!
 //! Two tables, like the seeds' two containers: `users` keyed by `id`, and
 //! `posts` keyed by `postId`, holding a post, its comments and its likes in one
-//! partition (sort keys `post`, `comment#<id>`, `like#<id>`). Nothing is copied:
-//! - Q2 reads the post, then its author's username and two counts (COUNT queries);
-//! - Q3 and Q6 have no key to query, so they scan the posts table, then count
-//!   and look up usernames per post;
-//! - Q4 and Q5 query the post's partition, then look up each author's username.
+//! partition (sort keys `post`, `comment#<id>`, `like#<id>`). Three variants
+//! ([`Naive`]):
+//! - **V1, scan**: nothing is copied and nothing is indexed. Q2 reads the post,
+//!   then its author's username and two counts (COUNT queries); Q3 and Q6 have
+//!   no key to query, so they scan the posts table, then count and look up
+//!   usernames per post; Q4 and Q5 query the post's partition, then look up
+//!   each author's username.
+//! - **V1 with GSIs**: the same items, and what the seeds' V1 had in Cosmos DB
+//!   for its cross-partition queries: two global secondary indexes of the post
+//!   items (sparse: only posts carry their keys; everything projected, since
+//!   the short form's summary is cut from the content), `byAuthor` (author,
+//!   post id) for Q3 and `byDate` (the constant `post`, post id) for Q6 (a post
+//!   id is a ULID: it sorts by creation time). Q3 and Q6 query an index
+//!   instead of scanning, then count and look up per post as above.
+//! - **V2**: the seeds' V2: usernames copied onto posts, comments and likes,
+//!   and the counts kept on the post (a comment or like is a transaction with
+//!   the count's update). Q2, Q4 and Q5 become one call each; Q3 and Q6 query
+//!   the indexes but read whole posts, as nothing is pre-computed for them.
 //!
 //! It is not a straw man: the counts use key conditions (they read only the
 //! comments or likes), lookups of the same user are made once per request, and
@@ -18,8 +30,9 @@ use std::collections::{BTreeSet, HashMap};
 use aws_sdk_dynamodb::{
     Client,
     types::{
-        AttributeDefinition, BillingMode, KeySchemaElement, KeyType, ReturnConsumedCapacity,
-        ScalarAttributeType, Select,
+        AttributeDefinition, BillingMode, GlobalSecondaryIndex, KeySchemaElement, KeyType,
+        Projection, ProjectionType, Put, ReturnConsumedCapacity, ScalarAttributeType, Select,
+        TransactWriteItem, Update,
     },
 };
 use blog::{
@@ -41,6 +54,48 @@ pub const SCAN_SEGMENTS: i32 = 64;
 const POST_SK: &str = "post";
 const COMMENT_PREFIX: &str = "comment#";
 const LIKE_PREFIX: &str = "like#";
+/// The indexes of the posts table (V1 with GSIs, V2).
+pub const BY_AUTHOR: &str = "byAuthor";
+pub const BY_DATE: &str = "byDate";
+
+/// Which of the seeds' naive models a [`NaiveStore`] plays.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Naive {
+    /// V1 answering Q3 and Q6 by scanning.
+    Scan,
+    /// V1 answering Q3 and Q6 from its indexes (the same tables as `Scan`).
+    Indexed,
+    /// V2: usernames and counts copied; Q3 and Q6 from the indexes.
+    Copied,
+}
+
+/// The key attributes of the naive tables and their indexes, for billing.
+pub fn users_shape() -> local::billing::Shape {
+    local::billing::Shape {
+        pk: "id",
+        sk: None,
+        indexes: Vec::new(),
+    }
+}
+
+/// The posts table; `indexed` with its two indexes (V1 scan has none).
+pub fn posts_shape(indexed: bool) -> local::billing::Shape {
+    use local::billing::{IndexShape, Projection::All};
+    let index = |pk| IndexShape {
+        pk,
+        sk: "postId",
+        projection: All,
+    };
+    local::billing::Shape {
+        pk: "postId",
+        sk: Some("sk"),
+        indexes: if indexed {
+            vec![index("postAuthor"), index("postType")]
+        } else {
+            Vec::new()
+        },
+    }
+}
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
 struct UserRow {
@@ -59,6 +114,16 @@ struct PostRow {
     title: String,
     content: String,
     creation_date: String,
+    /// The keys of the two indexes, on posts only (the indexes stay sparse).
+    post_author: String,
+    post_type: String,
+    /// V2's copies.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    username: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    comment_count: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    like_count: Option<u64>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -73,11 +138,21 @@ struct ReplyRow {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     content: Option<String>,
     creation_date: String,
+    /// V2's copy.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    username: Option<String>,
 }
 
 impl ReplyRow {
     /// A comment (with `content`) or a like (without).
-    fn new(post: &PostId, id: &str, author: &UserId, content: Option<&str>, at: &str) -> Self {
+    fn new(
+        post: &PostId,
+        id: &str,
+        author: &UserId,
+        username: Option<&str>,
+        content: Option<&str>,
+        at: &str,
+    ) -> Self {
         let (prefix, kind) = match content {
             Some(_) => (COMMENT_PREFIX, "comment"),
             None => (LIKE_PREFIX, "like"),
@@ -90,25 +165,35 @@ impl ReplyRow {
             user_id: author.to_string(),
             content: content.map(str::to_owned),
             creation_date: at.to_owned(),
+            username: username.map(str::to_owned),
         }
     }
 }
 
-/// The V1 tables of one scale.
+/// The tables of one naive model at one scale.
 #[derive(Clone, Debug)]
 pub struct NaiveStore {
     client: Client,
     users: String,
     posts: String,
+    mode: Naive,
 }
 
 impl NaiveStore {
-    pub fn new(client: Client, prefix: &str) -> Self {
+    /// V1's tables are `<prefix>-v1-users` and `<prefix>-v1-posts` (both V1
+    /// variants), V2's `<prefix>-v2-…`.
+    pub fn new(client: Client, prefix: &str, mode: Naive) -> Self {
+        let version = if mode == Naive::Copied { "v2" } else { "v1" };
         Self {
             client,
-            users: format!("{prefix}-v1-users"),
-            posts: format!("{prefix}-v1-posts"),
+            users: format!("{prefix}-{version}-users"),
+            posts: format!("{prefix}-{version}-posts"),
+            mode,
         }
+    }
+
+    pub fn mode(&self) -> Naive {
+        self.mode
     }
 
     pub fn users_table(&self) -> &str {
@@ -140,14 +225,30 @@ impl NaiveStore {
             .key_schema(key("id", KeyType::Hash)?)
             .send()
             .await?;
+        let index = |name: &str, pk: &str| {
+            GlobalSecondaryIndex::builder()
+                .index_name(name)
+                .key_schema(key(pk, KeyType::Hash)?)
+                .key_schema(key("postId", KeyType::Range)?)
+                .projection(
+                    Projection::builder()
+                        .projection_type(ProjectionType::All)
+                        .build(),
+                )
+                .build()
+        };
         self.client
             .create_table()
             .table_name(&self.posts)
             .billing_mode(BillingMode::PayPerRequest)
             .attribute_definitions(attr("postId")?)
             .attribute_definitions(attr("sk")?)
+            .attribute_definitions(attr("postAuthor")?)
+            .attribute_definitions(attr("postType")?)
             .key_schema(key("postId", KeyType::Hash)?)
             .key_schema(key("sk", KeyType::Range)?)
+            .global_secondary_indexes(index(BY_AUTHOR, "postAuthor")?)
+            .global_secondary_indexes(index(BY_DATE, "postType")?)
             .send()
             .await?;
         Ok(())
@@ -161,22 +262,31 @@ impl NaiveStore {
         })?])
     }
 
-    /// The V1 rows of a post and its replies: no counts, no usernames.
-    pub fn post_rows(thread: &PostWithReplies) -> Result<Vec<Item>, Error> {
+    /// The rows of a post and its replies: in V1 no counts and no usernames,
+    /// in V2 both.
+    pub fn post_rows(&self, thread: &PostWithReplies) -> Result<Vec<Item>, Error> {
         let post = &thread.post;
-        let mut rows = vec![serde_dynamo::to_item(post_row(
+        let copied = self.mode == Naive::Copied;
+        let mut row = post_row(
             &post.post_id,
             &post.user_id,
             &post.title,
             &thread.content.content,
             &post.created_at,
-        ))?];
+        );
+        if copied {
+            row.username = Some(post.username.clone());
+            row.comment_count = Some(thread.comments.len() as u64);
+            row.like_count = Some(thread.likes.len() as u64);
+        }
+        let mut rows = vec![serde_dynamo::to_item(row)?];
         for c in &thread.comments {
             let id = c.comment_id.to_string();
             let row = ReplyRow::new(
                 &post.post_id,
                 &id,
                 &c.user_id,
+                copied.then_some(c.username.as_str()),
                 Some(&c.content),
                 &c.created_at,
             );
@@ -187,6 +297,7 @@ impl NaiveStore {
                 &post.post_id,
                 &l.like_id.to_string(),
                 &l.user_id,
+                copied.then_some(l.username.as_str()),
                 None,
                 &l.created_at,
             );
@@ -195,7 +306,8 @@ impl NaiveStore {
         Ok(rows)
     }
 
-    // ---- commands: one PutItem each, nothing to keep in step ----
+    // ---- commands: in V1 one PutItem each, nothing to keep in step; in V2
+    // the username is read to be copied, and a reply updates its count ----
 
     /// C1.
     pub async fn create_user(&self, user: &UserId, username: &str) -> Result<(), Error> {
@@ -215,7 +327,12 @@ impl NaiveStore {
         content: &str,
         at: &str,
     ) -> Result<(), Error> {
-        let row = post_row(post, author, title, content, at);
+        let mut row = post_row(post, author, title, content, at);
+        if self.mode == Naive::Copied {
+            row.username = Some(self.username(author).await?);
+            row.comment_count = Some(0);
+            row.like_count = Some(0);
+        }
         self.put(&self.posts, serde_dynamo::to_item(row)?).await
     }
 
@@ -228,8 +345,51 @@ impl NaiveStore {
         content: Option<&str>,
         at: &str,
     ) -> Result<(), Error> {
-        let row = ReplyRow::new(post, id, author, content, at);
-        self.put(&self.posts, serde_dynamo::to_item(row)?).await
+        if self.mode != Naive::Copied {
+            let row = ReplyRow::new(post, id, author, None, content, at);
+            return self.put(&self.posts, serde_dynamo::to_item(row)?).await;
+        }
+        // V2: the reply with its author's username, and the post's count, at once.
+        let username = self.username(author).await?;
+        let row = ReplyRow::new(post, id, author, Some(&username), content, at);
+        let count = if content.is_some() {
+            "commentCount"
+        } else {
+            "likeCount"
+        };
+        let put = Put::builder()
+            .table_name(&self.posts)
+            .set_item(Some(serde_dynamo::to_item(row)?))
+            .condition_expression("attribute_not_exists(sk)")
+            .build()?;
+        let update = Update::builder()
+            .table_name(&self.posts)
+            .key("postId", s(post.to_string()))
+            .key("sk", s(POST_SK))
+            .update_expression(format!("ADD {count} :one"))
+            .condition_expression("attribute_exists(sk)")
+            .expression_attribute_values(
+                ":one",
+                aws_sdk_dynamodb::types::AttributeValue::N("1".into()),
+            )
+            .build()?;
+        self.client
+            .transact_write_items()
+            .transact_items(TransactWriteItem::builder().put(put).build())
+            .transact_items(TransactWriteItem::builder().update(update).build())
+            .return_consumed_capacity(ReturnConsumedCapacity::Indexes)
+            .send()
+            .await?;
+        Ok(())
+    }
+
+    /// One user's username (V2 copies it onto what they write).
+    async fn username(&self, user: &UserId) -> Result<String, Error> {
+        self.usernames([user.to_string()].into())
+            .await?
+            .into_values()
+            .next()
+            .ok_or_else(|| format!("no user {user}").into())
     }
 
     async fn put(&self, table: &str, item: Item) -> Result<(), Error> {
@@ -251,17 +411,24 @@ impl NaiveStore {
         Ok(usernames.into_values().next())
     }
 
-    /// Q2: the post, then its author's username and its two counts.
+    /// Q2: the post, then (V1) its author's username and its two counts.
     pub async fn get_post(&self, post: &PostId) -> Result<Option<Post>, Error> {
         let Some(row) = self.post_row(post).await? else {
             return Ok(None);
         };
-        let (usernames, comments, likes) = futures::try_join!(
-            self.usernames([row.user_id.clone()].into()),
-            self.count(post, COMMENT_PREFIX),
-            self.count(post, LIKE_PREFIX),
-        )?;
-        let username = usernames.get(&row.user_id).cloned().unwrap_or_default();
+        let (username, comments, likes) =
+            match (row.username.clone(), row.comment_count, row.like_count) {
+                (Some(username), Some(comments), Some(likes)) => (username, comments, likes),
+                _ => {
+                    let (usernames, comments, likes) = futures::try_join!(
+                        self.usernames([row.user_id.clone()].into()),
+                        self.count(post, COMMENT_PREFIX),
+                        self.count(post, LIKE_PREFIX),
+                    )?;
+                    let username = usernames.get(&row.user_id).cloned().unwrap_or_default();
+                    (username, comments, likes)
+                }
+            };
         Ok(Some(Post {
             post_id: *post,
             user_id: UserId::parse(&row.user_id)?,
@@ -275,19 +442,24 @@ impl NaiveStore {
         }))
     }
 
-    /// Q3: no key leads to a user's posts, so scan for them, then aggregate.
+    /// Q3: V1 without an index scans for the user's posts; the others query
+    /// `byAuthor`. Then V1 aggregates.
     pub async fn list_user_posts(&self, user: &UserId) -> Result<Vec<PostSummary>, Error> {
-        let mut rows = self.scan_posts(Some(user)).await?;
-        rows.sort_by(|a, b| b.post_id.cmp(&a.post_id));
+        let rows = if self.mode == Naive::Scan {
+            let mut rows = self.scan_posts(Some(user)).await?;
+            rows.sort_by(|a, b| b.post_id.cmp(&a.post_id));
+            rows
+        } else {
+            self.index_posts(BY_AUTHOR, "postAuthor", &user.to_string(), None)
+                .await?
+        };
         self.summaries(rows).await
     }
 
-    /// Q4: the post's comments, then each commenter's username.
+    /// Q4: the post's comments, then (V1) each commenter's username.
     pub async fn list_comments(&self, post: &PostId) -> Result<Vec<Comment>, Error> {
         let rows = self.replies(post, COMMENT_PREFIX).await?;
-        let names = self
-            .usernames(rows.iter().map(|r| r.user_id.clone()).collect())
-            .await?;
+        let names = self.reply_usernames(&rows).await?;
         rows.into_iter()
             .map(|r| {
                 Ok(Comment {
@@ -302,13 +474,11 @@ impl NaiveStore {
             .collect()
     }
 
-    /// Q5: the post's likes, then each liker's username.
+    /// Q5: the post's likes, then (V1) each liker's username.
     pub async fn list_likes(&self, post: &PostId) -> Result<Vec<Like>, Error> {
         let mut rows = self.replies(post, LIKE_PREFIX).await?;
         rows.reverse(); // newest first, as V3 lists them
-        let names = self
-            .usernames(rows.iter().map(|r| r.user_id.clone()).collect())
-            .await?;
+        let names = self.reply_usernames(&rows).await?;
         rows.into_iter()
             .map(|r| {
                 Ok(Like {
@@ -321,12 +491,56 @@ impl NaiveStore {
             .collect()
     }
 
-    /// Q6: scan every post, sort by date, keep the newest 100, aggregate.
+    /// Q6: V1 without an index scans every post, sorts by date and keeps the
+    /// newest 100; the others query `byDate` for them. Then V1 aggregates.
     pub async fn feed(&self) -> Result<Vec<PostSummary>, Error> {
-        let mut rows = self.scan_posts(None).await?;
-        rows.sort_by(|a, b| (&b.creation_date, &b.post_id).cmp(&(&a.creation_date, &a.post_id)));
-        rows.truncate(blog::store::feed::FEED_CAPACITY);
+        let capacity = blog::store::feed::FEED_CAPACITY;
+        let rows = if self.mode == Naive::Scan {
+            let mut rows = self.scan_posts(None).await?;
+            rows.sort_by(|a, b| {
+                (&b.creation_date, &b.post_id).cmp(&(&a.creation_date, &a.post_id))
+            });
+            rows.truncate(capacity);
+            rows
+        } else {
+            self.index_posts(BY_DATE, "postType", POST_SK, Some(capacity))
+                .await?
+        };
         self.summaries(rows).await
+    }
+
+    /// Posts from one of the indexes, newest first, page by page.
+    async fn index_posts(
+        &self,
+        index: &str,
+        key: &str,
+        value: &str,
+        limit: Option<usize>,
+    ) -> Result<Vec<PostRow>, Error> {
+        let mut rows = Vec::new();
+        let mut start = None;
+        loop {
+            let wanted = limit.map(|l| l - rows.len());
+            let page = self
+                .client
+                .query()
+                .table_name(&self.posts)
+                .index_name(index)
+                .key_condition_expression("#key = :value")
+                .expression_attribute_names("#key", key)
+                .expression_attribute_values(":value", s(value))
+                .scan_index_forward(false)
+                .set_limit(wanted.map(|w| i32::try_from(w).unwrap_or(i32::MAX)))
+                .set_exclusive_start_key(start)
+                .return_consumed_capacity(ReturnConsumedCapacity::Indexes)
+                .send()
+                .await?;
+            rows.extend(decode::<PostRow>(page.items.unwrap_or_default())?);
+            start = page.last_evaluated_key;
+            if start.is_none() || limit.is_some_and(|l| rows.len() >= l) {
+                return Ok(rows);
+            }
+        }
     }
 
     async fn post_row(&self, post: &PostId) -> Result<Option<PostRow>, Error> {
@@ -388,8 +602,26 @@ impl NaiveStore {
         }
     }
 
-    /// The short forms of `rows`: usernames and counts looked up per post.
+    /// The short forms of `rows`: as stored (V2), or with usernames and
+    /// counts looked up per post (V1).
     async fn summaries(&self, rows: Vec<PostRow>) -> Result<Vec<PostSummary>, Error> {
+        if self.mode == Naive::Copied {
+            return rows
+                .into_iter()
+                .map(|row| {
+                    Ok(PostSummary {
+                        post_id: PostId::parse(&row.post_id)?,
+                        user_id: UserId::parse(&row.user_id)?,
+                        username: row.username.unwrap_or_default(),
+                        title: row.title,
+                        summary: text::summary(&row.content),
+                        comment_count: row.comment_count.unwrap_or_default(),
+                        like_count: row.like_count.unwrap_or_default(),
+                        created_at: row.creation_date,
+                    })
+                })
+                .collect();
+        }
         let names = self
             .usernames(rows.iter().map(|r| r.user_id.clone()).collect())
             .await?;
@@ -469,6 +701,19 @@ impl NaiveStore {
             .return_consumed_capacity(ReturnConsumedCapacity::Indexes)
     }
 
+    /// The usernames of the authors of `rows`: copied on them (V2), or looked
+    /// up (V1).
+    async fn reply_usernames(&self, rows: &[ReplyRow]) -> Result<HashMap<String, String>, Error> {
+        if self.mode == Naive::Copied {
+            return Ok(rows
+                .iter()
+                .filter_map(|r| Some((r.user_id.clone(), r.username.clone()?)))
+                .collect());
+        }
+        self.usernames(rows.iter().map(|r| r.user_id.clone()).collect())
+            .await
+    }
+
     /// Username of each distinct user id: one GetItem per user.
     async fn usernames(&self, ids: BTreeSet<String>) -> Result<HashMap<String, String>, Error> {
         stream::iter(ids)
@@ -500,6 +745,11 @@ fn post_row(post: &PostId, author: &UserId, title: &str, content: &str, at: &str
         title: title.to_owned(),
         content: content.to_owned(),
         creation_date: at.to_owned(),
+        post_author: author.to_string(),
+        post_type: POST_SK.into(),
+        username: None,
+        comment_count: None,
+        like_count: None,
     }
 }
 

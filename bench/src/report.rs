@@ -4,9 +4,30 @@ use std::fmt::Write;
 
 use crate::{
     lambda::FunctionFigures,
-    measure::{Model, ScaleResult, Stats},
+    measure::{Model, POST_LENGTHS, Row, ScaleResult, Stats},
     requests::Request,
 };
+
+/// The seeds' request units (Azure Cosmos DB, 100,000 users): V1, V2, V3.
+pub const SEEDS: [(Request, f64, f64, f64); 10] = [
+    (Request::C1, 5.71, 5.71, 5.71),
+    (Request::Q1, 1.0, 1.0, 1.0),
+    (Request::C2, 8.76, 8.76, 8.76),
+    (Request::Q2, 19.54, 1.0, 1.0),
+    (Request::Q3, 619.41, 201.54, 6.46),
+    (Request::C3, 8.57, 15.27, 15.27),
+    (Request::Q4, 27.72, 7.72, 7.72),
+    (Request::C4, 7.05, 14.67, 14.67),
+    (Request::Q5, 58.92, 8.92, 8.92),
+    (Request::Q6, 2063.54, 532.33, 16.97),
+];
+
+/// The most a like or a comment may cost, fan-out included, billed.
+pub const COMMAND_WCU_LIMIT: f64 = 10.0;
+/// The most a new post's fan-out may cost with a full feed, billed.
+pub const FANOUT_WCU_LIMIT: f64 = 4.0;
+/// How much more a like or a comment may cost on the long post.
+pub const LENGTH_RATIO_LIMIT: f64 = 1.10;
 
 pub struct Run<'a> {
     pub small: &'a ScaleResult,
@@ -37,6 +58,7 @@ pub fn markdown(run: &Run<'_>) -> String {
     for scale in [run.small, run.large] {
         requests(&mut out, scale);
     }
+    lengths(&mut out, run);
     scaling(&mut out, run);
     fanout(&mut out, run);
     functions(&mut out, run.functions);
@@ -106,6 +128,55 @@ fn targets(out: &mut String, run: &Run<'_>) {
             );
         }
     }
+    for request in [Request::Q3, Request::Q6] {
+        if let Some(ratio) = model_ratio(run.large, request, Model::V1Indexed) {
+            let _ = writeln!(
+                out,
+                "| (for comparison) {request:?} at 10×S against V1 with GSIs (the seeds' V1: {:.0}×) | {ratio:.0}× cheaper | – |",
+                seeds_ratio(request).map_or(0.0, |r| 1.0 / r)
+            );
+        }
+    }
+    for request in [Request::C3, Request::C4] {
+        let billed = |bytes| {
+            run.small
+                .by_length(bytes, request, Model::V3)
+                .and_then(|r| r.billed)
+                .map(|b| b.total())
+        };
+        let [short, long] = POST_LENGTHS;
+        if let (Some(s), Some(l)) = (billed(short), billed(long)) {
+            let ratio = l / s;
+            let _ = writeln!(
+                out,
+                "| {request:?} costs the same on a {} KB and a {} KB post (within {:.0} %), fan-out included | {} and {} WCU billed ({ratio:.2}×) | {} |",
+                short / 1024,
+                long / 1024,
+                (LENGTH_RATIO_LIMIT - 1.0) * 100.0,
+                units(s),
+                units(l),
+                verdict(ratio <= LENGTH_RATIO_LIMIT)
+            );
+            let worst = s.max(l);
+            let _ = writeln!(
+                out,
+                "| {request:?} at most {COMMAND_WCU_LIMIT:.0} WCU billed, fan-out included | {} WCU | {} |",
+                units(worst),
+                verdict(worst <= COMMAND_WCU_LIMIT)
+            );
+        }
+    }
+    let fanout = [run.small, run.large]
+        .iter()
+        .filter_map(|scale| scale.row(Request::C2, Model::V3)?.billed)
+        .map(|b| b.fanout)
+        .fold(0.0, f64::max);
+    let _ = writeln!(
+        out,
+        "| a new post's fan-out at most {FANOUT_WCU_LIMIT:.0} WCU billed, with a full feed | {} WCU (the larger of S and 10×S) | {} |",
+        units(fanout),
+        verdict(fanout <= FANOUT_WCU_LIMIT)
+    );
     for scale in [run.small, run.large] {
         let missed: Vec<String> = reads()
             .filter_map(|r| scale.row(r, Model::V3))
@@ -187,18 +258,48 @@ pub fn scale_ratio(run: &Run<'_>, request: Request, model: Model) -> Option<f64>
 
 /// V1's capacity over V3's, for one request at one scale.
 pub fn v1_ratio(scale: &ScaleResult, request: Request) -> Option<f64> {
-    let v1 = scale.row(request, Model::V1)?.cost.total();
-    let v3 = scale.row(request, Model::V3)?;
-    let v3 = v3.cost.total() + v3.fanout.total();
-    (v3 > 0.0).then(|| v1 / v3)
+    model_ratio(scale, request, Model::V1)
+}
+
+/// What a request costs in a model, as DynamoDB bills it: the read units of a
+/// query (DynamoDB Local's figure, which follows the published rules for
+/// reads), the write units of a command and its fan-out.
+pub fn billed(row: &Row) -> f64 {
+    match row.billed {
+        Some(billed) => billed.total(),
+        None => row.cost.total(),
+    }
+}
+
+/// `model`'s billed capacity over V3's, for one request at one scale.
+pub fn model_ratio(scale: &ScaleResult, request: Request, model: Model) -> Option<f64> {
+    let other = billed(scale.row(request, model)?);
+    let v3 = billed(scale.row(request, Model::V3)?);
+    (v3 > 0.0).then(|| other / v3)
+}
+
+/// The seeds' V3 over their V1.
+pub fn seeds_ratio(request: Request) -> Option<f64> {
+    SEEDS
+        .iter()
+        .find(|(r, ..)| *r == request)
+        .map(|(_, v1, _, v3)| v3 / v1)
 }
 
 fn requests(out: &mut String, scale: &ScaleResult) {
     let l = &scale.loaded;
     let _ = writeln!(
         out,
-        "### Requests at {} ({} users, {} posts, {} comments, {} likes: {} V3 items, {} V1 items; loaded in {:.0} s)\n",
-        scale.label, l.users, l.posts, l.comments, l.likes, l.v3_items, l.v1_items, l.seconds
+        "### Requests at {} ({} users, {} posts, {} comments, {} likes: {} V3 items, {} V1 items, {} V2 items; loaded in {:.0} s)\n",
+        scale.label,
+        l.users,
+        l.posts,
+        l.comments,
+        l.likes,
+        l.v3_items,
+        l.v1_items,
+        l.v2_items,
+        l.seconds
     );
     let (fp50, fp99) = latency(&scale.floor);
     let _ = writeln!(
@@ -208,41 +309,82 @@ fn requests(out: &mut String, scale: &ScaleResult) {
     );
     let _ = writeln!(
         out,
-        "| request | V1 calls | V1 capacity | V3 calls | V3 capacity (table + index) | V3 fan-out (calls, capacity) | V1/V3 capacity |\n|---|---|---|---|---|---|---|"
+        "Per request, calls / capacity units as DynamoDB bills them: read units for queries; for commands, write units computed from the items written (fan-out included), DynamoDB Local's own figures in the next table. The seeds' columns are Cosmos DB request units.\n"
+    );
+    let _ = writeln!(
+        out,
+        "| request | V1, scan | V1, GSIs | V2 | V3 | V3/V1 (GSIs) | seeds: V1 | V2 | V3 | V3/V1 |\n|---|---|---|---|---|---|---|---|---|---|"
     );
     for request in Request::ALL {
-        let (Some(v1), Some(v3)) = (scale.row(request, Model::V1), scale.row(request, Model::V3))
-        else {
-            continue;
+        let cell = |model| {
+            scale.row(request, model).map_or("–".into(), |row| {
+                let calls = row.cost.calls + row.fanout.calls;
+                format!("{} / {}", units(calls), units(billed(row)))
+            })
         };
-        let fanout = if request.is_command() {
-            format!("{:.1}, {}", v3.fanout.calls, units(v3.fanout.total()))
-        } else {
-            "–".into()
-        };
-        let ratio = v1_ratio(scale, request).map_or("–".into(), |r| format!("{r:.2}×"));
+        let ours = model_ratio(scale, request, Model::V1Indexed)
+            .map_or("–".into(), |r| format!("{:.3}", 1.0 / r));
+        let seeds = SEEDS.iter().find(|(r, ..)| *r == request);
+        let (s1, s2, s3, sr) = seeds.map_or(Default::default(), |(_, v1, v2, v3)| {
+            (
+                units(*v1),
+                units(*v2),
+                units(*v3),
+                format!("{:.3}", v3 / v1),
+            )
+        });
         let _ = writeln!(
             out,
-            "| {request:?} {} | {:.1} | {} | {:.1} | {} ({} + {}) | {fanout} | {ratio} |",
+            "| {request:?} {} | {} | {} | {} | {} | {ours} | {s1} | {s2} | {s3} | {sr} |",
             request.description(),
-            v1.cost.calls,
-            units(v1.cost.total()),
-            v3.cost.calls,
-            units(v3.cost.total()),
-            units(v3.cost.table),
-            units(v3.cost.indexes),
+            cell(Model::V1),
+            cell(Model::V1Indexed),
+            cell(Model::V2),
+            cell(Model::V3),
         );
     }
     let _ = writeln!(
         out,
-        "\n| request | V1 p50 ms | V1 p99 ms | V3 p50 ms | V3 p99 ms | V1/V3 p50 | V3 p50 / floor | the same DynamoDB call, bare: p50 ms | V3 p50 / bare call |\n|---|---|---|---|---|---|---|---|---|"
+        "\n| command | model | calls (request, fan-out) | WCU billed (request + fan-out) | DynamoDB Local reports (request: table + index; fan-out) |\n|---|---|---|---|---|"
+    );
+    for request in Request::ALL.into_iter().filter(|r| r.is_command()) {
+        for model in Model::ALL {
+            let Some(row) = scale.row(request, model) else {
+                continue;
+            };
+            let b = row.billed.unwrap_or_default();
+            let _ = writeln!(
+                out,
+                "| {request:?} {} | {} | {:.1}, {:.1} | {} ({} + {}) | {} + {} ({} + {}; {}) |",
+                request.description(),
+                model.label(),
+                row.cost.calls,
+                row.fanout.calls,
+                units(b.total()),
+                units(b.request),
+                units(b.fanout),
+                units(row.cost.total()),
+                units(row.fanout.total()),
+                units(row.cost.table),
+                units(row.cost.indexes),
+                units(row.fanout.total()),
+            );
+        }
+    }
+    let _ = writeln!(
+        out,
+        "\n| request | V1, scan p50 ms | V1, GSIs p50 ms | V2 p50 ms | V3 p50 ms | V3 p99 ms | V1 (scan)/V3 p50 | V3 p50 / floor | the same DynamoDB call, bare: p50 ms | V3 p50 / bare call |\n|---|---|---|---|---|---|---|---|---|---|"
     );
     for request in Request::ALL {
+        let p50 = |model| {
+            scale
+                .row(request, model)
+                .map_or("–".into(), |r| ms(r.latency.p50))
+        };
         let (Some(v1), Some(v3)) = (scale.row(request, Model::V1), scale.row(request, Model::V3))
         else {
             continue;
         };
-        let (v1p50, v1p99) = latency(&v1.latency);
         let (v3p50, v3p99) = latency(&v3.latency);
         let (bare, overhead) = match &v3.bare {
             Some(bare) => (ms(bare.p50), format!("{:.2}", v3.latency.p50 / bare.p50)),
@@ -250,28 +392,38 @@ fn requests(out: &mut String, scale: &ScaleResult) {
         };
         let _ = writeln!(
             out,
-            "| {request:?} {} | {v1p50} | {v1p99} | {v3p50} | {v3p99} | {}× | {:.2} | {bare} | {overhead} |",
+            "| {request:?} {} | {} | {} | {} | {v3p50} | {v3p99} | {}× | {:.2} | {bare} | {overhead} |",
             request.description(),
+            p50(Model::V1),
+            p50(Model::V1Indexed),
+            p50(Model::V2),
             ratio(v1.latency.p50 / v3.latency.p50),
             v3.latency.p50 / scale.floor.p50,
         );
     }
-    let timed: Vec<String> = Request::ALL
-        .into_iter()
-        .filter_map(|r| scale.row(r, Model::V1))
-        .filter(|row| row.latency.n < 10)
-        .map(|row| format!("{:?} ({} runs)", row.request, row.latency.n))
+    let timed: Vec<String> = scale
+        .rows
+        .iter()
+        .filter(|row| row.model != Model::V3 && row.latency.n < 10)
+        .map(|row| {
+            format!(
+                "{:?} {} ({} runs)",
+                row.request,
+                row.model.label(),
+                row.latency.n
+            )
+        })
         .collect();
     let _ = writeln!(
         out,
-        "\nCapacity: read units for queries, write units for commands, per request; reads on the reference targets. Latency runs: {} per V3 read, {} per command{}.\n",
+        "\nReads on the reference targets. Latency runs: {} per V3 read, {} per command{}.\n",
         scale.row(Request::Q1, Model::V3).map_or(0, |r| r.latency.n),
         scale.row(Request::C1, Model::V3).map_or(0, |r| r.latency.n),
         if timed.is_empty() {
             String::new()
         } else {
             format!(
-                "; V1 requests cut short by their time budget: {}",
+                "; naive requests cut short by their time budget: {}",
                 timed.join(", ")
             )
         }
@@ -281,23 +433,61 @@ fn requests(out: &mut String, scale: &ScaleResult) {
 fn scaling(out: &mut String, run: &Run<'_>) {
     let _ = writeln!(
         out,
-        "### Reads at S and at 10×S (capacity units)\n\n| request | V3 at S | V3 at 10×S | ratio | V1 at S | V1 at 10×S | ratio |\n|---|---|---|---|---|---|---|"
+        "### Reads at S and at 10×S (capacity units)\n\n| request | V3 at S | V3 at 10×S | ratio | V2 at S | V2 at 10×S | ratio | V1, GSIs at S | at 10×S | ratio | V1, scan at S | at 10×S | ratio |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|"
     );
     for request in reads() {
         let cost =
             |scale: &ScaleResult, model| scale.row(request, model).map_or(0.0, |r| r.cost.total());
         let ratio =
             |model| scale_ratio(run, request, model).map_or("–".into(), |r| format!("{r:.3}"));
-        let _ = writeln!(
-            out,
-            "| {request:?} | {} | {} | {} | {} | {} | {} |",
-            units(cost(run.small, Model::V3)),
-            units(cost(run.large, Model::V3)),
-            ratio(Model::V3),
-            units(cost(run.small, Model::V1)),
-            units(cost(run.large, Model::V1)),
-            ratio(Model::V1),
-        );
+        let _ = write!(out, "| {request:?} |");
+        for model in [Model::V3, Model::V2, Model::V1Indexed, Model::V1] {
+            let _ = write!(
+                out,
+                " {} | {} | {} |",
+                units(cost(run.small, model)),
+                units(cost(run.large, model)),
+                ratio(model)
+            );
+        }
+        let _ = writeln!(out);
+    }
+    let _ = writeln!(out);
+}
+
+/// A comment and a like on a short post and on a long one.
+fn lengths(out: &mut String, run: &Run<'_>) {
+    let [short, long] = POST_LENGTHS;
+    let _ = writeln!(
+        out,
+        "### A comment and a like on a {} KB post and on a {} KB post (S)\n\nWCU billed, fan-out included (DynamoDB Local's figure in brackets); the same short comments on both.\n\n| command | model | {} KB post | {} KB post | long / short |\n|---|---|---|---|---|",
+        short / 1024,
+        long / 1024,
+        short / 1024,
+        long / 1024
+    );
+    for request in [Request::C3, Request::C4] {
+        for model in Model::ALL {
+            let cell = |bytes| {
+                run.small
+                    .by_length(bytes, request, model)
+                    .map(|row| (billed(row), row.cost.total() + row.fanout.total()))
+            };
+            let (Some(s), Some(l)) = (cell(short), cell(long)) else {
+                continue;
+            };
+            let _ = writeln!(
+                out,
+                "| {request:?} {} | {} | {} ({}) | {} ({}) | {:.2}× |",
+                request.description(),
+                model.label(),
+                units(s.0),
+                units(s.1),
+                units(l.0),
+                units(l.1),
+                l.0 / s.0
+            );
+        }
     }
     let _ = writeln!(out);
 }

@@ -90,6 +90,8 @@ pub enum Target {
         username: String,
     },
     NewPost {
+        /// The id a naive model writes it under (V3's handler makes its own).
+        post: PostId,
         author: UserId,
         title: String,
         content: String,
@@ -186,6 +188,7 @@ pub fn v3_event(request: Request, target: &Target) -> Result<lambda_http::Reques
             author,
             title,
             content,
+            ..
         } => event(
             function,
             &[],
@@ -239,7 +242,11 @@ pub async fn run_v3(
 }
 
 /// Runs `request` on `target` the V1 way and returns the seconds it took.
-pub async fn run_v1(naive: &NaiveStore, request: Request, target: &Target) -> Result<f64, Error> {
+pub async fn run_naive(
+    naive: &NaiveStore,
+    request: Request,
+    target: &Target,
+) -> Result<f64, Error> {
     let started = Instant::now();
     let found = match (request, target) {
         (Request::Q1, Target::User(user)) => naive.get_user(user).await?.is_some(),
@@ -261,6 +268,7 @@ pub async fn run_v1(naive: &NaiveStore, request: Request, target: &Target) -> Re
         (
             Request::C2,
             Target::NewPost {
+                post,
                 author,
                 title,
                 content,
@@ -268,7 +276,7 @@ pub async fn run_v1(naive: &NaiveStore, request: Request, target: &Target) -> Re
         ) => {
             let now = timestamp::now();
             naive
-                .create_post(&PostId::generate(), author, title, content, &now)
+                .create_post(post, author, title, content, &now)
                 .await?;
             true
         }

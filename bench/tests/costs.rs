@@ -8,7 +8,7 @@ use std::time::Duration;
 use bench::{
     dataset, load,
     measure::{Clients, Model, Settings, measure_scale},
-    naive::NaiveStore,
+    naive::{Naive, NaiveStore},
     requests::{Request, Target, run_v3, v3_event},
 };
 use blog::{
@@ -34,10 +34,11 @@ fn prefix(name: &str) -> String {
 async fn the_loaded_data_is_what_the_api_and_the_fan_out_leave() {
     let clients = clients().await;
     let prefix = prefix("load");
-    let naive = NaiveStore::new(clients.plain.clone(), &prefix);
+    let naive = NaiveStore::new(clients.plain.clone(), &prefix, Naive::Scan);
+    let v2 = NaiveStore::new(clients.plain.clone(), &prefix, Naive::Copied);
     let v3_table = format!("{prefix}-v3");
     let users = dataset::COHORT;
-    let loaded = load::load(&clients.plain, &v3_table, &naive, users)
+    let loaded = load::load(&clients.plain, &v3_table, &naive, &v2, users)
         .await
         .expect("load");
     assert_eq!(loaded.users, users);
@@ -102,6 +103,33 @@ async fn the_loaded_data_is_what_the_api_and_the_fan_out_leave() {
     let v3_feed: Feed = serde_json::from_str(&v3(Request::Q6, Target::Feed).await).unwrap();
     assert_eq!(v3_feed.items.len(), 100);
     assert_eq!(v3_feed.items, naive.feed().await.expect("V1 Q6"));
+
+    // V1 with its indexes, and V2 with its copies, answer the same.
+    let indexed = NaiveStore::new(clients.plain.clone(), &prefix, Naive::Indexed);
+    for other in [&indexed, &v2] {
+        let mode = other.mode();
+        assert_eq!(
+            Some(&v3_post),
+            other.get_post(&post).await.expect("Q2").as_ref(),
+            "{mode:?}"
+        );
+        assert_eq!(
+            v3_posts.items,
+            other.list_user_posts(&user).await.expect("Q3"),
+            "{mode:?}"
+        );
+        assert_eq!(
+            v3_comments.items,
+            other.list_comments(&post).await.expect("Q4"),
+            "{mode:?}"
+        );
+        assert_eq!(
+            v3_likes.items,
+            other.list_likes(&post).await.expect("Q5"),
+            "{mode:?}"
+        );
+        assert_eq!(v3_feed.items, other.feed().await.expect("Q6"), "{mode:?}");
+    }
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -198,4 +226,68 @@ async fn v3_reads_cost_the_same_at_two_scales_while_v1_scans_grow() {
     }
     let lag = small.lag.expect("lag measured");
     assert_eq!(lag.n, 2);
+
+    // What DynamoDB bills for the commands, from the items they write.
+    let billed = |scale: &bench::measure::ScaleResult, request, model| {
+        scale
+            .row(request, model)
+            .and_then(|r| r.billed)
+            .expect("billed")
+    };
+    for scale in [&small, &large] {
+        // A profile and its username claim in one transaction: 2 × (1 + 1).
+        let c1 = billed(scale, Request::C1, Model::V3);
+        assert_eq!((c1.request, c1.fanout), (4.0, 0.0));
+        // V1 writes one small item per command, plainly: what Local reports.
+        for request in [Request::C1, Request::C4] {
+            let row = scale.row(request, Model::V1).expect("V1");
+            assert_eq!(billed(scale, request, Model::V1).total(), 1.0);
+            assert_eq!(row.cost.total(), 1.0, "{request:?}");
+        }
+        // V2 reads the username to copy it, and a like updates the post's
+        // count in the same transaction: never cheaper than V1.
+        assert!(
+            billed(scale, Request::C4, Model::V2).total()
+                > billed(scale, Request::C4, Model::V1).total()
+        );
+        let c2 = billed(scale, Request::C2, Model::V3);
+        assert!(c2.fanout > 0.0, "the feed entry: {c2:?}");
+    }
+    // A like and a comment on a short and a long post: V3 pays the same (its
+    // floor: a transaction of three items or two, the GSI1 entries of the new
+    // item and of the post, the feed copy's count), V2 rewrites the post.
+    let [short, long] = bench::measure::POST_LENGTHS;
+    let on = |bytes, request, model| {
+        small
+            .by_length(bytes, request, model)
+            .and_then(|r| r.billed)
+            .expect("measured by length")
+            .total()
+    };
+    for bytes in [short, long] {
+        assert_eq!(on(bytes, Request::C4, Model::V3), 9.0, "like, {bytes} B");
+        assert_eq!(on(bytes, Request::C3, Model::V3), 7.0, "comment, {bytes} B");
+        assert_eq!(on(bytes, Request::C4, Model::V1), 1.0, "V1 like, {bytes} B");
+    }
+    let (v2_short, v2_long) = (
+        on(short, Request::C4, Model::V2),
+        on(long, Request::C4, Model::V2),
+    );
+    assert!(
+        v2_long > 5.0 * v2_short,
+        "V2's like rewrites the post: {v2_short} and {v2_long} WCU"
+    );
+
+    // V1 with indexes reads Q3 and Q6 without scanning: cheaper than the scan,
+    // dearer than V3; V2 answers Q2, Q4 and Q5 in one call.
+    for request in [Request::Q3, Request::Q6] {
+        let (_, scan, _) = cost(&large, request, Model::V1);
+        let (_, indexed, indexed_idx) = cost(&large, request, Model::V1Indexed);
+        let (_, v3, v3_idx) = cost(&large, request, Model::V3);
+        assert!(indexed + indexed_idx < scan, "{request:?}");
+        assert!(indexed + indexed_idx > v3 + v3_idx, "{request:?}");
+    }
+    for request in [Request::Q2, Request::Q4, Request::Q5] {
+        assert_eq!(cost(&small, request, Model::V2).0, 1.0, "{request:?}");
+    }
 }

@@ -4,6 +4,9 @@
 //!   fuzzer (`blog-admin gateway`) and the benchmark's events.
 //! - [`stream_poller`]: the stand-in for Lambda's DynamoDB Streams event source
 //!   (`blog-admin stream-poller`, the tests, the benchmark).
+//! - [`billing`]: what DynamoDB bills for a command's writes, from the items
+//!   before and after it (the tests and the benchmark).
 
+pub mod billing;
 pub mod local_gateway;
 pub mod stream_poller;

@@ -11,18 +11,29 @@ use aws_sdk_dynamodb::config::{
 use aws_smithy_runtime_api::client::orchestrator::Metadata;
 use serde_json::Value;
 
-/// One DynamoDB call: its operation (`GetItem`, `TransactWriteItems`, …) and
-/// the capacity units it consumed, on the table and on its indexes.
+/// One DynamoDB call: its operation (`GetItem`, `TransactWriteItems`, …),
+/// the capacity units it consumed, on the table and on its indexes, and the
+/// error code it failed with, if it did.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Call {
     pub operation: String,
     pub table: f64,
     pub indexes: f64,
+    /// `ConditionalCheckFailedException`, `TransactionCanceledException`, …
+    pub error: Option<String>,
 }
 
 impl Call {
     pub fn total(&self) -> f64 {
         self.table + self.indexes
+    }
+
+    /// A write refused by its condition: DynamoDB bills it (at least 1 WCU)
+    /// but reports no capacity for it.
+    pub fn failed_condition(&self) -> bool {
+        self.error
+            .as_deref()
+            .is_some_and(|e| e.ends_with("ConditionalCheckFailedException"))
     }
 }
 
@@ -61,12 +72,16 @@ impl Intercept for CapacityMeter {
             .load::<Metadata>()
             .map_or("unknown", Metadata::name)
             .to_owned();
-        let consumed = context
-            .response()
+        let response = context.response();
+        let body = response
             .and_then(|r| r.body().bytes())
             .and_then(|body| serde_json::from_slice::<Value>(body).ok())
-            .map(|body| body["ConsumedCapacity"].clone())
             .unwrap_or(Value::Null);
+        let consumed = body["ConsumedCapacity"].clone();
+        // `__type` is `com.amazonaws.dynamodb.v20120810#ConditionalCheckFailedException` or the bare name.
+        let error = response
+            .filter(|r| !r.status().is_success())
+            .map(|_| body["__type"].as_str().unwrap_or("unknown").to_owned());
         // One object per table, or a list of them (transactions, batches).
         let entries = match consumed {
             Value::Array(list) => list,
@@ -78,6 +93,7 @@ impl Intercept for CapacityMeter {
             operation,
             table: 0.0,
             indexes: 0.0,
+            error,
         };
         for entry in &entries {
             let indexes: f64 = ["GlobalSecondaryIndexes", "LocalSecondaryIndexes"]

@@ -8,78 +8,43 @@
 //! The point of splitting the post from its content: the cost of a like does
 //! not grow with the post, because no like or comment rewrites the text.
 
-use std::collections::BTreeMap;
-
 use aws_sdk_dynamodb::types::AttributeValue;
 use blog::{
-    keys::{FEED_PK, GSI1PK, GSI1SK, PK, SK},
+    keys::{FEED_PK, PK},
     store::{
         Item,
-        size::{item_size, read_units, write_units},
-        table::GSI1_PROJECTED,
+        meter::Call,
+        size::{item_size, read_units},
     },
 };
+use local::billing::{Rate, Shape, Snapshot, billed_writes};
 use serde_json::json;
 
 use crate::support::{TestApi, table_snapshot};
 
-type Keyed = BTreeMap<(String, String), Item>;
-
-fn keyed(items: Vec<Item>) -> Keyed {
-    let key = |item: &Item, name: &str| {
-        item.get(name)
-            .and_then(|v| v.as_s().ok())
-            .cloned()
-            .unwrap_or_default()
-    };
-    items
-        .into_iter()
-        .map(|item| ((key(&item, PK), key(&item, SK)), item))
-        .collect()
+async fn snapshot(api: &TestApi) -> Snapshot {
+    Snapshot::new(&Shape::single_table(), table_snapshot(api).await)
 }
 
-/// The GSI1 entry of an item: its keys, the table's keys and the projected
-/// attributes; `None` for an item the sparse index leaves out.
-fn gsi1_entry(item: &Item) -> Option<Item> {
-    item.get(GSI1PK)?;
-    let kept: Vec<&str> = [PK, SK, GSI1PK, GSI1SK]
-        .into_iter()
-        .chain(GSI1_PROJECTED)
-        .collect();
-    Some(
-        item.iter()
-            .filter(|(name, _)| kept.contains(&name.as_str()))
-            .map(|(k, v)| (k.clone(), v.clone()))
-            .collect(),
-    )
+/// Billed write units of a request (its transaction) and its fan-out (plain
+/// writes, and 1 WCU for each write its condition refused), from snapshots
+/// before the request, after it, and after the fan-out.
+fn billed(before: &Snapshot, answered: &Snapshot, settled: &Snapshot, fanout: &[Call]) -> u64 {
+    let shape = Shape::single_table();
+    let refused = fanout.iter().filter(|c| c.failed_condition()).count() as u64;
+    billed_writes(&shape, before, answered, Rate::Transactional)
+        + billed_writes(&shape, answered, settled, Rate::Standard)
+        + refused
 }
 
-/// Billed write units of going from `before` to `after`: every item that
-/// changed, appeared or went. Writes outside the feed partition are the
-/// request's transaction (twice the rate); the feed's are the fan-out's
-/// plain writes.
-fn billed(before: &Keyed, after: &Keyed) -> u64 {
-    let mut units = 0;
-    let keys: std::collections::BTreeSet<_> = before.keys().chain(after.keys()).collect();
-    for key in keys {
-        let (old, new) = (before.get(key), after.get(key));
-        if old == new {
-            continue;
-        }
-        let larger = old.map_or(0, item_size).max(new.map_or(0, item_size));
-        let rate = if key.0 == FEED_PK { 1 } else { 2 };
-        units += rate * write_units(larger);
-        let entry = |item: Option<&Item>| item.and_then(gsi1_entry);
-        let (old_entry, new_entry) = (entry(old), entry(new));
-        if old_entry != new_entry {
-            let larger = old_entry
-                .as_ref()
-                .map_or(0, item_size)
-                .max(new_entry.as_ref().map_or(0, item_size));
-            units += write_units(larger);
-        }
-    }
-    units
+/// DynamoDB Local's own figure for the writes among `calls`.
+fn local_writes(calls: &[Call]) -> f64 {
+    calls
+        .iter()
+        .filter(|c| !["DescribeTable", "Scan", "Query"].contains(&c.operation.as_str()))
+        .filter(|c| !c.operation.starts_with("Get"))
+        .map(Call::total)
+        .sum()
 }
 
 /// A like and a comment on a post of `length` characters: billed units, and
@@ -102,21 +67,18 @@ async fn costs(length: usize) -> [(u64, f64); 2] {
     .into_iter()
     .enumerate()
     {
-        let before = keyed(table_snapshot(&api).await);
+        let before = snapshot(&api).await;
         api.meter.take();
         let (status, reply) = api.call("POST", &path, Some(&fan), body).await;
         assert_eq!(status, 201, "{reply}");
+        let request = api.meter.take();
+        let answered = snapshot(&api).await;
+        api.meter.take();
         api.settle(&mut poller).await;
-        let local: f64 = api
-            .meter
-            .take()
-            .iter()
-            .filter(|c| c.operation != "DescribeTable" && c.operation != "Scan")
-            .filter(|c| !c.operation.starts_with("Get") && c.operation != "Query")
-            .map(blog::store::meter::Call::total)
-            .sum();
-        let after = keyed(table_snapshot(&api).await);
-        out[i] = (billed(&before, &after), local);
+        let fanout = api.meter.take();
+        let settled = snapshot(&api).await;
+        let local = local_writes(&request) + local_writes(&fanout);
+        out[i] = (billed(&before, &answered, &settled, &fanout), local);
     }
     out
 }
@@ -140,23 +102,6 @@ async fn a_like_and_a_comment_cost_the_same_at_any_post_length() {
     assert_eq!(short[1].0, 7, "comment");
 }
 
-#[test]
-fn billing_rounds_up_per_kb_of_the_larger_item() {
-    let item = |text: &str| -> Item {
-        [
-            (PK.to_owned(), AttributeValue::S("POST#1".into())),
-            (SK.to_owned(), AttributeValue::S("X".into())),
-            ("t".to_owned(), AttributeValue::S(text.into())),
-        ]
-        .into()
-    };
-    let before = keyed(vec![item(&"a".repeat(1500))]);
-    let after = keyed(vec![item("a")]);
-    // 1.5 KB before, tiny after: 2 KB at the transactional rate.
-    assert_eq!(billed(&before, &after), 4);
-    assert_eq!(billed(&after, &after), 0);
-}
-
 /// The fan-out of a new post once the feed is full: its entry, the feed's
 /// count, and its share of the trim that runs once every 20 posts (a read of
 /// the feed's keys, the floor, 20 deletes). Billed from the feed partition's
@@ -176,11 +121,11 @@ async fn a_new_posts_fan_out_costs_at_most_four_units_with_a_full_feed() {
     }
     api.settle(&mut poller).await;
     let feed = |items: Vec<Item>| {
-        keyed(
+        Snapshot::new(
+            &Shape::single_table(),
             items
                 .into_iter()
-                .filter(|i| i.get(PK) == Some(&AttributeValue::S(FEED_PK.into())))
-                .collect(),
+                .filter(|i| i.get(PK) == Some(&AttributeValue::S(FEED_PK.into()))),
         )
     };
     let mut units = 0;
@@ -191,14 +136,11 @@ async fn a_new_posts_fan_out_costs_at_most_four_units_with_a_full_feed() {
             .await;
         api.meter.take();
         api.settle(&mut poller).await;
-        local += api
-            .meter
-            .take()
-            .iter()
-            .filter(|c| ["PutItem", "UpdateItem", "DeleteItem"].contains(&c.operation.as_str()))
-            .map(blog::store::meter::Call::total)
-            .sum::<f64>();
-        units += billed(&before, &feed(table_snapshot(&api).await));
+        let fanout = api.meter.take();
+        local += local_writes(&fanout);
+        let refused = fanout.iter().filter(|c| c.failed_condition()).count() as u64;
+        let after = feed(table_snapshot(&api).await);
+        units += billed_writes(&Shape::single_table(), &before, &after, Rate::Standard) + refused;
     }
     let per_post = units as f64 / MEASURED as f64;
     println!(
