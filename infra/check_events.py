@@ -6,6 +6,10 @@
 The samples share one user (the JWT `sub` in the write events) and one post id;
 the post is seeded first, then the functions run in an order in which every
 sample succeeds.
+
+With `--refuse-local-identity` (for deployment builds, which must not have the
+`local-identity` feature), it also sends create-user an event without JWT
+claims that names its caller by `X-User-Id`, and expects 401.
 """
 import json
 import subprocess
@@ -44,10 +48,11 @@ def seed_post(endpoint, table):
     client.put_item(TableName=table, Item=post)
 
 
-def invoke(name, port):
+def invoke(name, port, data=None):
+    source = ["--data-file", f"events/{name}.json"] if data is None else ["--data-ascii", json.dumps(data)]
     out = subprocess.run(
         ["cargo", "lambda", "invoke", "--invoke-address", "127.0.0.1", "--invoke-port", str(port),
-         name, "--data-file", f"events/{name}.json"],
+         name, *source],
         cwd=ROOT, capture_output=True, text=True, timeout=300,
     )
     if out.returncode != 0:
@@ -68,7 +73,19 @@ def main():
         ok = got == status and body is not None and check(body)
         failures += not ok
         print(f"{'ok  ' if ok else 'FAIL'} {name}: {got if got is not None else ''} {json.dumps(body)[:160]}")
-    print(f"invoke: {len(SEQUENCE) - failures} passed, {failures} failed")
+    checks = len(SEQUENCE)
+    if "--refuse-local-identity" in sys.argv[4:]:
+        event = sample("create-user")
+        event["requestContext"].pop("authorizer", None)
+        event["headers"].pop("authorization", None)
+        event["headers"]["x-user-id"] = "mallory"
+        event["body"] = json.dumps({"username": "mallory"})
+        response = invoke("create-user", port, event)
+        ok = response.get("statusCode") == 401
+        failures += not ok
+        checks += 1
+        print(f"{'ok  ' if ok else 'FAIL'} create-user naming its caller by X-User-Id: {response.get('statusCode')}")
+    print(f"invoke: {checks - failures} passed, {failures} failed")
     sys.exit(1 if failures else 0)
 
 

@@ -15,8 +15,11 @@ DDB_HOME="$LOCAL/dynamodb-local-1.25.1"
 # Python tools, pinned, in their own virtualenv: cargo-lambda (watch, invoke,
 # build), the SAM CLI and cfn-lint (template checks, builds, deploys),
 # schemathesis (fuzzing the API from openapi.yaml).
+# cargo-lambda stays at 1.9.1: 1.9.2's watch (hyper 1.11) answers about 1 % of
+# requests whose response passes 16 KB with its own 500, after the function has
+# run (README, "Known defects"); infra/watch_load.py proves 1.9.1 does not.
 TOOLS_VENV="$LOCAL/venv"
-TOOLS_PACKAGES=("cargo-lambda==1.9.2" "aws-sam-cli==1.170.0" "cfn-lint==1.58.0" "schemathesis==4.32.5")
+TOOLS_PACKAGES=("cargo-lambda==1.9.1" "aws-sam-cli==1.170.0" "cfn-lint==1.58.0" "schemathesis==4.32.5")
 export PATH="$TOOLS_VENV/bin:$PATH"
 export SAM_CLI_TELEMETRY=0
 

@@ -29,7 +29,8 @@ API_PORT=${BLOG_PORT:-9000}
 DDB_PORT=${DYNAMODB_PORT:-8000}
 export TABLE_NAME=${TABLE_NAME:-blog}
 export DYNAMODB_ENDPOINT="http://127.0.0.1:$DDB_PORT"
-# No JWT authorizer runs locally: trust X-User-Id instead (debug builds only).
+# No JWT authorizer runs locally: trust X-User-Id instead (builds with the
+# `local-identity` feature only, which watch below turns on).
 export BLOG_LOCAL_IDENTITY=1
 
 ensure_java
@@ -60,7 +61,7 @@ if [ "${BLOG_HOSTILE_DYNAMODB:-0}" = 1 ]; then
 fi
 ./target/debug/blog-admin create-table
 
-cargo lambda watch --invoke-address 127.0.0.1 --invoke-port "$API_PORT" &
+cargo lambda watch --features functions/local-identity --invoke-address 127.0.0.1 --invoke-port "$API_PORT" &
 pids+=("$!")
 wait_for_http "http://127.0.0.1:$API_PORT/feed" "${pids[-1]}"
 log "API on http://127.0.0.1:$API_PORT (X-User-Id: <userId> identifies the caller)"

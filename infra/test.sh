@@ -6,7 +6,10 @@
 #    Local on a free port (each test makes its own table, so they run in
 #    parallel);
 # 4. every function invoked with its sample event through `cargo lambda invoke`
-#    against `cargo lambda watch`, wired to the same DynamoDB Local;
+#    against `cargo lambda watch`, wired to the same DynamoDB Local; then
+#    5,000 requests over HTTP through that watch, every route, one at a time
+#    and eight at a time, with the stream fan-out running: no 5xx, every
+#    status as documented, counts and the feed right once it settles;
 # 5. schemathesis fuzzing every operation of openapi.yaml (a fixed seed, about
 #    a minute) through the API Gateway stand-in: no 5xx, every response as
 #    documented.
@@ -41,17 +44,30 @@ status=${PIPESTATUS[0]}
 set -e
 
 log "sample events through cargo lambda invoke"
-export TABLE_NAME=invoke-check
+export TABLE_NAME=invoke-check BLOG_LOCAL_IDENTITY=1
 cargo build --quiet --locked --workspace --bins
 ./target/debug/blog-admin create-table
 api_port=$(free_port)
-cargo lambda watch --invoke-address 127.0.0.1 --invoke-port "$api_port" >"$LOCAL/watch.log" 2>&1 &
+# The same features as the workspace build above (tools turn local-identity
+# on), so that watch builds nothing again.
+cargo lambda watch --features functions/local-identity --invoke-address 127.0.0.1 --invoke-port "$api_port" >"$LOCAL/watch.log" 2>&1 &
 pids+=("$!")
 wait_for_http "http://127.0.0.1:$api_port/feed" "${pids[-1]}"
 set +e
 "$TOOLS_VENV/bin/python" infra/check_events.py "$api_port" "$DYNAMODB_ENDPOINT" "$TABLE_NAME" | tee -a "$LOCAL/test.log"
 invoke_status=${PIPESTATUS[0]}
 set -e
+
+log "5,000 requests through cargo lambda watch, with the stream fan-out"
+./target/debug/blog-admin stream-poller \
+  --invoke "http://127.0.0.1:$api_port/2015-03-31/functions/fan-out/invocations" >"$LOCAL/poller.log" 2>&1 &
+pids+=("$!")
+set +e
+"$TOOLS_VENV/bin/python" infra/watch_load.py "$api_port" --requests 5000 | tee "$LOCAL/watch-load.log"
+load_status=${PIPESTATUS[0]}
+set -e
+# One line for the totals below: the run counts as one check.
+if [ "$load_status" -eq 0 ]; then echo "load: 1 passed, 0 failed"; else echo "load: 0 passed, 1 failed"; fi | tee -a "$LOCAL/test.log"
 
 log "fuzzing the API with schemathesis"
 export TABLE_NAME=fuzz BLOG_LOCAL_IDENTITY=1
@@ -80,6 +96,6 @@ awk '/ generated, / { generated = $1; failed = 0; for (i = 1; i < NF; i++) if ($
 # cargo prints one result line per test binary (the last is often an empty
 # doc-test run) and the invoke check one of its own: close with the totals.
 awk '/^test result:/ { passed += $4; failed += $6 }
-     /^(invoke|fuzz):/ { passed += $2; failed += $4 }
+     /^(invoke|fuzz|load):/ { passed += $2; failed += $4 }
      END { printf "total: %d passed, %d failed\n", passed, failed }' "$LOCAL/test.log"
-[ "$status" -eq 0 ] && [ "$invoke_status" -eq 0 ] && [ "$fuzz_status" -eq 0 ]
+[ "$status" -eq 0 ] && [ "$invoke_status" -eq 0 ] && [ "$load_status" -eq 0 ] && [ "$fuzz_status" -eq 0 ]

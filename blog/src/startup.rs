@@ -5,9 +5,11 @@
 //! - `TABLE_NAME` (required): the table.
 //! - `DYNAMODB_ENDPOINT` (optional): e.g. DynamoDB Local's URL.
 //! - `BLOG_LOCAL_IDENTITY=1` (local runs only): take the caller's id from the
-//!   `X-User-Id` header, as no JWT authorizer runs locally. Only debug builds
-//!   read it; release builds, which is all `sam build` makes, never do, so a
-//!   deployed function cannot be switched to trust a header.
+//!   `X-User-Id` header, as no JWT authorizer runs locally. Only builds with
+//!   the Cargo feature `local-identity` read it (the local stack and the test
+//!   command turn it on); `sam build` and `cargo lambda build` without it,
+//!   debug or release, compile the reading out, so a deployed function cannot
+//!   be switched to trust a header.
 
 use std::future::Future;
 
@@ -54,13 +56,18 @@ pub async fn app_from_env() -> Result<App, Error> {
     })
 }
 
-#[cfg(debug_assertions)]
+#[cfg(feature = "local-identity")]
 fn local_identity_requested() -> bool {
     std::env::var("BLOG_LOCAL_IDENTITY").as_deref() == Ok("1")
 }
 
-#[cfg(not(debug_assertions))]
+#[cfg(not(feature = "local-identity"))]
 fn local_identity_requested() -> bool {
+    if std::env::var_os("BLOG_LOCAL_IDENTITY").is_some() {
+        tracing::warn!(
+            "BLOG_LOCAL_IDENTITY is ignored: this build has no `local-identity` feature"
+        );
+    }
     false
 }
 

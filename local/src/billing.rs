@@ -3,8 +3,9 @@
 //! the item before and after, on the table, and again on each index whose
 //! entry changes; a transactional write costs twice that on the table.
 //!
-//! DynamoDB Local reports transactions lower than DynamoDB bills them, so the
-//! tests and the benchmark compare snapshots of the partitions a command can
+//! DynamoDB Local does not report transactions the way DynamoDB bills them (a
+//! like: Local says 13 write units, DynamoDB bills 9), so the tests and the
+//! benchmark compare snapshots of the partitions a command can
 //! touch, taken before and after it, instead of trusting its figures. Index
 //! writes are counted at the standard rate: the index is updated after the
 //! transaction, not inside it. What a snapshot cannot see: a write that left

@@ -2,8 +2,8 @@
 //! computed from the items they write by the published rules: a write costs
 //! 1 WCU per KB (rounded up) of the larger of the item before and after, on
 //! the table and again on each index whose entry it writes; a transactional
-//! write costs twice that on the table. (DynamoDB Local's own figures for
-//! transactions are lower and are reported beside.)
+//! write costs twice that on the table (`local::billing`). DynamoDB Local's
+//! own figures for transactions follow other rules; they are printed beside.
 //!
 //! The point of splitting the post from its content: the cost of a like does
 //! not grow with the post, because no like or comment rewrites the text.

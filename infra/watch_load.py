@@ -1,0 +1,226 @@
+#!/usr/bin/env python3
+"""Thousands of requests through `cargo lambda watch`, as the README's run
+command serves them, with the stream fan-out running: every route, one at a
+time and then eight at a time, and no answer may be a 5xx.
+
+    watch_load.py PORT [--requests N]
+
+Each answer's status is checked against what the route must answer (201 for a
+new post, 200 for a read, ...), reads' bodies are checked for their shape, and
+at the end, once the fan-out has caught up, every post's like and comment
+counts must equal the likes and comments this run made on it, and the feed
+must list the newest posts with their authors' current names. Responses are
+large on purpose (a full feed is about 40 KB, some posts 30 KB): the 500s of
+cargo-lambda 1.9.2's watch came from responses over 16 KB.
+"""
+import collections
+import http.client
+import json
+import random
+import sys
+import threading
+import time
+
+PORT = int(sys.argv[1])
+TOTAL = int(sys.argv[sys.argv.index("--requests") + 1]) if "--requests" in sys.argv else 5000
+SEQUENTIAL = TOTAL * 2 // 5
+THREADS = 8
+USERS = 24
+POSTS_PER_USER = 5
+
+lock = threading.Lock()
+statuses = collections.Counter()
+failures = []
+likes_made = collections.Counter()
+comments_made = collections.Counter()
+liked = set()
+posts = []  # (post id, author index)
+renames = collections.Counter()
+local = threading.local()
+
+
+def connection():
+    if not hasattr(local, "conn"):
+        local.conn = http.client.HTTPConnection("127.0.0.1", PORT, timeout=120)
+    return local.conn
+
+
+def call(method, path, user=None, body=None, expect=(200,)):
+    headers = {"content-type": "application/json"}
+    if user is not None:
+        headers["x-user-id"] = f"load-user-{user:03}"
+    data = None if body is None else json.dumps(body)
+    for attempt in range(3):
+        try:
+            conn = connection()
+            conn.request(method, path, body=data, headers=headers)
+            response = conn.getresponse()
+            status, text = response.status, response.read().decode()
+            break
+        except (ConnectionError, http.client.HTTPException, OSError) as error:
+            # A dropped keep-alive connection is the client's side: reconnect.
+            local.__dict__.pop("conn", None)
+            if attempt == 2:
+                status, text = 599, f"no answer: {error}"
+    with lock:
+        statuses[status] += 1
+        if status not in expect:
+            failures.append(f"{method} {path} -> {status} (expected {expect}): {text[:300]}")
+    try:
+        return status, json.loads(text) if text else None
+    except json.JSONDecodeError:
+        return status, None
+
+
+def setup():
+    for u in range(USERS):
+        call("POST", "/users", u, {"username": f"loader_{u:03}"}, expect=(201,))
+    for u in range(USERS):
+        for p in range(POSTS_PER_USER):
+            # Mostly 2,000 characters; one post in ten 30,000 (a 30 KB Q2).
+            length = 30_000 if (u + p) % 10 == 0 else 2_000
+            content = ("Lorem ipsum dolor sit amet, consectetur adipiscing elit. " * 600)[:length]
+            status, body = call("POST", "/posts", u, {"title": f"post {p} by {u}", "content": content},
+                                expect=(201,))
+            if status == 201:
+                posts.append((body["postId"], u))
+
+
+def one_request(rng):
+    post, author = rng.choice(posts)
+    user = rng.randrange(USERS)
+    kind = rng.choices(
+        ["feed", "post", "user", "user-posts", "comments", "likes",
+         "comment", "like", "new-post", "edit-post", "rename"],
+        weights=[20, 15, 8, 8, 8, 8, 12, 12, 4, 3, 2],
+    )[0]
+    if kind == "feed":
+        status, body = call("GET", "/feed?limit=100")
+        if status == 200 and not (isinstance(body.get("items"), list) and body["items"]):
+            fail(f"feed without items: {str(body)[:200]}")
+    elif kind == "post":
+        status, body = call("GET", f"/posts/{post}")
+        if status == 200 and body.get("postId") != post:
+            fail(f"GET /posts/{post} answered {str(body)[:200]}")
+    elif kind == "user":
+        status, body = call("GET", f"/users/load-user-{user:03}")
+        if status == 200 and not body.get("username", "").startswith("loader_"):
+            fail(f"GET /users answered {str(body)[:200]}")
+    elif kind == "user-posts":
+        status, body = call("GET", f"/users/load-user-{author:03}/posts?limit=100")
+        if status == 200 and post not in {p["postId"] for p in body["items"]}:
+            fail(f"{post} missing from its author's posts")
+    elif kind == "comments":
+        call("GET", f"/posts/{post}/comments?limit=100")
+    elif kind == "likes":
+        call("GET", f"/posts/{post}/likes?limit=100")
+    elif kind == "comment":
+        status, _ = call("POST", f"/posts/{post}/comments", user, {"content": f"comment by {user}"},
+                         expect=(201,))
+        if status == 201:
+            with lock:
+                comments_made[post] += 1
+    elif kind == "like":
+        with lock:
+            fresh = (post, user) not in liked
+            liked.add((post, user))
+        status, _ = call("POST", f"/posts/{post}/likes", user, expect=(201,) if fresh else (200, 201))
+        if status == 201 and fresh:
+            with lock:
+                likes_made[post] += 1
+    elif kind == "new-post":
+        status, body = call("POST", "/posts", user, {"title": "another", "content": "short " * 400},
+                            expect=(201,))
+        if status == 201:
+            with lock:
+                posts.append((body["postId"], user))
+    elif kind == "edit-post":
+        call("PUT", f"/posts/{post}", author, {"title": f"edited by {author}"}, expect=(200,))
+    elif kind == "rename":
+        with lock:
+            renames[user] += 1
+            name = f"loader_{user:03}_{renames[user]}"
+        call("PUT", f"/users/load-user-{user:03}", user, {"username": name}, expect=(200,))
+
+
+def fail(message):
+    with lock:
+        failures.append(message)
+
+
+def worker(seed, count):
+    rng = random.Random(seed)
+    for _ in range(count):
+        one_request(rng)
+
+
+def settled_counts():
+    """Every post's counts equal what this run made, once the writes are in."""
+    wrong = []
+    for post, _ in posts:
+        status, body = call("GET", f"/posts/{post}")
+        if status != 200:
+            wrong.append(f"{post}: {status}")
+        elif (body["likeCount"], body["commentCount"]) != (likes_made[post], comments_made[post]):
+            wrong.append(f"{post}: {body['likeCount']} likes, {body['commentCount']} comments; "
+                         f"made {likes_made[post]} and {comments_made[post]}")
+    return wrong
+
+
+def settled_feed():
+    """The feed lists the newest posts, each with its author's current name."""
+    status, feed = call("GET", "/feed?limit=100")
+    if status != 200:
+        return [f"feed: {status}"]
+    wrong = []
+    newest = sorted((p for p, _ in posts), reverse=True)[:100]
+    if [i["postId"] for i in feed["items"]] != newest:
+        wrong.append("the feed is not the newest 100 posts")
+    names = {}
+    for item in feed["items"]:
+        user = item["userId"]
+        if user not in names:
+            names[user] = call("GET", f"/users/{user}")[1]["username"]
+        if item["username"] != names[user]:
+            wrong.append(f"feed entry {item['postId']} shows {item['username']}, not {names[user]}")
+    return wrong
+
+
+def main():
+    started = time.time()
+    setup()
+    made = sum(statuses.values())
+    worker(1, SEQUENTIAL - made)
+    sequential = sum(statuses.values())
+    print(f"watch load: {sequential} requests one at a time in {time.time() - started:.0f} s")
+    concurrent_started = time.time()
+    threads = [threading.Thread(target=worker, args=(100 + i, (TOTAL - sequential) // THREADS))
+               for i in range(THREADS)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    print(f"watch load: {sum(statuses.values()) - sequential} requests {THREADS} at a time "
+          f"in {time.time() - concurrent_started:.0f} s")
+    # The fan-out runs behind the writes: give it time to catch up.
+    deadline = time.time() + 120
+    while True:
+        wrong = settled_counts() + settled_feed()
+        if not wrong or time.time() > deadline:
+            break
+        time.sleep(2)
+    failures.extend(wrong)
+    served = sum(statuses.values())
+    fivexx = sum(n for s, n in statuses.items() if s >= 500)
+    print(f"watch load: {served} requests, statuses {dict(sorted(statuses.items()))}, "
+          f"{fivexx} answered 5xx, {len(posts)} posts, {sum(likes_made.values())} likes, "
+          f"{sum(comments_made.values())} comments, {sum(renames.values())} renames")
+    for failure in failures[:20]:
+        print(f"FAIL {failure}")
+    ok = not failures and fivexx == 0 and served >= TOTAL
+    print(f"watch load: {'passed' if ok else 'FAILED'}")
+    sys.exit(0 if ok else 1)
+
+
+if __name__ == "__main__":
+    main()
