@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Every check and test:
 # 1. formatting and lints;
-# 2. the deployment template: cfn-lint and `sam validate --lint`;
+# 2. the deployment template: cfn-lint, `sam validate --lint`, and the IAM
+#    roles as SAM expands them (infra/check_roles.py);
 # 3. unit tests, and the integration tests against a fresh in-memory DynamoDB
 #    Local on a free port (each test makes its own table, so they run in
 #    parallel);
@@ -28,6 +29,8 @@ cargo clippy --workspace --all-targets --locked -- -D warnings
 log "cfn-lint and sam validate"
 cfn-lint template.yaml
 sam validate --lint --region us-east-1 >/dev/null
+log "the IAM roles as the SAM transform expands them"
+"$TOOLS_VENV/bin/python" infra/check_roles.py
 
 pids=()
 trap 'for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done' EXIT
@@ -42,6 +45,15 @@ set +e
 cargo test --workspace --locked 2>&1 | tee "$LOCAL/test.log"
 status=${PIPESTATUS[0]}
 set -e
+
+# A fresh DynamoDB Local for what follows: the hundreds of tables the tests
+# leave behind (each with a stream) slow an instance down several times over,
+# which no user of the local stack meets.
+kill "$DDB_PID" 2>/dev/null || true
+port=$(free_port)
+start_dynamodb_local "$port"
+pids+=("$DDB_PID")
+export DYNAMODB_ENDPOINT="http://127.0.0.1:$port"
 
 log "sample events through cargo lambda invoke"
 export TABLE_NAME=invoke-check BLOG_LOCAL_IDENTITY=1

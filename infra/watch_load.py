@@ -36,6 +36,7 @@ comments_made = collections.Counter()
 liked = set()
 posts = []  # (post id, author index)
 renames = collections.Counter()
+dropped = []  # connections lost, as "METHOD path while sending|reading: error"
 local = threading.local()
 
 
@@ -51,17 +52,25 @@ def call(method, path, user=None, body=None, expect=(200,)):
         headers["x-user-id"] = f"load-user-{user:03}"
     data = None if body is None else json.dumps(body)
     for attempt in range(3):
+        phase = "sending"
         try:
             conn = connection()
             conn.request(method, path, body=data, headers=headers)
+            phase = "reading"
             response = conn.getresponse()
             status, text = response.status, response.read().decode()
             break
         except (ConnectionError, http.client.HTTPException, OSError) as error:
-            # A dropped keep-alive connection is the client's side: reconnect.
             local.__dict__.pop("conn", None)
-            if attempt == 2:
+            with lock:
+                dropped.append(f"{method} {path} while {phase}: {error!r}")
+            # A write sent and then unanswered may have happened: sending it
+            # again could make a second comment or post, so it counts as
+            # unanswered. A read, or a write the connection refused before it
+            # was sent, is tried again.
+            if attempt == 2 or (phase == "reading" and method != "GET"):
                 status, text = 599, f"no answer: {error}"
+                break
     with lock:
         statuses[status] += 1
         if status not in expect:
@@ -219,6 +228,9 @@ def main():
     print(f"watch load: {served} requests, statuses {dict(sorted(statuses.items()))}, "
           f"{fivexx} answered 5xx, {len(posts)} posts, {sum(likes_made.values())} likes, "
           f"{sum(comments_made.values())} comments, {sum(renames.values())} renames")
+    print(f"watch load: {len(dropped)} connections lost")
+    for drop in dropped[:10]:
+        print(f"  lost: {drop}")
     for failure in failures[:20]:
         print(f"FAIL {failure}")
     ok = not failures and fivexx == 0 and served >= TOTAL

@@ -123,8 +123,8 @@ async fn main() -> Result<(), Error> {
         let zip = options.zips.join(name).join("bootstrap.zip");
         let measured = lambda::measure(name, &binary, &zip, &env, starts, events).await?;
         println!(
-            "  {name}: start-up {:.1} ms, peak {:?} KiB, {} failed",
-            measured.startup.p50, measured.peak_kib, measured.failed
+            "  {name}: start-up {:.1} ms, first answer {:.1} ms, peak {:?} KiB, {} failed",
+            measured.startup.p50, measured.first_answer.p50, measured.peak_kib, measured.failed
         );
         figures.push(measured);
     }
