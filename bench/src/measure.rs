@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use aws_sdk_dynamodb::Client;
 use blog::{
-    api::App,
+    api::{App, FeedCache},
     fanout,
     ids::{PostId, UserId},
     store::{
@@ -290,6 +290,8 @@ pub async fn measure_scale(
     let app = |client: &Client| App {
         store: Store::new(client.clone(), &v3_table),
         local_identity: false,
+        // Each Q6 measured is the Query it makes, not a cache hit.
+        feed_cache: FeedCache::off(),
     };
     let mut scale = Scale {
         clients: clients.clone(),

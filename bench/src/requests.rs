@@ -229,7 +229,7 @@ pub async fn run_v3(
     let result = dispatch(function, app, req)
         .await
         .ok_or_else(|| format!("no handler for {function}"))?;
-    let response = api::respond(result);
+    let response = api::respond(result, "");
     let seconds = started.elapsed().as_secs_f64();
     let body = match response.body() {
         lambda_http::Body::Text(text) => text.clone(),

@@ -12,7 +12,7 @@ use bench::{
     requests::{Request, Target, run_v3, v3_event},
 };
 use blog::{
-    api::App,
+    api::{App, FeedCache},
     model::{Comment, Feed, Like, Page, Post, PostSummary},
     store::Store,
 };
@@ -55,6 +55,7 @@ async fn the_loaded_data_is_what_the_api_and_the_fan_out_leave() {
     let app = App {
         store,
         local_identity: false,
+        feed_cache: FeedCache::off(),
     };
     let v3 = |request: Request, target: Target| {
         let app = &app;

@@ -4,6 +4,10 @@
 //! Environment:
 //! - `TABLE_NAME` (required): the table.
 //! - `DYNAMODB_ENDPOINT` (optional): e.g. DynamoDB Local's URL.
+//! - `FEED_CACHE_SECONDS` (optional, default 2; 0 turns it off): how long a
+//!   `get-feed` instance serves the feed it read ([`crate::api::FeedCache`]).
+//! - `RUST_LOG`, else `AWS_LAMBDA_LOG_LEVEL` (what the template's
+//!   `LoggingConfig.ApplicationLogLevel` sets), else `info`: the log level.
 //! - `BLOG_LOCAL_IDENTITY=1` (local runs only): take the caller's id from the
 //!   `X-User-Id` header, as no JWT authorizer runs locally. Only builds with
 //!   the Cargo feature `local-identity` read it (the local stack and the test
@@ -11,23 +15,28 @@
 //!   debug or release, compile the reading out, so a deployed function cannot
 //!   be switched to trust a header.
 
-use std::future::Future;
+use std::{future::Future, time::Duration};
 
 use aws_lambda_events::event::{dynamodb::Event, streams::DynamoDbEventResponse};
 use lambda_http::{Request, RequestExt, service_fn};
 use lambda_runtime::LambdaEvent;
 
 use crate::{
-    api::{self, ApiResult, App},
+    api::{self, ApiResult, App, FeedCache, feed::FEED_CACHE_TTL},
     store::{self, Store},
 };
 
 pub type Error = lambda_http::Error;
 
 /// Structured JSON logs on stdout, which Lambda sends to CloudWatch. The level
-/// comes from `RUST_LOG` (default `info`).
+/// comes from `RUST_LOG`, else from Lambda's `AWS_LAMBDA_LOG_LEVEL`, else
+/// `info`.
 pub fn init_tracing() {
-    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+    let directives = log_directives(
+        std::env::var("RUST_LOG").ok().as_deref(),
+        std::env::var("AWS_LAMBDA_LOG_LEVEL").ok().as_deref(),
+    );
+    let filter = tracing_subscriber::EnvFilter::try_new(&directives)
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
     // A second call (tests) finds a subscriber set already; that is fine.
     let _ = tracing_subscriber::fmt()
@@ -37,6 +46,38 @@ pub fn init_tracing() {
         .with_current_span(false)
         .flatten_event(true)
         .try_init();
+}
+
+/// The `tracing` filter: `RUST_LOG` when set (it can name modules), else the
+/// level Lambda's advanced logging passes (`TRACE`…`FATAL`; tracing has no
+/// fatal, so that is `error`), else `info`.
+fn log_directives(rust_log: Option<&str>, lambda_level: Option<&str>) -> String {
+    if let Some(directives) = rust_log.filter(|d| !d.trim().is_empty()) {
+        return directives.to_owned();
+    }
+    match lambda_level
+        .map(|l| l.trim().to_ascii_lowercase())
+        .as_deref()
+    {
+        Some(level @ ("trace" | "debug" | "info" | "warn" | "error")) => level.to_owned(),
+        Some("fatal") => "error".to_owned(),
+        _ => "info".to_owned(),
+    }
+}
+
+/// `FEED_CACHE_SECONDS`: absent is the default, anything but a number of
+/// seconds from 0 to 60 is refused at start-up.
+fn feed_cache_ttl(setting: Option<&str>) -> Result<Duration, Error> {
+    let Some(setting) = setting else {
+        return Ok(FEED_CACHE_TTL);
+    };
+    setting
+        .trim()
+        .parse::<f64>()
+        .ok()
+        .filter(|s| (0.0..=60.0).contains(s))
+        .map(Duration::from_secs_f64)
+        .ok_or_else(|| format!("FEED_CACHE_SECONDS must be from 0 to 60, not {setting:?}").into())
 }
 
 /// Builds the process's [`App`] from the environment.
@@ -53,6 +94,9 @@ pub async fn app_from_env() -> Result<App, Error> {
     Ok(App {
         store: Store::new(client, table),
         local_identity,
+        feed_cache: FeedCache::new(feed_cache_ttl(
+            std::env::var("FEED_CACHE_SECONDS").ok().as_deref(),
+        )?),
     })
 }
 
@@ -87,8 +131,8 @@ where
             .lambda_context_ref()
             .map(|ctx| ctx.request_id.clone())
             .unwrap_or_default();
-        let reply = store::request_scope(request_id, handler(app, req));
-        async move { Ok::<_, Error>(api::respond(reply.await)) }
+        let reply = store::request_scope(request_id.clone(), handler(app, req));
+        async move { Ok::<_, Error>(api::respond(reply.await, &request_id)) }
     }))
     .await
 }
@@ -110,4 +154,35 @@ where
         async move { Ok::<_, Error>(response.await) }
     }))
     .await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rust_log_wins_then_lambdas_level_then_info() {
+        assert_eq!(
+            log_directives(Some("blog=debug"), Some("ERROR")),
+            "blog=debug"
+        );
+        assert_eq!(log_directives(None, Some("DEBUG")), "debug");
+        assert_eq!(log_directives(Some(" "), Some("WARN")), "warn");
+        assert_eq!(log_directives(None, Some("FATAL")), "error");
+        assert_eq!(log_directives(None, Some("LOUD")), "info");
+        assert_eq!(log_directives(None, None), "info");
+    }
+
+    #[test]
+    fn the_feed_cache_setting_is_seconds_or_refused() {
+        assert_eq!(feed_cache_ttl(None).ok(), Some(FEED_CACHE_TTL));
+        assert_eq!(feed_cache_ttl(Some("0")).ok(), Some(Duration::ZERO));
+        assert_eq!(
+            feed_cache_ttl(Some("0.5")).ok(),
+            Some(Duration::from_millis(500))
+        );
+        for bad in ["", "-1", "61", "two", "NaN"] {
+            assert!(feed_cache_ttl(Some(bad)).is_err(), "{bad:?}");
+        }
+    }
 }

@@ -59,25 +59,29 @@ async fn handle(
         return Ok(not_found);
     };
     let event = event(route, &parts, &path, params, &body, peer, jwt_sub_header);
+    let request_id = event["requestContext"]["requestId"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned();
     // As on API Gateway, a function that cannot take the event is a 500.
     let result = match lambda_http::request::from_str(&event.to_string()) {
         Ok(request) => {
-            let request_id = event["requestContext"]["requestId"]
-                .as_str()
-                .unwrap_or_default()
-                .to_owned();
-            blog::store::request_scope(request_id, dispatch(route.function, app, request)).await
+            blog::store::request_scope(request_id.clone(), dispatch(route.function, app, request))
+                .await
         }
         Err(err) => Some(Err(ApiError::Internal(format!(
             "cannot parse the event: {err}"
         )))),
     };
-    let response = respond(result.unwrap_or_else(|| {
-        Err(ApiError::Internal(format!(
-            "no handler for {}",
-            route.function
-        )))
-    }));
+    let response = respond(
+        result.unwrap_or_else(|| {
+            Err(ApiError::Internal(format!(
+                "no handler for {}",
+                route.function
+            )))
+        }),
+        &request_id,
+    );
     let (parts, body) = response.into_parts();
     let bytes = match body {
         lambda_http::Body::Text(text) => Bytes::from(text),

@@ -25,7 +25,7 @@ pub async fn create_comment(app: &App, req: Request) -> ApiResult {
 pub async fn list_comments(app: &App, req: Request) -> ApiResult {
     let post = request::path_id(&req, "postId", PostId::parse)?;
     let (limit, cursor) = request::page(&req)?;
-    Reply::ok(
+    Reply::read(
         &app.store
             .list_comments(&post, limit, cursor.as_deref())
             .await?,

@@ -59,14 +59,20 @@ impl ApiError {
         }
     }
 
-    /// The JSON error body. Details of 5xx errors go to the log, not the client.
-    pub fn body(&self) -> serde_json::Value {
+    /// The JSON error body, naming the invocation (`requestId`, left out when
+    /// there is none) whose logs hold the details. Details of 5xx errors go
+    /// to the log, not the client.
+    pub fn body(&self, request_id: &str) -> serde_json::Value {
         let message = match self {
             Self::Unavailable(_) => "the database is unavailable; try again shortly".to_owned(),
             Self::Internal(_) => "internal error".to_owned(),
             other => other.to_string(),
         };
-        json!({ "error": { "code": self.code(), "message": message } })
+        let mut error = json!({ "code": self.code(), "message": message });
+        if !request_id.is_empty() {
+            error["requestId"] = request_id.into();
+        }
+        json!({ "error": error })
     }
 
     pub fn log(&self) {

@@ -21,7 +21,7 @@ pub async fn like_post(app: &App, req: Request) -> ApiResult {
 pub async fn list_likes(app: &App, req: Request) -> ApiResult {
     let post = request::path_id(&req, "postId", PostId::parse)?;
     let (limit, cursor) = request::page(&req)?;
-    Reply::ok(
+    Reply::read(
         &app.store
             .list_likes(&post, limit, cursor.as_deref())
             .await?,

@@ -10,10 +10,14 @@ pub mod posts;
 mod request;
 pub mod users;
 
-use lambda_http::{Body, Response, http::StatusCode};
+use lambda_http::{
+    Body, Response,
+    http::{HeaderValue, StatusCode, header},
+};
 use serde::Serialize;
 
 pub use error::ApiError;
+pub use feed::FeedCache;
 
 use crate::store::Store;
 
@@ -24,47 +28,102 @@ pub struct App {
     /// Honour the `X-User-Id` header as the caller's identity. For local runs
     /// only, where no JWT authorizer exists: see [`crate::startup`].
     pub local_identity: bool,
+    /// The feed this instance read last (used by `get-feed` only).
+    pub feed_cache: FeedCache,
+}
+
+/// How long browsers and shared caches may keep a response: its
+/// `Cache-Control`. docs/scaling.md has the arithmetic behind the figures.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Freshness {
+    /// Writes and every error: never stored (a 404 for a post being created
+    /// must not outlive it).
+    NoStore,
+    /// Public reads of one thing or one list: browsers ask again each time, a
+    /// shared cache in front of the API (CloudFront) may answer for 5 s.
+    Shared,
+    /// The front page, the same for everyone: browsers and shared caches may
+    /// keep it 5 s.
+    Feed,
+}
+
+impl Freshness {
+    pub fn cache_control(self) -> &'static str {
+        match self {
+            Self::NoStore => "no-store",
+            Self::Shared => "public, max-age=0, s-maxage=5",
+            Self::Feed => "public, max-age=5",
+        }
+    }
 }
 
 pub type ApiResult = Result<Reply, ApiError>;
 
-/// A successful response: a status and a JSON body.
+/// A successful response: a status, a JSON body, and how long it may be
+/// cached.
 #[derive(Debug)]
 pub struct Reply {
     status: StatusCode,
     body: String,
+    freshness: Freshness,
 }
 
 impl Reply {
+    /// 200 to a write (a rename, an edit, a like given before).
     pub fn ok(body: &impl Serialize) -> ApiResult {
-        Self::with(StatusCode::OK, body)
+        Self::with(StatusCode::OK, body, Freshness::NoStore)
     }
 
     pub fn created(body: &impl Serialize) -> ApiResult {
-        Self::with(StatusCode::CREATED, body)
+        Self::with(StatusCode::CREATED, body, Freshness::NoStore)
     }
 
-    fn with(status: StatusCode, body: &impl Serialize) -> ApiResult {
+    /// 200 to a public read.
+    pub fn read(body: &impl Serialize) -> ApiResult {
+        Self::with(StatusCode::OK, body, Freshness::Shared)
+    }
+
+    /// 200 to a read of the feed.
+    pub fn feed(body: &impl Serialize) -> ApiResult {
+        Self::with(StatusCode::OK, body, Freshness::Feed)
+    }
+
+    fn with(status: StatusCode, body: &impl Serialize, freshness: Freshness) -> ApiResult {
         let body = serde_json::to_string(body)
             .map_err(|e| ApiError::Internal(format!("cannot encode response: {e}")))?;
-        Ok(Self { status, body })
+        Ok(Self {
+            status,
+            body,
+            freshness,
+        })
     }
 }
 
-/// The one place where results become HTTP responses.
-pub fn respond(result: ApiResult) -> Response<Body> {
-    let (status, body) = match result {
-        Ok(reply) => (reply.status, reply.body),
+/// The one place where results become HTTP responses. `request_id` is the
+/// invocation's id, which every log line of the invocation carries: an error
+/// body names it, so that a caller's report leads to the logs.
+pub fn respond(result: ApiResult, request_id: &str) -> Response<Body> {
+    let (status, body, freshness) = match result {
+        Ok(reply) => (reply.status, reply.body, reply.freshness),
         Err(err) => {
             err.log();
-            (err.status(), err.body().to_string())
+            (
+                err.status(),
+                err.body(request_id).to_string(),
+                Freshness::NoStore,
+            )
         }
     };
     let mut response = Response::new(Body::Text(body));
     *response.status_mut() = status;
-    response.headers_mut().insert(
-        lambda_http::http::header::CONTENT_TYPE,
-        lambda_http::http::HeaderValue::from_static("application/json"),
+    let headers = response.headers_mut();
+    headers.insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json"),
+    );
+    headers.insert(
+        header::CACHE_CONTROL,
+        HeaderValue::from_static(freshness.cache_control()),
     );
     response
 }

@@ -59,7 +59,7 @@ pub async fn update_post(app: &App, req: Request) -> ApiResult {
 pub async fn get_post(app: &App, req: Request) -> ApiResult {
     let post = request::path_id(&req, "postId", PostId::parse)?;
     match app.store.get_post(&post).await? {
-        Some(found) => Reply::ok(&found),
+        Some(found) => Reply::read(&found),
         None => Err(ApiError::NotFound("no such post")),
     }
 }
@@ -69,7 +69,7 @@ pub async fn get_post(app: &App, req: Request) -> ApiResult {
 pub async fn list_user_posts(app: &App, req: Request) -> ApiResult {
     let user = request::path_id(&req, "userId", UserId::parse)?;
     let (limit, cursor) = request::page(&req)?;
-    Reply::ok(
+    Reply::read(
         &app.store
             .list_user_posts(&user, limit, cursor.as_deref())
             .await?,

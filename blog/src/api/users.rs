@@ -36,7 +36,7 @@ pub async fn update_user(app: &App, req: Request) -> ApiResult {
 pub async fn get_user(app: &App, req: Request) -> ApiResult {
     let user = request::path_id(&req, "userId", UserId::parse)?;
     match app.store.get_user(&user).await? {
-        Some(found) => Reply::ok(&found),
+        Some(found) => Reply::read(&found),
         None => Err(ApiError::NotFound("no such user")),
     }
 }

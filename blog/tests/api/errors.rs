@@ -98,8 +98,13 @@ async fn malformed_bodies_are_400_and_change_nothing() {
             .collect::<String>();
         let (status, reply) = raw(&api, method, &path, &author, body).await;
         assert_eq!(status, 400, "{method} {path} {shown}: {reply}");
+        // The invocation's id too, which its log lines carry.
         assert!(
-            reply["error"]["code"].is_string() && reply["error"]["message"].is_string(),
+            reply["error"]["code"].is_string()
+                && reply["error"]["message"].is_string()
+                && reply["error"]["requestId"]
+                    .as_str()
+                    .is_some_and(|id| !id.is_empty()),
             "{reply}"
         );
     }

@@ -11,7 +11,7 @@ use aws_sdk_dynamodb::{
     types::AttributeValue,
 };
 use blog::{
-    api::App,
+    api::{App, FeedCache},
     fanout,
     store::{Store, meter::CapacityMeter, table},
 };
@@ -151,7 +151,27 @@ impl TestApi {
         .await
     }
 
+    /// A new table, and a `get-feed` that keeps the feed it read for `ttl`,
+    /// as deployed.
+    pub async fn start_with_feed_cache(ttl: std::time::Duration) -> Self {
+        let meter = CapacityMeter::default();
+        let client = client(&endpoint(), &meter, None);
+        let name = new_table(&client).await;
+        Self::serve_with(Store::new(client, name), meter, true, FeedCache::new(ttl)).await
+    }
+
     async fn serve(store: Store, meter: CapacityMeter, local_identity: bool) -> Self {
+        // Tests read the feed right after changing it; the cache has its own
+        // test.
+        Self::serve_with(store, meter, local_identity, FeedCache::off()).await
+    }
+
+    async fn serve_with(
+        store: Store,
+        meter: CapacityMeter,
+        local_identity: bool,
+        feed_cache: FeedCache,
+    ) -> Self {
         // DynamoDB Local's GSI is synchronous: no wait for it to catch up
         // (the hostile tests give their own bound).
         let store = if store.gsi_lag_bound() == blog::store::GSI_LAG_BOUND {
@@ -162,6 +182,7 @@ impl TestApi {
         let app: &'static App = Box::leak(Box::new(App {
             store,
             local_identity,
+            feed_cache,
         }));
         let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
         let addr = listener.local_addr().expect("local addr");

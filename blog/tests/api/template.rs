@@ -135,6 +135,23 @@ fn the_http_api_routes_exactly_the_contract() {
         deployed, contract,
         "(method, path, function, JWT authorizer)"
     );
+
+    // Each read route has its own throttle (writes take the default one), and
+    // a route setting names a route that exists (else the stage fails to
+    // deploy).
+    let api = &resources_of_type(&template, "AWS::Serverless::HttpApi")[0].1;
+    let settings: BTreeSet<String> = api["Properties"]["RouteSettings"]
+        .as_mapping()
+        .expect("RouteSettings")
+        .keys()
+        .filter_map(|k| k.as_str().map(str::to_owned))
+        .collect();
+    let reads: BTreeSet<String> = ROUTES
+        .iter()
+        .filter(|r| r.method == "GET")
+        .map(|r| format!("{} {}", r.method, r.path))
+        .collect();
+    assert_eq!(settings, reads, "route settings: exactly the read routes");
 }
 
 #[test]
