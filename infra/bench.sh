@@ -5,6 +5,9 @@
 # starts a DynamoDB Local of its own, in memory; runs blog-bench, which loads
 # the data set at S and 10×S, measures, and rewrites the tables of
 # docs/benchmarks.md. Options go to blog-bench (e.g. --users 101, --quick).
+#
+#   ./infra/bench.sh --rename [--items N]   the rename fan-out of one user who
+#                                           wrote N items (100,000), instead
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 
@@ -12,6 +15,16 @@ ensure_java
 ensure_dynamodb_local
 ensure_tools
 cd "$ROOT"
+
+if [ "${1:-}" = "--rename" ]; then
+  shift
+  cargo build --release --locked -p bench --bin blog-rename-bench
+  port=$(free_port)
+  start_dynamodb_local "$port"
+  trap 'kill "$DDB_PID" 2>/dev/null || true' EXIT
+  target/release/blog-rename-bench --endpoint "http://127.0.0.1:$port" "$@"
+  exit
+fi
 
 log "building the arm64 Lambda zips (cargo lambda) and this machine's release binaries"
 cargo lambda build --release --arm64 --output-format zip -p functions

@@ -74,13 +74,14 @@ port=$(free_port)
 cargo lambda watch --only-lambda-apis --invoke-address 127.0.0.1 --invoke-port "$port" \
   >"$LOCAL/boot-arm64-watch.log" 2>&1 &
 pids+=("$!")
-wait_for_http "http://127.0.0.1:$port/" "${pids[-1]}"
+# Its Runtime API only long-polls: wait for the port.
+wait_for_port "$port" "${pids[-1]}"
 
 log "starting the 13 bootstraps under qemu-aarch64"
 # Set even so: a deployment build must not read it.
 export BLOG_LOCAL_IDENTITY=1
 for name in $functions; do
-  AWS_LAMBDA_RUNTIME_API="127.0.0.1:$port/.rt/$name" \
+  AWS_LAMBDA_RUNTIME_API="http://127.0.0.1:$port/.rt/$name" \
   AWS_LAMBDA_FUNCTION_NAME="$name" AWS_LAMBDA_FUNCTION_VERSION='$LATEST' \
   AWS_LAMBDA_FUNCTION_MEMORY_SIZE=128 AWS_LAMBDA_LOG_GROUP_NAME="/aws/lambda/$name" \
   AWS_LAMBDA_LOG_STREAM_NAME=boot-arm64 \

@@ -68,6 +68,16 @@ wait_for_http() {
   done
 }
 
+# wait_for_port PORT PID: until something accepts connections on PORT (for a
+# server with no path that answers at once, such as watch's Runtime API).
+wait_for_port() {
+  local port=$1 pid=$2
+  until (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; do
+    kill -0 "$pid" 2>/dev/null || { log "the process serving port $port stopped"; exit 1; }
+    sleep 1
+  done
+}
+
 free_port() {
   python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
 }

@@ -37,7 +37,8 @@ pub struct FunctionFigures {
     /// Peak resident memory (VmHWM) after the invocations, in KiB.
     pub peak_kib: Option<u64>,
     pub invocations: usize,
-    /// Invocations that failed (posted to `/error`, or answered non-2xx).
+    /// Invocations that failed (posted to `/error`, or answered non-2xx),
+    /// the cold starts' included.
     pub failed: usize,
 }
 
@@ -207,33 +208,31 @@ fn command(
     command
 }
 
-/// `starts` cold starts, each a new process answering one of `events`, then
-/// the peak memory after serving all of `events` in one process.
+/// A cold start for each of `cold`, a new process answering that one event,
+/// then the peak memory after serving all of `events` in one process.
 pub async fn measure(
     name: &str,
     binary: &Path,
     zip: &Path,
     env: &Environment<'_>,
-    starts: usize,
+    cold: Vec<String>,
     events: Vec<String>,
 ) -> Result<FunctionFigures, Error> {
-    let mut to_poll = Vec::with_capacity(starts);
-    let mut to_answer = Vec::with_capacity(starts);
-    for start in 0..starts {
+    let mut to_poll = Vec::with_capacity(cold.len());
+    let mut to_answer = Vec::with_capacity(cold.len());
+    let mut cold_failed = 0;
+    for event in cold {
         let (api, address, server) = RuntimeApi::serve().await?;
-        if !events.is_empty() {
-            api.state()
-                .events
-                .push_back(events[start % events.len()].clone());
-        }
+        api.state().events.push_back(event);
         let started = Instant::now();
         let mut child = command(binary, name, env, &address).spawn()?;
         api.wait(Duration::from_secs(30), |s| {
-            s.first_poll.is_some() && (events.is_empty() || s.first_answer.is_some())
+            s.first_poll.is_some() && s.first_answer.is_some()
         })
         .await?;
         let (first_poll, first_answer) = {
             let state = api.state();
+            cold_failed += state.failed;
             (state.first_poll.ok_or("no poll")?, state.first_answer)
         };
         to_poll.push(first_poll.duration_since(started).as_secs_f64());
@@ -253,7 +252,7 @@ pub async fn measure(
     let peak_kib = child.id().and_then(peak_rss_kib);
     child.kill().await?;
     server.abort();
-    let failed = api.state().failed;
+    let failed = api.state().failed + cold_failed;
     Ok(FunctionFigures {
         name: name.to_owned(),
         zip_bytes: std::fs::metadata(zip).ok().map(|m| m.len()),

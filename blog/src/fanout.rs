@@ -5,7 +5,7 @@
 //! | post INSERT | the post's feed entry and the feed's count; when the count passes 100 and its slack (20), trims the feed to 100 (also when the entry was there already: a first delivery may have died before trimming) | put only if absent and the post is above the feed's floor |
 //! | post, comment or like INSERT | the author's current username, if the profile moved on since the item was written (a rename whose walk read GSI1 before the index showed the item) | update only where `userVersion` is older |
 //! | post MODIFY (short form changed) | the feed entry's copy of it | update only if the entry exists and is older |
-//! | user MODIFY (username changed) | the username onto every post, comment and like the user wrote | update only where `userVersion` is older |
+//! | user MODIFY (username changed) | the username onto every post, comment and like the user wrote, page by page, its place saved (`store::rename`); near the deadline it stops and the record is reported failed, so that the retry goes on from there | update only where `userVersion` is older; an older rename's walk stops once a newer one exists |
 //! | anything else | nothing | – |
 //!
 //! Counts need no rule of their own: a comment or like changes the post in the
@@ -34,6 +34,7 @@ use crate::{
         ItemType, Store, StoreError,
         feed::{Copied, FeedEntryItem},
         posts::PostItem,
+        rename::{Deadline, RenameStep},
         users::UserItem,
     },
 };
@@ -55,12 +56,26 @@ pub enum Outcome {
     Stale { writes: usize },
     /// The record changes nothing that is copied.
     Ignored,
+    /// A rename's walk stopped before the deadline, its place saved: the
+    /// record must come again.
+    Paused { writes: usize },
+}
+
+/// Applies a batch with no deadline (the local poller, tools, tests): see
+/// [`handle_until`].
+pub async fn handle(store: &Store, event: Event) -> DynamoDbEventResponse {
+    handle_until(store, event, Deadline::NONE).await
 }
 
 /// Applies a batch and reports the records that failed, so that Lambda (or the
 /// local poller) retries from the lowest of them. A failed record never stops
-/// the rest of the batch.
-pub async fn handle(store: &Store, event: Event) -> DynamoDbEventResponse {
+/// the rest of the batch; a rename paused by the `deadline` does: it is
+/// reported, and the records after it come again with it.
+pub async fn handle_until(
+    store: &Store,
+    event: Event,
+    deadline: Deadline,
+) -> DynamoDbEventResponse {
     let mut stats = BatchStats {
         records: event.records.len(),
         oldest_age_ms: oldest_age_ms(&event.records),
@@ -71,8 +86,17 @@ pub async fn handle(store: &Store, event: Event) -> DynamoDbEventResponse {
         // Transactions of a redelivered record reuse their tokens (a token is
         // the account's, so the table is part of the seed).
         let seed = format!("{}/{}", store.table(), record.event_id);
-        let applied = crate::store::request_scope(seed, apply(store, record));
+        let applied = crate::store::request_scope(seed, apply(store, record, deadline));
         match applied.await {
+            Ok(outcome @ Outcome::Paused { .. }) => {
+                stats.count(outcome);
+                tracing::info!(
+                    event_id = %record.event_id,
+                    "rename paused before the deadline; it goes on when the record comes again"
+                );
+                response.batch_item_failures.push(failure(record));
+                break;
+            }
             Ok(outcome) => stats.count(outcome),
             Err(err) => {
                 stats.failed += 1;
@@ -83,9 +107,7 @@ pub async fn handle(store: &Store, event: Event) -> DynamoDbEventResponse {
                     error = %err,
                     "fan-out record failed"
                 );
-                let mut failure = DynamoDbBatchItemFailure::default();
-                failure.item_identifier = record.change.sequence_number.clone();
-                response.batch_item_failures.push(failure);
+                response.batch_item_failures.push(failure(record));
             }
         }
     }
@@ -93,8 +115,18 @@ pub async fn handle(store: &Store, event: Event) -> DynamoDbEventResponse {
     response
 }
 
-/// Applies one stream record.
-pub async fn apply(store: &Store, record: &EventRecord) -> Result<Outcome, FanoutError> {
+fn failure(record: &EventRecord) -> DynamoDbBatchItemFailure {
+    let mut failure = DynamoDbBatchItemFailure::default();
+    failure.item_identifier = record.change.sequence_number.clone();
+    failure
+}
+
+/// Applies one stream record; a rename stops near `deadline`.
+pub async fn apply(
+    store: &Store,
+    record: &EventRecord,
+    deadline: Deadline,
+) -> Result<Outcome, FanoutError> {
     let (image, which) = if record.event_name == "REMOVE" {
         (&record.change.old_image, "old")
     } else {
@@ -148,13 +180,21 @@ pub async fn apply(store: &Store, record: &EventRecord) -> Result<Outcome, Fanou
             if old.username == new.username {
                 return Ok(Outcome::Ignored);
             }
-            let renamed = store.copy_username(&new).await?;
-            let writes = renamed.written + renamed.stale;
-            // Stale only when every copy already had this rename.
-            Ok(if renamed.written == 0 && renamed.stale > 0 {
-                Outcome::Stale { writes }
-            } else {
-                Outcome::Written { writes }
+            Ok(match store.copy_username(&new, deadline).await? {
+                RenameStep::Paused(renamed) => Outcome::Paused {
+                    writes: renamed.written + renamed.stale,
+                },
+                // Stale when every copy already had this rename, or a newer
+                // rename took over.
+                RenameStep::Superseded(renamed) => Outcome::Stale {
+                    writes: renamed.written + renamed.stale,
+                },
+                RenameStep::Done(renamed) if renamed.written == 0 => Outcome::Stale {
+                    writes: renamed.stale,
+                },
+                RenameStep::Done(renamed) => Outcome::Written {
+                    writes: renamed.written + renamed.stale,
+                },
             })
         }
         _ => Ok(Outcome::Ignored),
@@ -229,6 +269,7 @@ struct BatchStats {
     stale: usize,
     ignored: usize,
     failed: usize,
+    paused: usize,
     writes: usize,
     oldest_age_ms: i64,
 }
@@ -245,6 +286,10 @@ impl BatchStats {
                 self.writes += writes;
             }
             Outcome::Ignored => self.ignored += 1,
+            Outcome::Paused { writes } => {
+                self.paused += 1;
+                self.writes += writes;
+            }
         }
     }
 
@@ -255,6 +300,7 @@ impl BatchStats {
             skipped_stale = self.stale,
             ignored = self.ignored,
             failed = self.failed,
+            paused = self.paused,
             writes = self.writes,
             oldest_record_age_ms = self.oldest_age_ms,
             "fan-out batch"

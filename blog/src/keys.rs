@@ -34,6 +34,8 @@ pub const GSI1SK: &str = "GSI1SK";
 
 pub const PROFILE_SK: &str = "PROFILE";
 pub const USERNAME_SK: &str = "USERNAME";
+/// Where a rename's fan-out walk is, in the user's partition.
+pub const RENAME_SK: &str = "RENAME";
 pub const POST_SK: &str = "POST";
 pub const POST_CONTENT_SK: &str = "POST#CONTENT";
 /// What the post item's and the content item's sort keys, and nothing else in

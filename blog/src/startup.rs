@@ -23,7 +23,7 @@ use lambda_runtime::LambdaEvent;
 
 use crate::{
     api::{self, ApiResult, App, FeedCache, feed::FEED_CACHE_TTL},
-    store::{self, Store},
+    store::{self, Store, rename::Deadline},
 };
 
 pub type Error = lambda_http::Error;
@@ -137,11 +137,11 @@ where
     .await
 }
 
-/// Serves a DynamoDB Streams handler: each batch in, its partial-batch
-/// response (`batchItemFailures`) out.
+/// Serves a DynamoDB Streams handler: each batch in, with the invocation's
+/// deadline, its partial-batch response (`batchItemFailures`) out.
 pub async fn run_stream<H, F>(handler: H) -> Result<(), Error>
 where
-    H: Fn(&'static Store, Event) -> F,
+    H: Fn(&'static Store, Event, Deadline) -> F,
     F: Future<Output = DynamoDbEventResponse> + Send + 'static,
 {
     init_tracing();
@@ -150,7 +150,11 @@ where
         // Boxed: the handler's future is deep enough to overflow the compiler's
         // type-layout limit once nested in the runtime's.
         let response: std::pin::Pin<Box<dyn Future<Output = DynamoDbEventResponse> + Send>> =
-            Box::pin(handler(&app.store, event.payload));
+            Box::pin(handler(
+                &app.store,
+                event.payload,
+                Deadline::from_epoch_ms(event.context.deadline),
+            ));
         async move { Ok::<_, Error>(response.await) }
     }))
     .await

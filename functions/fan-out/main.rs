@@ -2,5 +2,5 @@
 
 #[tokio::main]
 async fn main() -> Result<(), blog::startup::Error> {
-    blog::startup::run_stream(blog::fanout::handle).await
+    blog::startup::run_stream(blog::fanout::handle_until).await
 }

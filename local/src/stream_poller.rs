@@ -24,8 +24,10 @@ use blog::store::{Busy, Store, StoreError, classify};
 
 /// Lambda's default batch size for DynamoDB streams.
 const BATCH_SIZE: i32 = 100;
-/// Deliveries of one batch before it is given up (Lambda: MaximumRetryAttempts).
-const MAX_ATTEMPTS: u32 = 4;
+/// Deliveries of one batch before it is given up: the first and the
+/// template's `MaximumRetryAttempts: 10` retries. (A rename too large for one
+/// invocation resumes over several of them.)
+pub const MAX_ATTEMPTS: u32 = 11;
 
 /// Where each shard has been read to. Saved as JSON after every batch.
 #[derive(Debug, Default, Serialize, Deserialize)]
@@ -271,7 +273,7 @@ impl StreamPoller {
                 None => return Ok(()),
                 Some(index) => from += index,
             }
-            tokio::time::sleep(Duration::from_millis(100 * u64::from(attempt))).await;
+            tokio::time::sleep(Duration::from_millis(50 * u64::from(attempt.min(4)))).await;
         }
         let first = records[from]
             .dynamodb()

@@ -22,6 +22,8 @@ pub enum ItemType {
     Liker,
     FeedEntry,
     FeedFloor,
+    /// Where a rename's fan-out walk is (`USER#u / RENAME`).
+    RenameProgress,
     /// A type this version does not know (written by a newer one).
     #[serde(other)]
     Other,

@@ -19,6 +19,7 @@ pub mod meter;
 pub mod migrate;
 mod pages;
 pub mod posts;
+pub mod rename;
 pub mod retry;
 pub mod size;
 pub mod table;

@@ -3,9 +3,7 @@
 use aws_sdk_dynamodb::types::{Delete, ReturnConsumedCapacity, Update};
 use serde::{Deserialize, Serialize};
 
-use super::{
-    Busy, Cancelled, ItemType, Store, StoreError, classify, condition_held, from_item, key, n, s,
-};
+use super::{Busy, Cancelled, ItemType, Store, StoreError, condition_held, from_item, key, n, s};
 use crate::{
     ids::UserId,
     keys::{self, PROFILE_SK, USERNAME_SK},
@@ -197,117 +195,7 @@ impl Store {
     }
 }
 
-/// How many of a user's items one page of the rename fan-out reads.
-const RENAME_PAGE: i32 = 100;
-/// How many username copies the rename fan-out writes at once.
-const RENAME_CONCURRENCY: usize = 16;
-
-/// What a rename fan-out did.
-#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
-pub struct Renamed {
-    /// Items that now carry the new username.
-    pub written: usize,
-    /// Items that already carried this rename or a newer one.
-    pub stale: usize,
-}
-
-impl std::ops::AddAssign for Renamed {
-    fn add_assign(&mut self, other: Self) {
-        self.written += other.written;
-        self.stale += other.stale;
-    }
-}
-
 impl Store {
-    /// Fan-out of a rename: writes `user`'s username onto everything they wrote,
-    /// found page by page under their GSI1 partition. Each write lands only on
-    /// an item that copied an older version of the profile (`userVersion`), so
-    /// replaying a rename, or an older one after a newer one, changes nothing.
-    /// A post's feed entry follows through the post's `userVersion`.
-    ///
-    /// GSI1 is eventually consistent: an item written just before the rename
-    /// may not be in it yet. So once the index has had [`Store::gsi_lag_bound`]
-    /// to catch up with the rename, a second, short pass reads only the items
-    /// whose ids (ULIDs, time-ordered) were made since shortly before it. An
-    /// item later than that carries the new name already: its write checked
-    /// the profile's version. (The fan-out's INSERT rule covers an index that
-    /// lags even longer; see `fanout`.)
-    pub async fn copy_username(&self, user: &UserItem) -> Result<Renamed, StoreError> {
-        let mut done = self.rename_walk(user, None).await?;
-        let renamed_at = crate::timestamp::parse(&user.updated_at).ok_or_else(|| {
-            StoreError::Internal(format!("profile has a bad updatedAt {}", user.updated_at))
-        })?;
-        let settled_at = renamed_at + self.gsi_lag_bound();
-        let wait = settled_at - time::OffsetDateTime::now_utc();
-        if wait.is_positive() {
-            tokio::time::sleep(wait.unsigned_abs()).await;
-        }
-        // Ids are stamped by the writers' clocks, `updatedAt` by the renamer's:
-        // allow them to disagree by half the bound.
-        let since = renamed_at - self.gsi_lag_bound() - self.gsi_lag_bound() / 2;
-        let since_ms = u64::try_from(since.unix_timestamp_nanos() / 1_000_000).unwrap_or(0);
-        let lowest_id = ulid::Ulid::from_parts(since_ms, 0).to_string();
-        for prefix in [keys::POST_PREFIX, keys::COMMENT_PREFIX, keys::LIKE_PREFIX] {
-            let range = (format!("{prefix}{lowest_id}"), format!("{prefix}~"));
-            done += self.rename_walk(user, Some(range)).await?;
-        }
-        Ok(done)
-    }
-
-    /// Copies `user`'s name onto their items in GSI1, all of them or those
-    /// whose GSI1SK lies in `range`.
-    async fn rename_walk(
-        &self,
-        user: &UserItem,
-        range: Option<(String, String)>,
-    ) -> Result<Renamed, StoreError> {
-        use futures::{StreamExt, TryStreamExt};
-
-        let mut query = self
-            .client()
-            .query()
-            .table_name(self.table())
-            .index_name(keys::GSI1)
-            .expression_attribute_values(":pk", s(keys::user_items_pk(&user.user_id)))
-            .limit(RENAME_PAGE)
-            .return_consumed_capacity(ReturnConsumedCapacity::Indexes);
-        query = match range {
-            None => query.key_condition_expression("GSI1PK = :pk"),
-            Some((low, high)) => query
-                .key_condition_expression("GSI1PK = :pk AND GSI1SK BETWEEN :low AND :high")
-                .expression_attribute_values(":low", s(low))
-                .expression_attribute_values(":high", s(high)),
-        };
-        let mut done = Renamed::default();
-        let mut start = None;
-        loop {
-            let page = self
-                .backoff()
-                .send("rename walk", || {
-                    query.clone().set_exclusive_start_key(start.clone()).send()
-                })
-                .await
-                .map_err(classify)?;
-            let copies: Vec<super::Item> = page.items.unwrap_or_default();
-            let outcomes: Vec<bool> = futures::stream::iter(copies)
-                .map(|item| self.copy_username_onto(item, user))
-                .buffer_unordered(RENAME_CONCURRENCY)
-                .try_collect()
-                .await?;
-            for written in outcomes {
-                if written {
-                    done.written += 1;
-                } else {
-                    done.stale += 1;
-                }
-            }
-            start = page.last_evaluated_key;
-            if start.is_none() {
-                return Ok(done);
-            }
-        }
-    }
-
     /// Fan-out of a new post, comment or like whose copied username may be
     /// stale: written under profile version `user_version`, it may have been
     /// missed by a rename whose walk read GSI1 before the index showed it. If
@@ -334,7 +222,7 @@ impl Store {
 
     /// One username copy; `false` when the item already had this version (or
     /// is gone).
-    async fn copy_username_onto(
+    pub(super) async fn copy_username_onto(
         &self,
         item: super::Item,
         user: &UserItem,

@@ -331,23 +331,29 @@ async fn the_fan_out_costs_what_the_data_model_says() {
         "so does a comment"
     );
 
-    // A rename: one GSI1 page, one update per item (its GSI1 copy too), and
-    // for each post still in the feed, one refresh. Then the second pass over
-    // what was written just before the rename, one Query per kind of item:
-    // with GSI1 as synchronous as DynamoDB Local's (a lag bound of zero),
-    // nothing.
+    // A rename: where an earlier invocation left the walk (none) and whether
+    // a newer rename exists (a strongly consistent GetItem each); one GSI1
+    // page, one update per item (its GSI1 copy too), and for each post still
+    // in the feed, one refresh. Then the second pass over what was written
+    // just before the rename, one Query per kind of item: with GSI1 as
+    // synchronous as DynamoDB Local's (a lag bound of zero), nothing. Then
+    // the walk's place saved as done (no page was saved: one page is the
+    // last).
     let body = json!({ "username": "renamed" });
     api.call("PUT", &format!("/users/{fan}"), Some(&fan), Some(body))
         .await;
     // (DynamoDB Local reports no units for a Query that finds nothing; the
     // service bills it 0.5.)
     let fan_items = [
+        ("GetItem", 1.0, 0.0),
+        ("GetItem", 1.0, 0.0),
         ("Query", 0.0, 0.5),
         ("UpdateItem", 1.0, 1.0),
         ("UpdateItem", 1.0, 1.0),
         ("Query", 0.0, 0.0),
         ("Query", 0.0, 0.0),
         ("Query", 0.0, 0.0),
+        ("PutItem", 1.0, 0.0),
     ];
     assert_eq!(
         fan_out_calls(&api, &mut poller).await,
@@ -365,6 +371,8 @@ async fn the_fan_out_costs_what_the_data_model_says() {
     // The trimmed post's refresh fails its condition (Local reports no units
     // for it; DynamoDB charges a failed conditional write 1 WCU).
     let author_items = [
+        ("GetItem", 1.0, 0.0),
+        ("GetItem", 1.0, 0.0),
         ("Query", 0.0, 0.5),
         ("UpdateItem", 1.0, 1.0),
         ("UpdateItem", 1.0, 1.0),
@@ -373,6 +381,7 @@ async fn the_fan_out_costs_what_the_data_model_says() {
         ("Query", 0.0, 0.0),
         ("Query", 0.0, 0.0),
         ("Query", 0.0, 0.0),
+        ("PutItem", 1.0, 0.0),
     ];
     assert_eq!(
         fan_out_calls(&api, &mut poller).await,

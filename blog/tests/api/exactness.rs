@@ -166,7 +166,10 @@ async fn apply(store: &Store, batches: &[Vec<EventRecord>]) -> Vec<Item> {
 /// `CAPACITY` entries; below them it may keep up to its slack of older ones
 /// until the next trim, and its floor and count move with the trims, whose
 /// timing depends on the order records arrive in. So of the feed partition
-/// only the newest `CAPACITY` entries count; every other item counts whole.
+/// only the newest `CAPACITY` entries count. A rename's saved place
+/// (`USER#u/RENAME`) is the fan-out's bookkeeping, not data: how many
+/// invocations it took and when depends on the schedule, so it does not count
+/// either. Every other item counts whole.
 fn visible(mut items: Vec<Item>) -> Vec<Item> {
     let text = |item: &Item, name: &str| {
         item.get(name)
@@ -182,6 +185,7 @@ fn visible(mut items: Vec<Item>) -> Vec<Item> {
     entries.sort_unstable_by(|a, b| b.cmp(a));
     entries.truncate(CAPACITY);
     items.retain(|i| text(i, "PK") != "FEED" || entries.contains(&text(i, "SK")));
+    items.retain(|i| text(i, "SK") != "RENAME");
     items
 }
 

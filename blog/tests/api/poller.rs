@@ -92,7 +92,10 @@ async fn a_batch_that_keeps_failing_is_given_up_after_a_bounded_number_of_tries(
         2,
         "a profile and its username claim"
     );
-    assert_eq!(*attempts.lock().expect("lock"), 4);
+    assert_eq!(
+        *attempts.lock().expect("lock"),
+        local::stream_poller::MAX_ATTEMPTS
+    );
     // It moved on: the next poll finds nothing new.
     assert_eq!(poller.poll_once(&deliver).await.expect("poll"), 0);
 }
