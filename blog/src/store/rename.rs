@@ -33,21 +33,25 @@ const RENAME_CONCURRENCY: usize = 16;
 /// How often a page retries the copies that stayed busy, with half as many in
 /// flight each time, before the record fails (and is delivered again).
 const BUSY_ROUNDS: u32 = 6;
-/// The walk starts no page later than this before the deadline: one page's
-/// writes (each retried for at most the backoff's 5 s budget) and the saving
-/// of its place fit in it.
+/// The walk starts no page later than this before the deadline (or a third
+/// of the invocation's time, when that is shorter: `cargo lambda watch` gives
+/// a few seconds): one page's writes, each retried for at most the backoff's
+/// 5 s budget, and the saving of its place fit in it. The first page of an
+/// invocation is always walked, so that every invocation goes further.
 pub const DEADLINE_MARGIN: Duration = Duration::from_secs(10);
 
-/// When the invocation must have answered (Lambda's deadline), if ever.
+/// When the invocation must have answered (Lambda's deadline), if ever, and
+/// how long before it the walk stops.
 #[derive(Debug, Clone, Copy, Default)]
-pub struct Deadline(Option<Instant>);
+pub struct Deadline(Option<(Instant, Duration)>);
 
 impl Deadline {
     /// No deadline: work until done (the local poller, tools).
     pub const NONE: Self = Self(None);
 
     pub fn at(instant: Instant) -> Self {
-        Self(Some(instant))
+        let left = instant.saturating_duration_since(Instant::now());
+        Self(Some((instant, DEADLINE_MARGIN.min(left / 3))))
     }
 
     /// Lambda's deadline, in milliseconds since the Unix epoch.
@@ -62,7 +66,7 @@ impl Deadline {
     /// Whether there is no longer time for a page.
     pub fn near(self) -> bool {
         self.0
-            .is_some_and(|at| Instant::now() + DEADLINE_MARGIN >= at)
+            .is_some_and(|(at, margin)| Instant::now() + margin >= at)
     }
 }
 
@@ -285,10 +289,12 @@ impl Store {
             .and_then(|p| p.cursor.as_ref())
             .map(|cursor| cursor.iter().map(|(k, v)| (k.clone(), s(v))).collect());
         let mut concurrency = RENAME_CONCURRENCY;
+        let mut first = true;
         loop {
-            if deadline.near() {
+            if !first && deadline.near() {
                 return Ok(WalkEnd::Paused);
             }
+            first = false;
             // The whole walk gives way to a newer rename, page by page (the
             // second pass is short: the walk before it checked).
             if progress.is_some() && self.superseded(user).await? {
@@ -420,5 +426,28 @@ impl Store {
                 .send("save rename progress", || put.clone().send())
                 .await,
         )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_margin_is_ten_seconds_or_a_third_of_a_short_invocation() {
+        assert!(!Deadline::NONE.near());
+        // 60 s (the template's timeout): stops 10 s before.
+        let lambda = Deadline::at(Instant::now() + Duration::from_secs(60));
+        assert!(matches!(lambda.0, Some((_, m)) if m == DEADLINE_MARGIN));
+        assert!(!lambda.near());
+        // 3 s (a local runtime's): stops 1 s before, not at once.
+        let short = Deadline::at(Instant::now() + Duration::from_secs(3));
+        assert!(matches!(short.0, Some((_, m)) if m <= Duration::from_secs(1)));
+        assert!(!short.near());
+        let brief = Deadline::at(Instant::now() + Duration::from_millis(300));
+        std::thread::sleep(Duration::from_millis(250));
+        assert!(brief.near());
+        // Past already.
+        assert!(Deadline::at(Instant::now()).near());
     }
 }

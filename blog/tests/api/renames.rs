@@ -15,7 +15,7 @@ use blog::{
         comments::CommentItem,
         feed::FEED_CAPACITY,
         posts::{PostContentItem, PostItem},
-        rename::{DEADLINE_MARGIN, Deadline},
+        rename::Deadline,
         users::UserItem,
     },
     timestamp,
@@ -192,9 +192,10 @@ async fn refresh_feed_copies(api: &TestApi) {
     }
 }
 
-/// A deadline that leaves `walking` for the walk once the margin is kept.
+/// A deadline that leaves about `walking` for the walk once its margin (a
+/// third of a short invocation's time) is kept.
 fn deadline_after(walking: Duration) -> Deadline {
-    Deadline::at(Instant::now() + DEADLINE_MARGIN + walking)
+    Deadline::at(Instant::now() + walking * 3 / 2)
 }
 
 #[tokio::test]
