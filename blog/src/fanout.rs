@@ -30,6 +30,7 @@ use thiserror::Error;
 
 use crate::{
     ids::UserId,
+    metrics::{self, Unit},
     store::{
         ItemType, Store, StoreError,
         feed::{Copied, FeedEntryItem},
@@ -180,7 +181,19 @@ pub async fn apply(
             if old.username == new.username {
                 return Ok(Outcome::Ignored);
             }
-            Ok(match store.copy_username(&new, deadline).await? {
+            let step = store.copy_username(&new, deadline).await?;
+            let (copies, paused) = match step {
+                RenameStep::Paused(r) => (r.written, 1.0),
+                RenameStep::Superseded(r) | RenameStep::Done(r) => (r.written, 0.0),
+            };
+            metrics::emit(
+                &[],
+                &[
+                    ("RenameCopies", copies as f64, Unit::Count),
+                    ("RenamesPaused", paused, Unit::Count),
+                ],
+            );
+            Ok(match step {
                 RenameStep::Paused(renamed) => Outcome::Paused {
                     writes: renamed.written + renamed.stale,
                 },
@@ -304,6 +317,24 @@ impl BatchStats {
             writes = self.writes,
             oldest_record_age_ms = self.oldest_age_ms,
             "fan-out batch"
+        );
+        let count = |n: usize| n as f64;
+        metrics::emit(
+            &[],
+            &[
+                ("Records", count(self.records), Unit::Count),
+                ("Applied", count(self.written), Unit::Count),
+                ("Stale", count(self.stale), Unit::Count),
+                ("Ignored", count(self.ignored), Unit::Count),
+                ("Failed", count(self.failed), Unit::Count),
+                ("Paused", count(self.paused), Unit::Count),
+                ("Writes", count(self.writes), Unit::Count),
+                (
+                    "OldestRecordAge",
+                    self.oldest_age_ms as f64,
+                    Unit::Milliseconds,
+                ),
+            ],
         );
     }
 }

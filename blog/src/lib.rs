@@ -18,6 +18,7 @@ pub mod audit;
 pub mod fanout;
 pub mod ids;
 pub mod keys;
+pub mod metrics;
 pub mod model;
 pub mod routes;
 pub mod startup;

@@ -20,8 +20,13 @@ pub enum ApiError {
     Conflict { code: &'static str, message: String },
     #[error("request body is larger than {limit} bytes")]
     PayloadTooLarge { limit: usize },
-    #[error("{0}")]
-    Unavailable(String),
+    /// DynamoDB could not serve the request now; `cause` says why
+    /// (`throttle`, `conflict`, `unavailable`).
+    #[error("{message}")]
+    Unavailable {
+        cause: &'static str,
+        message: String,
+    },
     #[error("{0}")]
     Internal(String),
 }
@@ -42,7 +47,7 @@ impl ApiError {
             Self::NotFound(_) => StatusCode::NOT_FOUND,
             Self::Conflict { .. } => StatusCode::CONFLICT,
             Self::PayloadTooLarge { .. } => StatusCode::PAYLOAD_TOO_LARGE,
-            Self::Unavailable(_) => StatusCode::SERVICE_UNAVAILABLE,
+            Self::Unavailable { .. } => StatusCode::SERVICE_UNAVAILABLE,
             Self::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
         }
     }
@@ -54,7 +59,7 @@ impl ApiError {
             Self::Forbidden(_) => "forbidden",
             Self::NotFound(_) => "not_found",
             Self::PayloadTooLarge { .. } => "payload_too_large",
-            Self::Unavailable(_) => "unavailable",
+            Self::Unavailable { .. } => "unavailable",
             Self::Internal(_) => "internal",
         }
     }
@@ -64,7 +69,7 @@ impl ApiError {
     /// to the log, not the client.
     pub fn body(&self, request_id: &str) -> serde_json::Value {
         let message = match self {
-            Self::Unavailable(_) => "the database is unavailable; try again shortly".to_owned(),
+            Self::Unavailable { .. } => "the database is unavailable; try again shortly".to_owned(),
             Self::Internal(_) => "internal error".to_owned(),
             other => other.to_string(),
         };
@@ -101,7 +106,10 @@ impl From<StoreError> for ApiError {
             StoreError::UserNotFound => Self::NotFound("no such user"),
             StoreError::PostNotFound => Self::NotFound("no such post"),
             StoreError::BadCursor(_) => Self::bad_request("bad_cursor", message),
-            StoreError::Busy { .. } => Self::Unavailable(message),
+            StoreError::Busy { cause, .. } => Self::Unavailable {
+                cause: cause.as_str(),
+                message,
+            },
             StoreError::Internal(_) => Self::Internal(message),
         }
     }

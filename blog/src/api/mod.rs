@@ -19,7 +19,10 @@ use serde::Serialize;
 pub use error::ApiError;
 pub use feed::FeedCache;
 
-use crate::store::Store;
+use crate::{
+    metrics::{self, Unit},
+    store::Store,
+};
 
 /// What every handler shares for the life of the process.
 #[derive(Debug)]
@@ -104,9 +107,17 @@ impl Reply {
 /// body names it, so that a caller's report leads to the logs.
 pub fn respond(result: ApiResult, request_id: &str) -> Response<Body> {
     let (status, body, freshness) = match result {
-        Ok(reply) => (reply.status, reply.body, reply.freshness),
+        Ok(reply) => {
+            if reply.status == StatusCode::CREATED {
+                metrics::emit(&[], &[("Created", 1.0, Unit::Count)]);
+            }
+            (reply.status, reply.body, reply.freshness)
+        }
         Err(err) => {
             err.log();
+            if let ApiError::Unavailable { cause, .. } = &err {
+                metrics::emit(&[("Cause", cause)], &[("Unavailable", 1.0, Unit::Count)]);
+            }
             (
                 err.status(),
                 err.body(request_id).to_string(),
