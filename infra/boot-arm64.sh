@@ -56,13 +56,7 @@ for name in $functions; do
   fi
 done
 
-pids=()
-stop() {
-  trap - EXIT INT TERM
-  for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
-  wait 2>/dev/null || true
-}
-trap stop EXIT INT TERM
+trap stop_started EXIT INT TERM
 
 ddb_port=$(free_port)
 start_dynamodb_local "$ddb_port"

@@ -68,6 +68,14 @@ wait_for_http() {
   done
 }
 
+# Processes a script started; `trap stop_started EXIT INT TERM` stops them all.
+pids=()
+stop_started() {
+  trap - EXIT INT TERM
+  for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
+  wait 2>/dev/null || true
+}
+
 # wait_for_port PORT PID: until something accepts connections on PORT (for a
 # server with no path that answers at once, such as watch's Runtime API).
 wait_for_port() {

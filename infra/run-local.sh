@@ -37,13 +37,7 @@ ensure_java
 ensure_dynamodb_local
 ensure_tools
 
-pids=()
-stop() {
-  trap - EXIT INT TERM
-  for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
-  wait 2>/dev/null || true
-}
-trap stop EXIT INT TERM
+trap stop_started EXIT INT TERM
 
 start_dynamodb_local "$DDB_PORT" "$LOCAL/dynamodb-data"
 pids+=("$DDB_PID")

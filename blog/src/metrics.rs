@@ -12,7 +12,10 @@
 //! Only inside Lambda (or `cargo lambda watch`), where `AWS_LAMBDA_FUNCTION_NAME`
 //! is set: the tests, the local gateway and the benchmark print none.
 
-use std::time::{SystemTime, UNIX_EPOCH};
+use std::{
+    sync::OnceLock,
+    time::{SystemTime, UNIX_EPOCH},
+};
 
 use serde_json::{Map, Value, json};
 
@@ -68,16 +71,24 @@ pub fn document(
     Value::Object(doc)
 }
 
+/// The function's name, read once; none outside Lambda.
+fn function() -> Option<&'static str> {
+    static FUNCTION: OnceLock<Option<String>> = OnceLock::new();
+    FUNCTION
+        .get_or_init(|| std::env::var("AWS_LAMBDA_FUNCTION_NAME").ok())
+        .as_deref()
+}
+
 /// Prints one EMF line, when running as a Lambda function.
 pub fn emit(dimensions: &[(&str, &str)], values: &[(&str, f64, Unit)]) {
-    let Ok(function) = std::env::var("AWS_LAMBDA_FUNCTION_NAME") else {
+    let Some(function) = function() else {
         return;
     };
     let now_ms = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
         .unwrap_or_default();
-    println!("{}", document(&function, dimensions, values, now_ms));
+    println!("{}", document(function, dimensions, values, now_ms));
 }
 
 #[cfg(test)]

@@ -82,7 +82,7 @@ async fn the_feed_refuses_bad_limits_and_cursors() {
 /// read, then one Query again. Every answer may be cached 5 s.
 #[tokio::test]
 async fn an_instance_serves_the_feed_it_read_until_its_time_to_live_passes() {
-    let ttl = Duration::from_secs(1);
+    let ttl = Duration::from_secs(3);
     let api = TestApi::start_with_feed_cache(ttl).await;
     let first = ulid::Ulid::generate().to_string();
     put_feed_entry(&api, &first, "first").await;
@@ -116,18 +116,15 @@ async fn an_instance_serves_the_feed_it_read_until_its_time_to_live_passes() {
     let second = ulid::Ulid::generate().to_string();
     put_feed_entry(&api, &second, "second").await;
     api.meter.take();
-    // Within the time to live: what the instance read, at every limit, and
-    // no call to DynamoDB.
-    let started = std::time::Instant::now();
+    // Within the time to live (a few milliseconds into its three seconds):
+    // what the instance read, at every limit, and no call to DynamoDB.
     let (cached, _) = get(100).await;
-    if started.elapsed() < ttl {
-        assert_eq!(
-            cached,
-            std::slice::from_ref(&first),
-            "served from the cache"
-        );
-        assert_eq!(api.meter.count(), 0, "no call within the time to live");
-    }
+    assert_eq!(
+        cached,
+        std::slice::from_ref(&first),
+        "served from the cache"
+    );
+    assert_eq!(api.meter.count(), 0, "no call within the time to live");
 
     tokio::time::sleep(ttl).await;
     assert_eq!(get(100).await.0, [second, first]);
