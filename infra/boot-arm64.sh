@@ -71,7 +71,7 @@ pids+=("$!")
 # Its Runtime API only long-polls: wait for the port.
 wait_for_port "$port" "${pids[-1]}"
 
-log "starting the 13 bootstraps under qemu-aarch64"
+log "starting the $(wc -w <<<"$functions") bootstraps under qemu-aarch64"
 # Set even so: a deployment build must not read it.
 export BLOG_LOCAL_IDENTITY=1
 for name in $functions; do

@@ -34,6 +34,7 @@ SEQUENCE = [
     ("list-likes", 200, lambda b: len(b["items"]) == 1),
     ("get-feed", 200, lambda b: isinstance(b["items"], list)),
     ("fan-out", None, lambda b: b["batchItemFailures"] == []),
+    ("park-failures", None, lambda b: b["batchItemFailures"] == []),
 ]
 
 
@@ -46,6 +47,25 @@ def seed_post(endpoint, table):
     post = sample("fan-out")["Records"][0]["dynamodb"]["NewImage"]
     client = boto3.client("dynamodb", endpoint_url=endpoint, region_name="us-east-1")
     client.put_item(TableName=table, Item=post)
+
+
+def failure_notice(endpoint, table):
+    """The park-failures sample, its notice pointed at this table's stream:
+    the first shard's first record, as the fan-out's failure queue would
+    deliver it had the fan-out given that record up."""
+    dynamodb = boto3.client("dynamodb", endpoint_url=endpoint, region_name="us-east-1")
+    streams = boto3.client("dynamodbstreams", endpoint_url=endpoint, region_name="us-east-1")
+    arn = dynamodb.describe_table(TableName=table)["Table"]["LatestStreamArn"]
+    shard = streams.describe_stream(StreamArn=arn)["StreamDescription"]["Shards"][0]["ShardId"]
+    iterator = streams.get_shard_iterator(StreamArn=arn, ShardId=shard, ShardIteratorType="TRIM_HORIZON")
+    first = streams.get_records(ShardIterator=iterator["ShardIterator"], Limit=1)["Records"][0]
+    sequence = first["dynamodb"]["SequenceNumber"]
+    event = sample("park-failures")
+    notice = json.loads(event["Records"][0]["body"])
+    notice["DDBStreamBatchInfo"].update(
+        streamArn=arn, shardId=shard, startSequenceNumber=sequence, endSequenceNumber=sequence)
+    event["Records"][0]["body"] = json.dumps(notice)
+    return event
 
 
 def invoke(name, port, data=None):
@@ -65,7 +85,8 @@ def main():
     seed_post(endpoint, table)
     failures = 0
     for name, status, check in SEQUENCE:
-        response = invoke(name, port)
+        data = failure_notice(endpoint, table) if name == "park-failures" else None
+        response = invoke(name, port, data)
         if status is None:
             got, body = None, response
         else:

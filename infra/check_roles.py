@@ -6,7 +6,8 @@ those count too.
 Every function's role may hold AWS's basic execution role (its own logs) and
 X-Ray's write-only access (traces), nothing broader; every inline statement
 names its actions and resources, except X-Ray's, which take no resource. No
-role but the stream fan-out's may touch the stream. Prints one line per role
+role but the stream's readers' (the fan-out, and park-failures, which reads
+failed records back) may touch the stream. Prints one line per role
 and a total line; exits 1 on any breach."""
 
 import os
@@ -61,7 +62,9 @@ def main() -> int:
         if role_name not in roles:
             problems.append(f"{name}: role {role!r} is not a role of this stack")
         role_of[name] = role_name
-    # Only the roles of functions a stream triggers may read a stream.
+    # Only the roles of functions an event source mapping triggers may read a
+    # stream: the fan-out, and park-failures (its failure queue's consumer,
+    # which reads the failed records back).
     stream_roles = {
         role_of.get(r["Properties"]["FunctionName"].get("Ref"))
         for r in resources.values()

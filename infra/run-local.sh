@@ -61,6 +61,7 @@ wait_for_http "http://127.0.0.1:$API_PORT/feed" "${pids[-1]}"
 log "API on http://127.0.0.1:$API_PORT (X-User-Id: <userId> identifies the caller)"
 
 ./target/debug/blog-admin stream-poller --checkpoint "$LOCAL/stream-checkpoint.json" \
-  --invoke "http://127.0.0.1:$API_PORT/2015-03-31/functions/fan-out/invocations" &
+  --invoke "http://127.0.0.1:$API_PORT/2015-03-31/functions/fan-out/invocations" \
+  --failures "http://127.0.0.1:$API_PORT/2015-03-31/functions/park-failures/invocations" &
 pids+=("$!")
 wait -n "${pids[@]}"

@@ -72,7 +72,8 @@ set -e
 
 log "5,000 requests through cargo lambda watch, with the stream fan-out"
 ./target/debug/blog-admin stream-poller \
-  --invoke "http://127.0.0.1:$api_port/2015-03-31/functions/fan-out/invocations" >"$LOCAL/poller.log" 2>&1 &
+  --invoke "http://127.0.0.1:$api_port/2015-03-31/functions/fan-out/invocations" \
+  --failures "http://127.0.0.1:$api_port/2015-03-31/functions/park-failures/invocations" >"$LOCAL/poller.log" 2>&1 &
 pids+=("$!")
 set +e
 "$TOOLS_VENV/bin/python" infra/watch_load.py "$api_port" --requests 5000 | tee "$LOCAL/watch-load.log"

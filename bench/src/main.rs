@@ -149,7 +149,7 @@ async fn main() -> Result<(), Error> {
 
 /// The events a function serves in the memory run: real requests on the S
 /// data set (new users, then likes by them; reads of the reference targets),
-/// and for the fan-out the sample stream batch of `events/`.
+/// and for the fan-out and park-failures their samples in `events/`.
 fn invocation_events(
     name: &str,
     count: usize,
@@ -210,8 +210,10 @@ fn invocation_events(
                 Some(&member(i)),
             )?,
             "get-feed" => event_json(name, &[], "limit=100", None, None)?,
-            "fan-out" => {
-                let sample = std::fs::read_to_string(options.events.join("fan-out.json"))?;
+            // Their samples: a stream batch, and a failure notice (of another
+            // table's stream, which park-failures reports back as failed).
+            "fan-out" | "park-failures" => {
+                let sample = std::fs::read_to_string(options.events.join(format!("{name}.json")))?;
                 serde_json::from_str(&sample)?
             }
             other => return Err(format!("no events for {other}").into()),

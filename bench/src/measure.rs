@@ -18,7 +18,7 @@ use blog::{
 use fastrand::Rng;
 use local::{
     billing::{Rate, Shape, Snapshot, billed_writes},
-    stream_poller::{self, StreamPoller},
+    stream_poller::StreamPoller,
 };
 use serde_json::json;
 
@@ -244,7 +244,7 @@ impl Clients {
             request_meter,
             fanout: metered(&fanout_meter),
             fanout_meter,
-            streams: stream_poller::streams_client(sdk, Some(endpoint)),
+            streams: blog::store::streams_client(sdk, Some(endpoint)),
         }
     }
 }

@@ -122,6 +122,21 @@ fn failure(record: &EventRecord) -> DynamoDbBatchItemFailure {
     failure
 }
 
+/// Whether [`apply`] may change a copy for this record: what template.yaml's
+/// `FilterCriteria` lets through to the function (new posts, comments and
+/// likes; changed posts and profiles). Records of any other kind are
+/// [`Outcome::Ignored`], so recovery need not keep them.
+pub fn applies_to(record: &EventRecord) -> bool {
+    let kind = decode::<Kind>(&record.change.new_image, "new").map_or(None, |k| k.kind);
+    matches!(
+        (record.event_name.as_str(), kind),
+        (
+            "INSERT",
+            Some(ItemType::Post | ItemType::Comment | ItemType::Like)
+        ) | ("MODIFY", Some(ItemType::Post | ItemType::User))
+    )
+}
+
 /// Applies one stream record; a rename stops near `deadline`.
 pub async fn apply(
     store: &Store,

@@ -11,6 +11,8 @@
 //! | like marker     | `POST#<postId>`     | `LIKER#<userId>`    | –             | –                   |
 //! | feed entry      | `FEED`              | `POST#<postId>`     | –             | –                   |
 //! | feed floor      | `FEED`              | `FLOOR`             | –             | –                   |
+//! | rename progress | `USER#<userId>`     | `RENAME`            | –             | –                   |
+//! | parked record   | `PARKED`            | `RECORD#<seq>#<shardId>` | –        | –                   |
 //!
 //! A post's partition holds the post, its content, its comments and its likes
 //! (the seeds' V3 `posts` container), so a comment or like and the post's
@@ -44,6 +46,11 @@ pub const POST_ITEMS_PREFIX: &str = "POST";
 pub const FEED_PK: &str = "FEED";
 /// The feed's floor: the newest post id ever trimmed out of the feed.
 pub const FEED_FLOOR_SK: &str = "FLOOR";
+
+/// Stream records the fan-out gave up on, until `blog-admin replay` applies
+/// them: one partition, read by one Query (there are none while all is well).
+pub const PARKED_PK: &str = "PARKED";
+pub const PARKED_PREFIX: &str = "RECORD#";
 
 /// Sort-key prefixes that begin a list inside a partition.
 pub const POST_PREFIX: &str = "POST#";
@@ -91,6 +98,14 @@ pub fn user_comment_sk(comment: &CommentId) -> String {
 
 pub fn user_like_sk(like: &LikeId) -> String {
     like_sk(like)
+}
+
+/// A parked record's sort key: its sequence number zero-padded to the 40
+/// digits DynamoDB Streams uses at most, so that the partition reads in
+/// sequence order, then its shard (sequence numbers are the stream's, but the
+/// shard keeps the key unique whatever the service does).
+pub fn parked_sk(sequence_number: &str, shard_id: &str) -> String {
+    format!("{PARKED_PREFIX}{sequence_number:0>40}#{shard_id}")
 }
 
 pub fn feed_sk(post: &PostId) -> String {

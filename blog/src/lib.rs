@@ -20,6 +20,7 @@ pub mod ids;
 pub mod keys;
 pub mod metrics;
 pub mod model;
+pub mod recovery;
 pub mod routes;
 pub mod startup;
 pub mod store;

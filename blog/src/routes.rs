@@ -46,10 +46,12 @@ pub const ROUTES: [Route; 12] = [
     route("GET", "/feed", "get-feed", false),
 ];
 
-/// Functions that serve no route: the DynamoDB Streams consumer.
-pub const STREAM_FUNCTIONS: [&str; 1] = ["fan-out"];
+/// Functions that serve no route and read the table's stream: the fan-out,
+/// and `park-failures`, which reads back the records the fan-out gave up on
+/// (`crate::recovery`).
+pub const STREAM_FUNCTIONS: [&str; 2] = ["fan-out", "park-failures"];
 
-/// Every function: one per route, then the stream consumers.
+/// Every function: one per route, then the stream's readers.
 pub fn functions() -> impl Iterator<Item = &'static str> {
     ROUTES.iter().map(|r| r.function).chain(STREAM_FUNCTIONS)
 }

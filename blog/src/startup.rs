@@ -17,7 +17,11 @@
 
 use std::{future::Future, time::Duration};
 
-use aws_lambda_events::event::{dynamodb::Event, streams::DynamoDbEventResponse};
+use aws_lambda_events::event::{
+    dynamodb::Event,
+    sqs::{SqsBatchResponse, SqsEvent},
+    streams::DynamoDbEventResponse,
+};
 use lambda_http::{Request, RequestExt, service_fn};
 use lambda_runtime::LambdaEvent;
 
@@ -157,6 +161,28 @@ where
             ));
         async move { Ok::<_, Error>(response.await) }
     }))
+    .await
+}
+
+/// Serves the fan-out's failure queue (`park-failures`): each message in,
+/// the messages it could not serve (`batchItemFailures`) out.
+pub async fn run_failure_queue<H, F>(handler: H) -> Result<(), Error>
+where
+    H: Fn(&'static Store, &'static aws_sdk_dynamodbstreams::Client, SqsEvent) -> F,
+    F: Future<Output = SqsBatchResponse> + Send + 'static,
+{
+    init_tracing();
+    let app: &'static App = Box::leak(Box::new(app_from_env().await?));
+    let endpoint = std::env::var("DYNAMODB_ENDPOINT").ok();
+    let streams: &'static aws_sdk_dynamodbstreams::Client = Box::leak(Box::new(
+        store::streams_client(&store::sdk_config().await, endpoint.as_deref()),
+    ));
+    lambda_runtime::run(lambda_runtime::service_fn(
+        |event: LambdaEvent<SqsEvent>| {
+            let response = handler(&app.store, streams, event.payload);
+            async move { Ok::<_, Error>(response.await) }
+        },
+    ))
     .await
 }
 

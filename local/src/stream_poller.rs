@@ -6,21 +6,26 @@
 //! back as an `aws_lambda_events` DynamoDB event, and delivers it. Failures
 //! follow Lambda's partial-batch semantics: delivery resumes at the lowest
 //! sequence number the handler reported, a bounded number of times, after
-//! which the batch is logged as sent to the failure destination and skipped.
+//! which the batch's failure notice goes to the failure destination (the
+//! `park-failures` function, or its code in process: `blog::recovery`) and
+//! the batch is skipped.
 
 use std::{
     collections::{BTreeMap, HashSet},
     future::Future,
     path::PathBuf,
+    pin::Pin,
     time::Duration,
 };
 
 use aws_lambda_events::event::{dynamodb::Event, streams::DynamoDbEventResponse};
 use aws_sdk_dynamodbstreams::types::{Record, Shard, ShardIteratorType};
 use serde::{Deserialize, Serialize};
-use serde_json::{Value, json};
 
-use blog::store::{Busy, Store, StoreError, classify};
+use blog::{
+    recovery::{self, BatchInfo, FailureNotice, lambda_event},
+    store::{Busy, Store, StoreError, classify},
+};
 
 /// Lambda's default batch size for DynamoDB streams.
 const BATCH_SIZE: i32 = 100;
@@ -40,12 +45,20 @@ struct Checkpoint {
     finished: Vec<String>,
 }
 
+/// Sends a failure notice to the failure destination, as the event source
+/// mapping does: e.g. invokes `park-failures` through `cargo lambda watch`.
+pub type FailureSink = Box<
+    dyn Fn(FailureNotice) -> Pin<Box<dyn Future<Output = Result<(), String>> + Send>> + Send + Sync,
+>;
+
 pub struct StreamPoller {
     store: Store,
     streams: aws_sdk_dynamodbstreams::Client,
     checkpoint_file: Option<PathBuf>,
     checkpoint: Checkpoint,
     region: String,
+    /// `None`: park the records in this process ([`recovery::park_batch`]).
+    failure_sink: Option<FailureSink>,
 }
 
 impl StreamPoller {
@@ -71,7 +84,16 @@ impl StreamPoller {
             checkpoint_file,
             checkpoint,
             region,
+            failure_sink: None,
         }
+    }
+
+    /// Sends the notices of batches given up on to `sink` instead of parking
+    /// their records in this process.
+    #[must_use]
+    pub fn with_failure_sink(mut self, sink: FailureSink) -> Self {
+        self.failure_sink = Some(sink);
+        self
     }
 
     /// Reads everything the stream holds now and delivers it; returns how many
@@ -210,7 +232,8 @@ impl StreamPoller {
                 return Ok((handled, false));
             }
             handled += records.len();
-            self.deliver_batch(arn, &records, deliver).await?;
+            self.deliver_batch(arn, &shard_id, &records, deliver)
+                .await?;
             if let Some(last) = records
                 .last()
                 .and_then(|r| r.dynamodb())
@@ -248,12 +271,13 @@ impl StreamPoller {
 
     /// Delivers a batch as Lambda does: on a partial failure, again from the
     /// lowest failed record, at most [`MAX_ATTEMPTS`] times in all, after which
-    /// the rest is logged as sent to the failure destination. An invocation
+    /// the rest's failure notice goes to the failure destination. An invocation
     /// that fails as a whole (the function is not reachable, or crashed) is an
     /// error: the batch stays unread and the next poll tries it again.
     async fn deliver_batch<D, F>(
         &self,
         arn: &str,
+        shard_id: &str,
         records: &[Record],
         deliver: &D,
     ) -> Result<(), StoreError>
@@ -275,15 +299,46 @@ impl StreamPoller {
             }
             tokio::time::sleep(Duration::from_millis(50 * u64::from(attempt.min(4)))).await;
         }
-        let first = records[from]
-            .dynamodb()
-            .and_then(|d| d.sequence_number())
-            .unwrap_or_default();
+        let sequence = |r: &Record| {
+            r.dynamodb()
+                .and_then(|d| d.sequence_number())
+                .unwrap_or_default()
+                .to_owned()
+        };
+        let rest = &records[from..];
+        let (Some(first), Some(last)) = (rest.first(), rest.last()) else {
+            return Ok(());
+        };
+        let batch = BatchInfo {
+            shard_id: shard_id.to_owned(),
+            start_sequence_number: sequence(first),
+            end_sequence_number: sequence(last),
+            stream_arn: arn.to_owned(),
+            batch_size: Some(rest.len() as u64),
+        };
         tracing::error!(
-            first_sequence_number = first,
-            records = records.len() - from,
-            "fan-out retries exhausted; records sent to the failure destination (this log)"
+            first_sequence_number = %batch.start_sequence_number,
+            last_sequence_number = %batch.end_sequence_number,
+            records = rest.len(),
+            "fan-out retries exhausted; the batch's notice goes to the failure destination"
         );
+        let sent = match &self.failure_sink {
+            Some(sink) => sink(FailureNotice::retries_exhausted(batch, MAX_ATTEMPTS)).await,
+            None => recovery::park_batch(&self.store, &self.streams, &batch)
+                .await
+                .map(|parked| {
+                    tracing::warn!(
+                        read = parked.read,
+                        parked = parked.parked,
+                        "parked the records the fan-out gave up on; `blog-admin replay` applies them"
+                    );
+                })
+                .map_err(|e| e.to_string()),
+        };
+        if let Err(error) = sent {
+            // The queue's dead-letter queue and its alarm, on AWS.
+            tracing::error!(%error, "the failure destination refused the notice; run `blog-admin audit --repair`");
+        }
         Ok(())
     }
 
@@ -326,74 +381,4 @@ fn lowest_failure(batch: &[Record], response: &DynamoDbEventResponse) -> Option<
         .map(|seq| position(seq))
         .try_fold(usize::MAX, |lowest, found| found.map(|i| lowest.min(i)))
         .or(Some(0))
-}
-
-/// The JSON event Lambda sends for `records`, parsed the way the function
-/// parses it.
-pub fn lambda_event(
-    arn: &str,
-    region: &str,
-    records: &[Record],
-) -> Result<Event, serde_json::Error> {
-    let records: Vec<Value> = records
-        .iter()
-        .map(|r| lambda_record(arn, region, r))
-        .collect::<Result<_, _>>()?;
-    serde_json::from_value(json!({ "Records": records }))
-}
-
-fn lambda_record(arn: &str, region: &str, record: &Record) -> Result<Value, serde_json::Error> {
-    let image = |item: Option<
-        &std::collections::HashMap<String, aws_sdk_dynamodbstreams::types::AttributeValue>,
-    >| {
-        item.map(|i| serde_json::to_value(serde_dynamo::Item::from(i.clone())))
-            .transpose()
-    };
-    let change = record.dynamodb();
-    let created = change
-        .and_then(|c| c.approximate_creation_date_time())
-        .map_or(0.0, |t| t.as_secs_f64());
-    let mut dynamodb = json!({
-        "ApproximateCreationDateTime": created,
-        "SequenceNumber": change.and_then(|c| c.sequence_number()),
-        "SizeBytes": change.and_then(|c| c.size_bytes()).unwrap_or_default(),
-        "StreamViewType": change.and_then(|c| c.stream_view_type()).map(|v| v.as_str()),
-    });
-    for (name, value) in [
-        ("Keys", image(change.and_then(|c| c.keys.as_ref()))?),
-        (
-            "NewImage",
-            image(change.and_then(|c| c.new_image.as_ref()))?,
-        ),
-        (
-            "OldImage",
-            image(change.and_then(|c| c.old_image.as_ref()))?,
-        ),
-    ] {
-        if let Some(value) = value {
-            dynamodb[name] = value;
-        }
-    }
-    Ok(json!({
-        "eventID": record.event_id(),
-        "eventName": record.event_name().map(|n| n.as_str()),
-        "eventVersion": record.event_version(),
-        "eventSource": "aws:dynamodb",
-        "awsRegion": record.aws_region().unwrap_or(region),
-        "eventSourceARN": arn,
-        "dynamodb": dynamodb,
-    }))
-}
-
-/// The DynamoDB Streams client, pointed at `endpoint` when one is given
-/// (DynamoDB Local), as [`blog::store::dynamodb_client`] is for the table.
-pub fn streams_client(
-    sdk: &aws_config::SdkConfig,
-    endpoint: Option<&str>,
-) -> aws_sdk_dynamodbstreams::Client {
-    let mut config = aws_sdk_dynamodbstreams::config::Builder::from(sdk);
-    if let Some(endpoint) = endpoint {
-        config = config.endpoint_url(endpoint);
-    }
-    aws_sdk_dynamodbstreams::Client::from_conf(config.build())
 }

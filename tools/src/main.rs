@@ -7,6 +7,11 @@
 //!     check every denormalised value against its source (a full Scan: an
 //!     offline tool); with --repair, rewrite what is wrong. Exits 1 while
 //!     anything is left unrepaired.
+//! blog-admin replay [--dry-run]
+//!     apply the stream records the fan-out gave up on (parked by the
+//!     `park-failures` function, or locally by the stream poller) through the
+//!     fan-out, oldest first, and forget each one that applied; --dry-run only
+//!     lists them. Exits 1 while any is left
 //! blog-admin migrate
 //!     move every post stored in the old shape (its content on the post item)
 //!     into the current one (a post item and a content item); idempotent,
@@ -15,10 +20,12 @@
 //!     serve every route on 127.0.0.1:PORT through `local::local_gateway` (an
 //!     API Gateway stand-in, for the fuzzer); the local stack itself runs
 //!     under `cargo lambda watch`
-//! blog-admin stream-poller [--checkpoint FILE] [--invoke URL]
+//! blog-admin stream-poller [--checkpoint FILE] [--invoke URL] [--failures URL]
 //!     deliver the table's stream to the fan-out until Ctrl-C: in this process,
 //!     or, with --invoke, through a Lambda Invoke API such as
-//!     `cargo lambda watch`'s http://127.0.0.1:9000/2015-03-31/functions/fan-out/invocations
+//!     `cargo lambda watch`'s http://127.0.0.1:9000/2015-03-31/functions/fan-out/invocations;
+//!     a batch it gives up on is parked in this process, or, with --failures,
+//!     its failure notice goes as an SQS event to that function (park-failures)
 //! blog-admin hostile-dynamodb PORT --upstream URL [--seed N] [--rate KIND=P ...] [--gsi-lag-ms N]
 //!     serve on 127.0.0.1:PORT a proxy to the DynamoDB Local at URL that fails
 //!     requests the way real DynamoDB does under load (the `hostile` crate),
@@ -34,19 +41,21 @@ use std::{path::PathBuf, process::ExitCode, time::Duration};
 
 use aws_lambda_events::event::{dynamodb::Event, streams::DynamoDbEventResponse};
 use blog::{
-    fanout,
+    fanout::{self, Outcome},
+    recovery::{self, FailureNotice, Replayed},
     store::{self, Store, table},
 };
-use local::stream_poller::{self, StreamPoller};
+use local::stream_poller::StreamPoller;
 
 type Error = Box<dyn std::error::Error>;
 
 const USAGE: &str = concat!(
     "usage: blog-admin create-table\n",
     "       blog-admin audit [--repair]\n",
+    "       blog-admin replay [--dry-run]\n",
     "       blog-admin migrate\n",
     "       blog-admin gateway PORT\n",
-    "       blog-admin stream-poller [--checkpoint FILE] [--invoke URL]\n",
+    "       blog-admin stream-poller [--checkpoint FILE] [--invoke URL] [--failures URL]\n",
     "       blog-admin hostile-dynamodb PORT --upstream URL [--seed N] [--rate KIND=P ...] [--gsi-lag-ms N]",
 );
 
@@ -59,6 +68,7 @@ async fn main() -> ExitCode {
         Some("stream-poller") => stream_poller(&args[1..]).await,
         Some("audit") => audit(&args[1..]).await,
         Some("migrate") if args.len() == 1 => migrate().await,
+        Some("replay") => replay(&args[1..]).await,
         Some("gateway") => gateway(&args[1..]).await,
         Some("hostile-dynamodb") => hostile_dynamodb(&args[1..]).await,
         _ => Err(USAGE.into()),
@@ -86,6 +96,15 @@ async fn env() -> Result<Env, Error> {
     })
 }
 
+/// The table's store, from the environment.
+async fn store_from_env() -> Result<Store, Error> {
+    let env = env().await?;
+    Ok(Store::new(
+        store::dynamodb_client(&env.sdk, env.endpoint.as_deref()),
+        env.table,
+    ))
+}
+
 async fn create_table() -> Result<(), Error> {
     let env = env().await?;
     let client = store::dynamodb_client(&env.sdk, env.endpoint.as_deref());
@@ -95,17 +114,56 @@ async fn create_table() -> Result<(), Error> {
 }
 
 async fn migrate() -> Result<(), Error> {
-    let env = env().await?;
-    let store = Store::new(
-        store::dynamodb_client(&env.sdk, env.endpoint.as_deref()),
-        env.table,
-    );
+    let store = store_from_env().await?;
     let done = store.migrate().await?;
     tracing::info!(found = done.found, moved = done.moved, "migration finished");
     println!(
         "{} post(s) in the old shape, {} moved",
         done.found, done.moved
     );
+    Ok(())
+}
+
+async fn replay(args: &[String]) -> Result<(), Error> {
+    let dry_run = match args {
+        [] => false,
+        [flag] if flag == "--dry-run" => true,
+        _ => return Err(USAGE.into()),
+    };
+    let store = store_from_env().await?;
+    let report = recovery::replay(&store, dry_run, |item, replayed| {
+        let what = match replayed {
+            Replayed::Applied(Outcome::Written { .. }) => "applied".to_owned(),
+            Replayed::Applied(Outcome::Stale { .. }) => "applied already (or overtaken)".to_owned(),
+            Replayed::Applied(Outcome::Ignored | Outcome::Paused { .. }) => {
+                "nothing to apply".to_owned()
+            }
+            Replayed::Failed(error) => format!("left parked: {error}"),
+            Replayed::Listed => "parked".to_owned(),
+        };
+        println!(
+            "{} of {} at {} (parked {}): {what}",
+            item.event_name, item.shard_id, item.sequence_number, item.parked_at
+        );
+    })
+    .await?;
+    tracing::info!(
+        applied = report.applied,
+        failed = report.failed,
+        listed = report.listed,
+        "replay finished"
+    );
+    println!(
+        "{} applied, {} left parked, {} listed",
+        report.applied, report.failed, report.listed
+    );
+    if report.failed > 0 {
+        return Err(format!(
+            "{} record(s) left parked; run again once the cause is mended",
+            report.failed
+        )
+        .into());
+    }
     Ok(())
 }
 
@@ -232,11 +290,13 @@ async fn shutdown() {
 async fn stream_poller(args: &[String]) -> Result<(), Error> {
     let mut checkpoint = None;
     let mut invoke = None;
+    let mut failures = None;
     let mut rest = args.iter();
     while let Some(flag) = rest.next() {
         match (flag.as_str(), rest.next()) {
             ("--checkpoint", Some(path)) => checkpoint = Some(PathBuf::from(path)),
             ("--invoke", Some(url)) => invoke = Some(url.clone()),
+            ("--failures", Some(url)) => failures = Some(url.clone()),
             _ => return Err(USAGE.into()),
         }
     }
@@ -245,8 +305,14 @@ async fn stream_poller(args: &[String]) -> Result<(), Error> {
         store::dynamodb_client(&env.sdk, env.endpoint.as_deref()),
         env.table.clone(),
     );
-    let streams = stream_poller::streams_client(&env.sdk, env.endpoint.as_deref());
-    let poller = StreamPoller::new(store.clone(), streams, checkpoint);
+    let streams = blog::store::streams_client(&env.sdk, env.endpoint.as_deref());
+    let mut poller = StreamPoller::new(store.clone(), streams, checkpoint);
+    if let Some(url) = failures {
+        let http = reqwest::Client::new();
+        poller = poller.with_failure_sink(Box::new(move |notice| {
+            Box::pin(send_notice(http.clone(), url.clone(), notice))
+        }));
+    }
     let stop = async {
         let _ = tokio::signal::ctrl_c().await;
     };
@@ -267,6 +333,47 @@ async fn stream_poller(args: &[String]) -> Result<(), Error> {
         }
     }
     Ok(())
+}
+
+/// Sends a failure notice as the fan-out's failure queue would: an SQS event
+/// to the `park-failures` function, through the Lambda Invoke API.
+async fn send_notice(
+    http: reqwest::Client,
+    url: String,
+    notice: FailureNotice,
+) -> Result<(), String> {
+    let body = serde_json::to_string(&notice).map_err(|e| e.to_string())?;
+    let event = serde_json::json!({
+        "Records": [{
+            "messageId": ulid::Ulid::generate().to_string(),
+            "receiptHandle": "local",
+            "body": body,
+            "attributes": { "ApproximateReceiveCount": "1" },
+            "messageAttributes": {},
+            "eventSource": "aws:sqs",
+            "eventSourceARN": "arn:aws:sqs:local:000000000000:fan-out-failures",
+            "awsRegion": "local",
+        }]
+    });
+    let response = http
+        .post(&url)
+        .json(&event)
+        .timeout(Duration::from_secs(120))
+        .send()
+        .await
+        .map_err(|e| e.to_string())?;
+    let status = response.status();
+    let body = response.text().await.map_err(|e| e.to_string())?;
+    if !status.is_success() {
+        return Err(format!("park-failures returned {status}: {body}"));
+    }
+    let answer: aws_lambda_events::event::sqs::SqsBatchResponse = serde_json::from_str(&body)
+        .map_err(|e| format!("unexpected park-failures response {body:?}: {e}"))?;
+    if answer.batch_item_failures.is_empty() {
+        Ok(())
+    } else {
+        Err(format!("park-failures could not park the batch: {body}"))
+    }
 }
 
 /// Invokes the fan-out through the Lambda Invoke API, as the event source

@@ -34,3 +34,17 @@ pub fn dynamodb_client(sdk: &aws_config::SdkConfig, endpoint: Option<&str>) -> C
     }
     Client::from_conf(config.build())
 }
+
+/// The DynamoDB Streams client, pointed at `endpoint` like
+/// [`dynamodb_client`]: the stream poller reads the table's stream with it,
+/// and `park-failures` the records the fan-out gave up on.
+pub fn streams_client(
+    sdk: &aws_config::SdkConfig,
+    endpoint: Option<&str>,
+) -> aws_sdk_dynamodbstreams::Client {
+    let mut config = aws_sdk_dynamodbstreams::config::Builder::from(sdk);
+    if let Some(endpoint) = endpoint {
+        config = config.endpoint_url(endpoint);
+    }
+    aws_sdk_dynamodbstreams::Client::from_conf(config.build())
+}

@@ -24,6 +24,9 @@ pub enum ItemType {
     FeedFloor,
     /// Where a rename's fan-out walk is (`USER#u / RENAME`).
     RenameProgress,
+    /// A stream record the fan-out gave up on, kept until replayed
+    /// (`PARKED / RECORD#…`, [`crate::store::parked`]).
+    ParkedRecord,
     /// A type this version does not know (written by a newer one).
     #[serde(other)]
     Other,

@@ -18,6 +18,7 @@ pub mod likes;
 pub mod meter;
 pub mod migrate;
 mod pages;
+pub mod parked;
 pub mod posts;
 pub mod rename;
 pub mod retry;
@@ -30,7 +31,7 @@ use std::time::Duration;
 
 use aws_sdk_dynamodb::{Client, types::Update};
 
-pub use client::{dynamodb_client, sdk_config};
+pub use client::{dynamodb_client, sdk_config, streams_client};
 pub use encoding::{Item, ItemType};
 pub(crate) use encoding::{from_item, from_items, key, n, s, to_item};
 pub use error::{StoreError, classify};

@@ -21,6 +21,7 @@ mod pages;
 mod poller;
 mod posts;
 mod real_dynamodb;
+mod recovery;
 mod renames;
 mod support;
 mod template;

@@ -278,6 +278,18 @@ impl TestApi {
     }
 }
 
+/// A DynamoDB Streams client of the DynamoDB at `endpoint`.
+pub fn streams_client(endpoint: &str) -> aws_sdk_dynamodbstreams::Client {
+    aws_sdk_dynamodbstreams::Client::from_conf(
+        aws_sdk_dynamodbstreams::Config::builder()
+            .behavior_version(BehaviorVersion::latest())
+            .credentials_provider(Credentials::new("local", "local", None, None, "tests"))
+            .region(Region::new("us-east-1"))
+            .endpoint_url(endpoint)
+            .build(),
+    )
+}
+
 pub async fn decode(resp: reqwest::Response) -> (u16, Value) {
     let status = resp.status().as_u16();
     let text = resp.text().await.expect("body");
@@ -308,15 +320,7 @@ impl TestApi {
         endpoint: &str,
         checkpoint: Option<std::path::PathBuf>,
     ) -> StreamPoller {
-        let streams = aws_sdk_dynamodbstreams::Client::from_conf(
-            aws_sdk_dynamodbstreams::Config::builder()
-                .behavior_version(BehaviorVersion::latest())
-                .credentials_provider(Credentials::new("local", "local", None, None, "tests"))
-                .region(Region::new("us-east-1"))
-                .endpoint_url(endpoint)
-                .build(),
-        );
-        StreamPoller::new(self.app.store.clone(), streams, checkpoint)
+        StreamPoller::new(self.app.store.clone(), streams_client(endpoint), checkpoint)
     }
 
     /// Runs the fan-out in the background through `poller`, as Lambda would
