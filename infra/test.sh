@@ -82,6 +82,12 @@ set -e
 # One line for the totals below: the run counts as one check.
 if [ "$load_status" -eq 0 ]; then echo "load: 1 passed, 0 failed"; else echo "load: 0 passed, 1 failed"; fi | tee -a "$LOCAL/test.log"
 
+log "the metrics the functions printed under watch: valid EMF, and the ones operators read"
+set +e
+"$TOOLS_VENV/bin/python" infra/check_metrics.py "$LOCAL/watch.log" | tee -a "$LOCAL/test.log"
+metrics_status=${PIPESTATUS[0]}
+set -e
+
 log "fuzzing the API with schemathesis"
 export TABLE_NAME=fuzz BLOG_LOCAL_IDENTITY=1
 ./target/debug/blog-admin create-table
@@ -109,6 +115,6 @@ awk '/ generated, / { generated = $1; failed = 0; for (i = 1; i < NF; i++) if ($
 # cargo prints one result line per test binary (the last is often an empty
 # doc-test run) and the invoke check one of its own: close with the totals.
 awk '/^test result:/ { passed += $4; failed += $6 }
-     /^(invoke|fuzz|load):/ { passed += $2; failed += $4 }
+     /^(invoke|fuzz|load|metrics):/ { passed += $2; failed += $4 }
      END { printf "total: %d passed, %d failed\n", passed, failed }' "$LOCAL/test.log"
-[ "$status" -eq 0 ] && [ "$invoke_status" -eq 0 ] && [ "$load_status" -eq 0 ] && [ "$fuzz_status" -eq 0 ]
+[ "$status" -eq 0 ] && [ "$invoke_status" -eq 0 ] && [ "$load_status" -eq 0 ] && [ "$metrics_status" -eq 0 ] && [ "$fuzz_status" -eq 0 ]

@@ -8,16 +8,25 @@
 //! | `Unavailable` | every 503, by what DynamoDB said | Function, Cause (`throttle`, `conflict`, `unavailable`) |
 //! | `Records`, `Applied`, `Stale`, `Ignored`, `Failed`, `Paused`, `Writes`, `OldestRecordAge` | each fan-out batch | Function |
 //! | `RenameCopies`, `RenamesPaused` | each rename walk's invocation | Function |
+//! | `Parked`, `ParkingFailed` | each `park-failures` invocation | Function |
+//! | `ReadCapacityUnits`, `WriteCapacityUnits` | each invocation, from the `ConsumedCapacity` of its DynamoDB calls | Function, Target (`table`, `GSI1`) |
+//!
+//! The capacity figures are what DynamoDB reports: a write refused by its
+//! condition reports none but is billed 1 unit, and a transaction's units
+//! count twice (docs/data-model.md, "As DynamoDB bills them").
 //!
 //! Only inside Lambda (or `cargo lambda watch`), where `AWS_LAMBDA_FUNCTION_NAME`
 //! is set: the tests, the local gateway and the benchmark print none.
 
 use std::{
+    collections::BTreeMap,
     sync::OnceLock,
     time::{SystemTime, UNIX_EPOCH},
 };
 
 use serde_json::{Map, Value, json};
+
+use crate::store::meter::Call;
 
 pub const NAMESPACE: &str = "Blog";
 
@@ -79,6 +88,44 @@ fn function() -> Option<&'static str> {
         .as_deref()
 }
 
+/// Whether metrics are printed: inside Lambda (or `cargo lambda watch`).
+pub fn enabled() -> bool {
+    function().is_some()
+}
+
+/// The capacity `calls` consumed, by target (`table`, then each index): read
+/// units and write units.
+pub fn capacity_by_target(calls: &[Call]) -> BTreeMap<String, (f64, f64)> {
+    let mut by_target: BTreeMap<String, (f64, f64)> = BTreeMap::new();
+    for call in calls {
+        for (target, units) in &call.targets {
+            let (read, write) = by_target.entry(target.clone()).or_default();
+            if call.reads() {
+                *read += units;
+            } else {
+                *write += units;
+            }
+        }
+    }
+    by_target
+}
+
+/// Prints one invocation's capacity, one line per target it touched.
+pub fn emit_capacity(calls: &[Call]) {
+    for (target, (read, write)) in capacity_by_target(calls) {
+        if read == 0.0 && write == 0.0 {
+            continue;
+        }
+        emit(
+            &[("Target", target.as_str())],
+            &[
+                ("ReadCapacityUnits", read, Unit::Count),
+                ("WriteCapacityUnits", write, Unit::Count),
+            ],
+        );
+    }
+}
+
 /// Prints one EMF line, when running as a Lambda function.
 pub fn emit(dimensions: &[(&str, &str)], values: &[(&str, f64, Unit)]) {
     let Some(function) = function() else {
@@ -94,6 +141,33 @@ pub fn emit(dimensions: &[(&str, &str)], values: &[(&str, f64, Unit)]) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn call(operation: &str, targets: &[(&str, f64)]) -> Call {
+        Call {
+            operation: operation.to_owned(),
+            table: 0.0,
+            indexes: 0.0,
+            targets: targets.iter().map(|(t, u)| ((*t).to_owned(), *u)).collect(),
+            error: None,
+        }
+    }
+
+    #[test]
+    fn capacity_is_summed_by_target_as_read_or_write_units() {
+        let calls = [
+            call("GetItem", &[("table", 0.5)]),
+            call("TransactWriteItems", &[("table", 8.0), ("GSI1", 2.0)]),
+            call("Query", &[("table", 0.0), ("GSI1", 1.5)]),
+            call("UpdateItem", &[("table", 1.0)]),
+        ];
+        assert_eq!(
+            capacity_by_target(&calls),
+            BTreeMap::from([
+                ("GSI1".to_owned(), (1.5, 2.0)),
+                ("table".to_owned(), (0.5, 9.0)),
+            ])
+        );
+    }
 
     #[test]
     fn a_document_names_its_metrics_dimensions_and_values_as_emf_wants() {

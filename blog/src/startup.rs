@@ -27,7 +27,8 @@ use lambda_runtime::LambdaEvent;
 
 use crate::{
     api::{self, ApiResult, App, FeedCache, feed::FEED_CACHE_TTL},
-    store::{self, Store, rename::Deadline},
+    metrics,
+    store::{self, Store, meter::CapacityMeter, rename::Deadline},
 };
 
 pub type Error = lambda_http::Error;
@@ -86,9 +87,32 @@ fn feed_cache_ttl(setting: Option<&str>) -> Result<Duration, Error> {
 
 /// Builds the process's [`App`] from the environment.
 pub async fn app_from_env() -> Result<App, Error> {
+    build_app(None).await
+}
+
+/// The process's [`App`], and inside Lambda the meter of its DynamoDB calls,
+/// for the capacity metrics printed after each invocation.
+async fn lambda_app() -> Result<(&'static App, Option<CapacityMeter>), Error> {
+    let meter = metrics::enabled().then(CapacityMeter::default);
+    let app = build_app(meter.clone()).await?;
+    // One App for the life of the process; leaking it gives the handlers a
+    // `'static` borrow without reference counting on every request.
+    Ok((Box::leak(Box::new(app)), meter))
+}
+
+/// Prints the capacity the invocation's calls consumed (Lambda runs one
+/// invocation at a time per process, so the meter holds exactly its calls).
+fn emit_capacity(meter: Option<&CapacityMeter>) {
+    if let Some(meter) = meter {
+        metrics::emit_capacity(&meter.take());
+    }
+}
+
+async fn build_app(meter: Option<CapacityMeter>) -> Result<App, Error> {
     let table = std::env::var("TABLE_NAME").map_err(|_| "TABLE_NAME is not set")?;
     let endpoint = std::env::var("DYNAMODB_ENDPOINT").ok();
-    let client = store::dynamodb_client(&store::sdk_config().await, endpoint.as_deref());
+    let client =
+        store::dynamodb_client_metered(&store::sdk_config().await, endpoint.as_deref(), meter);
     let local_identity = local_identity_requested();
     if local_identity {
         tracing::warn!(
@@ -126,9 +150,7 @@ where
     F: Future<Output = ApiResult> + Send + 'static,
 {
     init_tracing();
-    // One App for the life of the process; leaking it gives the handlers a
-    // `'static` borrow without reference counting on every request.
-    let app: &'static App = Box::leak(Box::new(app_from_env().await?));
+    let (app, meter) = lambda_app().await?;
     lambda_http::run(service_fn(|req: Request| {
         // Lambda's id for this invocation: the seed of its transactions' tokens.
         let request_id = req
@@ -136,7 +158,12 @@ where
             .map(|ctx| ctx.request_id.clone())
             .unwrap_or_default();
         let reply = store::request_scope(request_id.clone(), handler(app, req));
-        async move { Ok::<_, Error>(api::respond(reply.await, &request_id)) }
+        let meter = meter.clone();
+        async move {
+            let response = api::respond(reply.await, &request_id);
+            emit_capacity(meter.as_ref());
+            Ok::<_, Error>(response)
+        }
     }))
     .await
 }
@@ -149,7 +176,7 @@ where
     F: Future<Output = DynamoDbEventResponse> + Send + 'static,
 {
     init_tracing();
-    let app: &'static App = Box::leak(Box::new(app_from_env().await?));
+    let (app, meter) = lambda_app().await?;
     lambda_runtime::run(lambda_runtime::service_fn(|event: LambdaEvent<Event>| {
         // Boxed: the handler's future is deep enough to overflow the compiler's
         // type-layout limit once nested in the runtime's.
@@ -159,7 +186,12 @@ where
                 event.payload,
                 Deadline::from_epoch_ms(event.context.deadline),
             ));
-        async move { Ok::<_, Error>(response.await) }
+        let meter = meter.clone();
+        async move {
+            let response = response.await;
+            emit_capacity(meter.as_ref());
+            Ok::<_, Error>(response)
+        }
     }))
     .await
 }
@@ -172,15 +204,22 @@ where
     F: Future<Output = SqsBatchResponse> + Send + 'static,
 {
     init_tracing();
-    let app: &'static App = Box::leak(Box::new(app_from_env().await?));
+    let (app, meter) = lambda_app().await?;
     let endpoint = std::env::var("DYNAMODB_ENDPOINT").ok();
     let streams: &'static aws_sdk_dynamodbstreams::Client = Box::leak(Box::new(
         store::streams_client(&store::sdk_config().await, endpoint.as_deref()),
     ));
     lambda_runtime::run(lambda_runtime::service_fn(
         |event: LambdaEvent<SqsEvent>| {
-            let response = handler(&app.store, streams, event.payload);
-            async move { Ok::<_, Error>(response.await) }
+            // Boxed, as in `run_stream`: the compiler's type-layout limit.
+            let response: std::pin::Pin<Box<dyn Future<Output = SqsBatchResponse> + Send>> =
+                Box::pin(handler(&app.store, streams, event.payload));
+            let meter = meter.clone();
+            async move {
+                let response = response.await;
+                emit_capacity(meter.as_ref());
+                Ok::<_, Error>(response)
+            }
         },
     ))
     .await

@@ -1,7 +1,4 @@
 //! `park-failures`: the fan-out's failure queue consumer; see `blog::recovery`.
-// The SQS runtime loop around the stream SDK's futures nests deeper than the
-// compiler's default type-layout limit (128).
-#![recursion_limit = "256"]
 
 #[tokio::main]
 async fn main() -> Result<(), blog::startup::Error> {

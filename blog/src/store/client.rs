@@ -5,6 +5,8 @@ use std::time::Duration;
 use aws_config::{BehaviorVersion, retry::RetryConfig, timeout::TimeoutConfig};
 use aws_sdk_dynamodb::Client;
 
+use super::meter::CapacityMeter;
+
 /// Loads credentials and region from the environment, with short timeouts so
 /// that an unreachable DynamoDB becomes a 503 well inside API Gateway's 30 s.
 pub async fn sdk_config() -> aws_config::SdkConfig {
@@ -28,9 +30,21 @@ pub async fn sdk_config() -> aws_config::SdkConfig {
 
 /// The DynamoDB client, pointed at `endpoint` when one is given (DynamoDB Local).
 pub fn dynamodb_client(sdk: &aws_config::SdkConfig, endpoint: Option<&str>) -> Client {
+    dynamodb_client_metered(sdk, endpoint, None)
+}
+
+/// [`dynamodb_client`], with `meter` recording what each call consumed.
+pub fn dynamodb_client_metered(
+    sdk: &aws_config::SdkConfig,
+    endpoint: Option<&str>,
+    meter: Option<CapacityMeter>,
+) -> Client {
     let mut config = aws_sdk_dynamodb::config::Builder::from(sdk);
     if let Some(endpoint) = endpoint {
         config = config.endpoint_url(endpoint);
+    }
+    if let Some(meter) = meter {
+        config = config.interceptor(meter);
     }
     Client::from_conf(config.build())
 }

@@ -1,15 +1,19 @@
 //! Measures what each DynamoDB call costs, from the `ConsumedCapacity` that
 //! every request of the store asks for (`ReturnConsumedCapacity: INDEXES`).
-//! Tests and benchmarks attach it to a client; it reads raw responses, so it
-//! sees every operation the same way, transactions included.
+//! Tests and benchmarks attach it to a client, and so does every Lambda (for
+//! its capacity metrics, `crate::metrics::emit_capacity`); it reads raw
+//! responses, so it sees every operation the same way, transactions included.
 
-use std::sync::{Arc, Mutex, PoisonError};
+use std::{
+    collections::BTreeMap,
+    sync::{Arc, Mutex, PoisonError},
+};
 
 use aws_sdk_dynamodb::config::{
     ConfigBag, Intercept, RuntimeComponents, interceptors::FinalizerInterceptorContextRef,
 };
 use aws_smithy_runtime_api::client::orchestrator::Metadata;
-use serde_json::Value;
+use serde::Deserialize;
 
 /// One DynamoDB call: its operation (`GetItem`, `TransactWriteItems`, …),
 /// the capacity units it consumed, on the table and on its indexes, and the
@@ -19,11 +23,21 @@ pub struct Call {
     pub operation: String,
     pub table: f64,
     pub indexes: f64,
+    /// The units by where they were spent: `table`, then each index by name.
+    pub targets: Vec<(String, f64)>,
     /// `ConditionalCheckFailedException`, `TransactionCanceledException`, …
     pub error: Option<String>,
 }
 
 impl Call {
+    /// Whether its units are read units (the other operations write).
+    pub fn reads(&self) -> bool {
+        matches!(
+            self.operation.as_str(),
+            "GetItem" | "BatchGetItem" | "Query" | "Scan" | "TransactGetItems"
+        )
+    }
+
     pub fn total(&self) -> f64 {
         self.table + self.indexes
     }
@@ -73,45 +87,85 @@ impl Intercept for CapacityMeter {
             .map_or("unknown", Metadata::name)
             .to_owned();
         let response = context.response();
-        let body = response
+        // Only `ConsumedCapacity` and `__type` are decoded; the rest of the
+        // body (up to a 1 MB Query page) is skipped over.
+        let body: Body = response
             .and_then(|r| r.body().bytes())
-            .and_then(|body| serde_json::from_slice::<Value>(body).ok())
-            .unwrap_or(Value::Null);
-        let consumed = body["ConsumedCapacity"].clone();
+            .and_then(|body| serde_json::from_slice(body).ok())
+            .unwrap_or_default();
         // `__type` is `com.amazonaws.dynamodb.v20120810#ConditionalCheckFailedException` or the bare name.
         let error = response
             .filter(|r| !r.status().is_success())
-            .map(|_| body["__type"].as_str().unwrap_or("unknown").to_owned());
+            .map(|_| body.error.unwrap_or_else(|| "unknown".to_owned()));
         // One object per table, or a list of them (transactions, batches).
-        let entries = match consumed {
-            Value::Array(list) => list,
-            Value::Null => Vec::new(),
-            one => vec![one],
+        let entries = match body.consumed {
+            Consumed::None => Vec::new(),
+            Consumed::One(entry) => vec![entry],
+            Consumed::Many(entries) => entries,
         };
-        let units = |v: &Value| v["CapacityUnits"].as_f64().unwrap_or(0.0);
         let mut call = Call {
             operation,
             table: 0.0,
             indexes: 0.0,
+            targets: Vec::new(),
             error,
         };
-        for entry in &entries {
-            let indexes: f64 = ["GlobalSecondaryIndexes", "LocalSecondaryIndexes"]
-                .iter()
-                .filter_map(|kind| entry[kind].as_object())
-                .flat_map(|map| map.values().map(units))
-                .sum();
+        let mut targets: BTreeMap<String, f64> = BTreeMap::new();
+        for entry in entries {
+            let by_index = entry.global.into_iter().chain(entry.local);
+            let mut indexes = 0.0;
+            for (name, units) in by_index {
+                indexes += units.units;
+                *targets.entry(name).or_default() += units.units;
+            }
             // `Table` is absent when a call touched no index: then the total is the table's.
-            let table = entry
-                .get("Table")
-                .map_or_else(|| units(entry) - indexes, units);
+            let table = entry.table.map_or(entry.units - indexes, |t| t.units);
             call.table += table;
             call.indexes += indexes;
         }
+        call.targets = std::iter::once(("table".to_owned(), call.table))
+            .chain(targets)
+            .collect();
         self.calls
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .push(call);
         Ok(())
     }
+}
+
+/// What the meter reads of a response body.
+#[derive(Debug, Default, Deserialize)]
+struct Body {
+    #[serde(rename = "ConsumedCapacity", default)]
+    consumed: Consumed,
+    #[serde(rename = "__type")]
+    error: Option<String>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(untagged)]
+enum Consumed {
+    #[default]
+    None,
+    Many(Vec<Entry>),
+    One(Entry),
+}
+
+#[derive(Debug, Deserialize)]
+struct Entry {
+    #[serde(rename = "CapacityUnits", default)]
+    units: f64,
+    #[serde(rename = "Table")]
+    table: Option<Units>,
+    #[serde(rename = "GlobalSecondaryIndexes", default)]
+    global: BTreeMap<String, Units>,
+    #[serde(rename = "LocalSecondaryIndexes", default)]
+    local: BTreeMap<String, Units>,
+}
+
+#[derive(Debug, Deserialize)]
+struct Units {
+    #[serde(rename = "CapacityUnits", default)]
+    units: f64,
 }

@@ -31,7 +31,7 @@ use std::time::Duration;
 
 use aws_sdk_dynamodb::{Client, types::Update};
 
-pub use client::{dynamodb_client, sdk_config, streams_client};
+pub use client::{dynamodb_client, dynamodb_client_metered, sdk_config, streams_client};
 pub use encoding::{Item, ItemType};
 pub(crate) use encoding::{from_item, from_items, key, n, s, to_item};
 pub use error::{StoreError, classify};
