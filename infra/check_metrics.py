@@ -30,6 +30,7 @@ EXPECTED = [
     ("fan-out", "Records", {}),
     ("fan-out", "Applied", {}),
     ("fan-out", "OldestRecordAge", {}),
+    ("fan-out", "RenamesFinished", {}),
     ("park-failures", "Parked", {}),
 ]
 

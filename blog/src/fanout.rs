@@ -197,15 +197,17 @@ pub async fn apply(
                 return Ok(Outcome::Ignored);
             }
             let step = store.copy_username(&new, deadline).await?;
-            let (copies, paused) = match step {
-                RenameStep::Paused(r) => (r.written, 1.0),
-                RenameStep::Superseded(r) | RenameStep::Done(r) => (r.written, 0.0),
+            let (copies, paused, finished) = match step {
+                RenameStep::Paused(r) => (r.written, 1.0, 0.0),
+                RenameStep::Superseded(r) => (r.written, 0.0, 0.0),
+                RenameStep::Done(r) => (r.written, 0.0, 1.0),
             };
             metrics::emit(
                 &[],
                 &[
                     ("RenameCopies", copies as f64, Unit::Count),
                     ("RenamesPaused", paused, Unit::Count),
+                    ("RenamesFinished", finished, Unit::Count),
                 ],
             );
             Ok(match step {

@@ -7,7 +7,7 @@
 //! | `Created` | every 201 | Function |
 //! | `Unavailable` | every 503, by what DynamoDB said | Function, Cause (`throttle`, `conflict`, `unavailable`) |
 //! | `Records`, `Applied`, `Stale`, `Ignored`, `Failed`, `Paused`, `Writes`, `OldestRecordAge` | each fan-out batch | Function |
-//! | `RenameCopies`, `RenamesPaused` | each rename walk's invocation | Function |
+//! | `RenameCopies`, `RenamesPaused`, `RenamesFinished` | each rename walk's invocation | Function |
 //! | `Parked`, `ParkingFailed` | each `park-failures` invocation | Function |
 //! | `ReadCapacityUnits`, `WriteCapacityUnits` | each invocation, from the `ConsumedCapacity` of its DynamoDB calls | Function, Target (`table`, `GSI1`) |
 //!
