@@ -24,6 +24,7 @@ SEQUENCE = [
     ("create-user", 201, lambda b: b["username"] == "alice"),
     ("update-user", 200, lambda b: b["username"] == "alice_2"),
     ("get-user", 200, lambda b: b["username"] == "alice_2"),
+    ("find-user", 200, lambda b: b["username"] == "alice_2"),
     ("create-post", 201, lambda b: b["username"] == "alice_2"),
     ("update-post", 200, lambda b: b["title"] == "Hello again"),
     ("get-post", 200, lambda b: b["title"] == "Hello again"),

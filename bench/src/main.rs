@@ -181,6 +181,13 @@ fn invocation_events(
                 Some(&member(0)),
             )?,
             "get-user" => event_json(name, &[("userId", user.clone())], "", None, None)?,
+            "find-user" => event_json(
+                name,
+                &[],
+                &format!("username={}", dataset::username(dataset::REFERENCE_USER)),
+                None,
+                None,
+            )?,
             "list-user-posts" => {
                 event_json(name, &[("userId", user.clone())], "limit=100", None, None)?
             }

@@ -31,8 +31,9 @@ const fn route(
     }
 }
 
-pub const ROUTES: [Route; 12] = [
+pub const ROUTES: [Route; 13] = [
     route("POST", "/users", "create-user", true),
+    route("GET", "/users", "find-user", false),
     route("PUT", "/users/{userId}", "update-user", true),
     route("GET", "/users/{userId}", "get-user", false),
     route("POST", "/posts", "create-post", true),
@@ -64,6 +65,7 @@ pub async fn dispatch(function: &str, app: &App, req: Request) -> Option<ApiResu
         "create-user" => api::users::create_user(app, req).await,
         "update-user" => api::users::update_user(app, req).await,
         "get-user" => api::users::get_user(app, req).await,
+        "find-user" => api::users::find_user(app, req).await,
         "create-post" => api::posts::create_post(app, req).await,
         "update-post" => api::posts::update_post(app, req).await,
         "get-post" => api::posts::get_post(app, req).await,

@@ -50,6 +50,19 @@ pub fn path_id<T>(
     Ok(parse(raw)?)
 }
 
+/// A query-string parameter the request must have: 400 `missing_<name>`
+/// without it.
+pub fn required_query(
+    req: &Request,
+    name: &'static str,
+    code: &'static str,
+) -> Result<String, ApiError> {
+    req.query_string_parameters()
+        .first(name)
+        .map(str::to_owned)
+        .ok_or_else(|| ApiError::bad_request(code, format!("give ?{name}=<value>")))
+}
+
 /// `limit` (1–100, default 20) and the opaque `cursor` of a list request.
 pub fn page(req: &Request) -> Result<(usize, Option<String>), ApiError> {
     let query = req.query_string_parameters();

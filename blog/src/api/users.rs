@@ -32,6 +32,17 @@ pub async fn update_user(app: &App, req: Request) -> ApiResult {
     Reply::ok(&app.store.rename_user(&user, username).await?)
 }
 
+/// Q1 by name, `GET /users?username=<name>`: the profile whose username is
+/// `name` ignoring case.
+pub async fn find_user(app: &App, req: Request) -> ApiResult {
+    let raw = request::required_query(&req, "username", "missing_username")?;
+    let username = text::username(&raw)?;
+    match app.store.find_user(username).await? {
+        Some(found) => Reply::read(&found),
+        None => Err(ApiError::NotFound("no user has that username")),
+    }
+}
+
 /// Q1 `GET /users/{userId}`.
 pub async fn get_user(app: &App, req: Request) -> ApiResult {
     let user = request::path_id(&req, "userId", UserId::parse)?;

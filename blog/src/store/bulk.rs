@@ -56,10 +56,7 @@ impl PostWithReplies {
 
 /// A profile and its username claim.
 pub fn user_items(user: &UserItem) -> Result<Vec<Item>, StoreError> {
-    Ok(vec![
-        to_item(user)?,
-        to_item(&UsernameClaim::new(&user.user_id, &user.username))?,
-    ])
+    Ok(vec![to_item(user)?, to_item(&UsernameClaim::of(user))?])
 }
 
 /// A post, its comments, its likes and their markers.

@@ -1,9 +1,11 @@
 //! User profiles (C1, Q1) and the username claims that keep names unique.
 
-use aws_sdk_dynamodb::types::{Delete, ReturnConsumedCapacity, Update};
+use aws_sdk_dynamodb::types::{Delete, Put, ReturnConsumedCapacity, Update};
 use serde::{Deserialize, Serialize};
 
-use super::{Busy, Cancelled, ItemType, Store, StoreError, condition_held, from_item, key, n, s};
+use super::{
+    Busy, Cancelled, ItemType, Store, StoreError, condition_held, from_item, key, n, s, to_item,
+};
 use crate::{
     ids::UserId,
     keys::{self, PROFILE_SK, USERNAME_SK},
@@ -50,7 +52,9 @@ impl From<UserItem> for User {
 }
 
 /// Claims a username (case-insensitively) for one user. It exists so that the
-/// database itself, not a read before the write, rejects a taken name.
+/// database itself, not a read before the write, rejects a taken name; and it
+/// holds a copy of the profile, so that finding a user by name is one GetItem
+/// of it. Every write of the profile's name writes it in the same transaction.
 #[derive(Debug, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub(super) struct UsernameClaim {
@@ -62,17 +66,42 @@ pub(super) struct UsernameClaim {
     kind: ItemType,
     user_id: UserId,
     username: String,
+    /// The profile's copy; absent from claims written before it existed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    created_at: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    updated_at: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    version: Option<u64>,
 }
 
 impl UsernameClaim {
-    pub(super) fn new(user: &UserId, username: &str) -> Self {
+    /// The claim of `profile`'s username, with its copy of the profile.
+    pub(super) fn of(profile: &UserItem) -> Self {
         Self {
-            pk: keys::username_pk(username),
+            pk: keys::username_pk(&profile.username),
             sk: USERNAME_SK.to_owned(),
             kind: ItemType::Username,
-            user_id: user.clone(),
-            username: username.to_owned(),
+            user_id: profile.user_id.clone(),
+            username: profile.username.clone(),
+            created_at: Some(profile.created_at.clone()),
+            updated_at: Some(profile.updated_at.clone()),
+            version: Some(profile.version),
         }
+    }
+
+    pub(super) fn key(username: &str) -> super::Item {
+        key(keys::username_pk(username), USERNAME_SK)
+    }
+
+    /// The profile it copies, if it holds a copy.
+    fn profile(self) -> Option<User> {
+        Some(User {
+            user_id: self.user_id,
+            username: self.username,
+            created_at: self.created_at?,
+            updated_at: self.updated_at?,
+        })
     }
 }
 
@@ -92,7 +121,7 @@ impl Store {
         };
         let mut tx = self.transaction("create user");
         let profile = tx.put_new("profile", &item)?;
-        let claim = tx.put_new("username claim", &UsernameClaim::new(user, username))?;
+        let claim = tx.put_new("username claim", &UsernameClaim::of(&item))?;
         match tx.commit().await {
             Ok(()) => Ok(item.into()),
             Err(Cancelled::Conditions(failed)) if failed.failed(profile) => {
@@ -109,6 +138,22 @@ impl Store {
     /// Q1: one eventually consistent GetItem.
     pub async fn get_user(&self, user: &UserId) -> Result<Option<User>, StoreError> {
         Ok(self.read_profile(user, false).await?.map(User::from))
+    }
+
+    /// Q1 by name (`GET /users?username=`), ignoring case: one eventually
+    /// consistent GetItem of the name's claim, which copies the profile. A
+    /// claim written before it held the copy costs a second read, of the
+    /// profile it names.
+    pub async fn find_user(&self, username: &str) -> Result<Option<User>, StoreError> {
+        let Some(item) = self.get(UsernameClaim::key(username), false).await? else {
+            return Ok(None);
+        };
+        let claim: UsernameClaim = from_item(item)?;
+        let user = claim.user_id.clone();
+        match claim.profile() {
+            Some(profile) => Ok(Some(profile)),
+            None => self.get_user(&user).await,
+        }
     }
 
     /// The profile item, strongly consistent when a write depends on it.
@@ -142,6 +187,12 @@ impl Store {
                 return Ok(current.into());
             }
             let now = timestamp::now();
+            let renamed = UserItem {
+                username: username.to_owned(),
+                updated_at: now.clone(),
+                version: current.version + 1,
+                ..current.clone()
+            };
             let update = Update::builder()
                 .table_name(self.table())
                 .set_key(Some(UserItem::key(user)))
@@ -158,27 +209,27 @@ impl Store {
             let profile = tx.update("profile", update);
             let same_claim = keys::username_pk(&current.username) == keys::username_pk(username);
             let mut claim = None;
-            if !same_claim {
+            if same_claim {
+                // Only the case changed: the claim stays, its copy follows.
+                let follow = Put::builder()
+                    .table_name(self.table())
+                    .set_item(Some(to_item(&UsernameClaim::of(&renamed))?))
+                    .condition_expression("userId = :me")
+                    .expression_attribute_values(":me", s(user.as_str()))
+                    .build()?;
+                tx.put("username claim", follow);
+            } else {
                 let release = Delete::builder()
                     .table_name(self.table())
-                    .set_key(Some(key(keys::username_pk(&current.username), USERNAME_SK)))
+                    .set_key(Some(UsernameClaim::key(&current.username)))
                     .condition_expression("userId = :me")
                     .expression_attribute_values(":me", s(user.as_str()))
                     .build()?;
                 tx.delete("old username claim", release);
-                claim =
-                    Some(tx.put_new("new username claim", &UsernameClaim::new(user, username))?);
+                claim = Some(tx.put_new("new username claim", &UsernameClaim::of(&renamed))?);
             }
             match tx.commit().await {
-                Ok(()) => {
-                    return Ok(UserItem {
-                        username: username.to_owned(),
-                        updated_at: now,
-                        version: current.version + 1,
-                        ..current
-                    }
-                    .into());
-                }
+                Ok(()) => return Ok(renamed.into()),
                 Err(Cancelled::Conditions(failed)) if claim.is_some_and(|c| failed.failed(c)) => {
                     return Err(StoreError::UsernameTaken);
                 }

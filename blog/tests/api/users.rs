@@ -231,3 +231,110 @@ async fn usernames_outside_the_rules_are_refused() {
         assert_eq!(status, 201, "{ok}");
     }
 }
+
+#[tokio::test]
+async fn a_user_is_found_by_name_ignoring_case_and_across_renames() {
+    let api = TestApi::start().await;
+    let (_, created) = api
+        .call(
+            "POST",
+            "/users",
+            Some("u-find"),
+            Some(json!({ "username": "Alice_Find" })),
+        )
+        .await;
+    for asked in ["Alice_Find", "alice_find", "ALICE_FIND"] {
+        let (status, found) = api.get(&format!("/users?username={asked}")).await;
+        assert_eq!(status, 200, "{asked}: {found}");
+        assert_eq!(found, created, "{asked}: the profile as created");
+    }
+
+    // A rename moves the name: the old one is free, the new one finds her.
+    let (_, renamed) = api
+        .call(
+            "PUT",
+            "/users/u-find",
+            Some("u-find"),
+            Some(json!({ "username": "Alice_Renamed" })),
+        )
+        .await;
+    assert_eq!(api.get("/users?username=alice_find").await.0, 404);
+    let (status, found) = api.get("/users?username=alice_renamed").await;
+    assert_eq!((status, &found), (200, &renamed));
+
+    // A change of case keeps the claim; what it shows follows.
+    let (_, recased) = api
+        .call(
+            "PUT",
+            "/users/u-find",
+            Some("u-find"),
+            Some(json!({ "username": "ALICE_renamed" })),
+        )
+        .await;
+    assert_eq!(recased["username"], "ALICE_renamed");
+    let (status, found) = api.get("/users?username=Alice_Renamed").await;
+    assert_eq!((status, &found), (200, &recased));
+    assert_eq!(found, api.get("/users/u-find").await.1, "the same as by id");
+}
+
+#[tokio::test]
+async fn finding_a_user_refuses_what_no_name_can_be_and_changes_nothing() {
+    let api = TestApi::start().await;
+    api.user("someone").await;
+    let before = table_snapshot(&api).await;
+    let (status, body) = api.get("/users?username=nobody_here").await;
+    assert_eq!(
+        (status, body["error"]["code"].as_str()),
+        (404, Some("not_found"))
+    );
+    for (query, code) in [
+        ("", "missing_username"),
+        ("?user=someone", "missing_username"),
+        ("?username=", "invalid_field"),
+        ("?username=has%20space", "invalid_field"),
+        ("?username=USERNAME%23someone", "invalid_field"),
+        (&format!("?username={}", "a".repeat(31)), "invalid_field"),
+    ] {
+        let (status, body) = api.get(&format!("/users{query}")).await;
+        assert_eq!(status, 400, "{query}: {body}");
+        assert_eq!(body["error"]["code"], code, "{query}: {body}");
+    }
+    assert_eq!(table_snapshot(&api).await, before);
+}
+
+#[tokio::test]
+async fn a_claim_written_before_it_copied_the_profile_still_finds_it() {
+    let api = TestApi::start().await;
+    let (_, created) = api
+        .call(
+            "POST",
+            "/users",
+            Some("u-old"),
+            Some(json!({ "username": "Old_Timer" })),
+        )
+        .await;
+    // The claim as earlier versions wrote it: the user id and the name only.
+    let store = &api.app.store;
+    store
+        .client()
+        .update_item()
+        .table_name(store.table())
+        .key(
+            "PK",
+            aws_sdk_dynamodb::types::AttributeValue::S("USERNAME#old_timer".into()),
+        )
+        .key(
+            "SK",
+            aws_sdk_dynamodb::types::AttributeValue::S("USERNAME".into()),
+        )
+        .update_expression("REMOVE createdAt, updatedAt, version")
+        .send()
+        .await
+        .expect("strip the copy");
+    let (status, found) = api.get("/users?username=old_timer").await;
+    assert_eq!(
+        (status, &found),
+        (200, &created),
+        "read through to the profile"
+    );
+}
