@@ -25,6 +25,7 @@ EXPECTED = [
     ("like-post", "WriteCapacityUnits", {"Target": "table"}),
     ("like-post", "WriteCapacityUnits", {"Target": "GSI1"}),
     ("get-post", "ReadCapacityUnits", {"Target": "table"}),
+    ("find-user", "ReadCapacityUnits", {"Target": "table"}),
     ("list-user-posts", "ReadCapacityUnits", {"Target": "GSI1"}),
     ("get-feed", "ReadCapacityUnits", {"Target": "table"}),
     ("fan-out", "Records", {}),

@@ -99,11 +99,11 @@ def one_request(rng):
     post, author = rng.choice(posts)
     user = rng.randrange(USERS)
     kind = rng.choices(
-        ["feed", "post", "user", "user-posts", "comments", "likes",
+        ["feed", "post", "user", "find-user", "user-posts", "comments", "likes",
          "comment", "like", "new-post", "edit-post", "rename"],
         # Renames are rare: each holds the stream's shard for a couple of
         # seconds while it walks what the user wrote (docs/data-model.md).
-        weights=[20, 15, 8, 8, 8, 8, 12, 12, 4, 3, 0.2],
+        weights=[20, 15, 8, 4, 8, 8, 8, 12, 12, 4, 3, 0.2],
     )[0]
     if kind == "feed":
         status, body = call("GET", "/feed?limit=100")
@@ -117,6 +117,13 @@ def one_request(rng):
         status, body = call("GET", f"/users/load-user-{user:03}")
         if status == 200 and not body.get("username", "").startswith("loader_"):
             fail(f"GET /users answered {str(body)[:200]}")
+    elif kind == "find-user":
+        # By name, in capitals: a rename in flight may have moved it (404).
+        with lock:
+            name = f"loader_{user:03}" + (f"_{renames[user]}" if renames[user] else "")
+        status, body = call("GET", f"/users?username={name.upper()}", expect=(200, 404))
+        if status == 200 and body.get("userId") != f"load-user-{user:03}":
+            fail(f"GET /users?username={name.upper()} answered {str(body)[:200]}")
     elif kind == "user-posts":
         status, body = call("GET", f"/users/load-user-{author:03}/posts?limit=100")
         if status == 200 and post not in {p["postId"] for p in body["items"]}:
