@@ -231,7 +231,7 @@ impl Sink {
         finding: Finding,
         expected: Option<&FeedEntryItem>,
     ) -> Result<(), StoreError> {
-        tracing::info!(%finding, "audit finding");
+        tracing::debug!(%finding, "audit finding");
         if let Some(on_finding) = &self.options.on_finding {
             on_finding(&finding);
         }
