@@ -265,7 +265,7 @@ async fn a_post_whose_replies_span_many_pages_is_counted_right_in_bounded_memory
             "{segments} segments, {page_size:?}"
         );
         assert_eq!(report.users_held, 31, "one entry per user");
-        // Eight posts and 80 replies, but a segment held at most the newest
+        // Eight posts, 50 replies and 30 markers, but a segment held at most the newest
         // posts the feed's checks need and the post being read.
         assert!(
             report.max_held <= newest_kept + 1,
