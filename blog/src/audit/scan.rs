@@ -390,3 +390,32 @@ impl Store {
         Ok(())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_user_is_stale_only_when_an_item_showed_another_name_than_the_profile() {
+        // Items read before the profile: kept until the profile says.
+        let mut seen = Seen::default();
+        seen.saw("alice");
+        seen.saw("alice");
+        assert_eq!(seen.names, ["alice"]);
+        assert!(!seen.stale(), "no profile: nothing to compare with");
+        seen.profile("alice".to_owned(), 2);
+        assert!(seen.names.is_empty() && !seen.stale());
+        // After it, the profile's own name is not kept at all.
+        seen.saw("alice");
+        assert!(!seen.stale());
+        seen.saw("old_alice");
+        assert!(seen.stale());
+
+        let mut early = Seen::default();
+        early.saw("old_bob");
+        early.saw("bob");
+        early.profile("bob".to_owned(), 3);
+        assert_eq!(early.names, ["old_bob"]);
+        assert!(early.stale());
+    }
+}
