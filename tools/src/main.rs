@@ -139,8 +139,15 @@ async fn audit(args: &[String]) -> Result<(), Error> {
         }
     }
     let env = env().await?;
+    // An operator's tool, not a request: a Scan page may take longer than the
+    // functions' 3 s (DynamoDB Local's do, at a million items).
+    let timeouts = aws_config::timeout::TimeoutConfig::builder()
+        .connect_timeout(Duration::from_secs(2))
+        .operation_attempt_timeout(Duration::from_secs(60))
+        .build();
+    let sdk = env.sdk.to_builder().timeout_config(timeouts).build();
     let store = Store::new(
-        store::dynamodb_client(&env.sdk, env.endpoint.as_deref()),
+        store::dynamodb_client(&sdk, env.endpoint.as_deref()),
         env.table,
     );
     // Each finding as it is made; the report keeps only the first ones.
