@@ -8,13 +8,34 @@
 #
 #   ./infra/bench.sh --rename [--items N]   the rename fan-out of one user who
 #                                           wrote N items (100,000), instead
+#   ./infra/bench.sh --audit [--users N] [--segments 1,4,8]
+#                                           `blog-admin audit` on the data set
+#                                           at 10×S (V3 only), instead
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 
 ensure_java
 ensure_dynamodb_local
-ensure_tools
 cd "$ROOT"
+
+if [ "${1:-}" = "--audit" ]; then
+  shift
+  cargo build --release --locked -p bench --bin blog-audit-bench -p tools --bin blog-admin
+  # Copies of their own: a shared target directory may be rebuilt meanwhile.
+  target=${CARGO_TARGET_DIR:-target}
+  bin="$LOCAL/audit-bench"
+  mkdir -p "$bin"
+  cp "$target/release/blog-audit-bench" "$target/release/blog-admin" "$bin/"
+  usage=$("$bin/blog-admin" 2>&1 || true)
+  [[ $usage == *--segments* ]] || { log "blog-admin was rebuilt from another tree meanwhile; run again"; exit 1; }
+  port=$(free_port)
+  start_dynamodb_local "$port"
+  trap 'kill "$DDB_PID" 2>/dev/null || true' EXIT
+  "$bin/blog-audit-bench" --endpoint "http://127.0.0.1:$port" --admin "$bin/blog-admin" "$@"
+  exit
+fi
+
+ensure_tools
 
 if [ "${1:-}" = "--rename" ]; then
   shift

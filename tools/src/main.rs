@@ -3,10 +3,13 @@
 //! ```text
 //! blog-admin create-table
 //!     create the table (TABLE_NAME) if it is missing
-//! blog-admin audit [--repair]
-//!     check every denormalised value against its source (a full Scan: an
-//!     offline tool); with --repair, rewrite what is wrong. Exits 1 while
-//!     anything is left unrepaired.
+//! blog-admin audit [--repair] [--segments N] [--user ID | --post ID]
+//!     check every denormalised value against its source (a parallel Scan of
+//!     N segments, 4 by default: an offline tool), or only one user's
+//!     username copies (their GSI1 items) or one post (its partition, its
+//!     authors, its feed entry); with --repair, rewrite what is wrong. Prints
+//!     each finding, then the items read, findings, repairs, time and peak
+//!     memory. Exits 1 while anything is left unrepaired.
 //! blog-admin replay [--dry-run]
 //!     apply the stream records the fan-out gave up on (parked by the
 //!     `park-failures` function, or locally by the stream poller) through the
@@ -51,7 +54,7 @@ type Error = Box<dyn std::error::Error>;
 
 const USAGE: &str = concat!(
     "usage: blog-admin create-table\n",
-    "       blog-admin audit [--repair]\n",
+    "       blog-admin audit [--repair] [--segments N] [--user ID | --post ID]\n",
     "       blog-admin replay [--dry-run]\n",
     "       blog-admin migrate\n",
     "       blog-admin gateway PORT\n",
@@ -168,27 +171,76 @@ async fn replay(args: &[String]) -> Result<(), Error> {
 }
 
 async fn audit(args: &[String]) -> Result<(), Error> {
-    let repair = match args {
-        [] => false,
-        [flag] if flag == "--repair" => true,
-        _ => return Err(USAGE.into()),
+    use blog::{
+        audit::AuditOptions,
+        ids::{PostId, UserId},
     };
+    let mut options = AuditOptions::default();
+    let (mut user, mut post) = (None, None);
+    let mut rest = args.iter();
+    while let Some(flag) = rest.next() {
+        match flag.as_str() {
+            "--repair" => options.repair = true,
+            "--segments" => {
+                let n = rest.next().and_then(|n| n.parse().ok()).filter(|n| *n > 0);
+                options.segments = n.ok_or("--segments needs a number above 0")?;
+            }
+            "--user" => {
+                let id = rest.next().ok_or(USAGE)?;
+                user = Some(UserId::parse(id).map_err(|e| format!("--user {id:?}: {e}"))?);
+            }
+            "--post" => {
+                let id = rest.next().ok_or(USAGE)?;
+                post = Some(PostId::parse(id).map_err(|e| format!("--post {id:?}: {e}"))?);
+            }
+            _ => return Err(USAGE.into()),
+        }
+    }
     let env = env().await?;
+    // An operator's tool, not a request: a Scan page may take longer than the
+    // functions' 3 s (DynamoDB Local's do, at a million items).
+    let timeouts = aws_config::timeout::TimeoutConfig::builder()
+        .connect_timeout(Duration::from_secs(2))
+        .operation_attempt_timeout(Duration::from_secs(60))
+        .build();
+    let sdk = env.sdk.to_builder().timeout_config(timeouts).build();
     let store = Store::new(
-        store::dynamodb_client(&env.sdk, env.endpoint.as_deref()),
+        store::dynamodb_client(&sdk, env.endpoint.as_deref()),
         env.table,
     );
-    let report = store.audit(repair).await?;
-    for finding in &report.findings {
-        println!("{finding}");
-    }
+    // Each finding as it is made; the report keeps only the first ones.
+    options.on_finding = Some(std::sync::Arc::new(|finding| println!("{finding}")));
+    let started = std::time::Instant::now();
+    let report = match (user, post) {
+        (Some(user), None) => store.audit_user(&user, &options).await?,
+        (None, Some(post)) => store.audit_post(&post, &options).await?,
+        (None, None) => store.audit_with(&options).await?,
+        (Some(_), Some(_)) => return Err(USAGE.into()),
+    };
+    let seconds = started.elapsed().as_secs_f64();
+    let peak = peak_memory_kib();
     tracing::info!(
         items_read = report.items_read,
-        findings = report.findings.len(),
+        findings = report.found,
         repaired = report.repaired,
+        read_units = report.read_units,
+        seconds,
+        peak_kib = peak,
         "audit finished"
     );
-    let left = report.findings.len() - report.repaired;
+    println!(
+        "items read: {}\nfindings: {}\nrepaired: {}\nread units: {:.1}\npages: {}\n\
+         users held: {}\nposts held at most: {}\nelapsed: {seconds:.2} s\npeak memory: {} KiB",
+        report.items_read,
+        report.found,
+        report.repaired,
+        report.read_units,
+        report.pages,
+        report.users_held,
+        report.max_held,
+        peak.map_or_else(|| "unknown".to_owned(), |kib| kib.to_string()),
+    );
+    let left = report.left();
     if left > 0 {
         return Err(format!(
             "{left} finding(s) left; run with --repair, or again if values changed meanwhile"
@@ -196,6 +248,13 @@ async fn audit(args: &[String]) -> Result<(), Error> {
         .into());
     }
     Ok(())
+}
+
+/// The process's peak resident memory (`VmHWM` in /proc/self/status), on Linux.
+fn peak_memory_kib() -> Option<u64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
+    line.split_whitespace().nth(1)?.parse().ok()
 }
 
 async fn gateway(args: &[String]) -> Result<(), Error> {

@@ -1,11 +1,16 @@
 //! The audit finds every denormalised value that disagrees with its source,
-//! repairs it, and then finds nothing.
+//! repairs it, and then finds nothing: over the whole table (a parallel Scan,
+//! whatever its segments and pages), for one user, and for one post.
 
 use aws_sdk_dynamodb::types::AttributeValue;
-use blog::audit::Finding;
+use blog::{
+    audit::{AuditOptions, Finding, Report},
+    ids::{PostId, UserId},
+    store::feed::feed_slack,
+};
 use serde_json::{Value, json};
 
-use crate::support::TestApi;
+use crate::support::{TestApi, table_snapshot};
 
 fn s(v: &str) -> AttributeValue {
     AttributeValue::S(v.to_owned())
@@ -141,6 +146,27 @@ async fn the_audit_finds_and_repairs_every_stale_copy() {
             ..
         }
     )));
+    // The same findings whatever the segments and pages: one segment, and
+    // partitions split across segments' pages of a few items, or of one.
+    let sorted = |findings: &[Finding]| {
+        let mut all: Vec<String> = findings.iter().map(|f| format!("{f:?}")).collect();
+        all.sort();
+        all
+    };
+    for (segments, page_size) in [(1, None), (3, Some(2)), (8, Some(1))] {
+        let options = AuditOptions {
+            segments,
+            page_size,
+            ..AuditOptions::default()
+        };
+        let again = api.app.store.audit_with(&options).await.expect("audit");
+        assert_eq!(
+            sorted(&again.findings),
+            sorted(&found),
+            "{segments} segments, pages of {page_size:?}"
+        );
+        assert_eq!(again.found, 6);
+    }
 
     let repaired = api.app.store.audit(true).await.expect("repair");
     assert_eq!(repaired.repaired, 6);
@@ -172,4 +198,364 @@ async fn the_audit_finds_and_repairs_every_stale_copy() {
         [&json!(posts[4]), &json!(posts[3]), &json!(posts[2])]
     );
     assert_eq!(feed["items"][1]["title"], "post 3");
+}
+
+/// The tail of a finding's `Debug`: which kind it is.
+fn kinds(report: &Report) -> Vec<String> {
+    let mut kinds: Vec<String> = report
+        .findings
+        .iter()
+        .map(|f| {
+            format!("{f:?}")
+                .split([' ', '{'])
+                .next()
+                .unwrap_or_default()
+                .to_owned()
+        })
+        .collect();
+    kinds.sort();
+    kinds
+}
+
+#[tokio::test]
+async fn a_post_whose_replies_span_many_pages_is_counted_right_in_bounded_memory() {
+    let capacity = 3;
+    let api = TestApi::start_with_feed_capacity(capacity).await;
+    let mut poller = api.poller();
+    let author = api.user("busy_author").await;
+    let mut posts = Vec::new();
+    for i in 0..8 {
+        posts.push(api.post(&author, format!("post {i}"), "text").await);
+    }
+    // The oldest post gets 30 likes and 20 comments from 30 users.
+    let busy = posts[0].clone();
+    for i in 0..30 {
+        let fan = api.user_named(format!("fan_{i:02}")).await;
+        let (status, _) = api
+            .call("POST", &format!("/posts/{busy}/likes"), Some(&fan), None)
+            .await;
+        assert_eq!(status, 201);
+        if i < 20 {
+            let (status, _) = api
+                .call(
+                    "POST",
+                    &format!("/posts/{busy}/comments"),
+                    Some(&fan),
+                    Some(json!({ "content": format!("comment {i}") })),
+                )
+                .await;
+            assert_eq!(status, 201);
+        }
+    }
+    api.settle(&mut poller).await;
+
+    // Pages of 1, 4 and 7 items (the post's 30 likes, 30 markers and 20
+    // comments span many), in 1, 2 and 4 segments.
+    let newest_kept = capacity + feed_slack(capacity) + 1;
+    for (segments, page_size) in [(1, Some(1)), (2, Some(4)), (4, Some(7)), (4, None)] {
+        let options = AuditOptions {
+            segments,
+            page_size,
+            ..AuditOptions::default()
+        };
+        let report = api.app.store.audit_with(&options).await.expect("audit");
+        assert_eq!(
+            report.findings,
+            vec![],
+            "{segments} segments, {page_size:?}"
+        );
+        assert_eq!(report.users_held, 31, "one entry per user");
+        // Eight posts, 50 replies and 30 markers, but a segment held at most the newest
+        // posts the feed's checks need and the post being read.
+        assert!(
+            report.max_held <= newest_kept + 1,
+            "held {} posts at once",
+            report.max_held
+        );
+        assert!(report.items_read > 8 + 80);
+        if page_size == Some(1) {
+            assert!(report.pages >= report.items_read, "one item a page");
+        }
+    }
+
+    // A wrong count of the busy post: the counts are of every page.
+    corrupt(
+        &api,
+        &format!("POST#{busy}"),
+        "POST",
+        "likeCount",
+        AttributeValue::N("3".into()),
+    )
+    .await;
+    let options = AuditOptions {
+        segments: 2,
+        page_size: Some(3),
+        ..AuditOptions::default()
+    };
+    let report = api.app.store.audit_with(&options).await.expect("audit");
+    assert_eq!(report.found, 1, "{:#?}", report.findings);
+    assert!(matches!(
+        report.findings[0],
+        Finding::Count {
+            counter: "likeCount",
+            stored: 3,
+            actual: 30,
+            ..
+        }
+    ));
+    // The report keeps the first findings only, and counts them all.
+    let kept_none = AuditOptions {
+        keep: 0,
+        ..options.clone()
+    };
+    let report = api.app.store.audit_with(&kept_none).await.expect("audit");
+    assert_eq!((report.found, report.findings.len()), (1, 0));
+    let repair = AuditOptions {
+        repair: true,
+        ..options
+    };
+    let report = api.app.store.audit_with(&repair).await.expect("repair");
+    assert_eq!((report.found, report.repaired), (1, 1));
+    assert_eq!(api.app.store.audit(false).await.expect("audit").found, 0);
+}
+
+#[tokio::test]
+async fn one_users_audit_repairs_their_copies_and_nothing_of_anyone_else() {
+    let api = TestApi::start_with_feed_capacity(3).await;
+    let mut poller = api.poller();
+    let alice = api.user("alice").await;
+    let bob = api.user("bob").await;
+    let alices = api.post(&alice, "alice's", "text").await;
+    let bobs = api.post(&bob, "bob's", "text").await;
+    let (_, alice_comment) = api
+        .call(
+            "POST",
+            &format!("/posts/{bobs}/comments"),
+            Some(&alice),
+            Some(json!({ "content": "hi bob" })),
+        )
+        .await;
+    api.call("POST", &format!("/posts/{bobs}/likes"), Some(&alice), None)
+        .await;
+    let (_, bob_comment) = api
+        .call(
+            "POST",
+            &format!("/posts/{alices}/comments"),
+            Some(&bob),
+            Some(json!({ "content": "hi alice" })),
+        )
+        .await;
+    api.settle(&mut poller).await;
+    let id = |v: &Value, field: &str| v[field].as_str().unwrap_or_default().to_owned();
+    // A like's id is not in the response: its key, from the table.
+    let like_sk = table_snapshot(&api)
+        .await
+        .into_iter()
+        .find(|item| item.get("type") == Some(&s("like")))
+        .and_then(|item| item.get("SK").and_then(|sk| sk.as_s().ok()).cloned())
+        .expect("alice's like");
+
+    // Alice's post, comment and like, and Bob's comment, show stale names.
+    let alice_copies = [
+        (format!("POST#{alices}"), "POST".to_owned()),
+        (
+            format!("POST#{bobs}"),
+            format!("COMMENT#{}", id(&alice_comment, "commentId")),
+        ),
+        (format!("POST#{bobs}"), like_sk),
+    ];
+    for (pk, sk) in &alice_copies {
+        corrupt(&api, pk, sk, "username", s("old_alice")).await;
+    }
+    let bob_sk = format!("COMMENT#{}", id(&bob_comment, "commentId"));
+    corrupt(
+        &api,
+        &format!("POST#{alices}"),
+        &bob_sk,
+        "username",
+        s("old_bob"),
+    )
+    .await;
+
+    let store = &api.app.store;
+    let alice_id = UserId::parse(&alice).expect("user id");
+    let found = store
+        .audit_user(&alice_id, &AuditOptions::default())
+        .await
+        .expect("audit alice");
+    assert_eq!(found.found, 3, "{:#?}", found.findings);
+    let mut named: Vec<(String, String)> = found
+        .findings
+        .iter()
+        .map(|f| match f {
+            Finding::Username {
+                pk,
+                sk,
+                user,
+                stored,
+                current,
+                ..
+            } => {
+                assert_eq!(
+                    (user, stored.as_str(), current.as_str()),
+                    (&alice_id, "old_alice", "alice")
+                );
+                (pk.clone(), sk.clone())
+            }
+            other => panic!("not a username finding: {other:?}"),
+        })
+        .collect();
+    named.sort();
+    let mut expected = alice_copies.to_vec();
+    expected.sort();
+    assert_eq!(named, expected);
+    assert!(found.items_read >= 4, "the profile and three items");
+
+    let repaired = store
+        .audit_user(&alice_id, &AuditOptions::repairing(true))
+        .await
+        .expect("repair alice");
+    assert_eq!((repaired.found, repaired.repaired), (3, 3));
+    let again = store
+        .audit_user(&alice_id, &AuditOptions::repairing(true))
+        .await
+        .expect("audit alice again");
+    assert_eq!((again.found, again.repaired), (0, 0));
+
+    // Bob's stale comment is still there: the full audit finds it alone.
+    let full = store.audit(false).await.expect("audit");
+    assert_eq!(full.found, 1, "{:#?}", full.findings);
+    assert!(matches!(
+        &full.findings[0],
+        Finding::Username { sk, stored, .. } if *sk == bob_sk && stored == "old_bob"
+    ));
+    let bob_id = UserId::parse(&bob).expect("user id");
+    let bobs_audit = store
+        .audit_user(&bob_id, &AuditOptions::repairing(true))
+        .await
+        .expect("repair bob");
+    assert_eq!((bobs_audit.found, bobs_audit.repaired), (1, 1));
+    // Alice's post's feed entry took the stale name from nothing: it kept
+    // "alice" throughout, so after the fan-out the whole table is clean.
+    api.settle(&mut poller).await;
+    assert_eq!(store.audit(false).await.expect("audit").found, 0);
+}
+
+#[tokio::test]
+async fn one_posts_audit_repairs_its_count_names_and_feed_entry_only() {
+    let api = TestApi::start_with_feed_capacity(3).await;
+    let mut poller = api.poller();
+    let author = api.user("writer").await;
+    let fan = api.user("reader").await;
+    let first = api.post(&author, "first", "text").await;
+    let second = api.post(&author, "second", "text").await;
+    for post in [&first, &second] {
+        api.call("POST", &format!("/posts/{post}/likes"), Some(&fan), None)
+            .await;
+    }
+    let (_, comment) = api
+        .call(
+            "POST",
+            &format!("/posts/{first}/comments"),
+            Some(&fan),
+            Some(json!({ "content": "nice" })),
+        )
+        .await;
+    api.settle(&mut poller).await;
+    let store = &api.app.store;
+    let first_id = PostId::parse(&first).expect("post id");
+    let second_id = PostId::parse(&second).expect("post id");
+    let clean = store
+        .audit_post(&first_id, &AuditOptions::default())
+        .await
+        .expect("audit");
+    assert_eq!(clean.findings, vec![]);
+
+    // The first post: a wrong count, a stale name on its comment, a tampered
+    // feed entry. The second: a wrong count.
+    corrupt(
+        &api,
+        &format!("POST#{first}"),
+        "POST",
+        "commentCount",
+        AttributeValue::N("9".into()),
+    )
+    .await;
+    let comment_sk = format!(
+        "COMMENT#{}",
+        comment["commentId"].as_str().unwrap_or_default()
+    );
+    corrupt(
+        &api,
+        &format!("POST#{first}"),
+        &comment_sk,
+        "username",
+        s("someone"),
+    )
+    .await;
+    corrupt(
+        &api,
+        "FEED",
+        &format!("POST#{first}"),
+        "title",
+        s("tampered"),
+    )
+    .await;
+    corrupt(
+        &api,
+        &format!("POST#{second}"),
+        "POST",
+        "likeCount",
+        AttributeValue::N("0".into()),
+    )
+    .await;
+
+    let options = AuditOptions {
+        page_size: Some(1),
+        ..AuditOptions::default()
+    };
+    let found = store.audit_post(&first_id, &options).await.expect("audit");
+    assert_eq!(
+        kinds(&found),
+        ["Count", "StaleFeedEntry", "Username"],
+        "{:#?}",
+        found.findings
+    );
+    assert!(found.findings.iter().any(|f| matches!(
+        f,
+        Finding::Count {
+            counter: "commentCount",
+            stored: 9,
+            actual: 1,
+            ..
+        }
+    )));
+    let repair = AuditOptions {
+        repair: true,
+        ..options
+    };
+    let repaired = store.audit_post(&first_id, &repair).await.expect("repair");
+    assert_eq!((repaired.found, repaired.repaired), (3, 3));
+    let again = store.audit_post(&first_id, &repair).await.expect("again");
+    assert_eq!(
+        (again.found, again.repaired),
+        (0, 0),
+        "{:#?}",
+        again.findings
+    );
+
+    // The second post's count is left for its own audit (or the full one).
+    let full = store.audit(false).await.expect("audit");
+    assert_eq!(kinds(&full), ["Count"], "{:#?}", full.findings);
+    assert!(matches!(
+        full.findings[0],
+        Finding::Count { post, counter: "likeCount", stored: 0, actual: 1, .. } if post == second_id
+    ));
+    let second_audit = store.audit_post(&second_id, &repair).await.expect("repair");
+    assert_eq!((second_audit.found, second_audit.repaired), (1, 1));
+    api.settle(&mut poller).await;
+    assert_eq!(store.audit(false).await.expect("audit").found, 0);
+    let (_, feed) = api.get("/feed").await;
+    assert_eq!(feed["items"][1]["title"], "first");
+    assert_eq!(feed["items"][1]["commentCount"], 1);
 }

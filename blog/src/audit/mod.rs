@@ -1,0 +1,433 @@
+//! The audit: an offline check of every denormalised value against its
+//! source, and the repair of what disagrees.
+//!
+//! Three scopes, one set of checks:
+//! - the whole table ([`Store::audit_with`], `scan`): a parallel Scan, strongly
+//!   consistent, whose memory grows with the number of users, never with the
+//!   number of posts, comments or likes;
+//! - one user ([`Store::audit_user`], `one`): their profile and everything
+//!   GSI1 lists under them;
+//! - one post ([`Store::audit_post`], `one`): its partition, its authors'
+//!   profiles and its feed entry.
+//!
+//! The full audit reads the whole table, so it is a tool for operators, never
+//! a request path. It is how a deployment recovers when the fan-out could not
+//! keep up: after a bug, or once a stream's 24-hour retention has passed with
+//! records unprocessed. Every repair is a conditional write that re-checks the
+//! value it read, so a repair never overwrites a change made meanwhile, and
+//! running it again finds nothing to do.
+
+mod one;
+mod scan;
+
+use std::{
+    fmt,
+    sync::{Arc, Mutex, PoisonError},
+};
+
+use aws_sdk_dynamodb::types::{AttributeValue, ConsumedCapacity, ReturnConsumedCapacity, Select};
+
+use crate::{
+    ids::{PostId, UserId},
+    keys,
+    store::{
+        Item, ItemType, Store, StoreError, classify,
+        feed::FeedEntryItem,
+        from_item, key,
+        posts::PostItem,
+        s,
+        users::{Overwrite, UsernameCopy},
+    },
+};
+
+/// Scan segments of the full audit unless told otherwise: enough to keep a
+/// few pages in flight, few enough to leave capacity for requests.
+pub const DEFAULT_SEGMENTS: u32 = 4;
+/// Findings a report keeps by default; the rest are counted (and passed to
+/// [`AuditOptions::on_finding`]).
+pub const DEFAULT_KEEP: usize = 1_000;
+
+/// One value that disagrees with its source.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Finding {
+    /// A post's `commentCount` or `likeCount` is not the number of its comment
+    /// or like items.
+    Count {
+        post: PostId,
+        counter: &'static str,
+        stored: u64,
+        actual: u64,
+        /// The post's `version` when read: the repair lands only if it is
+        /// still that, so it never undoes a newer like, comment or rename.
+        version: u64,
+    },
+    /// A post, comment or like shows another username than its author's profile.
+    Username {
+        pk: String,
+        sk: String,
+        user: UserId,
+        stored: String,
+        current: String,
+        user_version: u64,
+    },
+    /// A feed entry's copy differs from its post's short form.
+    StaleFeedEntry { post: PostId },
+    /// One of the newest posts is missing from the feed.
+    MissingFeedEntry { post: PostId },
+    /// The feed holds a post that is not among the newest and its slack (or
+    /// does not exist).
+    ExtraFeedEntry { post: PostId },
+    /// The feed's floor is above the newest post outside the newest: it could
+    /// keep one of them out.
+    Floor {
+        stored: Option<PostId>,
+        expected: PostId,
+    },
+}
+
+impl fmt::Display for Finding {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Count {
+                post,
+                counter,
+                stored,
+                actual,
+                ..
+            } => write!(f, "post {post}: {counter} is {stored}, but it has {actual}"),
+            Self::Username {
+                pk,
+                sk,
+                stored,
+                current,
+                ..
+            } => write!(
+                f,
+                "{pk}/{sk}: username {stored:?}, but its author is now {current:?}"
+            ),
+            Self::StaleFeedEntry { post } => {
+                write!(f, "feed entry of post {post} differs from the post")
+            }
+            Self::MissingFeedEntry { post } => {
+                write!(f, "post {post} is among the newest but not in the feed")
+            }
+            Self::ExtraFeedEntry { post } => {
+                write!(f, "post {post} is in the feed but not among the newest")
+            }
+            Self::Floor { stored, expected } => {
+                write!(f, "feed floor is {stored:?}, expected {expected}")
+            }
+        }
+    }
+}
+
+/// What to do with each finding as it is made (print it, say), besides
+/// counting it: called from the audit's tasks, in the order they find.
+pub type OnFinding = Arc<dyn Fn(&Finding) + Send + Sync>;
+
+/// How an audit runs.
+#[derive(Clone)]
+pub struct AuditOptions {
+    /// Rewrite what is wrong, each write conditional on what was read.
+    pub repair: bool,
+    /// The full audit's Scan segments (`TotalSegments`), read in parallel; at
+    /// least one.
+    pub segments: u32,
+    /// Items per Scan or Query page (`Limit`); `None` for DynamoDB's 1 MB
+    /// pages. Tests make pages small to cross page boundaries.
+    pub page_size: Option<i32>,
+    /// How many findings the report keeps; all are counted.
+    pub keep: usize,
+    pub on_finding: Option<OnFinding>,
+}
+
+impl Default for AuditOptions {
+    fn default() -> Self {
+        Self {
+            repair: false,
+            segments: DEFAULT_SEGMENTS,
+            page_size: None,
+            keep: DEFAULT_KEEP,
+            on_finding: None,
+        }
+    }
+}
+
+impl fmt::Debug for AuditOptions {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("AuditOptions")
+            .field("repair", &self.repair)
+            .field("segments", &self.segments)
+            .field("page_size", &self.page_size)
+            .field("keep", &self.keep)
+            .field("on_finding", &self.on_finding.is_some())
+            .finish()
+    }
+}
+
+impl AuditOptions {
+    /// The defaults, repairing or not.
+    pub fn repairing(repair: bool) -> Self {
+        Self {
+            repair,
+            ..Self::default()
+        }
+    }
+}
+
+/// What the audit found and, with repair, what it fixed.
+#[derive(Debug, Default, Clone)]
+pub struct Report {
+    pub items_read: usize,
+    /// The first [`AuditOptions::keep`] findings, in the order made.
+    pub findings: Vec<Finding>,
+    /// Every finding, kept or not.
+    pub found: usize,
+    /// Findings repaired; the rest changed while repairing (run again).
+    pub repaired: usize,
+    /// Read capacity units DynamoDB reported for the audit's reads.
+    pub read_units: f64,
+    /// Scan or Query calls made.
+    pub pages: usize,
+    /// The full audit's per-user digest: one entry per user seen.
+    pub users_held: usize,
+    /// The most post items one Scan segment held at once (the open item
+    /// collection's post and the newest posts kept for the feed's checks):
+    /// bounded by the feed's capacity, whatever the table holds.
+    pub max_held: usize,
+}
+
+impl Report {
+    /// Findings neither repaired nor repairable in this run.
+    pub fn left(&self) -> usize {
+        self.found.saturating_sub(self.repaired)
+    }
+}
+
+/// Where the findings of concurrent tasks go: counted, the first `keep`
+/// kept, each passed to the caller's callback; repaired at once when asked.
+struct Sink {
+    options: AuditOptions,
+    state: Mutex<Tally>,
+}
+
+#[derive(Default)]
+struct Tally {
+    findings: Vec<Finding>,
+    found: usize,
+    repaired: usize,
+}
+
+impl Sink {
+    fn new(options: &AuditOptions) -> Arc<Self> {
+        Arc::new(Self {
+            options: options.clone(),
+            state: Mutex::new(Tally::default()),
+        })
+    }
+
+    /// Records `finding` and, with repair, applies it (`expected` is the feed
+    /// entry a feed finding's repair writes).
+    async fn found(
+        &self,
+        store: &Store,
+        finding: Finding,
+        expected: Option<&FeedEntryItem>,
+    ) -> Result<(), StoreError> {
+        tracing::debug!(%finding, "audit finding");
+        if let Some(on_finding) = &self.options.on_finding {
+            on_finding(&finding);
+        }
+        let repaired = self.options.repair && store.repair(&finding, expected).await?;
+        let mut tally = self.state.lock().unwrap_or_else(PoisonError::into_inner);
+        tally.found += 1;
+        tally.repaired += usize::from(repaired);
+        if tally.findings.len() < self.options.keep {
+            tally.findings.push(finding);
+        }
+        Ok(())
+    }
+
+    /// The findings so far, into `report`.
+    fn fill_report(&self, report: &mut Report) {
+        let mut tally = self.state.lock().unwrap_or_else(PoisonError::into_inner);
+        report.findings = std::mem::take(&mut tally.findings);
+        report.found = tally.found;
+        report.repaired = tally.repaired;
+    }
+}
+
+impl Store {
+    /// Checks every denormalised value with the default options; with
+    /// `repair`, rewrites what is wrong.
+    pub async fn audit(&self, repair: bool) -> Result<Report, StoreError> {
+        self.audit_with(&AuditOptions::repairing(repair)).await
+    }
+
+    /// Applies one repair; `false` when the value changed since it was read
+    /// (or, for a feed entry, when its post is gone).
+    async fn repair(
+        &self,
+        finding: &Finding,
+        expected: Option<&FeedEntryItem>,
+    ) -> Result<bool, StoreError> {
+        match finding {
+            Finding::Count { post, counter, .. } => self.recount(post, counter).await,
+            Finding::Username {
+                pk,
+                sk,
+                stored,
+                current,
+                user_version,
+                ..
+            } => {
+                let profile = UsernameCopy {
+                    username: current,
+                    version: *user_version,
+                };
+                // Only over the value read, and never over a newer rename's
+                // copy (a higher `userVersion`), even one back to this name.
+                let over = Overwrite::Repair { stored };
+                self.write_username(key(pk.clone(), sk.clone()), profile, over)
+                    .await
+            }
+            Finding::StaleFeedEntry { .. } | Finding::MissingFeedEntry { .. } => match expected {
+                Some(expected) => self.repair_feed_entry(expected).await,
+                None => Ok(false),
+            },
+            Finding::ExtraFeedEntry { post } => self.remove_feed_entry(post).await.map(|()| true),
+            Finding::Floor { expected, .. } => self.set_feed_floor(expected).await,
+        }
+    }
+}
+
+impl Store {
+    /// The repair of a count: counts again, with the post read first, then
+    /// sets the count only if the post's `version` is still the one read.
+    ///
+    /// The order matters. A Scan or Query of the partition reads comments and
+    /// likes before the post (`COMMENT#` < `LIKE#` < `POST`), so a like that
+    /// commits in between is on the post but not in the count, and a repair
+    /// conditional on the post's version as read would write one too few.
+    /// Read first, the post's version moves with any like or comment that
+    /// commits while counting, and the conditional write then refuses.
+    async fn recount(&self, post: &PostId, counter: &str) -> Result<bool, StoreError> {
+        let Some(item) = self.get(PostItem::key(post), true).await? else {
+            return Ok(false);
+        };
+        let read: PostItem = from_item(item)?;
+        let (stored, prefix) = if counter == "commentCount" {
+            (read.comment_count, keys::COMMENT_PREFIX)
+        } else {
+            (read.like_count, keys::LIKE_PREFIX)
+        };
+        let actual = self.count_in_post(post, prefix).await?;
+        if actual == stored {
+            return Ok(true);
+        }
+        self.set_post_count(post, counter, actual, read.version)
+            .await
+    }
+
+    /// How many items of `post`'s partition begin with `prefix`: a consistent
+    /// Query with `Select: COUNT`, every page.
+    async fn count_in_post(&self, post: &PostId, prefix: &str) -> Result<u64, StoreError> {
+        let mut count = 0;
+        let mut start = None;
+        loop {
+            let query = self
+                .client()
+                .query()
+                .table_name(self.table())
+                .key_condition_expression("PK = :pk AND begins_with(SK, :prefix)")
+                .expression_attribute_values(":pk", s(keys::post_pk(post)))
+                .expression_attribute_values(":prefix", s(prefix))
+                .select(Select::Count)
+                .consistent_read(true)
+                .set_exclusive_start_key(start)
+                .return_consumed_capacity(ReturnConsumedCapacity::Indexes);
+            let page = self
+                .backoff()
+                .send("recount a post", || query.clone().send())
+                .await
+                .map_err(classify)?;
+            count += u64::try_from(page.count).unwrap_or_default();
+            start = page.last_evaluated_key;
+            if start.is_none() {
+                return Ok(count);
+            }
+        }
+    }
+}
+
+/// What the feed shows of an entry: versions may differ (a repair bumps the
+/// post's), what readers see may not.
+fn shown(entry: &FeedEntryItem) -> FeedEntryItem {
+    FeedEntryItem {
+        version: 0,
+        user_version: 0,
+        ..entry.clone()
+    }
+}
+
+/// The attributes the audit reads: everything but a post's content, which
+/// nothing copies (it is never sent over the wire to the audit).
+const READ: [&str; 17] = [
+    "PK",
+    "SK",
+    "GSI1PK",
+    "GSI1SK",
+    "type",
+    "postId",
+    "userId",
+    "username",
+    "userVersion",
+    "title",
+    "summary",
+    "commentCount",
+    "likeCount",
+    "createdAt",
+    "updatedAt",
+    "version",
+    "floorPostId",
+];
+
+/// [`READ`] as a projection expression and its attribute names (every name
+/// through a placeholder, so that reserved words need no care).
+fn projection() -> (String, std::collections::HashMap<String, String>) {
+    let names: std::collections::HashMap<String, String> = READ
+        .iter()
+        .enumerate()
+        .map(|(i, name)| (format!("#a{i}"), (*name).to_owned()))
+        .collect();
+    let expression = (0..READ.len())
+        .map(|i| format!("#a{i}"))
+        .collect::<Vec<_>>()
+        .join(", ");
+    (expression, names)
+}
+
+/// A string attribute of `item`.
+fn text<'a>(item: &'a Item, name: &str) -> Option<&'a str> {
+    item.get(name)
+        .and_then(|v| v.as_s().ok())
+        .map(String::as_str)
+}
+
+/// A number attribute of `item`.
+fn number(item: &Item, name: &str) -> Option<u64> {
+    item.get(name)
+        .and_then(|v| v.as_n().ok())
+        .and_then(|n| n.parse().ok())
+}
+
+/// The `type` of `item`; [`ItemType::Other`] for one this version does not know.
+fn kind(item: &Item) -> Option<ItemType> {
+    item.get("type")
+        .and_then(|v| serde_dynamo::from_attribute_value(AttributeValue::clone(v)).ok())
+}
+
+/// Read units of one call's consumed capacity.
+fn units(capacity: Option<&ConsumedCapacity>) -> f64 {
+    capacity.and_then(|c| c.capacity_units).unwrap_or_default()
+}

@@ -1,0 +1,421 @@
+//! The full audit: one parallel, strongly consistent Scan of the table.
+//!
+//! Memory is bounded by the number of users, not by what they wrote:
+//! - A Scan returns the items of one partition key together, in sort-key
+//!   order, within one segment (a partition's item collection never spans
+//!   segments, though it may span pages). So each segment checks one post
+//!   partition at a time: it counts its comments and likes and compares the
+//!   counts with the post item's when the partition ends, holding two
+//!   counters and the post item, whatever the post has.
+//! - A username copy cannot be checked where it is read: the author's
+//!   profile may come later, in any segment. So the segments keep one entry
+//!   per user (the profile's name and version) plus, until the profile is
+//!   known, the distinct names seen on what the user wrote. Once the Scan is
+//!   done, each user whose items showed another name than the profile is
+//!   audited on their own ([`Store::audit_user`]), which names every stale
+//!   copy; everyone else's copies are right.
+//! - For the feed, each segment keeps only the newest posts it has seen (the
+//!   feed's capacity, its slack and one more), and the feed partition itself,
+//!   which the trim keeps small.
+
+use std::{
+    collections::{BTreeMap, HashMap},
+    sync::{Arc, Mutex, PoisonError},
+};
+
+use aws_sdk_dynamodb::types::ReturnConsumedCapacity;
+use futures::StreamExt;
+
+use super::{AuditOptions, Finding, Report, Sink, kind, number, projection, shown, text, units};
+use crate::{
+    ids::{PostId, UserId},
+    keys,
+    store::{
+        ItemType, Store, StoreError, classify, feed::FeedEntryItem, feed::feed_slack, from_item,
+        posts::PostItem,
+    },
+};
+
+/// What the Scan keeps of one user.
+#[derive(Debug, Default)]
+struct Seen {
+    /// The profile's username and version, once read.
+    profile: Option<(String, u64)>,
+    /// Distinct usernames seen on the user's items that are not (or, before
+    /// the profile was read, not known to be) the profile's.
+    names: Vec<String>,
+}
+
+impl Seen {
+    fn saw(&mut self, name: &str) {
+        let current = self.profile.as_ref().is_some_and(|(p, _)| p == name);
+        if !current && !self.names.iter().any(|n| n == name) {
+            self.names.push(name.to_owned());
+        }
+    }
+
+    fn profile(&mut self, name: String, version: u64) {
+        self.names.retain(|n| *n != name);
+        self.profile = Some((name, version));
+    }
+
+    /// Whether any of the user's items showed another name than the profile.
+    fn stale(&self) -> bool {
+        self.profile.is_some() && !self.names.is_empty()
+    }
+}
+
+/// The partition a segment is reading.
+struct Collection {
+    pk: String,
+    comments: u64,
+    likes: u64,
+    post: Option<PostItem>,
+}
+
+/// What one segment leaves for the checks that need the whole table.
+#[derive(Default)]
+struct Segment {
+    items_read: usize,
+    read_units: f64,
+    pages: usize,
+    max_held: usize,
+    /// The newest posts it read, as their feed entries should be (counts from
+    /// their items; usernames are set from the profiles at the end).
+    newest: BTreeMap<PostId, FeedEntryItem>,
+    feed: BTreeMap<PostId, FeedEntryItem>,
+    floor: Option<PostId>,
+}
+
+impl Store {
+    /// The full audit: checks every denormalised value with a parallel Scan
+    /// of `options.segments` segments; with `options.repair`, rewrites what
+    /// is wrong. Counts are repaired as each post is read, usernames once
+    /// the Scan is done (see the module's notes), the feed last.
+    pub async fn audit_with(&self, options: &AuditOptions) -> Result<Report, StoreError> {
+        let segments = options.segments.max(1);
+        let keep_newest = self.feed_capacity() + feed_slack(self.feed_capacity()) + 1;
+        let sink = Sink::new(options);
+        let users: Arc<Mutex<HashMap<UserId, Seen>>> = Arc::default();
+        let mut tasks = tokio::task::JoinSet::new();
+        for segment in 0..segments {
+            let store = self.clone();
+            let (sink, users) = (sink.clone(), users.clone());
+            let page_size = options.page_size;
+            tasks.spawn(async move {
+                store
+                    .scan_segment(segment, segments, page_size, keep_newest, &sink, &users)
+                    .await
+            });
+        }
+        let mut report = Report::default();
+        let mut newest = BTreeMap::new();
+        let mut feed = BTreeMap::new();
+        let mut floor = None;
+        while let Some(done) = tasks.join_next().await {
+            let done = done.map_err(|e| StoreError::Internal(format!("audit segment: {e}")))??;
+            report.items_read += done.items_read;
+            report.read_units += done.read_units;
+            report.pages += done.pages;
+            report.max_held = report.max_held.max(done.max_held);
+            newest.extend(done.newest);
+            while newest.len() > keep_newest {
+                newest.pop_first();
+            }
+            feed.extend(done.feed);
+            floor = floor.or(done.floor);
+        }
+        let users = std::mem::take(&mut *users.lock().unwrap_or_else(PoisonError::into_inner));
+        report.users_held = users.len();
+        tracing::info!(
+            items_read = report.items_read,
+            users = users.len(),
+            "audit scan done"
+        );
+
+        // Usernames: only the users whose items showed another name.
+        let stale: Vec<&UserId> = users
+            .iter()
+            .filter(|(_, seen)| seen.stale())
+            .map(|(user, _)| user)
+            .collect();
+        let mut audits = futures::stream::iter(stale)
+            .map(|user| self.audit_user_into(user, options.page_size, &sink))
+            .buffer_unordered(segments as usize);
+        while let Some(done) = audits.next().await {
+            let (items, read_units, pages) = done?;
+            report.items_read += items;
+            report.read_units += read_units;
+            report.pages += pages;
+        }
+
+        // The feed: what it should hold, with the authors' names as now.
+        for entry in newest.values_mut() {
+            if let Some(Seen {
+                profile: Some((name, _)),
+                ..
+            }) = users.get(&entry.user_id)
+            {
+                entry.username.clone_from(name);
+            }
+        }
+        self.check_feed(&newest, &feed, floor, &sink).await?;
+        sink.fill_report(&mut report);
+        Ok(report)
+    }
+
+    /// Reads one segment, checking each post partition as it ends.
+    async fn scan_segment(
+        &self,
+        segment: u32,
+        segments: u32,
+        page_size: Option<i32>,
+        keep_newest: usize,
+        sink: &Sink,
+        users: &Mutex<HashMap<UserId, Seen>>,
+    ) -> Result<Segment, StoreError> {
+        let (expression, names) = projection();
+        let mut scan = self
+            .client()
+            .scan()
+            .table_name(self.table())
+            .consistent_read(true)
+            .projection_expression(expression)
+            .set_expression_attribute_names(Some(names))
+            .set_limit(page_size)
+            .return_consumed_capacity(ReturnConsumedCapacity::Total);
+        if segments > 1 {
+            scan = scan
+                .segment(i32::try_from(segment).unwrap_or(i32::MAX))
+                .total_segments(i32::try_from(segments).unwrap_or(i32::MAX));
+        }
+        let mut done = Segment::default();
+        let mut open: Option<Collection> = None;
+        let mut start = None;
+        loop {
+            let page = self
+                .backoff()
+                .send("audit scan", || {
+                    scan.clone().set_exclusive_start_key(start.clone()).send()
+                })
+                .await
+                .map_err(classify)?;
+            done.pages += 1;
+            done.read_units += units(page.consumed_capacity.as_ref());
+            // Names and profiles of this page, applied under one lock.
+            let mut profiles: Vec<(UserId, String, u64)> = Vec::new();
+            let mut copies: HashMap<UserId, Vec<String>> = HashMap::new();
+            let mut saw = |user: UserId, name: &str| {
+                let names = copies.entry(user).or_default();
+                if !names.iter().any(|n| n == name) {
+                    names.push(name.to_owned());
+                }
+            };
+            for item in page.items.unwrap_or_default() {
+                done.items_read += 1;
+                let Some(pk) = text(&item, keys::PK) else {
+                    continue;
+                };
+                if open.as_ref().is_none_or(|c| c.pk != pk) {
+                    if let Some(closed) = open.take() {
+                        self.close(closed, &mut done, keep_newest, sink).await?;
+                    }
+                    open = Some(Collection {
+                        pk: pk.to_owned(),
+                        comments: 0,
+                        likes: 0,
+                        post: None,
+                    });
+                }
+                let Some(collection) = open.as_mut() else {
+                    continue;
+                };
+                let user = text(&item, "userId").and_then(|u| UserId::parse(u).ok());
+                let name = text(&item, "username");
+                match kind(&item) {
+                    Some(ItemType::User) => {
+                        if let (Some(user), Some(name)) = (user, name) {
+                            let version = number(&item, "version").unwrap_or_default();
+                            profiles.push((user, name.to_owned(), version));
+                        }
+                    }
+                    Some(ItemType::Post) => {
+                        let post: PostItem = from_item(item)?;
+                        saw(post.user_id.clone(), &post.username);
+                        collection.post = Some(post);
+                    }
+                    Some(k @ (ItemType::Comment | ItemType::Like)) => {
+                        if k == ItemType::Comment {
+                            collection.comments += 1;
+                        } else {
+                            collection.likes += 1;
+                        }
+                        if let (Some(user), Some(name)) = (user, name) {
+                            saw(user, name);
+                        }
+                    }
+                    Some(ItemType::FeedEntry) => {
+                        let entry: FeedEntryItem = from_item(item)?;
+                        done.feed.insert(entry.post_id, entry);
+                    }
+                    Some(ItemType::FeedFloor) => {
+                        done.floor = text(&item, "floorPostId").and_then(|p| PostId::parse(p).ok());
+                    }
+                    // Content, markers, claims, rename progress, and whatever
+                    // a newer version writes: nothing to compare.
+                    _ => {}
+                }
+                let held = done.newest.len() + usize::from(collection.post.is_some());
+                done.max_held = done.max_held.max(held);
+            }
+            {
+                let mut users = users.lock().unwrap_or_else(PoisonError::into_inner);
+                for (user, name, version) in profiles {
+                    users.entry(user).or_default().profile(name, version);
+                }
+                for (user, names) in copies {
+                    let seen = users.entry(user).or_default();
+                    for name in names {
+                        seen.saw(&name);
+                    }
+                }
+            }
+            start = page.last_evaluated_key;
+            if start.is_none() {
+                break;
+            }
+        }
+        if let Some(closed) = open.take() {
+            self.close(closed, &mut done, keep_newest, sink).await?;
+        }
+        tracing::debug!(
+            segment,
+            items_read = done.items_read,
+            pages = done.pages,
+            "audit segment done"
+        );
+        Ok(done)
+    }
+
+    /// A partition has ended: its post's counts against its items, and the
+    /// post among the segment's newest.
+    async fn close(
+        &self,
+        collection: Collection,
+        done: &mut Segment,
+        keep_newest: usize,
+        sink: &Sink,
+    ) -> Result<(), StoreError> {
+        let Some(mut post) = collection.post else {
+            return Ok(());
+        };
+        for (counter, stored, actual) in [
+            ("commentCount", post.comment_count, collection.comments),
+            ("likeCount", post.like_count, collection.likes),
+        ] {
+            if stored != actual {
+                let finding = Finding::Count {
+                    post: post.post_id,
+                    counter,
+                    stored,
+                    actual,
+                    version: post.version,
+                };
+                sink.found(self, finding, None).await?;
+            }
+        }
+        let newer = done
+            .newest
+            .first_key_value()
+            .is_none_or(|(oldest, _)| *oldest < post.post_id);
+        if done.newest.len() < keep_newest || newer {
+            post.comment_count = collection.comments;
+            post.like_count = collection.likes;
+            done.newest.insert(post.post_id, FeedEntryItem::from(&post));
+            while done.newest.len() > keep_newest {
+                done.newest.pop_first();
+            }
+        }
+        Ok(())
+    }
+
+    /// The feed against the newest posts (`newest`, as their entries should
+    /// be): exactly the newest `capacity`, each as its post shows now; up to
+    /// the slack of older ones until the next trim; a floor below the newest.
+    async fn check_feed(
+        &self,
+        newest: &BTreeMap<PostId, FeedEntryItem>,
+        feed: &BTreeMap<PostId, FeedEntryItem>,
+        floor: Option<PostId>,
+        sink: &Sink,
+    ) -> Result<(), StoreError> {
+        let capacity = self.feed_capacity();
+        for (post, expected) in newest.iter().rev().take(capacity) {
+            match feed.get(post) {
+                None => {
+                    let finding = Finding::MissingFeedEntry { post: *post };
+                    sink.found(self, finding, Some(expected)).await?;
+                }
+                Some(entry) if shown(expected) != shown(entry) => {
+                    let finding = Finding::StaleFeedEntry { post: *post };
+                    sink.found(self, finding, Some(expected)).await?;
+                }
+                Some(_) => {}
+            }
+        }
+        // Below the newest, the feed may keep up to its slack of older posts
+        // until the next trim; nothing else.
+        let kept: Vec<&PostId> = newest
+            .keys()
+            .rev()
+            .take(capacity + feed_slack(capacity))
+            .collect();
+        for post in feed.keys() {
+            if !kept.contains(&post) {
+                let finding = Finding::ExtraFeedEntry { post: *post };
+                sink.found(self, finding, None).await?;
+            }
+        }
+        // The floor may lag (it rises only when a trim runs), but never reach
+        // one of the newest posts, which it would keep out.
+        if let Some(expected) = newest.keys().rev().nth(capacity).copied()
+            && floor.is_some_and(|floor| floor > expected)
+        {
+            let finding = Finding::Floor {
+                stored: floor,
+                expected,
+            };
+            sink.found(self, finding, None).await?;
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_user_is_stale_only_when_an_item_showed_another_name_than_the_profile() {
+        // Items read before the profile: kept until the profile says.
+        let mut seen = Seen::default();
+        seen.saw("alice");
+        seen.saw("alice");
+        assert_eq!(seen.names, ["alice"]);
+        assert!(!seen.stale(), "no profile: nothing to compare with");
+        seen.profile("alice".to_owned(), 2);
+        assert!(seen.names.is_empty() && !seen.stale());
+        // After it, the profile's own name is not kept at all.
+        seen.saw("alice");
+        assert!(!seen.stale());
+        seen.saw("old_alice");
+        assert!(seen.stale());
+
+        let mut early = Seen::default();
+        early.saw("old_bob");
+        early.saw("bob");
+        early.profile("bob".to_owned(), 3);
+        assert_eq!(early.names, ["old_bob"]);
+        assert!(early.stale());
+    }
+}
