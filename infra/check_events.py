@@ -33,9 +33,13 @@ SEQUENCE = [
     ("list-comments", 200, lambda b: len(b["items"]) == 1),
     ("like-post", 201, lambda b: b["username"] == "alice_2"),
     ("list-likes", 200, lambda b: len(b["items"]) == 1),
+    ("unlike-post", 204, lambda b: b is None),
+    ("delete-comment", 204, lambda b: b is None),
     ("get-feed", 200, lambda b: isinstance(b["items"], list)),
     ("fan-out", None, lambda b: b["batchItemFailures"] == []),
     ("park-failures", None, lambda b: b["batchItemFailures"] == []),
+    ("delete-post", 204, lambda b: b is None),
+    ("get-post", 404, lambda b: b["error"]["code"] == "not_found"),
 ]
 
 
@@ -85,14 +89,25 @@ def main():
     port, endpoint, table = int(sys.argv[1]), sys.argv[2], sys.argv[3]
     seed_post(endpoint, table)
     failures = 0
+    comment_id = None
     for name, status, check in SEQUENCE:
-        data = failure_notice(endpoint, table) if name == "park-failures" else None
+        data = None
+        if name == "park-failures":
+            data = failure_notice(endpoint, table)
+        elif name == "delete-comment":
+            # The sample names a comment; delete the one create-comment made.
+            data = sample(name)
+            data["pathParameters"]["commentId"] = comment_id
+            data["rawPath"] = data["requestContext"]["http"]["path"] = (
+                f"/posts/{data['pathParameters']['postId']}/comments/{comment_id}")
         response = invoke(name, port, data)
         if status is None:
             got, body = None, response
         else:
             got, body = response.get("statusCode"), json.loads(response.get("body") or "null")
-        ok = got == status and body is not None and check(body)
+        if name == "create-comment" and isinstance(body, dict):
+            comment_id = body.get("commentId")
+        ok = got == status and (body is not None or status == 204) and check(body)
         failures += not ok
         print(f"{'ok  ' if ok else 'FAIL'} {name}: {got if got is not None else ''} {json.dumps(body)[:160]}")
     checks = len(SEQUENCE)

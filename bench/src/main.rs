@@ -199,6 +199,15 @@ fn invocation_events(
                 Some(&writer),
             )?,
             "get-post" => event_json(name, &[("postId", post.clone())], "", None, None)?,
+            // Posts that do not exist (the bench keeps its data set whole):
+            // the read and the 404, not the deletion.
+            "delete-post" => event_json(
+                name,
+                &[("postId", blog::ids::PostId::generate().to_string())],
+                "",
+                None,
+                Some(&writer),
+            )?,
             "list-comments" | "list-likes" => {
                 event_json(name, &[("postId", post.clone())], "limit=100", None, None)?
             }
@@ -217,6 +226,26 @@ fn invocation_events(
                 Some(&member(i)),
             )?,
             "get-feed" => event_json(name, &[], "limit=100", None, None)?,
+            // The members take back the likes like-post gave (its events run first).
+            "unlike-post" => event_json(
+                name,
+                &[("postId", post.clone())],
+                "",
+                None,
+                Some(&member(i)),
+            )?,
+            // Comments that do not exist (the ids create-comment made are not
+            // known here): the read and the 404, not the transaction.
+            "delete-comment" => event_json(
+                name,
+                &[
+                    ("postId", post.clone()),
+                    ("commentId", blog::ids::CommentId::generate().to_string()),
+                ],
+                "",
+                None,
+                Some(&writer),
+            )?,
             // Their samples: a stream batch, and a failure notice (of another
             // table's stream, which park-failures reports back as failed).
             "fan-out" | "park-failures" => {

@@ -6,6 +6,7 @@
 //! | post, comment or like INSERT | the author's current username, if the profile moved on since the item was written (a rename whose walk read GSI1 before the index showed the item) | update only where `userVersion` is older |
 //! | post MODIFY (short form changed) | the feed entry's copy of it | update only if the entry exists and is older |
 //! | user MODIFY (username changed) | the username onto every post, comment and like the user wrote, page by page, its place saved (`store::rename`); near the deadline it stops and the record is reported failed, so that the retry goes on from there | update only where `userVersion` is older; an older rename's walk stops once a newer one exists |
+//! | post REMOVE (deleted) | its feed entry out (the count one down; the reserve's next newest shows in its place), then every comment, like and marker of its partition, a page at a time; near the deadline it stops and the record is reported failed, so that the retry deletes what is left (`store::deletion`) | deleting what is gone is a no-op; nothing can be added to a deleted post; a late INSERT finds no post and takes its entry back out |
 //! | anything else | nothing | – |
 //!
 //! Counts need no rule of their own: a comment or like changes the post in the
@@ -33,6 +34,7 @@ use crate::{
     metrics::{self, Unit},
     store::{
         ItemType, Store, StoreError,
+        deletion::Removal,
         feed::{Copied, FeedEntryItem},
         posts::PostItem,
         rename::{Deadline, RenameStep},
@@ -127,14 +129,25 @@ fn failure(record: &EventRecord) -> DynamoDbBatchItemFailure {
 /// likes; changed posts and profiles). Records of any other kind are
 /// [`Outcome::Ignored`], so recovery need not keep them.
 pub fn applies_to(record: &EventRecord) -> bool {
-    let kind = decode::<Kind>(&record.change.new_image, "new").map_or(None, |k| k.kind);
     matches!(
-        (record.event_name.as_str(), kind),
+        (record.event_name.as_str(), kind_of(record)),
         (
             "INSERT",
             Some(ItemType::Post | ItemType::Comment | ItemType::Like)
         ) | ("MODIFY", Some(ItemType::Post | ItemType::User))
+            | ("REMOVE", Some(ItemType::Post))
     )
+}
+
+/// The record's item type, from its new image (its old one for a REMOVE);
+/// `None` for an image without a known type, which is not one of ours.
+fn kind_of(record: &EventRecord) -> Option<ItemType> {
+    let (image, which) = if record.event_name == "REMOVE" {
+        (&record.change.old_image, "old")
+    } else {
+        (&record.change.new_image, "new")
+    };
+    decode::<Kind>(image, which).map_or(None, |k| k.kind)
 }
 
 /// Applies one stream record; a rename stops near `deadline`.
@@ -143,14 +156,7 @@ pub async fn apply(
     record: &EventRecord,
     deadline: Deadline,
 ) -> Result<Outcome, FanoutError> {
-    let (image, which) = if record.event_name == "REMOVE" {
-        (&record.change.old_image, "old")
-    } else {
-        (&record.change.new_image, "new")
-    };
-    // An image without a (known) type is not one of ours to copy.
-    let kind = decode::<Kind>(image, which).map(|k| k.kind).unwrap_or(None);
-    match (record.event_name.as_str(), kind) {
+    match (record.event_name.as_str(), kind_of(record)) {
         ("INSERT", Some(ItemType::Post)) => {
             let mut post: PostItem = decode(&record.change.new_image, "new")?;
             let renamed = catch_up_username(store, record).await?;
@@ -226,6 +232,23 @@ pub async fn apply(
                     writes: renamed.written + renamed.stale,
                 },
             })
+        }
+        ("REMOVE", Some(ItemType::Post)) => {
+            let old: PostItem = decode(&record.change.old_image, "old")?;
+            let left = usize::from(store.leave_feed(&old.post_id).await?);
+            Ok(
+                match store.remove_post_items(&old.post_id, deadline).await? {
+                    Removal::Paused { deleted } => Outcome::Paused {
+                        writes: left + deleted,
+                    },
+                    Removal::Done { deleted } if left + deleted == 0 => {
+                        Outcome::Stale { writes: 0 }
+                    }
+                    Removal::Done { deleted } => Outcome::Written {
+                        writes: left + deleted,
+                    },
+                },
+            )
         }
         _ => Ok(Outcome::Ignored),
     }

@@ -31,7 +31,7 @@ const fn route(
     }
 }
 
-pub const ROUTES: [Route; 13] = [
+pub const ROUTES: [Route; 16] = [
     route("POST", "/users", "create-user", true),
     route("GET", "/users", "find-user", false),
     route("PUT", "/users/{userId}", "update-user", true),
@@ -39,10 +39,18 @@ pub const ROUTES: [Route; 13] = [
     route("POST", "/posts", "create-post", true),
     route("PUT", "/posts/{postId}", "update-post", true),
     route("GET", "/posts/{postId}", "get-post", false),
+    route("DELETE", "/posts/{postId}", "delete-post", true),
     route("GET", "/users/{userId}/posts", "list-user-posts", false),
     route("POST", "/posts/{postId}/comments", "create-comment", true),
     route("GET", "/posts/{postId}/comments", "list-comments", false),
+    route(
+        "DELETE",
+        "/posts/{postId}/comments/{commentId}",
+        "delete-comment",
+        true,
+    ),
     route("POST", "/posts/{postId}/likes", "like-post", true),
+    route("DELETE", "/posts/{postId}/likes", "unlike-post", true),
     route("GET", "/posts/{postId}/likes", "list-likes", false),
     route("GET", "/feed", "get-feed", false),
 ];
@@ -69,11 +77,14 @@ pub async fn dispatch(function: &str, app: &App, req: Request) -> Option<ApiResu
         "create-post" => api::posts::create_post(app, req).await,
         "update-post" => api::posts::update_post(app, req).await,
         "get-post" => api::posts::get_post(app, req).await,
+        "delete-post" => api::posts::delete_post(app, req).await,
         "list-user-posts" => api::posts::list_user_posts(app, req).await,
         "create-comment" => api::comments::create_comment(app, req).await,
         "list-comments" => api::comments::list_comments(app, req).await,
+        "delete-comment" => api::comments::delete_comment(app, req).await,
         "like-post" => api::likes::like_post(app, req).await,
         "list-likes" => api::likes::list_likes(app, req).await,
+        "unlike-post" => api::likes::unlike_post(app, req).await,
         "get-feed" => api::feed::get_feed(app, req).await,
         _ => return None,
     };

@@ -4,7 +4,10 @@ use lambda_http::Request;
 use serde::Deserialize;
 
 use super::{ApiResult, App, Reply, request};
-use crate::{ids::PostId, text};
+use crate::{
+    ids::{CommentId, PostId},
+    text,
+};
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -19,6 +22,18 @@ pub async fn create_comment(app: &App, req: Request) -> ApiResult {
     let body: NewComment = request::json_body(&req)?;
     let content = text::comment_content(&body.content)?;
     Reply::created(&app.store.create_comment(&post, &caller, content).await?)
+}
+
+/// C3 taken back, `DELETE /posts/{postId}/comments/{commentId}`: by the
+/// comment's author or the post's author; 204, or 404 when there is no such
+/// comment.
+pub async fn delete_comment(app: &App, req: Request) -> ApiResult {
+    let caller = request::caller(app, &req)?;
+    let post = request::path_id(&req, "postId", PostId::parse)?;
+    let comment = request::path_id(&req, "commentId", CommentId::parse)?;
+    request::no_body(&req)?;
+    app.store.delete_comment(&post, &comment, &caller).await?;
+    Reply::no_content()
 }
 
 /// Q4 `GET /posts/{postId}/comments`: oldest first.

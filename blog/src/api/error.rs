@@ -105,6 +105,10 @@ impl From<StoreError> for ApiError {
             StoreError::NotAuthor => Self::Forbidden("only the post's author may change it"),
             StoreError::UserNotFound => Self::NotFound("no such user"),
             StoreError::PostNotFound => Self::NotFound("no such post"),
+            StoreError::CommentNotFound => Self::NotFound("no such comment"),
+            StoreError::NotCommentAuthor => {
+                Self::Forbidden("only the comment's author or the post's author may delete it")
+            }
             StoreError::BadCursor(_) => Self::bad_request("bad_cursor", message),
             StoreError::Busy { cause, .. } => Self::Unavailable {
                 cause: cause.as_str(),

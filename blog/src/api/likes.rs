@@ -17,6 +17,16 @@ pub async fn like_post(app: &App, req: Request) -> ApiResult {
     }
 }
 
+/// C4 taken back, `DELETE /posts/{postId}/likes`: 204 whether or not the
+/// caller had liked the post (taking back twice is taking back once).
+pub async fn unlike_post(app: &App, req: Request) -> ApiResult {
+    let caller = request::caller(app, &req)?;
+    let post = request::path_id(&req, "postId", PostId::parse)?;
+    request::no_body(&req)?;
+    app.store.unlike_post(&post, &caller).await?;
+    Reply::no_content()
+}
+
 /// Q5 `GET /posts/{postId}/likes`: newest first.
 pub async fn list_likes(app: &App, req: Request) -> ApiResult {
     let post = request::path_id(&req, "postId", PostId::parse)?;

@@ -81,6 +81,15 @@ impl Reply {
         Self::with(StatusCode::CREATED, body, Freshness::NoStore)
     }
 
+    /// 204 to a removal: no body.
+    pub fn no_content() -> ApiResult {
+        Ok(Self {
+            status: StatusCode::NO_CONTENT,
+            body: String::new(),
+            freshness: Freshness::NoStore,
+        })
+    }
+
     /// 200 to a public read.
     pub fn read(body: &impl Serialize) -> ApiResult {
         Self::with(StatusCode::OK, body, Freshness::Shared)
@@ -125,13 +134,16 @@ pub fn respond(result: ApiResult, request_id: &str) -> Response<Body> {
             )
         }
     };
-    let mut response = Response::new(Body::Text(body));
+    let empty = body.is_empty();
+    let mut response = Response::new(if empty { Body::Empty } else { Body::Text(body) });
     *response.status_mut() = status;
     let headers = response.headers_mut();
-    headers.insert(
-        header::CONTENT_TYPE,
-        HeaderValue::from_static("application/json"),
-    );
+    if !empty {
+        headers.insert(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("application/json"),
+        );
+    }
     headers.insert(
         header::CACHE_CONTROL,
         HeaderValue::from_static(freshness.cache_control()),

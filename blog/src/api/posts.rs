@@ -55,6 +55,17 @@ pub async fn update_post(app: &App, req: Request) -> ApiResult {
     Reply::ok(&app.store.edit_post(&post, &caller, edit).await?)
 }
 
+/// C2 taken back, `DELETE /posts/{postId}`: by its author only; 204, or
+/// 404 when there is no such post. The post and its content go now; its
+/// comments, likes and feed entry follow through the fan-out.
+pub async fn delete_post(app: &App, req: Request) -> ApiResult {
+    let caller = request::caller(app, &req)?;
+    let post = request::path_id(&req, "postId", PostId::parse)?;
+    request::no_body(&req)?;
+    app.store.delete_post(&post, &caller).await?;
+    Reply::no_content()
+}
+
 /// Q2 `GET /posts/{postId}`.
 pub async fn get_post(app: &App, req: Request) -> ApiResult {
     let post = request::path_id(&req, "postId", PostId::parse)?;

@@ -32,9 +32,11 @@ use crate::{
     keys,
     store::{
         Item, ItemType, Store, StoreError, classify,
+        deletion::Removal,
         feed::FeedEntryItem,
         from_item, key,
         posts::PostItem,
+        rename::Deadline,
         s,
         users::{Overwrite, UsernameCopy},
     },
@@ -50,6 +52,9 @@ pub const DEFAULT_KEEP: usize = 1_000;
 /// One value that disagrees with its source.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Finding {
+    /// A deleted post's comments, likes, markers or content are still in its
+    /// partition (its fan-out has not run, or failed).
+    Orphans { post: PostId, items: u64 },
     /// A post's `commentCount` or `likeCount` is not the number of its comment
     /// or like items.
     Count {
@@ -88,6 +93,12 @@ pub enum Finding {
 impl fmt::Display for Finding {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
+            Self::Orphans { post, items } => {
+                write!(
+                    f,
+                    "post {post} is deleted, but {items} of its items are left"
+                )
+            }
             Self::Count {
                 post,
                 counter,
@@ -273,6 +284,14 @@ impl Store {
     ) -> Result<bool, StoreError> {
         match finding {
             Finding::Count { post, counter, .. } => self.recount(post, counter).await,
+            // What the fan-out's walk does; safe beside it (deleting what is
+            // gone is a no-op, and nothing can be added to a deleted post).
+            Finding::Orphans { post, .. } => {
+                match self.remove_post_items(post, Deadline::NONE).await? {
+                    Removal::Done { .. } => Ok(true),
+                    Removal::Paused { .. } => Ok(false),
+                }
+            }
             Finding::Username {
                 pk,
                 sk,

@@ -31,8 +31,8 @@ use crate::{
     ids::{PostId, UserId},
     keys,
     store::{
-        ItemType, Store, StoreError, classify, feed::FeedEntryItem, feed::feed_slack, from_item,
-        posts::PostItem,
+        ItemType, Store, StoreError, classify, feed::FeedEntryItem, feed::feed_reserve,
+        feed::feed_slack, from_item, posts::PostItem,
     },
 };
 
@@ -70,6 +70,9 @@ struct Collection {
     pk: String,
     comments: u64,
     likes: u64,
+    /// Like markers and the content: with no post, they are a deleted
+    /// post's leftovers too.
+    others: u64,
     post: Option<PostItem>,
 }
 
@@ -94,7 +97,8 @@ impl Store {
     /// the Scan is done (see the module's notes), the feed last.
     pub async fn audit_with(&self, options: &AuditOptions) -> Result<Report, StoreError> {
         let segments = options.segments.max(1);
-        let keep_newest = self.feed_capacity() + feed_slack(self.feed_capacity()) + 1;
+        let capacity = self.feed_capacity();
+        let keep_newest = capacity + feed_reserve(capacity) + feed_slack(capacity) + 1;
         let sink = Sink::new(options);
         let users: Arc<Mutex<HashMap<UserId, Seen>>> = Arc::default();
         let mut tasks = tokio::task::JoinSet::new();
@@ -224,6 +228,7 @@ impl Store {
                         pk: pk.to_owned(),
                         comments: 0,
                         likes: 0,
+                        others: 0,
                         post: None,
                     });
                 }
@@ -261,7 +266,8 @@ impl Store {
                     Some(ItemType::FeedFloor) => {
                         done.floor = text(&item, "floorPostId").and_then(|p| PostId::parse(p).ok());
                     }
-                    // Content, markers, claims, rename progress, and whatever
+                    Some(ItemType::Liker | ItemType::PostContent) => collection.others += 1,
+                    // Claims, rename progress, parked records, and whatever
                     // a newer version writes: nothing to compare.
                     _ => {}
                 }
@@ -307,6 +313,17 @@ impl Store {
         sink: &Sink,
     ) -> Result<(), StoreError> {
         let Some(mut post) = collection.post else {
+            // A deleted post's partition the fan-out has not emptied (yet).
+            let left = collection.comments + collection.likes + collection.others;
+            if left > 0
+                && let Some(post) = collection
+                    .pk
+                    .strip_prefix(keys::POST_PREFIX)
+                    .and_then(|id| PostId::parse(id).ok())
+            {
+                sink.found(self, Finding::Orphans { post, items: left }, None)
+                    .await?;
+            }
             return Ok(());
         };
         for (counter, stored, actual) in [
@@ -363,12 +380,13 @@ impl Store {
                 Some(_) => {}
             }
         }
-        // Below the newest, the feed may keep up to its slack of older posts
-        // until the next trim; nothing else.
+        // Below the newest, the feed keeps its reserve (what takes a deleted
+        // post's place) and up to its slack of older posts until the next
+        // trim; nothing else.
         let kept: Vec<&PostId> = newest
             .keys()
             .rev()
-            .take(capacity + feed_slack(capacity))
+            .take(capacity + feed_reserve(capacity) + feed_slack(capacity))
             .collect();
         for post in feed.keys() {
             if !kept.contains(&post) {

@@ -1,9 +1,11 @@
 //! Comments (C3) and a post's list of comments (Q4), in the post's partition.
 
-use aws_sdk_dynamodb::types::ReturnConsumedCapacity;
+use aws_sdk_dynamodb::types::{Delete, ReturnConsumedCapacity};
 use serde::{Deserialize, Serialize};
 
-use super::{Cancelled, ItemType, Store, StoreError, s, users::UserItem};
+use super::{
+    Cancelled, ItemType, Store, StoreError, from_item, key, posts::PostItem, s, users::UserItem,
+};
 use crate::{
     ids::{CommentId, PostId, UserId},
     keys::{self, COMMENT_PREFIX, PK, SK},
@@ -68,6 +70,55 @@ impl From<CommentItem> for Comment {
 }
 
 impl Store {
+    /// C3 taken back: removes `comment` from `post` and one from the post's
+    /// `commentCount`, in one transaction. Its author may, and so may the
+    /// post's author (a strongly consistent read of each, the post's only
+    /// when the caller is not the comment's author).
+    pub async fn delete_comment(
+        &self,
+        post: &PostId,
+        comment: &CommentId,
+        caller: &UserId,
+    ) -> Result<(), StoreError> {
+        let comment_key = key(keys::post_pk(post), keys::comment_sk(comment));
+        let item = self
+            .get(comment_key.clone(), true)
+            .await?
+            .ok_or(StoreError::CommentNotFound)?;
+        let found: CommentItem = from_item(item)?;
+        if &found.user_id != caller {
+            let post_item = self
+                .get(PostItem::key(post), true)
+                .await?
+                .ok_or(StoreError::CommentNotFound)?;
+            let post_item: PostItem = from_item(post_item)?;
+            if &post_item.user_id != caller {
+                return Err(StoreError::NotCommentAuthor);
+            }
+        }
+        let remove = Delete::builder()
+            .table_name(self.table())
+            .set_key(Some(comment_key))
+            .condition_expression("attribute_exists(PK)")
+            .build()?;
+        let mut tx = self.transaction("delete comment");
+        let removed = tx.delete("comment", remove);
+        let counted = self.uncount_on_post(&mut tx, post, "commentCount")?;
+        match tx.commit().await {
+            Ok(()) => Ok(()),
+            // Deleted meanwhile (by its other permitted deleter, or the post's
+            // deletion): there is no such comment now.
+            Err(Cancelled::Conditions(failed)) if failed.failed(removed) => {
+                Err(StoreError::CommentNotFound)
+            }
+            Err(Cancelled::Conditions(failed)) if failed.failed(counted) => {
+                Err(StoreError::CommentNotFound)
+            }
+            Err(Cancelled::Conditions(failed)) => Err(failed.unexpected("delete comment")),
+            Err(Cancelled::Store(err)) => Err(err),
+        }
+    }
+
     /// C3: the comment and the post's `commentCount` change commit together, so
     /// the count is exact however many comment at once (the seeds' stored
     /// procedure, as one single-partition transaction).

@@ -21,6 +21,10 @@ pub enum StoreError {
     PostNotFound,
     #[error("only the post's author may change it")]
     NotAuthor,
+    #[error("no such comment")]
+    CommentNotFound,
+    #[error("only the comment's author or the post's author may delete it")]
+    NotCommentAuthor,
     #[error("{0}")]
     BadCursor(#[from] cursor::CursorError),
     /// DynamoDB could not serve the call now, and retrying did not help: a

@@ -106,6 +106,15 @@ pub fn feed_slack(capacity: usize) -> usize {
     capacity / 5
 }
 
+/// How many entries the feed keeps beyond those it shows, so that a deleted
+/// post's place is taken by the next newest: a trim leaves `capacity` plus
+/// this many (120 for a feed of 100). A feed shows fewer than `capacity` only
+/// after more than this many of its posts are deleted with no new post in
+/// between (there is no index of all posts by time to refill it from).
+pub fn feed_reserve(capacity: usize) -> usize {
+    capacity / 5
+}
+
 /// What a conditional copy did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Copied {
@@ -198,13 +207,26 @@ impl Store {
             .and_then(|a| a.get("entries").and_then(|v| v.as_n().ok()).cloned())
             .and_then(|n| n.parse().ok())
             .unwrap_or(entries + 1);
+        // A record that arrives after the post was deleted (a redelivery, a
+        // replay) must not bring it back: the post's REMOVE, which takes the
+        // entry out, may have come and gone already. Checked once the entry
+        // is in and counted, so that taking it out again counts it out.
+        if self
+            .get(PostItem::key(&post.post_id), true)
+            .await?
+            .is_none()
+        {
+            self.leave_feed(&post.post_id).await?;
+            return Ok((Copied::Stale, entries.saturating_sub(1)));
+        }
         Ok((Copied::Written, entries))
     }
 
     /// Whether a feed holding `entries` (as counted) is due a trim: past its
     /// capacity and slack.
     pub fn feed_due_trim(&self, entries: u64) -> bool {
-        let limit = self.feed_capacity() + feed_slack(self.feed_capacity());
+        let capacity = self.feed_capacity();
+        let limit = capacity + feed_reserve(capacity) + feed_slack(capacity);
         usize::try_from(entries).unwrap_or(usize::MAX) > limit
     }
 
@@ -285,7 +307,8 @@ impl Store {
             .consistent_read(true);
         let ids: Vec<Id> = from_items(self.query_up_to(everything, None, usize::MAX).await?)?;
         let mut ids: Vec<PostId> = ids.into_iter().map(|id| id.post_id).collect();
-        let excess = ids.split_off(ids.len().min(self.feed_capacity));
+        let kept = self.feed_capacity + feed_reserve(self.feed_capacity);
+        let excess = ids.split_off(ids.len().min(kept));
         let Some(newest_excess) = excess.first() else {
             return Ok(0);
         };
@@ -312,6 +335,44 @@ impl Store {
             self.remove_feed_entry(post).await?;
         }
         Ok(1 + excess.len())
+    }
+
+    /// Fan-out of a deleted post: its entry leaves the feed, and the feed's
+    /// count goes one down if the entry was there (a redelivery finds none).
+    /// The next newest entry, kept in reserve, shows in its place.
+    pub async fn leave_feed(&self, post: &PostId) -> Result<bool, StoreError> {
+        let delete = self
+            .client()
+            .delete_item()
+            .table_name(self.table())
+            .set_key(Some(key(FEED_PK.to_owned(), keys::feed_sk(post))))
+            .return_values(ReturnValue::AllOld)
+            .return_consumed_capacity(ReturnConsumedCapacity::Indexes);
+        let deleted = self
+            .backoff()
+            .send("leave feed", || delete.clone().send())
+            .await
+            .map_err(classify)?;
+        if deleted.attributes.is_none_or(|old| old.is_empty()) {
+            return Ok(false);
+        }
+        let uncount = self
+            .client()
+            .update_item()
+            .table_name(self.table())
+            .set_key(Some(key(FEED_PK.to_owned(), FEED_FLOOR_SK)))
+            .update_expression("SET entries = entries - :one")
+            .condition_expression("entries > :zero")
+            .expression_attribute_values(":one", n(1))
+            .expression_attribute_values(":zero", n(0))
+            .return_consumed_capacity(ReturnConsumedCapacity::Indexes);
+        // A count already at 0 (it drifted) stays there; the next trim recounts.
+        condition_held(
+            self.backoff()
+                .send("uncount feed entry", || uncount.clone().send())
+                .await,
+        )?;
+        Ok(true)
     }
 
     /// Deletes a post's feed entry, if there is one: the trim's and the

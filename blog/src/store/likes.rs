@@ -1,14 +1,20 @@
 //! Likes (C4) and a post's list of likes (Q5), in the post's partition.
 
-use aws_sdk_dynamodb::types::ReturnConsumedCapacity;
+use aws_sdk_dynamodb::types::{Delete, ReturnConsumedCapacity};
 use serde::{Deserialize, Serialize};
 
-use super::{Cancelled, ItemType, Store, StoreError, from_item, key, s, users::UserItem};
+use super::{
+    Busy, Cancelled, ItemType, Store, StoreError, from_item, key, posts::PostItem, s,
+    users::UserItem,
+};
 use crate::{
     ids::{LikeId, PostId, UserId},
     keys::{self, LIKE_PREFIX, PK, SK},
     model::{Like, Page},
 };
+
+/// How often an unlike reads the marker again when it changed under it.
+const UNLIKE_ATTEMPTS: usize = 5;
 
 /// A like. Its sort key is time-ordered (`LIKE#<likeId>`) so that Q5 lists
 /// newest first with one Query; it is listed in its author's GSI1 partition for
@@ -122,6 +128,59 @@ impl Store {
             Err(Cancelled::Conditions(failed)) => Err(failed.unexpected("like")),
             Err(Cancelled::Store(err)) => Err(err),
         }
+    }
+
+    /// C4 taken back: the caller's like of `post`, its marker and one off the
+    /// post's `likeCount` go together. `false` when there is no like to take
+    /// back (answered 204 all the same); an error if there is no such post.
+    /// The marker is deleted only if it still names the like read, so a
+    /// concurrent unlike and like again are read afresh.
+    pub async fn unlike_post(&self, post: &PostId, liker: &UserId) -> Result<bool, StoreError> {
+        let marker_key = key(keys::post_pk(post), keys::liker_sk(liker));
+        for _ in 0..UNLIKE_ATTEMPTS {
+            let Some(marker) = self.get(marker_key.clone(), true).await? else {
+                return match self.get(PostItem::key(post), true).await? {
+                    Some(_) => Ok(false),
+                    None => Err(StoreError::PostNotFound),
+                };
+            };
+            let marker: LikerMarker = from_item(marker)?;
+            let unmark = Delete::builder()
+                .table_name(self.table())
+                .set_key(Some(marker_key.clone()))
+                .condition_expression("likeId = :like")
+                .expression_attribute_values(":like", s(marker.like_id.to_string()))
+                .build()?;
+            let remove = Delete::builder()
+                .table_name(self.table())
+                .set_key(Some(key(
+                    keys::post_pk(post),
+                    keys::like_sk(&marker.like_id),
+                )))
+                .condition_expression("attribute_exists(PK)")
+                .build()?;
+            let mut tx = self.transaction("unlike");
+            let unmarked = tx.delete("liker marker", unmark);
+            let removed = tx.delete("like", remove);
+            let counted = self.uncount_on_post(&mut tx, post, "likeCount")?;
+            match tx.commit().await {
+                Ok(()) => return Ok(true),
+                // Taken back or given again meanwhile: read the marker again.
+                Err(Cancelled::Conditions(failed)) if failed.failed(unmarked) => continue,
+                Err(Cancelled::Conditions(failed)) if failed.failed(counted) => {
+                    return Err(StoreError::PostNotFound);
+                }
+                Err(Cancelled::Conditions(failed)) if failed.failed(removed) => {
+                    return Err(failed.unexpected("unlike: the marked like is missing"));
+                }
+                Err(Cancelled::Conditions(failed)) => return Err(failed.unexpected("unlike")),
+                Err(Cancelled::Store(err)) => return Err(err),
+            }
+        }
+        Err(StoreError::busy(
+            Busy::Conflict,
+            "the like kept changing while it was taken back",
+        ))
     }
 
     /// The like a user already gave a post: the marker names it.

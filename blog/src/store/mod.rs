@@ -11,6 +11,7 @@ pub mod bulk;
 mod client;
 pub mod comments;
 pub mod cursor;
+pub mod deletion;
 mod encoding;
 mod error;
 pub mod feed;
@@ -143,6 +144,27 @@ impl Store {
             .condition_expression("attribute_exists(PK)")
             .expression_attribute_names("#counter", counter)
             .expression_attribute_values(":one", n(1))
+            .build()?;
+        Ok(tx.update("post", update))
+    }
+
+    /// The post's `counter` one down, in the transaction that removes what it
+    /// counts; its condition fails if the post is gone (or the counter is
+    /// already 0, which an exact count never is while the item exists).
+    fn uncount_on_post(
+        &self,
+        tx: &mut Transaction<'_>,
+        post: &crate::ids::PostId,
+        counter: &str,
+    ) -> Result<Slot, StoreError> {
+        let update = Update::builder()
+            .table_name(self.table())
+            .set_key(Some(key(crate::keys::post_pk(post), crate::keys::POST_SK)))
+            .update_expression("SET #counter = #counter - :one, version = version + :one")
+            .condition_expression("attribute_exists(PK) AND #counter > :zero")
+            .expression_attribute_names("#counter", counter)
+            .expression_attribute_values(":one", n(1))
+            .expression_attribute_values(":zero", n(0))
             .build()?;
         Ok(tx.update("post", update))
     }

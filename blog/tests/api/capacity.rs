@@ -60,6 +60,15 @@ async fn every_request_costs_what_the_data_model_says() {
     let author = api.user("author").await;
     let post = api.post(&author, "title", "content").await;
     let other = api.user("other").await;
+    let (_, comment) = api
+        .call(
+            "POST",
+            &format!("/posts/{post}/comments"),
+            Some(&other),
+            Some(json!({ "content": "to be deleted" })),
+        )
+        .await;
+    let comment = comment["commentId"].as_str().unwrap_or_default().to_owned();
     let (author, other) = (Some(author.as_str()), Some(other.as_str()));
     let write = |name, method, path: String, user, body: Option<Value>, status, calls| Case {
         name,
@@ -166,6 +175,57 @@ async fn every_request_costs_what_the_data_model_says() {
         ),
         read("Q5", format!("/posts/{post}/likes"), &[("Query", 0.5, 0.0)]),
         read("Q6", "/feed".into(), &[("Query", 0.0, 0.0)]),
+        read(
+            "Q1 by name",
+            "/users?username=AUTHOR".into(),
+            &[("GetItem", 0.5, 0.0)],
+        ),
+        // The marker, then one transaction of three items.
+        write(
+            "C4 unlike",
+            "DELETE",
+            format!("/posts/{post}/likes"),
+            author,
+            None,
+            204,
+            profile_then_three_items,
+        ),
+        // No marker: the post, for a 404 if it is missing.
+        write(
+            "C4 unlike, no like",
+            "DELETE",
+            format!("/posts/{post}/likes"),
+            author,
+            None,
+            204,
+            &[("GetItem", 1.0, 0.0), ("GetItem", 1.0, 0.0)],
+        ),
+        // The comment, the post (the caller is the post's author, not the
+        // comment's), then one transaction of two items.
+        write(
+            "C3 delete",
+            "DELETE",
+            format!("/posts/{post}/comments/{comment}"),
+            author,
+            None,
+            204,
+            &[
+                ("GetItem", 1.0, 0.0),
+                ("GetItem", 1.0, 0.0),
+                ("TransactWriteItems", 4.0, 4.0),
+            ],
+        ),
+        // The post (for 404 and 403), then the post and its content in one
+        // transaction; the rest goes in the fan-out.
+        write(
+            "C2 delete",
+            "DELETE",
+            format!("/posts/{post}"),
+            author,
+            None,
+            204,
+            &[("GetItem", 1.0, 0.0), ("TransactWriteItems", 8.0, 4.0)],
+        ),
     ];
     for case in cases {
         case.check(&api).await;
@@ -278,12 +338,14 @@ async fn the_fan_out_costs_what_the_data_model_says() {
 
     api.post(&author, "first", "content").await;
     // The author's profile (is the copied username current?), the feed's
-    // floor and count, the entry, the count again.
+    // floor and count, the entry, the count again, the post (is it still
+    // there, or was it deleted before this record came?).
     let enter = [
         ("GetItem", 1.0, 0.0),
         ("GetItem", 1.0, 0.0),
         ("PutItem", 1.0, 0.0),
         ("UpdateItem", 1.0, 0.0),
+        ("GetItem", 1.0, 0.0),
     ];
     assert_eq!(
         fan_out_calls(&api, &mut poller).await,
@@ -291,13 +353,14 @@ async fn the_fan_out_costs_what_the_data_model_says() {
         "a post enters the feed"
     );
     let post = api.post(&author, "second", "content").await;
-    // Past the capacity (1, no slack at that size): the trim reads the feed,
-    // raises the floor and deletes the oldest.
+    // Past the capacity (1, no reserve or slack at that size): the trim reads
+    // the feed, raises the floor and deletes the oldest.
     let enter_and_trim = [
         ("GetItem", 1.0, 0.0),
         ("GetItem", 1.0, 0.0),
         ("PutItem", 1.0, 0.0),
         ("UpdateItem", 1.0, 0.0),
+        ("GetItem", 1.0, 0.0),
         ("Query", 1.0, 0.0),
         ("UpdateItem", 1.0, 0.0),
         ("DeleteItem", 1.0, 0.0),
@@ -387,5 +450,26 @@ async fn the_fan_out_costs_what_the_data_model_says() {
         fan_out_calls(&api, &mut poller).await,
         sorted(calls(&author_items)),
         "two posts, one in the feed"
+    );
+
+    // A deletion: the feed entry out and the feed's count down; then one page
+    // of the partition's keys, a delete per item (the like and its GSI1
+    // entry, its marker, the comment and its GSI1 entry), and a last page
+    // that finds nothing.
+    api.call("DELETE", &format!("/posts/{post}"), Some(&author), None)
+        .await;
+    let deletion = [
+        ("DeleteItem", 1.0, 0.0),
+        ("UpdateItem", 1.0, 0.0),
+        ("Query", 1.0, 0.0),
+        ("DeleteItem", 1.0, 1.0),
+        ("DeleteItem", 1.0, 0.0),
+        ("DeleteItem", 1.0, 1.0),
+        ("Query", 0.0, 0.0),
+    ];
+    assert_eq!(
+        fan_out_calls(&api, &mut poller).await,
+        sorted(calls(&deletion)),
+        "a post deleted"
     );
 }

@@ -143,3 +143,156 @@ async fn concurrent_comments_are_all_counted() {
     let (_, page) = api.get(&format!("{path}?limit=100")).await;
     assert_eq!(page["items"].as_array().map(Vec::len), Some(20));
 }
+
+#[tokio::test]
+async fn a_comment_is_deleted_by_its_author_or_the_posts_and_by_no_one_else() {
+    let api = TestApi::start().await;
+    let mut poller = api.poller();
+    let author = api.user("author").await;
+    let commenter = api.user("commenter").await;
+    let other = api.user("other").await;
+    let post = api.post(&author, "Talk", "about it").await;
+    let path = format!("/posts/{post}/comments");
+    let mut ids = Vec::new();
+    for i in 0..3 {
+        let (_, c) = api
+            .call(
+                "POST",
+                &path,
+                Some(&commenter),
+                Some(json!({ "content": format!("c{i}") })),
+            )
+            .await;
+        ids.push(c["commentId"].as_str().unwrap_or_default().to_owned());
+    }
+    api.settle(&mut poller).await;
+    assert_eq!(api.get("/feed").await.1["items"][0]["commentCount"], 3);
+
+    // Someone else: 403, and nothing changes.
+    let before = table_snapshot(&api).await;
+    let first = format!("{path}/{}", ids[0]);
+    for (who, expected) in [
+        (Some(other.as_str()), 403),
+        (Some("no-profile"), 403),
+        (None, 401),
+    ] {
+        let (status, body) = api.call("DELETE", &first, who, None).await;
+        assert_eq!(status, expected, "{who:?}: {body}");
+        assert!(body["error"]["code"].is_string(), "{body}");
+    }
+    assert_eq!(table_snapshot(&api).await, before);
+
+    // Its author, then the post's author.
+    let (status, body) = api.call("DELETE", &first, Some(&commenter), None).await;
+    assert_eq!((status, &body), (204, &Value::Null));
+    let second = format!("{path}/{}", ids[1]);
+    assert_eq!(
+        api.call("DELETE", &second, Some(&author), None).await.0,
+        204
+    );
+    // Gone: a second deletion is a 404.
+    let (status, body) = api.call("DELETE", &first, Some(&commenter), None).await;
+    assert_eq!(
+        (status, body["error"]["code"].as_str()),
+        (404, Some("not_found"))
+    );
+
+    api.settle(&mut poller).await;
+    assert_eq!(
+        api.get(&format!("/posts/{post}")).await.1["commentCount"],
+        1
+    );
+    let listed = api.get(&path).await.1;
+    let left: Vec<&str> = listed["items"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|c| c["commentId"].as_str())
+        .collect();
+    assert_eq!(left, [ids[2].as_str()]);
+    assert_eq!(api.get("/feed").await.1["items"][0]["commentCount"], 1);
+    assert_eq!(
+        api.get(&format!("/users/{author}/posts")).await.1["items"][0]["commentCount"],
+        1
+    );
+    let audit = api.app.store.audit(false).await.expect("audit");
+    assert_eq!(audit.findings, vec![], "{:#?}", audit.findings);
+}
+
+#[tokio::test]
+async fn deleting_a_comment_that_is_not_there_is_a_404_and_bad_ids_a_400() {
+    let api = TestApi::start().await;
+    let author = api.user("author").await;
+    let post = api.post(&author, "Talk", "about it").await;
+    let before = table_snapshot(&api).await;
+    let missing = blog::ids::CommentId::generate();
+    let nowhere = blog::ids::PostId::generate();
+    for (path, expected) in [
+        (format!("/posts/{post}/comments/{missing}"), 404),
+        (format!("/posts/{nowhere}/comments/{missing}"), 404),
+        (format!("/posts/{post}/comments/not-an-id"), 400),
+        (format!("/posts/not-an-id/comments/{missing}"), 400),
+    ] {
+        let (status, body) = api.call("DELETE", &path, Some(&author), None).await;
+        assert_eq!(status, expected, "{path}: {body}");
+    }
+    assert_eq!(table_snapshot(&api).await, before);
+}
+
+#[tokio::test]
+async fn concurrent_comments_and_deletions_leave_the_count_exact() {
+    let api = TestApi::start().await;
+    let author = api.user("author").await;
+    let commenter = api.user("commenter").await;
+    let post = api.post(&author, "Busy", "thread").await;
+    let path = format!("/posts/{post}/comments");
+    let made = join_all((0..10).map(|i| {
+        api.call(
+            "POST",
+            &path,
+            Some(&commenter),
+            Some(json!({ "content": format!("c{i}") })),
+        )
+    }))
+    .await;
+    let ids: Vec<String> = made
+        .iter()
+        .filter_map(|(_, c)| c["commentId"].as_str().map(str::to_owned))
+        .collect();
+    // Each of the first five deleted twice at once (by both who may), while
+    // five more comments are made.
+    let targets: Vec<String> = ids[..5].iter().map(|id| format!("{path}/{id}")).collect();
+    let deletions = targets.iter().flat_map(|one| {
+        [
+            api.call("DELETE", one, Some(&commenter), None),
+            api.call("DELETE", one, Some(&author), None),
+        ]
+    });
+    let more = (0..5).map(|i| {
+        api.call(
+            "POST",
+            &path,
+            Some(&commenter),
+            Some(json!({ "content": format!("m{i}") })),
+        )
+    });
+    let (deleted, made) = futures::join!(join_all(deletions), join_all(more));
+    let statuses: Vec<u16> = deleted.iter().map(|(s, _)| *s).collect();
+    assert_eq!(
+        statuses.iter().filter(|s| **s == 204).count(),
+        5,
+        "{statuses:?}"
+    );
+    assert_eq!(
+        statuses.iter().filter(|s| **s == 404).count(),
+        5,
+        "{statuses:?}"
+    );
+    assert!(made.iter().all(|(s, _)| *s == 201));
+    assert_eq!(
+        api.get(&format!("/posts/{post}")).await.1["commentCount"],
+        10
+    );
+    let listed = api.get(&format!("{path}?limit=100")).await.1;
+    assert_eq!(listed["items"].as_array().map(Vec::len), Some(10));
+}

@@ -33,8 +33,9 @@ struct Recorded {
     records: Vec<EventRecord>,
 }
 
-/// Users post, comment, like, edit and rename, concurrently; nothing is fanned
-/// out yet. Returns the table and every stream record it produced.
+/// Users post, comment, like, take comments and likes back, delete a post,
+/// edit and rename, concurrently; nothing is fanned out yet. Returns the table and every
+/// stream record it produced.
 async fn record_workload() -> Recorded {
     let api = TestApi::start_with_feed_capacity(CAPACITY).await;
     let users = join_all((0..3).map(|i| api.user_named(format!("member{i}")))).await;
@@ -58,13 +59,28 @@ async fn record_workload() -> Recorded {
             }
             if i % 3 == 0 {
                 let body = json!({ "content": "a comment" });
-                api.call(
-                    "POST",
-                    &format!("/posts/{post}/comments"),
-                    Some(who),
-                    Some(body),
-                )
-                .await;
+                let (_, comment) = api
+                    .call(
+                        "POST",
+                        &format!("/posts/{post}/comments"),
+                        Some(who),
+                        Some(body),
+                    )
+                    .await;
+                // Some are taken back: a REMOVE and a count change down.
+                if i % 4 == 0 {
+                    let id = comment["commentId"].as_str().unwrap_or_default();
+                    let path = format!("/posts/{post}/comments/{id}");
+                    assert_eq!(api.call("DELETE", &path, Some(who), None).await.0, 204);
+                }
+            }
+            // Some likes are taken back, and one of them given again.
+            if i % 4 == 0 {
+                let path = format!("/posts/{post}/likes");
+                assert_eq!(api.call("DELETE", &path, Some(who), None).await.0, 204);
+                if i == 0 {
+                    assert_eq!(api.call("POST", &path, Some(who), None).await.0, 201);
+                }
             }
         }
     }))
@@ -85,6 +101,19 @@ async fn record_workload() -> Recorded {
             200
         );
     }
+    // A post with a like and a comment deleted (its author is users[3 % 3]).
+    let deleted = &posts[3];
+    assert_eq!(
+        api.call(
+            "DELETE",
+            &format!("/posts/{deleted}"),
+            Some(&users[0]),
+            None
+        )
+        .await
+        .0,
+        204
+    );
     for (who, name) in [
         (&users[0], "renamed_once"),
         (&users[0], "renamed_twice"),

@@ -142,3 +142,116 @@ async fn concurrent_likes_and_repeats_are_counted_exactly() {
     let (_, page) = api.get(&format!("{path}?limit=100")).await;
     assert_eq!(page["items"].as_array().map(Vec::len), Some(30));
 }
+
+#[tokio::test]
+async fn a_like_taken_back_is_gone_everywhere_and_a_like_again_counts_again() {
+    let api = TestApi::start().await;
+    let mut poller = api.poller();
+    let author = api.user("author").await;
+    let fan = api.user("fan").await;
+    let post = api.post(&author, "Like me", "please").await;
+    let path = format!("/posts/{post}/likes");
+    let before_like = table_snapshot(&api).await;
+    assert_eq!(api.call("POST", &path, Some(&fan), None).await.0, 201);
+    api.settle(&mut poller).await;
+    assert_eq!(api.get("/feed").await.1["items"][0]["likeCount"], 1);
+
+    let (status, body) = api.call("DELETE", &path, Some(&fan), None).await;
+    assert_eq!((status, &body), (204, &Value::Null));
+    api.settle(&mut poller).await;
+    assert_eq!(api.get(&format!("/posts/{post}")).await.1["likeCount"], 0);
+    assert_eq!(api.get(&path).await.1["items"], json!([]));
+    assert_eq!(api.get("/feed").await.1["items"][0]["likeCount"], 0);
+    assert_eq!(
+        api.get(&format!("/users/{author}/posts")).await.1["items"][0]["likeCount"],
+        0
+    );
+    // Nothing of the like is left: the table differs from before the like
+    // only by the post's version and the feed's copy of it.
+    let strip =
+        |rows: Vec<std::collections::HashMap<String, aws_sdk_dynamodb::types::AttributeValue>>| {
+            rows.into_iter()
+                .filter(|r| {
+                    r.get("PK")
+                        .and_then(|v| v.as_s().ok())
+                        .is_none_or(|pk| pk != "FEED")
+                })
+                .map(|mut r| {
+                    r.remove("version");
+                    r
+                })
+                .collect::<Vec<_>>()
+        };
+    assert_eq!(strip(table_snapshot(&api).await), strip(before_like));
+
+    // Taking back twice is taking back once.
+    let settled = table_snapshot(&api).await;
+    assert_eq!(api.call("DELETE", &path, Some(&fan), None).await.0, 204);
+    assert_eq!(table_snapshot(&api).await, settled, "and writes nothing");
+
+    // A like after taking back counts again.
+    assert_eq!(api.call("POST", &path, Some(&fan), None).await.0, 201);
+    assert_eq!(api.get(&format!("/posts/{post}")).await.1["likeCount"], 1);
+}
+
+#[tokio::test]
+async fn taking_back_touches_only_the_callers_like_and_needs_a_post_and_an_identity() {
+    let api = TestApi::start().await;
+    let author = api.user("author").await;
+    let fan = api.user("fan").await;
+    let other = api.user("other").await;
+    let post = api.post(&author, "Like me", "please").await;
+    let path = format!("/posts/{post}/likes");
+    api.call("POST", &path, Some(&fan), None).await;
+    let before = table_snapshot(&api).await;
+    for (who, path, expected) in [
+        (Some(other.as_str()), path.clone(), 204),
+        (Some("no-profile"), path.clone(), 204),
+        (None, path.clone(), 401),
+        (
+            Some(fan.as_str()),
+            format!("/posts/{}/likes", blog::ids::PostId::generate()),
+            404,
+        ),
+        (Some(fan.as_str()), "/posts/not-an-id/likes".to_owned(), 400),
+    ] {
+        let (status, body) = api.call("DELETE", &path, who, None).await;
+        assert_eq!(status, expected, "{who:?} {path}: {body}");
+    }
+    let (status, _) = api
+        .call("DELETE", &path, Some(&fan), Some(json!({ "extra": 1 })))
+        .await;
+    assert_eq!(status, 400, "a body with fields");
+    assert_eq!(
+        table_snapshot(&api).await,
+        before,
+        "the fan's like is untouched"
+    );
+}
+
+#[tokio::test]
+async fn concurrent_likes_and_unlikes_leave_the_count_exact() {
+    let api = TestApi::start().await;
+    let author = api.user("author").await;
+    let post = api.post(&author, "Busy", "post").await;
+    let path = format!("/posts/{post}/likes");
+    let mut fans = Vec::new();
+    for i in 0..12 {
+        fans.push(api.user_named(format!("fan_{i:02}")).await);
+    }
+    join_all(fans.iter().map(|f| api.call("POST", &path, Some(f), None))).await;
+    // Half take back, each twice at once; the other half like again at once.
+    let takes = fans[..6]
+        .iter()
+        .flat_map(|f| [f, f])
+        .map(|f| api.call("DELETE", &path, Some(f), None));
+    let likes = fans[6..]
+        .iter()
+        .map(|f| api.call("POST", &path, Some(f), None));
+    let (taken, liked) = futures::join!(join_all(takes), join_all(likes));
+    assert!(taken.iter().all(|(s, _)| *s == 204), "{taken:?}");
+    assert!(liked.iter().all(|(s, _)| *s == 200), "{liked:?}");
+    assert_eq!(api.get(&format!("/posts/{post}")).await.1["likeCount"], 6);
+    let listed = api.get(&format!("{path}?limit=100")).await.1;
+    assert_eq!(listed["items"].as_array().map(Vec::len), Some(6));
+}

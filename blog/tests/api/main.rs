@@ -8,6 +8,7 @@ mod capacity;
 mod comments;
 mod conflicts;
 mod contract;
+mod deletes;
 mod errors;
 mod exactness;
 mod fanout;

@@ -195,6 +195,10 @@ const POSTS: usize = 130;
 const LIKES: usize = 300;
 const COMMENTS: usize = 200;
 const RENAMED_USERS: usize = 12;
+/// Users who only like then take back, and comment then delete: their own,
+/// so that no other operation races them on the same like.
+const TAKERS: usize = 6;
+const TAKE_BACKS: usize = 80;
 const READS: usize = 600;
 const CONCURRENCY: usize = 8;
 /// How often a client sends a request that got 503 before it gives up.
@@ -230,6 +234,13 @@ enum Op {
     },
     Comment {
         author: usize,
+        pick: usize,
+        n: usize,
+    },
+    /// A taker likes a post and takes the like back, then comments on it and
+    /// deletes the comment (or the post's author does).
+    TakeBack {
+        taker: usize,
         pick: usize,
         n: usize,
     },
@@ -269,6 +280,11 @@ fn workload(seed: u64) -> Vec<Op> {
     }));
     ops.extend((0..COMMENTS).map(|n| Op::Comment {
         author: rng.usize(..USERS),
+        pick: rng.usize(..),
+        n,
+    }));
+    ops.extend((0..TAKE_BACKS).map(|n| Op::TakeBack {
+        taker: USERS + rng.usize(..TAKERS),
         pick: rng.usize(..),
         n,
     }));
@@ -353,6 +369,45 @@ async fn run(api: &TestApi, users: &[String], op: Op, outcomes: &Mutex<Outcomes>
                 outcomes.comments.entry(post).or_default().insert(id);
             }
         }
+        Op::TakeBack { taker, pick, n } => {
+            let Some(post) = pick_post(pick) else { return };
+            let me = &users[taker];
+            let likes = format!("/posts/{post}/likes");
+            if let Some((status, reply)) = send(api, outcomes, "POST", &likes, Some(me), None).await
+            {
+                assert!(status == 201 || status == 200, "{status}: {reply}");
+            }
+            // Taking back is idempotent: a retry after a lost answer is 204 too.
+            if let Some((status, reply)) =
+                send(api, outcomes, "DELETE", &likes, Some(me), None).await
+            {
+                assert_eq!(status, 204, "{reply}");
+            }
+            let comments = format!("/posts/{post}/comments");
+            let body = json!({ "content": format!("taken back {n}") });
+            let Some((status, reply)) =
+                send(api, outcomes, "POST", &comments, Some(me), Some(body)).await
+            else {
+                return;
+            };
+            assert_eq!(status, 201, "{reply}");
+            let id = reply["commentId"].as_str().expect("commentId");
+            // Every other one by the post's author.
+            let post_author = outcomes.lock().expect("lock").posts.get(&post).cloned();
+            let deleter = if n % 2 == 0 {
+                post_author.as_deref()
+            } else {
+                None
+            }
+            .unwrap_or(me);
+            let path = format!("{comments}/{id}");
+            if let Some((status, reply)) =
+                send(api, outcomes, "DELETE", &path, Some(deleter), None).await
+            {
+                // 404: a retry after a deletion whose answer was lost.
+                assert!(status == 204 || status == 404, "{status}: {reply}");
+            }
+        }
         Op::Rename { user } => {
             let me = &users[user];
             for round in 1..=2 {
@@ -399,7 +454,9 @@ async fn a_hostile_dynamodb_loses_nothing_and_leaves_every_copy_exact() {
 
     // Profiles, concurrently, retried through 503s like everything else.
     let outcomes = Mutex::new(Outcomes::default());
-    let ids: Vec<String> = (0..USERS).map(|i| format!("hostile-{i:02}")).collect();
+    let ids: Vec<String> = (0..USERS + TAKERS)
+        .map(|i| format!("hostile-{i:02}"))
+        .collect();
     futures::stream::iter(ids.iter().enumerate())
         .for_each_concurrent(CONCURRENCY, |(i, id)| {
             let (api, outcomes) = (&api, &outcomes);

@@ -1,0 +1,146 @@
+//! Deleting a post (C2 taken back): the request removes the post and its
+//! content in one transaction; the fan-out, on the post's REMOVE record,
+//! removes its feed entry and then everything else its partition holds
+//! (comments, likes, like markers), a page at a time.
+//!
+//! Nothing can be added to a deleted post: a comment or a like changes the
+//! post's count in its transaction, on the condition that the post exists. So
+//! the walk, which starts after the post is gone, finds everything there will
+//! ever be, and needs no saved place: each page it deletes is gone from the
+//! next Query, and a walk stopped at the deadline (or killed) goes on from
+//! what is left when the record comes again. A late record never brings the
+//! post back: the feed takes an entry only for a post that still exists
+//! (`Store::enter_feed`), refreshes only entries that exist, and a username
+//! copy only lands on an item that exists.
+
+use aws_sdk_dynamodb::types::{Delete, ReturnConsumedCapacity};
+use futures::StreamExt;
+
+use super::{
+    Cancelled, Item, Store, StoreError, classify, from_item, key, posts::PostItem,
+    rename::Deadline, s,
+};
+use crate::{
+    ids::{PostId, UserId},
+    keys::{self, PK, SK},
+};
+
+/// Items deleted at once while walking a post's partition.
+const DELETE_CONCURRENCY: usize = 16;
+/// Items read per page of the walk.
+const PAGE: i32 = 100;
+
+/// What one invocation's walk over a deleted post's partition did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Removal {
+    /// Nothing of the post is left.
+    Done { deleted: usize },
+    /// Stopped before the deadline; the record must come again.
+    Paused { deleted: usize },
+}
+
+impl Store {
+    /// C2 taken back: the post and its content, in one transaction, by its
+    /// author only (strongly consistent read of the post first, for 404 and
+    /// 403). The rest goes in the fan-out.
+    pub async fn delete_post(&self, post: &PostId, caller: &UserId) -> Result<(), StoreError> {
+        let item = self
+            .get(PostItem::key(post), true)
+            .await?
+            .ok_or(StoreError::PostNotFound)?;
+        let found: PostItem = from_item(item)?;
+        if &found.user_id != caller {
+            return Err(StoreError::NotAuthor);
+        }
+        let remove_post = Delete::builder()
+            .table_name(self.table())
+            .set_key(Some(PostItem::key(post)))
+            .condition_expression("userId = :me")
+            .expression_attribute_values(":me", s(caller.as_str()))
+            .build()?;
+        let remove_content = Delete::builder()
+            .table_name(self.table())
+            .set_key(Some(key(keys::post_pk(post), keys::POST_CONTENT_SK)))
+            .build()?;
+        let mut tx = self.transaction("delete post");
+        let removed = tx.delete("post", remove_post);
+        tx.delete("content", remove_content);
+        match tx.commit().await {
+            Ok(()) => Ok(()),
+            // Deleted meanwhile (a retry whose first answer was lost, too).
+            Err(Cancelled::Conditions(failed)) if failed.failed(removed) => {
+                Err(StoreError::PostNotFound)
+            }
+            Err(Cancelled::Conditions(failed)) => Err(failed.unexpected("delete post")),
+            Err(Cancelled::Store(err)) => Err(err),
+        }
+    }
+
+    /// Fan-out of a deleted post: deletes what is left in its partition, a
+    /// page at a time, until none is left or `deadline` is near. Items are
+    /// read and deleted by key only; a delete of an item already gone is a
+    /// no-op, so a walk run twice deletes nothing twice.
+    pub async fn remove_post_items(
+        &self,
+        post: &PostId,
+        deadline: Deadline,
+    ) -> Result<Removal, StoreError> {
+        let mut deleted = 0;
+        loop {
+            // At least one page per invocation, however short its time.
+            if deleted > 0 && deadline.near() {
+                return Ok(Removal::Paused { deleted });
+            }
+            let query = self
+                .client()
+                .query()
+                .table_name(self.table())
+                .key_condition_expression("#pk = :pk")
+                .expression_attribute_names("#pk", PK)
+                .expression_attribute_names("#sk", SK)
+                .expression_attribute_values(":pk", s(keys::post_pk(post)))
+                .projection_expression("#pk, #sk")
+                .consistent_read(true)
+                .limit(PAGE)
+                .return_consumed_capacity(ReturnConsumedCapacity::Indexes);
+            let page = self
+                .backoff()
+                .send("read a deleted post's items", || query.clone().send())
+                .await
+                .map_err(classify)?;
+            let keys: Vec<Item> = page.items.unwrap_or_default();
+            if keys.is_empty() {
+                return Ok(Removal::Done { deleted });
+            }
+            deleted += self.delete_keys(keys).await?;
+        }
+    }
+
+    /// Deletes `keys`, [`DELETE_CONCURRENCY`] at a time; a delete that stays
+    /// busy through its retries fails the call (the record comes again).
+    async fn delete_keys(&self, keys: Vec<Item>) -> Result<usize, StoreError> {
+        let results: Vec<Result<(), StoreError>> = futures::stream::iter(keys)
+            .map(|key| async move {
+                let delete = self
+                    .client()
+                    .delete_item()
+                    .table_name(self.table())
+                    .set_key(Some(key))
+                    .return_consumed_capacity(ReturnConsumedCapacity::Indexes);
+                self.backoff()
+                    .send("delete a deleted post's item", || delete.clone().send())
+                    .await
+                    .map(|_| ())
+                    .map_err(classify)
+            })
+            .buffer_unordered(DELETE_CONCURRENCY)
+            .collect()
+            .await;
+        let mut deleted = 0;
+        for result in results {
+            result?;
+            deleted += 1;
+        }
+        Ok(deleted)
+    }
+}
