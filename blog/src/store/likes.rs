@@ -13,7 +13,8 @@ use crate::{
     model::{Like, Page},
 };
 
-/// How often an unlike reads the marker again when it changed under it.
+/// How often a like or an unlike tries again when the other changed the
+/// marker under it.
 const UNLIKE_ATTEMPTS: usize = 5;
 
 /// A like. Its sort key is time-ordered (`LIKE#<likeId>`) so that Q5 lists
@@ -112,22 +113,56 @@ impl Store {
     /// with it is caught up by the fan-out's INSERT rule.
     pub async fn like_post(&self, post: &PostId, liker: &UserId) -> Result<Liked, StoreError> {
         let profile = self.author(liker).await?;
-        let like = LikeItem::new(*post, LikeId::generate(), &profile);
-        let mut tx = self.transaction("like");
-        let marker = tx.put_new("liker marker", &LikerMarker::for_like(&like))?;
-        tx.put_new("like", &like)?;
-        let counted = self.count_on_post(&mut tx, post, "likeCount")?;
-        match tx.commit().await {
-            Ok(()) => Ok(Liked::New(like.into())),
-            Err(Cancelled::Conditions(failed)) if failed.failed(counted) => {
-                Err(StoreError::PostNotFound)
+        // A like taken back between the refused put and the read of the
+        // existing one: like again.
+        for _ in 0..UNLIKE_ATTEMPTS {
+            let like = LikeItem::new(*post, LikeId::generate(), &profile);
+            let mut tx = self.transaction("like");
+            let marker = tx.put_new("liker marker", &LikerMarker::for_like(&like))?;
+            tx.put_new("like", &like)?;
+            let counted = self.count_on_post(&mut tx, post, "likeCount")?;
+            match tx.commit().await {
+                Ok(()) => return Ok(Liked::New(like.into())),
+                Err(Cancelled::Conditions(failed)) if failed.failed(counted) => {
+                    return Err(StoreError::PostNotFound);
+                }
+                Err(Cancelled::Conditions(failed)) if failed.failed(marker) => {
+                    if let Some(existing) = self.existing_like(post, liker).await? {
+                        return Ok(Liked::Already(existing));
+                    }
+                }
+                Err(Cancelled::Conditions(failed)) => return Err(failed.unexpected("like")),
+                Err(Cancelled::Store(err)) => return Err(err),
             }
-            Err(Cancelled::Conditions(failed)) if failed.failed(marker) => {
-                Ok(Liked::Already(self.existing_like(post, liker).await?))
-            }
-            Err(Cancelled::Conditions(failed)) => Err(failed.unexpected("like")),
-            Err(Cancelled::Store(err)) => Err(err),
         }
+        Err(StoreError::busy(
+            Busy::Conflict,
+            "the like kept being given and taken back",
+        ))
+    }
+
+    /// The like a user already gave a post: the marker names it. `None` when
+    /// it was taken back meanwhile.
+    async fn existing_like(
+        &self,
+        post: &PostId,
+        liker: &UserId,
+    ) -> Result<Option<Like>, StoreError> {
+        let marker = self
+            .get(key(keys::post_pk(post), keys::liker_sk(liker)), true)
+            .await?;
+        let Some(marker) = marker else {
+            return Ok(None);
+        };
+        let marker: LikerMarker = from_item(marker)?;
+        let like = self
+            .get(
+                key(keys::post_pk(post), keys::like_sk(&marker.like_id)),
+                true,
+            )
+            .await?;
+        like.map(|like| from_item::<LikeItem>(like).map(Like::from))
+            .transpose()
     }
 
     /// C4 taken back: the caller's like of `post`, its marker and one off the
@@ -181,24 +216,6 @@ impl Store {
             Busy::Conflict,
             "the like kept changing while it was taken back",
         ))
-    }
-
-    /// The like a user already gave a post: the marker names it.
-    async fn existing_like(&self, post: &PostId, liker: &UserId) -> Result<Like, StoreError> {
-        let marker = self
-            .get(key(keys::post_pk(post), keys::liker_sk(liker)), true)
-            .await?;
-        let marker: LikerMarker =
-            from_item(marker.ok_or_else(|| StoreError::Internal("like marker vanished".into()))?)?;
-        let like = self
-            .get(
-                key(keys::post_pk(post), keys::like_sk(&marker.like_id)),
-                true,
-            )
-            .await?;
-        let like: LikeItem =
-            from_item(like.ok_or_else(|| StoreError::Internal("marked like is missing".into()))?)?;
-        Ok(like.into())
     }
 
     /// Q5: one Query in the post's partition, newest first.

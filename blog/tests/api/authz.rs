@@ -51,6 +51,15 @@ async fn every_write_route_admits_only_its_owner() {
     .await;
     let post = post["postId"].as_str().unwrap_or_default().to_owned();
 
+    let (_, said) = write(
+        &api,
+        "POST",
+        &format!("/posts/{post}/comments"),
+        Some(other),
+        Some(json!({ "content": "mine" })),
+    )
+    .await;
+    let said = said["commentId"].as_str().unwrap_or_default().to_owned();
     let rename = json!({ "username": "taken_over" });
     let edit = json!({ "title": "defaced" });
     let new_post = json!({ "title": "t", "content": "c" });
@@ -92,6 +101,29 @@ async fn every_write_route_admits_only_its_owner() {
             "/users".into(),
             Some(json!({ "username": "second" })),
             [(None, 401), (Some(other), 409), (Some(stranger), 201)],
+        ),
+        // Taking back only ever touches the caller's own like: another
+        // caller's is a no-op (204), checked unchanged in likes.rs.
+        (
+            "DELETE",
+            format!("/posts/{post}/likes"),
+            None,
+            [(None, 401), (Some(owner), 204), (Some(other), 204)],
+        ),
+        // The comment's author or the post's author; the stranger (now with a
+        // profile) is neither.
+        (
+            "DELETE",
+            format!("/posts/{post}/comments/{said}"),
+            None,
+            [(None, 401), (Some(stranger), 403), (Some(owner), 204)],
+        ),
+        // Last: the post goes.
+        (
+            "DELETE",
+            format!("/posts/{post}"),
+            None,
+            [(None, 401), (Some(other), 403), (Some(owner), 204)],
         ),
     ];
     for (method, path, body, cases) in matrix {

@@ -91,6 +91,19 @@ async fn the_fan_out_sample_event_is_a_stream_batch_it_applies() {
             .all(|r| r.change.sequence_number.is_some())
     );
     let api = crate::support::TestApi::start().await;
+    // The post it names, as create-post wrote it: the fan-out enters only a
+    // post that exists.
+    let store = &api.app.store;
+    let post: std::collections::HashMap<String, aws_sdk_dynamodb::types::AttributeValue> =
+        event.records[0].change.new_image.clone().into();
+    store
+        .client()
+        .put_item()
+        .table_name(store.table())
+        .set_item(Some(post))
+        .send()
+        .await
+        .expect("seed the post");
     let response = blog::fanout::handle(&api.app.store, event).await;
     assert!(response.batch_item_failures.is_empty());
     let (_, feed) = api.get("/feed").await;
