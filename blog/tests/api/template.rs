@@ -91,6 +91,34 @@ fn statements(template: &Value, function: &Value) -> Vec<(Vec<String>, String)> 
 }
 
 #[test]
+fn a_browser_may_call_every_route_the_api_serves() {
+    let template = template();
+    let api = &resources_of_type(&template, "AWS::Serverless::HttpApi")[0].1;
+    let cors = &api["Properties"]["CorsConfiguration"];
+    let allowed: BTreeSet<&str> = cors["AllowMethods"]
+        .as_sequence()
+        .into_iter()
+        .flatten()
+        .filter_map(Value::as_str)
+        .collect();
+    for route in ROUTES {
+        assert!(
+            allowed.contains(route.method),
+            "CORS refuses {} {}",
+            route.method,
+            route.path
+        );
+    }
+    let headers: BTreeSet<&str> = cors["AllowHeaders"]
+        .as_sequence()
+        .into_iter()
+        .flatten()
+        .filter_map(Value::as_str)
+        .collect();
+    assert!(headers.contains("authorization") && headers.contains("content-type"));
+}
+
+#[test]
 fn the_http_api_routes_exactly_the_contract() {
     let template = template();
     let mut deployed = BTreeSet::new();
