@@ -50,7 +50,7 @@ pub fn path_id<T>(
     Ok(parse(raw)?)
 }
 
-/// A query-string parameter the request must have: 400 `missing_<name>`
+/// A query-string parameter the request must have: a 400 with `code`
 /// without it.
 pub fn required_query(
     req: &Request,
