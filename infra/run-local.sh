@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The whole stack on this machine: DynamoDB Local (data kept in .local/), the
-# table, every function behind one base URL through `cargo lambda watch`, and
+# table, every function behind one base URL through `cargo lambda watch` (with
+# the deployed API's CORS answers, from `blog-admin cors-front`), and
 # the stream fan-out: a poller reads DynamoDB Local's stream and invokes the
 # `fan-out` function through watch's Lambda Invoke API, as Lambda would.
 # Ctrl-C stops everything it started.
@@ -55,13 +56,20 @@ if [ "${BLOG_HOSTILE_DYNAMODB:-0}" = 1 ]; then
 fi
 ./target/debug/blog-admin create-table
 
-cargo lambda watch --features functions/local-identity --invoke-address 127.0.0.1 --invoke-port "$API_PORT" &
+# watch behind a front that answers CORS as the deployed HTTP API does
+# (template.yaml's CorsConfiguration; watch's own is permissive).
+WATCH_PORT=$(free_port)
+cargo lambda watch --features functions/local-identity --disable-cors \
+  --invoke-address 127.0.0.1 --invoke-port "$WATCH_PORT" &
+pids+=("$!")
+wait_for_http "http://127.0.0.1:$WATCH_PORT/feed" "${pids[-1]}"
+./target/debug/blog-admin cors-front "$API_PORT" --upstream "http://127.0.0.1:$WATCH_PORT" &
 pids+=("$!")
 wait_for_http "http://127.0.0.1:$API_PORT/feed" "${pids[-1]}"
 log "API on http://127.0.0.1:$API_PORT (X-User-Id: <userId> identifies the caller)"
 
 ./target/debug/blog-admin stream-poller --checkpoint "$LOCAL/stream-checkpoint.json" \
-  --invoke "http://127.0.0.1:$API_PORT/2015-03-31/functions/fan-out/invocations" \
-  --failures "http://127.0.0.1:$API_PORT/2015-03-31/functions/park-failures/invocations" &
+  --invoke "http://127.0.0.1:$WATCH_PORT/2015-03-31/functions/fan-out/invocations" \
+  --failures "http://127.0.0.1:$WATCH_PORT/2015-03-31/functions/park-failures/invocations" &
 pids+=("$!")
 wait -n "${pids[@]}"

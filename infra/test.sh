@@ -59,21 +59,27 @@ log "sample events through cargo lambda invoke"
 export TABLE_NAME=invoke-check BLOG_LOCAL_IDENTITY=1
 cargo build --quiet --locked --workspace --bins
 ./target/debug/blog-admin create-table
-api_port=$(free_port)
+watch_port=$(free_port)
 # The same features as the workspace build above (tools turn local-identity
-# on), so that watch builds nothing again.
-cargo lambda watch --features functions/local-identity --invoke-address 127.0.0.1 --invoke-port "$api_port" >"$LOCAL/watch.log" 2>&1 &
+# on), so that watch builds nothing again. Behind the CORS front, as
+# run-local.sh runs it: HTTP requests go to $api_port, invocations to watch.
+cargo lambda watch --features functions/local-identity --disable-cors \
+  --invoke-address 127.0.0.1 --invoke-port "$watch_port" >"$LOCAL/watch.log" 2>&1 &
+pids+=("$!")
+wait_for_http "http://127.0.0.1:$watch_port/feed" "${pids[-1]}"
+api_port=$(free_port)
+./target/debug/blog-admin cors-front "$api_port" --upstream "http://127.0.0.1:$watch_port" >"$LOCAL/cors-front.log" 2>&1 &
 pids+=("$!")
 wait_for_http "http://127.0.0.1:$api_port/feed" "${pids[-1]}"
 set +e
-"$TOOLS_VENV/bin/python" infra/check_events.py "$api_port" "$DYNAMODB_ENDPOINT" "$TABLE_NAME" | tee -a "$LOCAL/test.log"
+"$TOOLS_VENV/bin/python" infra/check_events.py "$watch_port" "$DYNAMODB_ENDPOINT" "$TABLE_NAME" | tee -a "$LOCAL/test.log"
 invoke_status=${PIPESTATUS[0]}
 set -e
 
 log "5,000 requests through cargo lambda watch, with the stream fan-out"
 ./target/debug/blog-admin stream-poller \
-  --invoke "http://127.0.0.1:$api_port/2015-03-31/functions/fan-out/invocations" \
-  --failures "http://127.0.0.1:$api_port/2015-03-31/functions/park-failures/invocations" >"$LOCAL/poller.log" 2>&1 &
+  --invoke "http://127.0.0.1:$watch_port/2015-03-31/functions/fan-out/invocations" \
+  --failures "http://127.0.0.1:$watch_port/2015-03-31/functions/park-failures/invocations" >"$LOCAL/poller.log" 2>&1 &
 pids+=("$!")
 set +e
 "$TOOLS_VENV/bin/python" infra/watch_load.py "$api_port" --requests 5000 | tee "$LOCAL/watch-load.log"
@@ -81,6 +87,12 @@ load_status=${PIPESTATUS[0]}
 set -e
 # One line for the totals below: the run counts as one check.
 if [ "$load_status" -eq 0 ]; then echo "load: 1 passed, 0 failed"; else echo "load: 0 passed, 1 failed"; fi | tee -a "$LOCAL/test.log"
+
+log "CORS through the local front: the deployed HTTP API's answers"
+set +e
+"$TOOLS_VENV/bin/python" infra/check_cors.py "$api_port" | tee -a "$LOCAL/test.log"
+cors_status=${PIPESTATUS[0]}
+set -e
 
 log "the metrics the functions printed under watch: valid EMF, and the ones operators read"
 set +e
@@ -115,6 +127,6 @@ awk '/ generated, / { generated = $1; failed = 0; for (i = 1; i < NF; i++) if ($
 # cargo prints one result line per test binary (the last is often an empty
 # doc-test run) and the invoke check one of its own: close with the totals.
 awk '/^test result:/ { passed += $4; failed += $6 }
-     /^(invoke|fuzz|load|metrics):/ { passed += $2; failed += $4 }
+     /^(invoke|fuzz|load|metrics|cors):/ { passed += $2; failed += $4 }
      END { printf "total: %d passed, %d failed\n", passed, failed }' "$LOCAL/test.log"
-[ "$status" -eq 0 ] && [ "$invoke_status" -eq 0 ] && [ "$load_status" -eq 0 ] && [ "$metrics_status" -eq 0 ] && [ "$fuzz_status" -eq 0 ]
+[ "$status" -eq 0 ] && [ "$invoke_status" -eq 0 ] && [ "$load_status" -eq 0 ] && [ "$metrics_status" -eq 0 ] && [ "$cors_status" -eq 0 ] && [ "$fuzz_status" -eq 0 ]

@@ -23,6 +23,10 @@
 //!     serve every route on 127.0.0.1:PORT through `local::local_gateway` (an
 //!     API Gateway stand-in, for the fuzzer); the local stack itself runs
 //!     under `cargo lambda watch`
+//! blog-admin cors-front PORT --upstream URL [--origins LIST]
+//!     serve on 127.0.0.1:PORT what `cargo lambda watch --disable-cors` at URL
+//!     serves, with the HTTP API's CORS handling as template.yaml configures
+//!     it (`local::cors_front`); --origins as the AllowedOrigins parameter
 //! blog-admin stream-poller [--checkpoint FILE] [--invoke URL] [--failures URL]
 //!     deliver the table's stream to the fan-out until Ctrl-C: in this process,
 //!     or, with --invoke, through a Lambda Invoke API such as
@@ -58,6 +62,7 @@ const USAGE: &str = concat!(
     "       blog-admin replay [--dry-run]\n",
     "       blog-admin migrate\n",
     "       blog-admin gateway PORT\n",
+    "       blog-admin cors-front PORT --upstream URL [--origins LIST]\n",
     "       blog-admin stream-poller [--checkpoint FILE] [--invoke URL] [--failures URL]\n",
     "       blog-admin hostile-dynamodb PORT --upstream URL [--seed N] [--rate KIND=P ...] [--gsi-lag-ms N]",
 );
@@ -73,6 +78,7 @@ async fn main() -> ExitCode {
         Some("migrate") if args.len() == 1 => migrate().await,
         Some("replay") => replay(&args[1..]).await,
         Some("gateway") => gateway(&args[1..]).await,
+        Some("cors-front") => cors_front(&args[1..]).await,
         Some("hostile-dynamodb") => hostile_dynamodb(&args[1..]).await,
         _ => Err(USAGE.into()),
     };
@@ -271,6 +277,34 @@ async fn gateway(args: &[String]) -> Result<(), Error> {
     tokio::select! {
         () = local::local_gateway::serve(listener, app, None) => {}
         _ = tokio::signal::ctrl_c() => {}
+    }
+    Ok(())
+}
+
+/// The HTTP API's CORS handling before `cargo lambda watch`, as deployed.
+async fn cors_front(args: &[String]) -> Result<(), Error> {
+    let Some((port, flags)) = args.split_first() else {
+        return Err(USAGE.into());
+    };
+    let port: u16 = port.parse().map_err(|_| USAGE)?;
+    let (mut upstream, mut origins) = (None, None);
+    let mut flags = flags.iter();
+    while let Some(flag) = flags.next() {
+        match (flag.as_str(), flags.next()) {
+            ("--upstream", Some(url)) => upstream = Some(url.clone()),
+            ("--origins", Some(list)) => origins = Some(list.clone()),
+            _ => return Err(USAGE.into()),
+        }
+    }
+    let upstream = upstream.ok_or(USAGE)?;
+    let template = std::fs::read_to_string("template.yaml")
+        .map_err(|e| format!("template.yaml (run from the repository's root): {e}"))?;
+    let cors = local::cors_front::Cors::from_template(&template, origins.as_deref())?;
+    let listener = tokio::net::TcpListener::bind(("127.0.0.1", port)).await?;
+    tracing::info!(port, %upstream, ?cors, "CORS front listening");
+    tokio::select! {
+        () = local::cors_front::serve(listener, upstream, cors) => {}
+        () = shutdown() => {}
     }
     Ok(())
 }
