@@ -448,24 +448,15 @@ async fn send_notice(
             "awsRegion": "local",
         }]
     });
-    let response = http
-        .post(&url)
-        .json(&event)
-        .timeout(Duration::from_secs(120))
-        .send()
-        .await
-        .map_err(|e| e.to_string())?;
-    let status = response.status();
-    let body = response.text().await.map_err(|e| e.to_string())?;
-    if !status.is_success() {
-        return Err(format!("park-failures returned {status}: {body}"));
-    }
-    let answer: aws_lambda_events::event::sqs::SqsBatchResponse = serde_json::from_str(&body)
-        .map_err(|e| format!("unexpected park-failures response {body:?}: {e}"))?;
+    let answer: aws_lambda_events::event::sqs::SqsBatchResponse =
+        invoke(&http, &url, &event).await?;
     if answer.batch_item_failures.is_empty() {
         Ok(())
     } else {
-        Err(format!("park-failures could not park the batch: {body}"))
+        Err(format!(
+            "park-failures could not park the batch: {:?}",
+            answer.batch_item_failures
+        ))
     }
 }
 
@@ -476,9 +467,19 @@ async fn invoke_function(
     url: &str,
     event: Event,
 ) -> Result<DynamoDbEventResponse, String> {
+    invoke(http, url, &event).await
+}
+
+/// Invokes a function through the Lambda Invoke API at `url` with `event`
+/// and reads its answer as `R`.
+async fn invoke<E: serde::Serialize, R: serde::de::DeserializeOwned>(
+    http: &reqwest::Client,
+    url: &str,
+    event: &E,
+) -> Result<R, String> {
     let response = http
         .post(url)
-        .json(&event)
+        .json(event)
         .timeout(Duration::from_secs(120))
         .send()
         .await
@@ -486,7 +487,7 @@ async fn invoke_function(
     let status = response.status();
     let body = response.text().await.map_err(|e| e.to_string())?;
     if !status.is_success() {
-        return Err(format!("invoke returned {status}: {body}"));
+        return Err(format!("{url} answered {status}: {body}"));
     }
-    serde_json::from_str(&body).map_err(|e| format!("unexpected fan-out response {body:?}: {e}"))
+    serde_json::from_str(&body).map_err(|e| format!("unexpected answer from {url} {body:?}: {e}"))
 }

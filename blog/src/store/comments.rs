@@ -103,7 +103,7 @@ impl Store {
             .build()?;
         let mut tx = self.transaction("delete comment");
         let removed = tx.delete("comment", remove);
-        let counted = self.uncount_on_post(&mut tx, post, "commentCount")?;
+        let counted = self.count_on_post(&mut tx, post, "commentCount", false)?;
         match tx.commit().await {
             Ok(()) => Ok(()),
             // Deleted meanwhile (by its other permitted deleter, or the post's
@@ -132,7 +132,7 @@ impl Store {
         let item = CommentItem::new(*post, CommentId::generate(), &profile, content);
         let mut tx = self.transaction("comment");
         tx.put_new("comment", &item)?;
-        let counted = self.count_on_post(&mut tx, post, "commentCount")?;
+        let counted = self.count_on_post(&mut tx, post, "commentCount", true)?;
         match tx.commit().await {
             Ok(()) => Ok(item.into()),
             Err(Cancelled::Conditions(failed)) if failed.failed(counted) => {

@@ -120,7 +120,7 @@ impl Store {
             let mut tx = self.transaction("like");
             let marker = tx.put_new("liker marker", &LikerMarker::for_like(&like))?;
             tx.put_new("like", &like)?;
-            let counted = self.count_on_post(&mut tx, post, "likeCount")?;
+            let counted = self.count_on_post(&mut tx, post, "likeCount", true)?;
             match tx.commit().await {
                 Ok(()) => return Ok(Liked::New(like.into())),
                 Err(Cancelled::Conditions(failed)) if failed.failed(counted) => {
@@ -197,7 +197,7 @@ impl Store {
             let mut tx = self.transaction("unlike");
             let unmarked = tx.delete("liker marker", unmark);
             let removed = tx.delete("like", remove);
-            let counted = self.uncount_on_post(&mut tx, post, "likeCount")?;
+            let counted = self.count_on_post(&mut tx, post, "likeCount", false)?;
             match tx.commit().await {
                 Ok(()) => return Ok(true),
                 // Taken back or given again meanwhile: read the marker again.

@@ -129,43 +129,35 @@ impl Store {
         Ok(output.item)
     }
 
-    /// Adds one to a post's `counter` and bumps its `version`; the condition
-    /// fails if the post does not exist.
+    /// The post's `counter` one up (`up`) or one down, in the transaction that
+    /// adds or removes what it counts; its `version` one up. Its condition
+    /// fails if the post is gone, and, going down, if the counter is already
+    /// 0 (which an exact count never is while the counted item exists).
     fn count_on_post(
         &self,
         tx: &mut Transaction<'_>,
         post: &crate::ids::PostId,
         counter: &str,
+        up: bool,
     ) -> Result<Slot, StoreError> {
-        let update = Update::builder()
+        let (change, condition) = if up {
+            ("#counter + :one", "attribute_exists(PK)")
+        } else {
+            (
+                "#counter - :one",
+                "attribute_exists(PK) AND #counter > :zero",
+            )
+        };
+        let mut update = Update::builder()
             .table_name(self.table())
             .set_key(Some(key(crate::keys::post_pk(post), crate::keys::POST_SK)))
-            .update_expression("SET #counter = #counter + :one, version = version + :one")
-            .condition_expression("attribute_exists(PK)")
+            .update_expression(format!("SET #counter = {change}, version = version + :one"))
+            .condition_expression(condition)
             .expression_attribute_names("#counter", counter)
-            .expression_attribute_values(":one", n(1))
-            .build()?;
-        Ok(tx.update("post", update))
-    }
-
-    /// The post's `counter` one down, in the transaction that removes what it
-    /// counts; its condition fails if the post is gone (or the counter is
-    /// already 0, which an exact count never is while the item exists).
-    fn uncount_on_post(
-        &self,
-        tx: &mut Transaction<'_>,
-        post: &crate::ids::PostId,
-        counter: &str,
-    ) -> Result<Slot, StoreError> {
-        let update = Update::builder()
-            .table_name(self.table())
-            .set_key(Some(key(crate::keys::post_pk(post), crate::keys::POST_SK)))
-            .update_expression("SET #counter = #counter - :one, version = version + :one")
-            .condition_expression("attribute_exists(PK) AND #counter > :zero")
-            .expression_attribute_names("#counter", counter)
-            .expression_attribute_values(":one", n(1))
-            .expression_attribute_values(":zero", n(0))
-            .build()?;
-        Ok(tx.update("post", update))
+            .expression_attribute_values(":one", n(1));
+        if !up {
+            update = update.expression_attribute_values(":zero", n(0));
+        }
+        Ok(tx.update("post", update.build()?))
     }
 }
