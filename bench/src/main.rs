@@ -15,9 +15,13 @@ use bench::{
     measure::{self, Clients, Settings},
     naive::Error,
     report,
-    requests::event_json,
+    requests::{event_json, run_v3},
 };
-use blog::routes::functions;
+use blog::{
+    api::{App, FeedCache},
+    routes::functions,
+    store::Store,
+};
 use serde_json::json;
 
 /// S: enough users for a post to get its 100 likes from 100 other users.
@@ -114,13 +118,20 @@ async fn main() -> Result<(), Error> {
         table: &table,
         endpoint: &options.endpoint,
     };
+    // Makes what the take-backs' events delete.
+    let app = App {
+        store: Store::new(clients.plain.clone(), &table),
+        local_identity: false,
+        feed_cache: FeedCache::off(),
+    };
     let invocations = if options.quick { 20 } else { INVOCATIONS };
     let starts = if options.quick { 3 } else { STARTS };
     let mut figures = Vec::new();
     for name in functions() {
         // Distinct events for the cold starts, so that none repeats one the
         // 1,000 invocations make (a second create-user of the same id is 409).
-        let mut events = invocation_events(name, invocations + starts, &small, &options)?;
+        let mut events =
+            invocation_events(name, invocations + starts, &small, &app, &options).await?;
         let cold = events.split_off(invocations);
         let binary = options.functions.join(name);
         let zip = options.zips.join(name).join("bootstrap.zip");
@@ -148,12 +159,14 @@ async fn main() -> Result<(), Error> {
 }
 
 /// The events a function serves in the memory run: real requests on the S
-/// data set (new users, then likes by them; reads of the reference targets),
-/// and for the fan-out and park-failures their samples in `events/`.
-fn invocation_events(
+/// data set (new users, then likes by them and their take-backs; reads of the
+/// reference targets; deletions of comments and posts made for them), and for
+/// the fan-out and park-failures their samples in `events/`.
+async fn invocation_events(
     name: &str,
     count: usize,
     small: &measure::ScaleResult,
+    app: &App,
     options: &Options,
 ) -> Result<Vec<String>, Error> {
     let user = small.loaded.reference_user.to_string();
@@ -163,6 +176,27 @@ fn invocation_events(
     if name == "update-post" {
         return update_post_events(name, count, &writer, small);
     }
+    let mut to_delete = match name {
+        "delete-post" => {
+            let fields = ["title", "content"];
+            made(app, "create-post", &[], &fields, &writer, "postId", count).await?
+        }
+        "delete-comment" => {
+            let on = [("postId", post.clone())];
+            made(
+                app,
+                "create-comment",
+                &on,
+                &["content"],
+                &writer,
+                "commentId",
+                count,
+            )
+            .await?
+        }
+        _ => Vec::new(),
+    }
+    .into_iter();
     let mut events = Vec::with_capacity(count);
     for i in 0..count {
         let event = match name {
@@ -181,13 +215,9 @@ fn invocation_events(
                 Some(&member(0)),
             )?,
             "get-user" => event_json(name, &[("userId", user.clone())], "", None, None)?,
-            "find-user" => event_json(
-                name,
-                &[],
-                &format!("username={}", dataset::username(dataset::REFERENCE_USER)),
-                None,
-                None,
-            )?,
+            // A member create-user made (its events run first) and
+            // update-user does not rename, asked for in capitals.
+            "find-user" => event_json(name, &[], "username=LAMBDA_000001", None, None)?,
             "list-user-posts" => {
                 event_json(name, &[("userId", user.clone())], "limit=100", None, None)?
             }
@@ -199,11 +229,9 @@ fn invocation_events(
                 Some(&writer),
             )?,
             "get-post" => event_json(name, &[("postId", post.clone())], "", None, None)?,
-            // Posts that do not exist (the bench keeps its data set whole):
-            // the read and the 404, not the deletion.
             "delete-post" => event_json(
                 name,
-                &[("postId", blog::ids::PostId::generate().to_string())],
+                &[("postId", to_delete.next().ok_or("too few posts made")?)],
                 "",
                 None,
                 Some(&writer),
@@ -234,13 +262,14 @@ fn invocation_events(
                 None,
                 Some(&member(i)),
             )?,
-            // Comments that do not exist (the ids create-comment made are not
-            // known here): the read and the 404, not the transaction.
             "delete-comment" => event_json(
                 name,
                 &[
                     ("postId", post.clone()),
-                    ("commentId", blog::ids::CommentId::generate().to_string()),
+                    (
+                        "commentId",
+                        to_delete.next().ok_or("too few comments made")?,
+                    ),
                 ],
                 "",
                 None,
@@ -257,6 +286,35 @@ fn invocation_events(
         events.push(event.to_string());
     }
     Ok(events)
+}
+
+/// `count` posts or comments (`function`: create-post or create-comment) by
+/// `writer`, made through the handler with a short text in each of `fields`:
+/// the `id` field of each answer.
+async fn made(
+    app: &App,
+    function: &str,
+    params: &[(&str, String)],
+    fields: &[&str],
+    writer: &str,
+    id: &str,
+    count: usize,
+) -> Result<Vec<String>, Error> {
+    let mut ids = Vec::with_capacity(count);
+    for i in 0..count {
+        let text = json!(format!("to delete {i}"));
+        let body: serde_json::Map<_, _> = fields
+            .iter()
+            .map(|field| ((*field).to_owned(), text.clone()))
+            .collect();
+        let body = serde_json::Value::Object(body);
+        let req = bench::requests::event(function, params, "", Some(body), Some(writer))?;
+        let (_, answer) = run_v3(app, function, req).await?;
+        let answer: serde_json::Value = serde_json::from_str(&answer)?;
+        let made = answer[id].as_str().ok_or("no id in the answer")?;
+        ids.push(made.to_owned());
+    }
+    Ok(ids)
 }
 
 /// Edits of one of the writer's posts.

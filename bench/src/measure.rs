@@ -69,6 +69,12 @@ impl Model {
         }
     }
 
+    /// Whether this model answers `request`: the naive models answer only the
+    /// seeds' ten.
+    pub fn answers(self, request: Request) -> bool {
+        self == Model::V3 || request.in_seeds()
+    }
+
     fn naive(self) -> Option<Naive> {
         match self {
             Model::V1 => Some(Naive::Scan),
@@ -312,12 +318,12 @@ pub async fn measure_scale(
     let mut rows = Vec::new();
     // Reads first, while the feed and the reference targets are as loaded.
     for request in Request::ALL.into_iter().filter(|r| !r.is_command()) {
-        for model in Model::ALL {
+        for model in Model::ALL.into_iter().filter(|m| m.answers(request)) {
             rows.push(scale.metered_read(request, model, settings).await?);
         }
     }
     for request in Request::ALL.into_iter().filter(|r| r.is_command()) {
-        for model in Model::ALL {
+        for model in Model::ALL.into_iter().filter(|m| m.answers(request)) {
             rows.push(scale.metered_command(request, model, settings).await?);
         }
     }
@@ -358,6 +364,7 @@ impl Scale {
         match request {
             Request::Q1 | Request::Q3 => Target::User(self.loaded.reference_user.clone()),
             Request::Q2 | Request::Q4 | Request::Q5 => Target::Post(self.loaded.reference_post),
+            Request::Q7 => Target::Username(shouted(&dataset::username(dataset::REFERENCE_USER))),
             _ => Target::Feed,
         }
     }
@@ -399,7 +406,69 @@ impl Scale {
                     .pop()
                     .ok_or("C4 needs a user from C1 who has liked nothing yet")?,
             },
+            Request::Q7 => Target::Username(shouted(&dataset::username(
+                self.rng.usize(..self.loaded.users),
+            ))),
+            Request::D4 | Request::D3 | Request::D2 => {
+                return Err(format!("{request:?} takes back what `targets` makes").into());
+            }
         })
+    }
+
+    /// The targets of `n` runs of `request`. A take-back's are made first:
+    /// a like or a comment by a writer of the data set on one of its posts
+    /// (made through the handler, unmetered, its fan-out drained), or a post
+    /// of the data set, which leaves the pool the other requests draw from.
+    async fn targets(
+        &mut self,
+        request: Request,
+        model: Model,
+        n: usize,
+    ) -> Result<Vec<Target>, Error> {
+        let mut targets = Vec::with_capacity(n);
+        for _ in 0..n {
+            let target = match request {
+                Request::D4 => {
+                    let (post, liker) = (self.random_post(), self.random_writer());
+                    let like = Target::NewLike {
+                        post,
+                        liker: liker.clone(),
+                    };
+                    // A writer may have liked the post in the data set: like
+                    // again answers that like, which is taken back alike.
+                    self.run(Request::C4, model, &like, false).await?;
+                    Target::Like { post, liker }
+                }
+                Request::D3 => {
+                    let (post, author) = (self.random_post(), self.random_writer());
+                    let comment = Target::NewComment {
+                        post,
+                        author: author.clone(),
+                        content: dataset::comment_text(&mut self.rng),
+                    };
+                    let (_, body) = self.run(Request::C3, model, &comment, false).await?;
+                    let made: blog::model::Comment = serde_json::from_str(&body)?;
+                    Target::Comment {
+                        post,
+                        comment: made.comment_id,
+                        author,
+                    }
+                }
+                Request::D2 => {
+                    let (post, author) = self.take_post();
+                    Target::OwnPost {
+                        post,
+                        author: dataset::user_id(author),
+                    }
+                }
+                _ => self.random_target(request, model)?,
+            };
+            targets.push(target);
+        }
+        if matches!(request, Request::D4 | Request::D3) {
+            self.drain(false).await?;
+        }
+        Ok(targets)
     }
 
     /// Any post but the reference post, which reads are measured on.
@@ -408,6 +477,17 @@ impl Scale {
             let (post, _) = self.loaded.post_ids[self.rng.usize(..self.loaded.post_ids.len())];
             if post != self.loaded.reference_post {
                 return post;
+            }
+        }
+    }
+
+    /// A post of the data set, but the reference post, with its author's
+    /// index, taken out of the pool the other requests draw from.
+    fn take_post(&mut self) -> (PostId, usize) {
+        loop {
+            let at = self.rng.usize(..self.loaded.post_ids.len());
+            if self.loaded.post_ids[at].0 != self.loaded.reference_post {
+                return self.loaded.post_ids.swap_remove(at);
             }
         }
     }
@@ -476,11 +556,9 @@ impl Scale {
         model: Model,
         settings: &Settings,
     ) -> Result<Row, Error> {
-        let runs = settings.metered_commands;
-        let mut targets = Vec::with_capacity(runs);
-        for _ in 0..runs {
-            targets.push(self.random_target(request, model)?);
-        }
+        let targets = self
+            .targets(request, model, settings.metered_commands)
+            .await?;
         self.metered_commands(request, model, &targets).await
     }
 
@@ -573,7 +651,11 @@ impl Scale {
                     Target::NewUser { user, username } => {
                         vec![keys::user_pk(user), keys::username_pk(username)]
                     }
-                    Target::NewComment { post, .. } | Target::NewLike { post, .. } => {
+                    Target::NewComment { post, .. }
+                    | Target::NewLike { post, .. }
+                    | Target::Like { post, .. }
+                    | Target::Comment { post, .. }
+                    | Target::OwnPost { post, .. } => {
                         vec![keys::post_pk(post), keys::FEED_PK.to_owned()]
                     }
                     _ => vec![keys::FEED_PK.to_owned()],
@@ -667,11 +749,21 @@ impl Scale {
             settings.timed_reads
         };
         let paired = model == Model::V3 && !request.is_command();
+        // A take-back's targets are made before the clock runs; the others
+        // are drawn run by run (a naive model may stop short of `runs`).
+        let mut made = if request.takes_back() {
+            self.targets(request, model, runs).await?
+        } else {
+            Vec::new()
+        };
         let started = Instant::now();
         let mut seconds = Vec::with_capacity(runs);
         let mut bare = Vec::with_capacity(if paired { runs } else { 0 });
         for n in 0..runs {
-            let target = self.random_target(request, model)?;
+            let target = match made.pop() {
+                Some(target) => target,
+                None => self.random_target(request, model)?,
+            };
             if paired && n % 2 == 0 {
                 bare.push(self.bare_call(request, &target).await?);
             }
@@ -714,6 +806,15 @@ impl Scale {
                     .get_item()
                     .table_name(table)
                     .set_key(Some(key))
+                    .send()
+                    .await?;
+            }
+            (Request::Q7, Target::Username(name)) => {
+                client
+                    .get_item()
+                    .table_name(table)
+                    .key(keys::PK, S(keys::username_pk(name)))
+                    .key(keys::SK, S(keys::USERNAME_SK.to_owned()))
                     .send()
                     .await?;
             }
@@ -931,6 +1032,11 @@ impl Scale {
         running.await?;
         Ok(Stats::of(seconds))
     }
+}
+
+/// A username as someone might type it: in capitals, which find-user ignores.
+fn shouted(username: &str) -> String {
+    username.to_ascii_uppercase()
 }
 
 /// The posts a comment and a like are measured on, by their length in bytes

@@ -381,10 +381,12 @@ fn requests(out: &mut String, scale: &ScaleResult) {
                 .row(request, model)
                 .map_or("–".into(), |r| ms(r.latency.p50))
         };
-        let (Some(v1), Some(v3)) = (scale.row(request, Model::V1), scale.row(request, Model::V3))
-        else {
+        let Some(v3) = scale.row(request, Model::V3) else {
             continue;
         };
+        let v1_over_v3 = scale.row(request, Model::V1).map_or("–".into(), |v1| {
+            format!("{}×", ratio(v1.latency.p50 / v3.latency.p50))
+        });
         let (v3p50, v3p99) = latency(&v3.latency);
         let (bare, overhead) = match &v3.bare {
             Some(bare) => (ms(bare.p50), format!("{:.2}", v3.latency.p50 / bare.p50)),
@@ -392,12 +394,11 @@ fn requests(out: &mut String, scale: &ScaleResult) {
         };
         let _ = writeln!(
             out,
-            "| {request:?} {} | {} | {} | {} | {v3p50} | {v3p99} | {}× | {:.2} | {bare} | {overhead} |",
+            "| {request:?} {} | {} | {} | {} | {v3p50} | {v3p99} | {v1_over_v3} | {:.2} | {bare} | {overhead} |",
             request.description(),
             p50(Model::V1),
             p50(Model::V1Indexed),
             p50(Model::V2),
-            ratio(v1.latency.p50 / v3.latency.p50),
             v3.latency.p50 / scale.floor.p50,
         );
     }
@@ -436,8 +437,11 @@ fn scaling(out: &mut String, run: &Run<'_>) {
         "### Reads at S and at 10×S (capacity units)\n\n| request | V3 at S | V3 at 10×S | ratio | V2 at S | V2 at 10×S | ratio | V1, GSIs at S | at 10×S | ratio | V1, scan at S | at 10×S | ratio |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|"
     );
     for request in reads() {
-        let cost =
-            |scale: &ScaleResult, model| scale.row(request, model).map_or(0.0, |r| r.cost.total());
+        let cost = |scale: &ScaleResult, model| {
+            scale
+                .row(request, model)
+                .map_or("–".into(), |r| units(r.cost.total()))
+        };
         let ratio =
             |model| scale_ratio(run, request, model).map_or("–".into(), |r| format!("{r:.3}"));
         let _ = write!(out, "| {request:?} |");
@@ -445,8 +449,8 @@ fn scaling(out: &mut String, run: &Run<'_>) {
             let _ = write!(
                 out,
                 " {} | {} | {} |",
-                units(cost(run.small, model)),
-                units(cost(run.large, model)),
+                cost(run.small, model),
+                cost(run.large, model),
                 ratio(model)
             );
         }
@@ -508,7 +512,10 @@ fn fanout(out: &mut String, run: &Run<'_>) {
         "| per command | scale | command (calls, capacity) | fan-out (calls, capacity) |\n|---|---|---|---|"
     );
     for scale in [run.small, run.large] {
-        for request in [Request::C2, Request::C3, Request::C4] {
+        for request in Request::ALL.into_iter().filter(|r| r.is_command()) {
+            if request == Request::C1 {
+                continue;
+            }
             if let Some(row) = scale.row(request, Model::V3) {
                 let _ = writeln!(
                     out,

@@ -1,5 +1,5 @@
-//! The ten requests, each as V3 answers it (the real handler, given the event
-//! API Gateway would send) and as the naive V1 answers it.
+//! The requests, each as V3 answers it (the real handler, given the event API
+//! Gateway would send) and, for the seeds' ten, as the naive models answer it.
 
 use std::{collections::HashMap, time::Instant};
 
@@ -14,7 +14,9 @@ use serde_json::json;
 
 use crate::naive::{Error, NaiveStore};
 
-/// The seeds' requests, in the seeds' order.
+/// The seeds' requests, in the seeds' order, then the ones the seeds lack:
+/// finding a user by name (Q7) and taking back a like, a comment and a post
+/// (D4, D3, D2: each undoes the command of its number).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Request {
     C1,
@@ -27,10 +29,16 @@ pub enum Request {
     C4,
     Q5,
     Q6,
+    Q7,
+    D4,
+    D3,
+    D2,
 }
 
 impl Request {
-    pub const ALL: [Request; 10] = [
+    /// In the order they are measured: a post's deletion comes last, as it
+    /// takes posts out of the data set.
+    pub const ALL: [Request; 14] = [
         Request::C1,
         Request::Q1,
         Request::C2,
@@ -41,10 +49,35 @@ impl Request {
         Request::C4,
         Request::Q5,
         Request::Q6,
+        Request::Q7,
+        Request::D4,
+        Request::D3,
+        Request::D2,
     ];
 
     pub fn is_command(self) -> bool {
-        matches!(self, Request::C1 | Request::C2 | Request::C3 | Request::C4)
+        !matches!(
+            self,
+            Request::Q1
+                | Request::Q2
+                | Request::Q3
+                | Request::Q4
+                | Request::Q5
+                | Request::Q6
+                | Request::Q7
+        )
+    }
+
+    /// One of the seeds' ten, which the naive models answer too. The seeds'
+    /// models have no way to find a user by name or to take anything back:
+    /// the others are measured on V3 alone.
+    pub fn in_seeds(self) -> bool {
+        !matches!(self, Request::Q7 | Request::D4 | Request::D3 | Request::D2)
+    }
+
+    /// Takes back something that must exist first.
+    pub fn takes_back(self) -> bool {
+        matches!(self, Request::D4 | Request::D3 | Request::D2)
     }
 
     /// The Lambda function that serves it.
@@ -60,6 +93,10 @@ impl Request {
             Request::C4 => "like-post",
             Request::Q5 => "list-likes",
             Request::Q6 => "get-feed",
+            Request::Q7 => "find-user",
+            Request::D4 => "unlike-post",
+            Request::D3 => "delete-comment",
+            Request::D2 => "delete-post",
         }
     }
 
@@ -75,6 +112,10 @@ impl Request {
             Request::C4 => "like a post",
             Request::Q5 => "a post's likes",
             Request::Q6 => "feed: newest 100 posts",
+            Request::Q7 => "find a user by name",
+            Request::D4 => "unlike a post",
+            Request::D3 => "delete a comment",
+            Request::D2 => "delete a post",
         }
     }
 }
@@ -104,6 +145,24 @@ pub enum Target {
     NewLike {
         post: PostId,
         liker: UserId,
+    },
+    /// A username, in any case.
+    Username(String),
+    /// A like that exists, to take back.
+    Like {
+        post: PostId,
+        liker: UserId,
+    },
+    /// A comment that exists, to delete as its author.
+    Comment {
+        post: PostId,
+        comment: CommentId,
+        author: UserId,
+    },
+    /// A post that exists, to delete as its author.
+    OwnPost {
+        post: PostId,
+        author: UserId,
     },
 }
 
@@ -207,12 +266,34 @@ pub fn v3_event(request: Request, target: &Target) -> Result<lambda_http::Reques
             Some(json!({ "content": content })),
             Some(author.as_str()),
         ),
-        Target::NewLike { post, liker } => event(
+        Target::NewLike { post, liker } | Target::Like { post, liker } => event(
             function,
             &[("postId", post.to_string())],
             "",
             None,
             Some(liker.as_str()),
+        ),
+        Target::Username(name) => event(function, &[], &format!("username={name}"), None, None),
+        Target::Comment {
+            post,
+            comment,
+            author,
+        } => event(
+            function,
+            &[
+                ("postId", post.to_string()),
+                ("commentId", comment.to_string()),
+            ],
+            "",
+            None,
+            Some(author.as_str()),
+        ),
+        Target::OwnPost { post, author } => event(
+            function,
+            &[("postId", post.to_string())],
+            "",
+            None,
+            Some(author.as_str()),
         ),
     }
 }
