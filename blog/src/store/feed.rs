@@ -73,7 +73,9 @@ impl From<&PostItem> for FeedEntryItem {
 }
 
 /// The feed's floor, as [`Store::trim_feed`] leaves it, and the count of
-/// entries that decides when to trim.
+/// entries that decides when to trim. The fan-out writes its fields with
+/// UpdateItem; only a bulk load writes it whole.
+#[cfg(feature = "bulk")]
 #[derive(Debug, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub(super) struct FeedFloorItem {
@@ -87,6 +89,7 @@ pub(super) struct FeedFloorItem {
     pub entries: u64,
 }
 
+#[cfg(feature = "bulk")]
 impl FeedFloorItem {
     pub(super) fn at(post: PostId, entries: u64) -> Self {
         Self {

@@ -7,6 +7,7 @@
 //! attribute values), `client` (the SDK client), `size` (item sizes and
 //! billed units), `table` (the table's definition).
 
+#[cfg(feature = "bulk")]
 pub mod bulk;
 mod client;
 pub mod comments;

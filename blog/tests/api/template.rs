@@ -208,6 +208,28 @@ fn no_local_only_setting_is_deployed() {
     }
 }
 
+/// What `cargo lambda build -p functions` (and so `sam build`) compiles the
+/// shared library with: its default features only. The bulk loader
+/// (benchmark, fixtures) and the trusted `X-User-Id` header (local stack)
+/// are features that only other packages of the workspace turn on.
+#[test]
+fn a_deployment_build_has_no_local_only_feature() {
+    let output = std::process::Command::new(env!("CARGO"))
+        .args(["tree", "--offline", "--locked", "--edges", "features"])
+        .args(["--package", "functions", "--invert", "blog"])
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .expect("cargo tree runs");
+    assert!(output.status.success(), "{output:?}");
+    let tree = String::from_utf8_lossy(&output.stdout);
+    let features: BTreeSet<&str> = tree
+        .lines()
+        .filter_map(|line| line.split("blog feature \"").nth(1))
+        .filter_map(|rest| rest.split('"').next())
+        .collect();
+    assert_eq!(features, BTreeSet::from(["default"]), "{tree}");
+}
+
 #[test]
 fn every_role_allows_only_what_its_function_calls() {
     let template = template();
