@@ -87,14 +87,15 @@ fn feed_cache_ttl(setting: Option<&str>) -> Result<Duration, Error> {
 
 /// Builds the process's [`App`] from the environment.
 pub async fn app_from_env() -> Result<App, Error> {
-    build_app(None).await
+    build_app(&store::sdk_config().await, None)
 }
 
-/// The process's [`App`], and inside Lambda the meter of its DynamoDB calls,
-/// for the capacity metrics printed after each invocation.
-async fn lambda_app() -> Result<(&'static App, Option<CapacityMeter>), Error> {
+/// The process's [`App`] on the SDK configuration `sdk`, and inside Lambda
+/// the meter of its DynamoDB calls, for the capacity metrics printed after
+/// each invocation.
+fn lambda_app(sdk: &aws_config::SdkConfig) -> Result<(&'static App, Option<CapacityMeter>), Error> {
     let meter = metrics::enabled().then(CapacityMeter::default);
-    let app = build_app(meter.clone()).await?;
+    let app = build_app(sdk, meter.clone())?;
     // One App for the life of the process; leaking it gives the handlers a
     // `'static` borrow without reference counting on every request.
     Ok((Box::leak(Box::new(app)), meter))
@@ -108,11 +109,10 @@ fn emit_capacity(meter: Option<&CapacityMeter>) {
     }
 }
 
-async fn build_app(meter: Option<CapacityMeter>) -> Result<App, Error> {
+fn build_app(sdk: &aws_config::SdkConfig, meter: Option<CapacityMeter>) -> Result<App, Error> {
     let table = std::env::var("TABLE_NAME").map_err(|_| "TABLE_NAME is not set")?;
     let endpoint = std::env::var("DYNAMODB_ENDPOINT").ok();
-    let client =
-        store::dynamodb_client_metered(&store::sdk_config().await, endpoint.as_deref(), meter);
+    let client = store::dynamodb_client_metered(sdk, endpoint.as_deref(), meter);
     let local_identity = local_identity_requested();
     if local_identity {
         tracing::warn!(
@@ -150,7 +150,7 @@ where
     F: Future<Output = ApiResult> + Send + 'static,
 {
     init_tracing();
-    let (app, meter) = lambda_app().await?;
+    let (app, meter) = lambda_app(&store::sdk_config().await)?;
     lambda_http::run(service_fn(|req: Request| {
         // Lambda's id for this invocation: the seed of its transactions' tokens.
         let request_id = req
@@ -176,7 +176,7 @@ where
     F: Future<Output = DynamoDbEventResponse> + Send + 'static,
 {
     init_tracing();
-    let (app, meter) = lambda_app().await?;
+    let (app, meter) = lambda_app(&store::sdk_config().await)?;
     lambda_runtime::run(lambda_runtime::service_fn(|event: LambdaEvent<Event>| {
         // Boxed: the handler's future is deep enough to overflow the compiler's
         // type-layout limit once nested in the runtime's.
@@ -204,11 +204,12 @@ where
     F: Future<Output = SqsBatchResponse> + Send + 'static,
 {
     init_tracing();
-    let (app, meter) = lambda_app().await?;
+    // One SDK configuration (credentials, region) for both clients.
+    let sdk = store::sdk_config().await;
+    let (app, meter) = lambda_app(&sdk)?;
     let endpoint = std::env::var("DYNAMODB_ENDPOINT").ok();
-    let streams: &'static aws_sdk_dynamodbstreams::Client = Box::leak(Box::new(
-        store::streams_client(&store::sdk_config().await, endpoint.as_deref()),
-    ));
+    let streams: &'static aws_sdk_dynamodbstreams::Client =
+        Box::leak(Box::new(store::streams_client(&sdk, endpoint.as_deref())));
     lambda_runtime::run(lambda_runtime::service_fn(
         |event: LambdaEvent<SqsEvent>| {
             // Boxed, as in `run_stream`: the compiler's type-layout limit.
