@@ -16,9 +16,7 @@
 
 use blog::{
     ids::{CommentId, LikeId, PostId, UserId},
-    keys,
     store::{
-        ItemType,
         bulk::PostWithReplies,
         comments::CommentItem,
         likes::LikeItem,
@@ -63,9 +61,6 @@ pub fn username(index: usize) -> String {
 pub fn user(index: usize) -> UserItem {
     let joined = timestamp_at(NOW_MS - 400 * DAY_MS);
     UserItem {
-        pk: keys::user_pk(&user_id(index)),
-        sk: keys::PROFILE_SK.to_owned(),
-        kind: ItemType::User,
         user_id: user_id(index),
         username: username(index),
         created_at: joined.clone(),

@@ -70,6 +70,12 @@ pub fn post_pk(post: &PostId) -> String {
     format!("{POST_PREFIX}{post}")
 }
 
+/// The post whose partition key `pk` is.
+pub fn post_of_pk(pk: &str) -> Option<PostId> {
+    pk.strip_prefix(POST_PREFIX)
+        .and_then(|id| PostId::parse(id).ok())
+}
+
 pub fn comment_sk(comment: &CommentId) -> String {
     format!("{COMMENT_PREFIX}{comment}")
 }

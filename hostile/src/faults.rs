@@ -46,25 +46,28 @@ const THROTTLING_MESSAGE: &str = "Rate of requests exceeds the allowed throughpu
 /// applies to, so a transaction is cancelled at rate
 /// `(1 - throttle) * transaction_cancel`. A TransactWriteItems whose
 /// `ClientRequestToken` the proxy has seen commit is a replay, which DynamoDB
-/// answers from its record of the token: it is never cancelled (it can still
-/// be throttled or lose its response again).
+/// answers from its record of the token: it is cancelled only at rate
+/// `replay_cancel` (as when another transaction holds its items at that
+/// moment), and can still be throttled or lose its response again.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Faults {
     pub transaction_cancel: f64,
     pub write_conflict: f64,
     pub throttle: f64,
     pub lost_response: f64,
+    pub replay_cancel: f64,
     /// Index queries do not see items whose `createdAt` is younger than this.
     pub gsi_lag: Duration,
     pub seed: u64,
 }
 
 /// The rate names `--rate KIND=P` and [`Faults::set_rate`] accept.
-pub const RATE_KINDS: [&str; 4] = [
+pub const RATE_KINDS: [&str; 5] = [
     "transaction_cancel",
     "write_conflict",
     "throttle",
     "lost_response",
+    "replay_cancel",
 ];
 
 impl Faults {
@@ -75,6 +78,7 @@ impl Faults {
             write_conflict: 0.0,
             throttle: 0.0,
             lost_response: 0.0,
+            replay_cancel: 0.0,
             gsi_lag: Duration::ZERO,
             seed: 0,
         }
@@ -89,6 +93,7 @@ impl Faults {
             write_conflict: 0.1,
             throttle: 0.05,
             lost_response: 0.05,
+            replay_cancel: 0.0,
             gsi_lag: Duration::from_secs(1),
             seed: 0,
         }
@@ -104,6 +109,7 @@ impl Faults {
             "write_conflict" => &mut self.write_conflict,
             "throttle" => &mut self.throttle,
             "lost_response" => &mut self.lost_response,
+            "replay_cancel" => &mut self.replay_cancel,
             _ => {
                 return Err(format!(
                     "unknown fault {kind:?}: expected one of {}",
@@ -263,13 +269,21 @@ pub(crate) fn decide(
             provisioned: rng.bool(),
         });
     }
-    if SINGLE_WRITES.contains(&operation) && draw(rng, faults.write_conflict) {
-        return Some(Fault::WriteConflict);
+    if SINGLE_WRITES.contains(&operation) {
+        if draw(rng, faults.write_conflict) {
+            return Some(Fault::WriteConflict);
+        }
+        return draw(rng, faults.lost_response).then_some(Fault::LostResponse);
     }
     if operation != TRANSACT_WRITE {
         return None;
     }
-    if items > 0 && !replay && draw(rng, faults.transaction_cancel) {
+    let cancel = if replay {
+        faults.replay_cancel
+    } else {
+        faults.transaction_cancel
+    };
+    if items > 0 && draw(rng, cancel) {
         return Some(Fault::TransactionCancel {
             items,
             item: rng.usize(..items),
@@ -388,6 +402,7 @@ mod tests {
             write_conflict: 1.0,
             throttle: 1.0,
             lost_response: 1.0,
+            replay_cancel: 1.0,
             gsi_lag: Duration::from_secs(1),
             seed: 7,
         };
@@ -405,7 +420,14 @@ mod tests {
             decide(&mut rng, &lost, "TransactWriteItems", 3, false),
             Some(Fault::LostResponse)
         );
-        assert_eq!(decide(&mut rng, &lost, "PutItem", 0, false), None);
+        for op in ["PutItem", "UpdateItem", "DeleteItem"] {
+            assert_eq!(
+                decide(&mut rng, &lost, op, 0, false),
+                Some(Fault::LostResponse),
+                "{op}"
+            );
+        }
+        assert_eq!(decide(&mut rng, &lost, "GetItem", 0, false), None);
     }
 
     #[test]
@@ -509,6 +531,15 @@ mod tests {
         );
         assert!(matches!(
             decide(&mut rng, &f, "TransactWriteItems", 1, false),
+            Some(Fault::TransactionCancel { .. })
+        ));
+        // Unless replays are cancelled too.
+        let replays = Faults {
+            replay_cancel: 1.0,
+            ..f
+        };
+        assert!(matches!(
+            decide(&mut rng, &replays, "TransactWriteItems", 1, true),
             Some(Fault::TransactionCancel { .. })
         ));
     }

@@ -15,11 +15,15 @@
 //!   client gets `TransactionConflictException`.
 //! - `throttle`: a data-plane read or write is not sent; the client gets
 //!   `ProvisionedThroughputExceededException` or `ThrottlingException`.
-//! - `lost_response`: a TransactWriteItems is sent and commits, but the client
-//!   gets a 500, as when an attempt times out after the commit; the SDK then
-//!   retries it with the same `ClientRequestToken`, which DynamoDB (and
-//!   DynamoDB Local) answers as a success without applying it again. The
-//!   proxy never cancels such a replay.
+//! - `lost_response`: a TransactWriteItems, PutItem, UpdateItem or DeleteItem
+//!   is sent and takes effect, but the client gets a 500, as when an attempt
+//!   times out after the commit. A transaction retried with the same
+//!   `ClientRequestToken` is answered by DynamoDB (and DynamoDB Local) as a
+//!   success without being applied again; a plain write has no token, so its
+//!   retry runs again (and a conditional one fails its condition).
+//! - `replay_cancel`: such a replay is cancelled anyway (as when another
+//!   transaction holds its items at that moment); otherwise the proxy never
+//!   cancels a replay.
 //! - `gsi_lag`: a Query on an index does not see items whose `createdAt` is
 //!   more recent than the lag, as a GSI that has not caught up yet.
 //!

@@ -38,7 +38,7 @@
 //!     requests the way real DynamoDB does under load (the `hostile` crate),
 //!     until Ctrl-C: `hostile::Faults::hostile()`'s rates and GSI lag unless
 //!     --rate (KIND: transaction_cancel, write_conflict, throttle,
-//!     lost_response; P in [0, 1], 0 to switch it off) or --gsi-lag-ms sets
+//!     lost_response, replay_cancel; P in [0, 1], 0 to switch it off) or --gsi-lag-ms sets
 //!     them. Logs what it injected as it goes and on exit
 //! ```
 //! The table and endpoint come from the same environment as the functions:

@@ -16,9 +16,8 @@ use std::time::{Duration, Instant};
 use bench::{measure::Clients, naive::Error};
 use blog::{
     ids::{CommentId, PostId, UserId},
-    keys,
     store::{
-        ItemType, Store, bulk,
+        Store, bulk,
         comments::CommentItem,
         feed::FEED_CAPACITY,
         posts::{PostContentItem, PostItem},
@@ -62,9 +61,6 @@ async fn main() -> Result<(), Error> {
     let user_id = UserId::parse("prolific-writer")?;
     let now = timestamp::now();
     let mut author = UserItem {
-        pk: keys::user_pk(&user_id),
-        sk: keys::PROFILE_SK.to_owned(),
-        kind: ItemType::User,
         user_id: user_id.clone(),
         username: "prolific".to_owned(),
         created_at: now.clone(),

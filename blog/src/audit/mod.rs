@@ -25,19 +25,17 @@ use std::{
     sync::{Arc, Mutex, PoisonError},
 };
 
-use aws_sdk_dynamodb::types::{AttributeValue, ConsumedCapacity, ReturnConsumedCapacity, Select};
-
 use crate::{
     ids::{PostId, UserId},
     keys,
     store::{
-        Item, ItemType, Store, StoreError, classify,
+        Item, ItemType, Store, StoreError,
         deletion::Removal,
         feed::FeedEntryItem,
-        from_item, key,
-        posts::PostItem,
+        item::Key,
+        posts::{Counter, PostItem},
         rename::Deadline,
-        s,
+        table::{Expr, Query},
         users::{Overwrite, UsernameCopy},
     },
 };
@@ -59,7 +57,7 @@ pub enum Finding {
     /// or like items.
     Count {
         post: PostId,
-        counter: &'static str,
+        counter: Counter,
         stored: u64,
         actual: u64,
         /// The post's `version` when read: the repair lands only if it is
@@ -105,7 +103,10 @@ impl fmt::Display for Finding {
                 stored,
                 actual,
                 ..
-            } => write!(f, "post {post}: {counter} is {stored}, but it has {actual}"),
+            } => {
+                let counter = counter.attribute();
+                write!(f, "post {post}: {counter} is {stored}, but it has {actual}")
+            }
             Self::Username {
                 pk,
                 sk,
@@ -283,7 +284,7 @@ impl Store {
         expected: Option<&FeedEntryItem>,
     ) -> Result<bool, StoreError> {
         match finding {
-            Finding::Count { post, counter, .. } => self.recount(post, counter).await,
+            Finding::Count { post, counter, .. } => self.recount(post, *counter).await,
             // What the fan-out's walk does; safe beside it (deleting what is
             // gone is a no-op, and nothing can be added to a deleted post).
             Finding::Orphans { post, .. } => {
@@ -307,8 +308,8 @@ impl Store {
                 // Only over the value read, and never over a newer rename's
                 // copy (a higher `userVersion`), even one back to this name.
                 let over = Overwrite::Repair { stored };
-                self.write_username(key(pk.clone(), sk.clone()), profile, over)
-                    .await
+                let at = Key::new(pk.clone(), sk.clone()).item();
+                self.write_username(at, profile, over).await
             }
             Finding::StaleFeedEntry { .. } | Finding::MissingFeedEntry { .. } => match expected {
                 Some(expected) => self.repair_feed_entry(expected).await,
@@ -330,18 +331,13 @@ impl Store {
     /// conditional on the post's version as read would write one too few.
     /// Read first, the post's version moves with any like or comment that
     /// commits while counting, and the conditional write then refuses.
-    async fn recount(&self, post: &PostId, counter: &str) -> Result<bool, StoreError> {
-        let Some(item) = self.get(PostItem::key(post), true).await? else {
+    async fn recount(&self, post: &PostId, counter: Counter) -> Result<bool, StoreError> {
+        let read = self.db().get_entity::<PostItem>(PostItem::key(post), true);
+        let Some(read) = read.await? else {
             return Ok(false);
         };
-        let read: PostItem = from_item(item)?;
-        let (stored, prefix) = if counter == "commentCount" {
-            (read.comment_count, keys::COMMENT_PREFIX)
-        } else {
-            (read.like_count, keys::LIKE_PREFIX)
-        };
-        let actual = self.count_in_post(post, prefix).await?;
-        if actual == stored {
+        let actual = self.count_in_post(post, counter.counts()).await?;
+        if actual == counter.of(&read) {
             return Ok(true);
         }
         self.set_post_count(post, counter, actual, read.version)
@@ -353,25 +349,15 @@ impl Store {
     async fn count_in_post(&self, post: &PostId, prefix: &str) -> Result<u64, StoreError> {
         let mut count = 0;
         let mut start = None;
+        let query = Query::partition(keys::post_pk(post))
+            .begins_with(prefix)
+            .count()
+            .consistent();
         loop {
-            let query = self
-                .client()
-                .query()
-                .table_name(self.table())
-                .key_condition_expression("PK = :pk AND begins_with(SK, :prefix)")
-                .expression_attribute_values(":pk", s(keys::post_pk(post)))
-                .expression_attribute_values(":prefix", s(prefix))
-                .select(Select::Count)
-                .consistent_read(true)
-                .set_exclusive_start_key(start)
-                .return_consumed_capacity(ReturnConsumedCapacity::Indexes);
-            let page = self
-                .backoff()
-                .send("recount a post", || query.clone().send())
-                .await
-                .map_err(classify)?;
-            count += u64::try_from(page.count).unwrap_or_default();
-            start = page.last_evaluated_key;
+            let page = self.db().query_page("recount a post", &query, start, None);
+            let page = page.await?;
+            count += page.count;
+            start = page.next;
             if start.is_none() {
                 return Ok(count);
             }
@@ -411,19 +397,18 @@ const READ: [&str; 17] = [
     "floorPostId",
 ];
 
-/// [`READ`] as a projection expression and its attribute names (every name
-/// through a placeholder, so that reserved words need no care).
-fn projection() -> (String, std::collections::HashMap<String, String>) {
-    let names: std::collections::HashMap<String, String> = READ
-        .iter()
-        .enumerate()
-        .map(|(i, name)| (format!("#a{i}"), (*name).to_owned()))
-        .collect();
+/// [`READ`] as a projection expression (every name through a placeholder,
+/// so that reserved words need no care).
+fn projection() -> Expr {
     let expression = (0..READ.len())
         .map(|i| format!("#a{i}"))
         .collect::<Vec<_>>()
         .join(", ");
-    (expression, names)
+    READ.iter()
+        .enumerate()
+        .fold(Expr::new(expression), |expr, (i, name)| {
+            expr.name(&format!("#a{i}"), name)
+        })
 }
 
 /// A string attribute of `item`.
@@ -442,11 +427,5 @@ fn number(item: &Item, name: &str) -> Option<u64> {
 
 /// The `type` of `item`; [`ItemType::Other`] for one this version does not know.
 fn kind(item: &Item) -> Option<ItemType> {
-    item.get("type")
-        .and_then(|v| serde_dynamo::from_attribute_value(AttributeValue::clone(v)).ok())
-}
-
-/// Read units of one call's consumed capacity.
-fn units(capacity: Option<&ConsumedCapacity>) -> f64 {
-    capacity.and_then(|c| c.capacity_units).unwrap_or_default()
+    ItemType::of(item)
 }

@@ -4,15 +4,18 @@
 
 use std::collections::HashMap;
 
-use aws_sdk_dynamodb::types::{KeysAndAttributes, ReturnConsumedCapacity};
-
-use super::{AuditOptions, Finding, Report, Sink, kind, projection, shown, text, units};
+use super::{AuditOptions, Finding, Report, Sink, kind, projection, shown, text};
 use crate::{
     ids::{PostId, UserId},
     keys,
     store::{
-        Item, ItemType, Store, StoreError, classify, feed::FeedEntryItem, from_item, key,
-        posts::PostItem, users::UserItem,
+        Item, ItemType, Store, StoreError,
+        feed::FeedEntryItem,
+        from_item,
+        item::Entity,
+        posts::{Counter, PostItem},
+        table::Query,
+        users::UserItem,
     },
 };
 
@@ -59,27 +62,14 @@ impl Store {
             return Ok((0, 1.0, 1));
         };
         let (mut items_read, mut read_units, mut pages) = (1, 1.0, 1);
-        let query = self
-            .client()
-            .query()
-            .table_name(self.table())
-            .index_name(keys::GSI1)
-            .key_condition_expression("GSI1PK = :pk")
-            .expression_attribute_values(":pk", crate::store::s(keys::user_items_pk(user)))
-            .set_limit(page_size)
-            .return_consumed_capacity(ReturnConsumedCapacity::Total);
+        let query = Query::gsi1(keys::user_items_pk(user)).page_size(page_size);
         let mut start = None;
         loop {
-            let page = self
-                .backoff()
-                .send("audit user", || {
-                    query.clone().set_exclusive_start_key(start.clone()).send()
-                })
-                .await
-                .map_err(classify)?;
+            let page = self.db().query_page("audit user", &query, start, None);
+            let page = page.await?;
             pages += 1;
-            read_units += units(page.consumed_capacity.as_ref());
-            for item in page.items.unwrap_or_default() {
+            read_units += page.read_units;
+            for item in page.items {
                 items_read += 1;
                 // Only what this version knows to carry a copy: posts,
                 // comments and likes.
@@ -107,7 +97,7 @@ impl Store {
                     sink.found(self, finding, None).await?;
                 }
             }
-            start = page.last_evaluated_key;
+            start = page.next;
             if start.is_none() {
                 return Ok((items_read, read_units, pages));
             }
@@ -128,35 +118,22 @@ impl Store {
     ) -> Result<Report, StoreError> {
         let sink = Sink::new(options);
         let mut report = Report::default();
-        let (expression, names) = projection();
-        let query = self
-            .client()
-            .query()
-            .table_name(self.table())
-            .key_condition_expression("#a0 = :pk")
-            .expression_attribute_values(":pk", crate::store::s(keys::post_pk(post_id)))
-            .projection_expression(expression)
-            .set_expression_attribute_names(Some(names))
-            .consistent_read(true)
-            .set_limit(options.page_size)
-            .return_consumed_capacity(ReturnConsumedCapacity::Total);
+        let query = Query::partition(keys::post_pk(post_id))
+            .project(projection())
+            .consistent()
+            .page_size(options.page_size);
         let mut profiles: HashMap<UserId, Option<(String, u64)>> = HashMap::new();
         let (mut comments, mut likes) = (0_u64, 0_u64);
         let mut post: Option<PostItem> = None;
         let mut start = None;
         loop {
-            let page = self
-                .backoff()
-                .send("audit post", || {
-                    query.clone().set_exclusive_start_key(start.clone()).send()
-                })
-                .await
-                .map_err(classify)?;
+            let page = self.db().query_page("audit post", &query, start, None);
+            let page = page.await?;
             report.pages += 1;
-            report.read_units += units(page.consumed_capacity.as_ref());
+            report.read_units += page.read_units;
             // (pk, sk, author, username) of this page's copies.
             let mut copies = Vec::new();
-            for item in page.items.unwrap_or_default() {
+            for item in page.items {
                 report.items_read += 1;
                 let copy = |item: &Item| {
                     let user = text(item, "userId").and_then(|u| UserId::parse(u).ok())?;
@@ -209,7 +186,7 @@ impl Store {
                     sink.found(self, finding, None).await?;
                 }
             }
-            start = page.last_evaluated_key;
+            start = page.next;
             if start.is_none() {
                 break;
             }
@@ -217,10 +194,8 @@ impl Store {
 
         let mut expected = None;
         if let Some(mut post) = post {
-            for (counter, stored, actual) in [
-                ("commentCount", post.comment_count, comments),
-                ("likeCount", post.like_count, likes),
-            ] {
+            for (counter, actual) in [(Counter::Comments, comments), (Counter::Likes, likes)] {
+                let stored = counter.of(&post);
                 if stored != actual {
                     let finding = Finding::Count {
                         post: post.post_id,
@@ -241,13 +216,11 @@ impl Store {
         }
 
         // Its feed entry, if the feed holds one.
-        let entry = self
-            .get(key(keys::FEED_PK.to_owned(), keys::feed_sk(post_id)), true)
-            .await?;
+        let entry = FeedEntryItem::key_of(post_id).item();
+        let entry = self.db().get_entity::<FeedEntryItem>(entry, true).await?;
         report.items_read += usize::from(entry.is_some());
         report.read_units += 1.0;
         if let Some(entry) = entry {
-            let entry: FeedEntryItem = from_item(entry)?;
             match &expected {
                 None => {
                     let finding = Finding::ExtraFeedEntry { post: *post_id };
@@ -277,52 +250,13 @@ impl Store {
             for user in chunk {
                 profiles.insert(user.clone(), None);
             }
-            let mut keys = KeysAndAttributes::builder().consistent_read(true);
-            for user in chunk {
-                keys = keys.keys(UserItem::key(user));
-            }
-            let mut request: Option<HashMap<String, KeysAndAttributes>> =
-                Some(HashMap::from([(self.table().to_owned(), keys.build()?)]));
-            let mut round = 0_u32;
-            while let Some(items) = request.take().filter(|r| !r.is_empty()) {
-                let batch = self
-                    .client()
-                    .batch_get_item()
-                    .set_request_items(Some(items))
-                    .return_consumed_capacity(ReturnConsumedCapacity::Total);
-                let output = self
-                    .backoff()
-                    .send("audit profiles", || batch.clone().send())
-                    .await
-                    .map_err(classify)?;
-                read_units += output
-                    .consumed_capacity
-                    .iter()
-                    .flatten()
-                    .map(|c| c.capacity_units.unwrap_or_default())
-                    .sum::<f64>();
-                for item in output
-                    .responses
-                    .into_iter()
-                    .flat_map(|r| r.into_values())
-                    .flatten()
-                {
-                    read += 1;
-                    let profile: UserItem = from_item(item)?;
-                    profiles.insert(profile.user_id, Some((profile.username, profile.version)));
-                }
-                request = output.unprocessed_keys;
-                if request.as_ref().is_some_and(|r| !r.is_empty()) {
-                    // DynamoDB left some keys for later: it is busy.
-                    round += 1;
-                    if round > 8 {
-                        return Err(StoreError::busy(
-                            crate::store::Busy::Throttled,
-                            "profiles stayed unprocessed".to_owned(),
-                        ));
-                    }
-                    tokio::time::sleep(std::time::Duration::from_millis(50 << round)).await;
-                }
+            let keys = chunk.iter().map(UserItem::key).collect();
+            let (found, units) = self.db().batch_get("audit profiles", keys).await?;
+            read_units += units;
+            for item in found {
+                read += 1;
+                let profile = UserItem::from_item(item)?;
+                profiles.insert(profile.user_id, Some((profile.username, profile.version)));
             }
         }
         Ok((read, read_units))

@@ -23,16 +23,18 @@ use std::{
     sync::{Arc, Mutex, PoisonError},
 };
 
-use aws_sdk_dynamodb::types::ReturnConsumedCapacity;
 use futures::StreamExt;
 
-use super::{AuditOptions, Finding, Report, Sink, kind, number, projection, shown, text, units};
+use super::{AuditOptions, Finding, Report, Sink, kind, number, projection, shown, text};
 use crate::{
     ids::{PostId, UserId},
     keys,
     store::{
-        ItemType, Store, StoreError, classify, feed::FeedEntryItem, feed::feed_reserve,
-        feed::feed_slack, from_item, posts::PostItem,
+        ItemType, Store, StoreError,
+        feed::{FeedEntryItem, feed_reserve, feed_slack},
+        from_item,
+        posts::{Counter, PostItem},
+        table::Scan,
     },
 };
 
@@ -178,34 +180,21 @@ impl Store {
         sink: &Sink,
         users: &Mutex<HashMap<UserId, Seen>>,
     ) -> Result<Segment, StoreError> {
-        let (expression, names) = projection();
-        let mut scan = self
-            .client()
-            .scan()
-            .table_name(self.table())
-            .consistent_read(true)
-            .projection_expression(expression)
-            .set_expression_attribute_names(Some(names))
-            .set_limit(page_size)
-            .return_consumed_capacity(ReturnConsumedCapacity::Total);
-        if segments > 1 {
-            scan = scan
-                .segment(i32::try_from(segment).unwrap_or(i32::MAX))
-                .total_segments(i32::try_from(segments).unwrap_or(i32::MAX));
-        }
+        let scan = Scan::default()
+            .consistent()
+            .project(projection())
+            .page_size(page_size)
+            .segment(segment, segments);
         let mut done = Segment::default();
         let mut open: Option<Collection> = None;
         let mut start = None;
         loop {
             let page = self
-                .backoff()
-                .send("audit scan", || {
-                    scan.clone().set_exclusive_start_key(start.clone()).send()
-                })
-                .await
-                .map_err(classify)?;
+                .db()
+                .scan_page("audit scan", &scan, start.clone())
+                .await?;
             done.pages += 1;
-            done.read_units += units(page.consumed_capacity.as_ref());
+            done.read_units += page.read_units;
             // Names and profiles of this page, applied under one lock.
             let mut profiles: Vec<(UserId, String, u64)> = Vec::new();
             let mut copies: HashMap<UserId, Vec<String>> = HashMap::new();
@@ -215,7 +204,7 @@ impl Store {
                     names.push(name.to_owned());
                 }
             };
-            for item in page.items.unwrap_or_default() {
+            for item in page.items {
                 done.items_read += 1;
                 let Some(pk) = text(&item, keys::PK) else {
                     continue;
@@ -286,7 +275,7 @@ impl Store {
                     }
                 }
             }
-            start = page.last_evaluated_key;
+            start = page.next;
             if start.is_none() {
                 break;
             }
@@ -326,10 +315,11 @@ impl Store {
             }
             return Ok(());
         };
-        for (counter, stored, actual) in [
-            ("commentCount", post.comment_count, collection.comments),
-            ("likeCount", post.like_count, collection.likes),
+        for (counter, actual) in [
+            (Counter::Comments, collection.comments),
+            (Counter::Likes, collection.likes),
         ] {
+            let stored = counter.of(&post);
             if stored != actual {
                 let finding = Finding::Count {
                     post: post.post_id,

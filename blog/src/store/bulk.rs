@@ -4,25 +4,22 @@
 //! and large fixtures, where a transaction per like would take hours. The
 //! audit finds nothing to repair in what these items describe (a test checks).
 
-use std::time::Duration;
-
-use aws_sdk_dynamodb::{
-    Client,
-    types::{PutRequest, WriteRequest},
-};
+use aws_sdk_dynamodb::Client;
 
 use super::{
-    Item, StoreError, classify,
+    Item, StoreError,
     comments::CommentItem,
     feed::{FeedEntryItem, FeedFloorItem},
+    item::Entity,
     likes::{LikeItem, LikerMarker},
     posts::{PostContentItem, PostItem},
-    to_item,
+    table::Table,
     users::{UserItem, UsernameClaim},
 };
 
-/// BatchWriteItem's limit.
-const BATCH: usize = 25;
+fn to_item<E: Entity>(entity: &E) -> Result<Item, StoreError> {
+    entity.to_item()
+}
 
 /// A post with everything written under it.
 #[derive(Debug, Clone)]
@@ -94,35 +91,5 @@ pub fn feed_items(posts: &[&PostItem], capacity: usize) -> Result<Vec<Item>, Sto
 /// Writes `items` into `table` with BatchWriteItem, 25 at a time, resending
 /// whatever DynamoDB leaves unprocessed. Unconditional: for loading only.
 pub async fn put_items(client: &Client, table: &str, items: Vec<Item>) -> Result<(), StoreError> {
-    let mut items = items.into_iter().peekable();
-    while items.peek().is_some() {
-        let mut requests: Vec<WriteRequest> = items
-            .by_ref()
-            .take(BATCH)
-            .map(|item| {
-                PutRequest::builder()
-                    .set_item(Some(item))
-                    .build()
-                    .map(|put| WriteRequest::builder().put_request(put).build())
-            })
-            .collect::<Result<_, _>>()?;
-        let mut pause = Duration::from_millis(20);
-        while !requests.is_empty() {
-            let output = client
-                .batch_write_item()
-                .request_items(table, requests)
-                .send()
-                .await
-                .map_err(classify)?;
-            requests = output
-                .unprocessed_items
-                .and_then(|mut left| left.remove(table))
-                .unwrap_or_default();
-            if !requests.is_empty() {
-                tokio::time::sleep(pause).await;
-                pause = (pause * 2).min(Duration::from_secs(1));
-            }
-        }
-    }
-    Ok(())
+    Table::new(client.clone(), table).batch_put(items).await
 }

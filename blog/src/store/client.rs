@@ -8,7 +8,8 @@ use aws_sdk_dynamodb::Client;
 use super::meter::CapacityMeter;
 
 /// Loads credentials and region from the environment, with short timeouts so
-/// that an unreachable DynamoDB becomes a 503 well inside API Gateway's 30 s.
+/// that an unreachable DynamoDB becomes a 503 well inside API Gateway's 30 s,
+/// and with the SDK's own retries off (see `store::table`).
 pub async fn sdk_config() -> aws_config::SdkConfig {
     let timeouts = TimeoutConfig::builder()
         .connect_timeout(Duration::from_secs(2))
@@ -17,13 +18,10 @@ pub async fn sdk_config() -> aws_config::SdkConfig {
         .build();
     aws_config::defaults(BehaviorVersion::latest())
         .timeout_config(timeouts)
-        // DynamoDB's throttling clears in tens of milliseconds, not the SDK's
-        // default first backoff of one second.
-        .retry_config(
-            RetryConfig::standard()
-                .with_max_attempts(3)
-                .with_initial_backoff(Duration::from_millis(50)),
-        )
+        // One retry layer: the table layer's backoff (`store::table`) retries
+        // what is worth retrying, under one budget. SDK retries inside it
+        // would multiply the sends of a throttled call (3 × 8).
+        .retry_config(RetryConfig::disabled())
         .load()
         .await
 }

@@ -13,12 +13,15 @@
 //! (`Store::enter_feed`), refreshes only entries that exist, and a username
 //! copy only lands on an item that exists.
 
-use aws_sdk_dynamodb::types::{Delete, ReturnConsumedCapacity};
 use futures::StreamExt;
 
 use super::{
-    Cancelled, Item, Store, StoreError, classify, from_item, key, posts::PostItem,
-    rename::Deadline, s,
+    Item, Store, StoreError,
+    item::Key,
+    posts::PostItem,
+    rename::Deadline,
+    s,
+    table::{Expr, Query, TxOutcome, Write},
 };
 use crate::{
     ids::{PostId, UserId},
@@ -40,39 +43,34 @@ pub enum Removal {
 }
 
 impl Store {
-    /// C2 taken back: the post and its content, in one transaction, by its
-    /// author only (strongly consistent read of the post first, for 404 and
-    /// 403). The rest goes in the fan-out.
+    /// C2 taken back (request): the post and its content, in one
+    /// transaction, by its author only (strongly consistent read of the post
+    /// first, for 404 and 403). The rest goes in the fan-out.
     pub async fn delete_post(&self, post: &PostId, caller: &UserId) -> Result<(), StoreError> {
-        let item = self
-            .get(PostItem::key(post), true)
-            .await?
-            .ok_or(StoreError::PostNotFound)?;
-        let found: PostItem = from_item(item)?;
+        let found = self.db.get_entity::<PostItem>(PostItem::key(post), true);
+        let found = found.await?.ok_or(StoreError::PostNotFound)?;
         if &found.user_id != caller {
             return Err(StoreError::NotAuthor);
         }
-        let remove_post = Delete::builder()
-            .table_name(self.table())
-            .set_key(Some(PostItem::key(post)))
-            .condition_expression("userId = :me")
-            .expression_attribute_values(":me", s(caller.as_str()))
-            .build()?;
-        let remove_content = Delete::builder()
-            .table_name(self.table())
-            .set_key(Some(key(keys::post_pk(post), keys::POST_CONTENT_SK)))
-            .build()?;
-        let mut tx = self.transaction("delete post");
-        let removed = tx.delete("post", remove_post);
-        tx.delete("content", remove_content);
-        match tx.commit().await {
-            Ok(()) => Ok(()),
-            // Deleted meanwhile (a retry whose first answer was lost, too).
-            Err(Cancelled::Conditions(failed)) if failed.failed(removed) => {
+        let mine = Expr::new("userId = :me").value(":me", s(caller.as_str()));
+        let content = Key::new(keys::post_pk(post), keys::POST_CONTENT_SK).item();
+        let mut tx = self.db.transaction("delete post");
+        let removed = tx.add("post", Write::delete(PostItem::key(post)).when(mine));
+        tx.add("content", Write::delete(content));
+        match tx.commit().await? {
+            TxOutcome::Committed => Ok(()),
+            // Gone after an attempt whose answer was lost: that attempt
+            // deleted it (this request read it, as the caller's, just before).
+            TxOutcome::ConditionFailed(failed)
+                if failed.after_unknown && failed.failed(removed) =>
+            {
+                Ok(())
+            }
+            // Deleted meanwhile by another request.
+            TxOutcome::ConditionFailed(failed) if failed.failed(removed) => {
                 Err(StoreError::PostNotFound)
             }
-            Err(Cancelled::Conditions(failed)) => Err(failed.unexpected("delete post")),
-            Err(Cancelled::Store(err)) => Err(err),
+            TxOutcome::ConditionFailed(failed) => Err(failed.unexpected("delete post")),
         }
     }
 
@@ -91,24 +89,13 @@ impl Store {
             if deleted > 0 && deadline.near() {
                 return Ok(Removal::Paused { deleted });
             }
-            let query = self
-                .client()
-                .query()
-                .table_name(self.table())
-                .key_condition_expression("#pk = :pk")
-                .expression_attribute_names("#pk", PK)
-                .expression_attribute_names("#sk", SK)
-                .expression_attribute_values(":pk", s(keys::post_pk(post)))
-                .projection_expression("#pk, #sk")
-                .consistent_read(true)
-                .limit(PAGE)
-                .return_consumed_capacity(ReturnConsumedCapacity::Indexes);
+            let query = Query::partition(keys::post_pk(post))
+                .project(Expr::new("#k1, #k2").name("#k1", PK).name("#k2", SK))
+                .consistent();
             let page = self
-                .backoff()
-                .send("read a deleted post's items", || query.clone().send())
-                .await
-                .map_err(classify)?;
-            let keys: Vec<Item> = page.items.unwrap_or_default();
+                .db
+                .query_page("read a deleted post's items", &query, None, Some(PAGE));
+            let keys: Vec<Item> = page.await?.items;
             if keys.is_empty() {
                 return Ok(Removal::Done { deleted });
             }
@@ -121,17 +108,9 @@ impl Store {
     async fn delete_keys(&self, keys: Vec<Item>) -> Result<usize, StoreError> {
         let results: Vec<Result<(), StoreError>> = futures::stream::iter(keys)
             .map(|key| async move {
-                let delete = self
-                    .client()
-                    .delete_item()
-                    .table_name(self.table())
-                    .set_key(Some(key))
-                    .return_consumed_capacity(ReturnConsumedCapacity::Indexes);
-                self.backoff()
-                    .send("delete a deleted post's item", || delete.clone().send())
-                    .await
-                    .map(|_| ())
-                    .map_err(classify)
+                let delete = Write::delete(key);
+                let outcome = self.db.write("delete a deleted post's item", &delete);
+                outcome.await.map(|_| ())
             })
             .buffer_unordered(DELETE_CONCURRENCY)
             .collect()

@@ -1,9 +1,9 @@
-//! What the store's operations fail with, and how the SDK's errors become that.
+//! What the store's operations fail with, in the domain's words (the table
+//! layer classifies DynamoDB's errors into these).
 
-use aws_sdk_dynamodb::error::{ProvideErrorMetadata, SdkError};
 use thiserror::Error;
 
-use super::{Busy, cursor, retry};
+use super::{Busy, cursor};
 
 /// What an operation can fail with, in the domain's words. The API maps these
 /// to HTTP statuses in one place (`api::error`).
@@ -41,69 +41,6 @@ impl StoreError {
             cause,
             detail: detail.into(),
         }
-    }
-}
-
-/// The SDK's error for a failed request, in the domain's words: anything that
-/// says "DynamoDB could not serve this now" becomes [`StoreError::Busy`].
-pub fn classify<E, R>(err: SdkError<E, R>) -> StoreError
-where
-    E: ProvideErrorMetadata + std::error::Error + 'static,
-    R: std::fmt::Debug,
-{
-    match err {
-        SdkError::TimeoutError(_) => StoreError::busy(Busy::Unavailable, "request timed out"),
-        SdkError::DispatchFailure(e) => StoreError::busy(
-            Busy::Unavailable,
-            format!("could not reach DynamoDB: {e:?}"),
-        ),
-        SdkError::ResponseError(e) => {
-            StoreError::busy(Busy::Unavailable, format!("unreadable response: {e:?}"))
-        }
-        SdkError::ServiceError(e) => classify_service(e.err()),
-        other => StoreError::Internal(format!("{other:?}")),
-    }
-}
-
-/// One line saying what went wrong with a call, for logs.
-pub(crate) fn describe<E: ProvideErrorMetadata, R>(err: &SdkError<E, R>) -> String {
-    match err {
-        SdkError::ServiceError(e) => format!(
-            "{}: {}",
-            e.err().code().unwrap_or("Unknown"),
-            e.err().message().unwrap_or_default()
-        ),
-        SdkError::TimeoutError(_) => "timed out".to_owned(),
-        SdkError::DispatchFailure(e) => format!("could not reach DynamoDB: {:?}", e.as_other()),
-        SdkError::ResponseError(_) => "unreadable response".to_owned(),
-        _ => "request could not be built".to_owned(),
-    }
-}
-
-/// Whether a conditional write landed: `false` when its condition failed,
-/// an error for anything else that went wrong.
-pub(crate) fn condition_held<T, E, R>(result: Result<T, SdkError<E, R>>) -> Result<bool, StoreError>
-where
-    E: ProvideErrorMetadata + std::error::Error + 'static,
-    R: std::fmt::Debug,
-{
-    match result {
-        Ok(_) => Ok(true),
-        Err(SdkError::ServiceError(e))
-            if e.err().code() == Some("ConditionalCheckFailedException") =>
-        {
-            Ok(false)
-        }
-        Err(err) => Err(classify(err)),
-    }
-}
-
-pub(crate) fn classify_service<E: ProvideErrorMetadata>(err: &E) -> StoreError {
-    let code = err.code().unwrap_or("Unknown");
-    let message = err.message().unwrap_or_default();
-    match retry::busy_code(code) {
-        Some(cause) => StoreError::busy(cause, format!("{code}: {message}")),
-        None => StoreError::Internal(format!("{code}: {message}")),
     }
 }
 

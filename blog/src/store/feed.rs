@@ -6,19 +6,19 @@
 //! trimmed out. A post at or below it can never enter again, whatever order
 //! stream records arrive in, so a post that has left the feed stays out.
 
-use aws_sdk_dynamodb::{
-    operation::query::builders::QueryFluentBuilder,
-    types::{ReturnConsumedCapacity, ReturnValue},
-};
 use serde::{Deserialize, Serialize};
 
 use super::{
-    ItemType, Store, StoreError, classify, condition_held, from_items, key, n, posts::PostItem, s,
-    to_item,
+    ItemType, Store, StoreError, from_item, from_items,
+    item::{Entity, Key, TYPE},
+    n,
+    posts::PostItem,
+    s,
+    table::{Expr, Outcome, Query, Returning, Write},
 };
 use crate::{
     ids::{PostId, UserId},
-    keys::{self, FEED_FLOOR_SK, FEED_PK, PK, POST_PREFIX, SK},
+    keys::{self, FEED_FLOOR_SK, FEED_PK, POST_PREFIX},
     model::PostSummary,
 };
 
@@ -32,12 +32,6 @@ pub const FEED_CAPACITY: usize = 100;
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct FeedEntryItem {
-    #[serde(rename = "PK")]
-    pub pk: String,
-    #[serde(rename = "SK")]
-    pub sk: String,
-    #[serde(rename = "type")]
-    pub kind: ItemType,
     pub post_id: PostId,
     pub user_id: UserId,
     pub username: String,
@@ -55,9 +49,6 @@ pub struct FeedEntryItem {
 impl From<&PostItem> for FeedEntryItem {
     fn from(post: &PostItem) -> Self {
         Self {
-            pk: FEED_PK.to_owned(),
-            sk: keys::feed_sk(&post.post_id),
-            kind: ItemType::FeedEntry,
             post_id: post.post_id,
             user_id: post.user_id.clone(),
             username: post.username.clone(),
@@ -72,19 +63,30 @@ impl From<&PostItem> for FeedEntryItem {
     }
 }
 
+impl FeedEntryItem {
+    pub fn key_of(post: &PostId) -> Key {
+        Key::new(FEED_PK.to_owned(), keys::feed_sk(post))
+    }
+}
+
+impl Entity for FeedEntryItem {
+    const TYPE: ItemType = ItemType::FeedEntry;
+    /// A copy of the post at these versions: another delivery of the same
+    /// record writes the same.
+    const OWN: &'static [&'static str] = &["version", "userVersion"];
+
+    fn key(&self) -> Key {
+        Self::key_of(&self.post_id)
+    }
+}
+
 /// The feed's floor, as [`Store::trim_feed`] leaves it, and the count of
 /// entries that decides when to trim. The fan-out writes its fields with
 /// UpdateItem; only a bulk load writes it whole.
 #[cfg(feature = "bulk")]
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub(super) struct FeedFloorItem {
-    #[serde(rename = "PK")]
-    pub pk: String,
-    #[serde(rename = "SK")]
-    pub sk: String,
-    #[serde(rename = "type")]
-    pub kind: ItemType,
     pub floor_post_id: PostId,
     pub entries: u64,
 }
@@ -93,13 +95,32 @@ pub(super) struct FeedFloorItem {
 impl FeedFloorItem {
     pub(super) fn at(post: PostId, entries: u64) -> Self {
         Self {
-            pk: FEED_PK.to_owned(),
-            sk: FEED_FLOOR_SK.to_owned(),
-            kind: ItemType::FeedFloor,
             floor_post_id: post,
             entries,
         }
     }
+}
+
+#[cfg(feature = "bulk")]
+impl Entity for FeedFloorItem {
+    const TYPE: ItemType = ItemType::FeedFloor;
+    const OWN: &'static [&'static str] = &["floorPostId", "entries"];
+
+    fn key(&self) -> Key {
+        floor_key()
+    }
+}
+
+fn floor_key() -> Key {
+    Key::new(FEED_PK.to_owned(), FEED_FLOOR_SK)
+}
+
+/// The floor's `type`, which its updates (it is never written whole but by
+/// a bulk load) set too.
+fn floor_type(expr: Expr) -> Result<Expr, StoreError> {
+    Ok(expr
+        .name("#type", TYPE)
+        .value(":type", ItemType::FeedFloor.attribute()?))
 }
 
 /// How many entries beyond its capacity the feed may hold before a trim: a
@@ -130,27 +151,19 @@ pub enum Copied {
 
 impl Store {
     /// A Query of the feed's entries (not its floor), newest first.
-    fn feed_entries(&self) -> QueryFluentBuilder {
-        self.client()
-            .query()
-            .table_name(self.table())
-            .key_condition_expression("#pk = :feed AND begins_with(#sk, :post)")
-            .expression_attribute_names("#pk", PK)
-            .expression_attribute_names("#sk", SK)
-            .expression_attribute_values(":feed", s(FEED_PK))
-            .expression_attribute_values(":post", s(POST_PREFIX))
-            .scan_index_forward(false)
-            .return_consumed_capacity(ReturnConsumedCapacity::Indexes)
+    fn feed_entries() -> Query {
+        Query::partition(FEED_PK.to_owned())
+            .begins_with(POST_PREFIX)
+            .newest_first()
     }
 
-    /// Q6: one Query of the feed partition, newest first (entries are small
-    /// enough, see `text`'s byte bounds, that 100 never reach a 1 MB page; a
-    /// second call would follow if they did).
+    /// Q6 (request): one Query of the feed partition, newest first (entries
+    /// are small enough, see `text`'s byte bounds, that 100 never reach a
+    /// 1 MB page; a second call would follow if they did).
     pub async fn feed(&self, limit: usize) -> Result<Vec<PostSummary>, StoreError> {
-        let items = self
-            .query_up_to(self.feed_entries(), None, limit.min(self.feed_capacity()))
-            .await?;
-        from_items(items)
+        let want = limit.min(self.feed_capacity());
+        let entries = Self::feed_entries();
+        from_items(self.db.query_up_to("feed", &entries, None, want).await?)
     }
 
     /// Fan-out of a new post: its entry enters the feed unless it is there
@@ -169,44 +182,23 @@ impl Store {
         if floor.is_some_and(|floor| post.post_id <= floor) {
             return Ok((Copied::Stale, entries));
         }
-        let entry = FeedEntryItem::from(post);
-        let put = self
-            .client()
-            .put_item()
-            .table_name(self.table())
-            .set_item(Some(to_item(&entry)?))
-            .condition_expression("attribute_not_exists(PK)")
-            .return_consumed_capacity(ReturnConsumedCapacity::Indexes);
-        let entered = condition_held(
-            self.backoff()
-                .send("enter feed", || put.clone().send())
-                .await,
-        )?;
-        if !entered {
+        let entry = Write::create(&FeedEntryItem::from(post))?;
+        if !self.db.write("enter feed", &entry).await?.done() {
             // Delivered before: a newer name the INSERT rule found still
             // reaches the entry.
             self.refresh_feed_entry(post).await?;
             return Ok((Copied::Stale, entries));
         }
-        let count = self
-            .client()
-            .update_item()
-            .table_name(self.table())
-            .set_key(Some(key(FEED_PK.to_owned(), FEED_FLOOR_SK)))
-            .update_expression("SET entries = if_not_exists(entries, :zero) + :one, #type = :type")
-            .expression_attribute_names("#type", "type")
-            .expression_attribute_values(":zero", n(0))
-            .expression_attribute_values(":one", n(1))
-            .expression_attribute_values(":type", ItemType::FeedFloor.attribute()?)
-            .return_values(ReturnValue::UpdatedNew)
-            .return_consumed_capacity(ReturnConsumedCapacity::Indexes);
-        let counted = self
-            .backoff()
-            .send("count feed entry", || count.clone().send())
-            .await
-            .map_err(classify)?;
+        let change = Expr::new("SET entries = if_not_exists(entries, :zero) + :one, #type = :type")
+            .value(":zero", n(0))
+            .value(":one", n(1));
+        let count =
+            Write::update(floor_key().item(), floor_type(change)?).returning(Returning::UpdatedNew);
+        let counted = match self.db.write("count feed entry", &count).await? {
+            Outcome::Done(attributes) => attributes,
+            Outcome::ConditionFailed { .. } => None,
+        };
         let entries = counted
-            .attributes
             .and_then(|a| a.get("entries").and_then(|v| v.as_n().ok()).cloned())
             .and_then(|n| n.parse().ok())
             .unwrap_or(entries + 1);
@@ -215,6 +207,7 @@ impl Store {
         // entry out, may have come and gone already. Checked once the entry
         // is in and counted, so that taking it out again counts it out.
         if self
+            .db
             .get(PostItem::key(&post.post_id), true)
             .await?
             .is_none()
@@ -241,13 +234,10 @@ impl Store {
             floor_post_id: Option<PostId>,
             entries: Option<u64>,
         }
-        let head = self
-            .get(key(FEED_PK.to_owned(), FEED_FLOOR_SK), true)
-            .await?;
-        let Some(item) = head else {
+        let Some(item) = self.db.get(floor_key().item(), true).await? else {
             return Ok((None, 0));
         };
-        let head: Head = super::from_item(item)?;
+        let head: Head = from_item(item)?;
         Ok((head.floor_post_id, head.entries.unwrap_or(0)))
     }
 
@@ -256,84 +246,64 @@ impl Store {
     /// never entered it) stays out.
     pub async fn refresh_feed_entry(&self, post: &PostItem) -> Result<Copied, StoreError> {
         let entry = FeedEntryItem::from(post);
-        let update = self
-            .client()
-            .update_item()
-            .table_name(self.table())
-            .set_key(Some(key(entry.pk, entry.sk)))
-            .update_expression(
-                "SET username = :username, title = :title, summary = :summary, \
-                 commentCount = :comments, likeCount = :likes, version = :version, \
-                 userVersion = :uv",
-            )
-            // An entry written before entries carried `userVersion` takes
-            // the first image at its version or later, and has it from then on.
-            .condition_expression(
-                "attribute_exists(PK) AND (version < :version OR userVersion < :uv \
-                 OR (attribute_not_exists(userVersion) AND version <= :version))",
-            )
-            .expression_attribute_values(":uv", n(entry.user_version))
-            .expression_attribute_values(":username", s(entry.username))
-            .expression_attribute_values(":title", s(entry.title))
-            .expression_attribute_values(":summary", s(entry.summary))
-            .expression_attribute_values(":comments", n(entry.comment_count))
-            .expression_attribute_values(":likes", n(entry.like_count))
-            .expression_attribute_values(":version", n(entry.version))
-            .return_consumed_capacity(ReturnConsumedCapacity::Indexes);
-        let result = self
-            .backoff()
-            .send("refresh feed entry", || update.clone().send())
-            .await;
-        Ok(if condition_held(result)? {
-            Copied::Written
-        } else {
-            Copied::Stale
+        let change = Expr::new(
+            "SET username = :username, title = :title, summary = :summary, \
+             commentCount = :comments, likeCount = :likes, version = :version, \
+             userVersion = :uv",
+        )
+        .value(":username", s(&entry.username))
+        .value(":title", s(&entry.title))
+        .value(":summary", s(&entry.summary))
+        .value(":comments", n(entry.comment_count))
+        .value(":likes", n(entry.like_count));
+        // An entry written before entries carried `userVersion` takes the
+        // first image at its version or later, and has it from then on.
+        let older = Expr::new(
+            "attribute_exists(PK) AND (version < :version OR userVersion < :uv \
+             OR (attribute_not_exists(userVersion) AND version <= :version))",
+        )
+        .value(":uv", n(entry.user_version))
+        .value(":version", n(entry.version));
+        let write = Write::update(entry.key().item(), change).when(older);
+        Ok(match self.db.write("refresh feed entry", &write).await? {
+            Outcome::Done(_) => Copied::Written,
+            Outcome::ConditionFailed { .. } => Copied::Stale,
         })
     }
 
-    /// Keeps the newest [`FEED_CAPACITY`] entries (or the store's capacity):
-    /// raises the floor to the newest entry beyond them, deletes those, and
-    /// sets the count to what is left. Returns how many writes it issued.
-    /// Raising the floor first means a crash between the steps leaves entries
-    /// that the next trim removes, never a post that can return. It reads the
-    /// whole feed (its keys), so it runs only when the count has passed the
-    /// slack: once every fifth of the capacity's posts.
+    /// Fan-out: keeps the newest [`FEED_CAPACITY`] entries (or the store's
+    /// capacity): raises the floor to the newest entry beyond them, deletes
+    /// those, and sets the count to what is left. Returns how many writes it
+    /// issued. Raising the floor first means a crash between the steps leaves
+    /// entries that the next trim removes, never a post that can return. It
+    /// reads the whole feed (its keys), so it runs only when the count has
+    /// passed the slack: once every fifth of the capacity's posts.
     pub async fn trim_feed(&self) -> Result<usize, StoreError> {
         #[derive(Deserialize)]
         #[serde(rename_all = "camelCase")]
         struct Id {
             post_id: PostId,
         }
-        let everything = self
-            .feed_entries()
-            .projection_expression("postId")
-            .consistent_read(true);
-        let ids: Vec<Id> = from_items(self.query_up_to(everything, None, usize::MAX).await?)?;
+        let everything = Self::feed_entries()
+            .project(Expr::new("postId"))
+            .consistent();
+        let ids = self
+            .db
+            .query_up_to("read the feed", &everything, None, usize::MAX);
+        let ids: Vec<Id> = from_items(ids.await?)?;
         let mut ids: Vec<PostId> = ids.into_iter().map(|id| id.post_id).collect();
         let kept = self.feed_capacity + feed_reserve(self.feed_capacity);
         let excess = ids.split_off(ids.len().min(kept));
         let Some(newest_excess) = excess.first() else {
             return Ok(0);
         };
-        let remaining = ids.len();
-        let raise = self
-            .client()
-            .update_item()
-            .table_name(self.table())
-            .set_key(Some(key(FEED_PK.to_owned(), FEED_FLOOR_SK)))
-            .update_expression("SET floorPostId = :post, #type = :type, entries = :left")
-            .expression_attribute_values(":left", n(remaining as u64))
-            .condition_expression("attribute_not_exists(floorPostId) OR floorPostId < :post")
-            .expression_attribute_names("#type", "type")
-            .expression_attribute_values(":post", s(newest_excess.to_string()))
-            .expression_attribute_values(":type", ItemType::FeedFloor.attribute()?)
-            .return_consumed_capacity(ReturnConsumedCapacity::Indexes);
-        let raised = self
-            .backoff()
-            .send("raise feed floor", || raise.clone().send())
-            .await;
-        // False when another trim raised it as far or further: fine too.
-        condition_held(raised)?;
+        let change = Expr::new("SET floorPostId = :post, #type = :type, entries = :left")
+            .value(":left", n(ids.len() as u64))
+            .value(":post", s(newest_excess.to_string()));
+        let higher = Expr::new("attribute_not_exists(floorPostId) OR floorPostId < :post");
+        let raise = Write::update(floor_key().item(), floor_type(change)?).when(higher);
+        // Refused when another trim raised it as far or further: fine too.
+        self.db.write("raise feed floor", &raise).await?;
         for post in &excess {
             self.remove_feed_entry(post).await?;
         }
@@ -344,97 +314,48 @@ impl Store {
     /// count goes one down if the entry was there (a redelivery finds none).
     /// The next newest entry, kept in reserve, shows in its place.
     pub async fn leave_feed(&self, post: &PostId) -> Result<bool, StoreError> {
-        let delete = self
-            .client()
-            .delete_item()
-            .table_name(self.table())
-            .set_key(Some(key(FEED_PK.to_owned(), keys::feed_sk(post))))
-            .return_values(ReturnValue::AllOld)
-            .return_consumed_capacity(ReturnConsumedCapacity::Indexes);
-        let deleted = self
-            .backoff()
-            .send("leave feed", || delete.clone().send())
-            .await
-            .map_err(classify)?;
-        if deleted.attributes.is_none_or(|old| old.is_empty()) {
+        let delete = Write::delete(FeedEntryItem::key_of(post).item()).returning(Returning::Old);
+        let Outcome::Done(Some(_)) = self.db.write("leave feed", &delete).await? else {
             return Ok(false);
-        }
-        let uncount = self
-            .client()
-            .update_item()
-            .table_name(self.table())
-            .set_key(Some(key(FEED_PK.to_owned(), FEED_FLOOR_SK)))
-            .update_expression("SET entries = entries - :one")
-            .condition_expression("entries > :zero")
-            .expression_attribute_values(":one", n(1))
-            .expression_attribute_values(":zero", n(0))
-            .return_consumed_capacity(ReturnConsumedCapacity::Indexes);
+        };
+        let change = Expr::new("SET entries = entries - :one").value(":one", n(1));
+        let positive = Expr::new("entries > :zero").value(":zero", n(0));
+        let uncount = Write::update(floor_key().item(), change).when(positive);
         // A count already at 0 (it drifted) stays there; the next trim recounts.
-        condition_held(
-            self.backoff()
-                .send("uncount feed entry", || uncount.clone().send())
-                .await,
-        )?;
+        self.db.write("uncount feed entry", &uncount).await?;
         Ok(true)
     }
 
-    /// Deletes a post's feed entry, if there is one: the trim's and the
-    /// audit's.
+    /// Deletes a post's feed entry, if there is one: the trim's (fan-out) and
+    /// the audit's (admin).
     pub(crate) async fn remove_feed_entry(&self, post: &PostId) -> Result<(), StoreError> {
-        let delete = self
-            .client()
-            .delete_item()
-            .table_name(self.table())
-            .set_key(Some(key(FEED_PK.to_owned(), keys::feed_sk(post))))
-            .return_consumed_capacity(ReturnConsumedCapacity::Indexes);
-        self.backoff()
-            .send("remove feed entry", || delete.clone().send())
+        let delete = Write::delete(FeedEntryItem::key_of(post).item());
+        self.db
+            .write("remove feed entry", &delete)
             .await
             .map(|_| ())
-            .map_err(classify)
     }
 
-    /// The audit's repair of a feed entry: puts `entry` unless the feed holds
-    /// a newer copy of the post (the fan-out wrote one meanwhile).
+    /// The audit's repair of a feed entry (admin): puts `entry` unless the
+    /// feed holds a newer copy of the post (the fan-out wrote one meanwhile).
     pub(crate) async fn repair_feed_entry(
         &self,
         entry: &FeedEntryItem,
     ) -> Result<bool, StoreError> {
-        let put = self
-            .client()
-            .put_item()
-            .table_name(self.table())
-            .set_item(Some(to_item(entry)?))
-            .condition_expression(
-                "attribute_not_exists(PK) OR (version <= :version AND userVersion <= :uv)",
-            )
-            .expression_attribute_values(":version", n(entry.version))
-            .expression_attribute_values(":uv", n(entry.user_version))
-            .return_consumed_capacity(ReturnConsumedCapacity::Indexes);
-        condition_held(
-            self.backoff()
-                .send("repair feed entry", || put.clone().send())
-                .await,
-        )
+        let not_newer =
+            Expr::new("attribute_not_exists(PK) OR (version <= :version AND userVersion <= :uv)")
+                .value(":version", n(entry.version))
+                .value(":uv", n(entry.user_version));
+        let put = Write::put(entry)?.when(not_newer);
+        Ok(self.db.write("repair feed entry", &put).await?.done())
     }
 
-    /// The audit's repair of the floor: sets it to `post`, lower than a trim
-    /// would ever set it, so that no post the feed shows is kept out.
+    /// The audit's repair of the floor (admin): sets it to `post`, lower than
+    /// a trim would ever set it, so that no post the feed shows is kept out.
     pub(crate) async fn set_feed_floor(&self, post: &PostId) -> Result<bool, StoreError> {
-        let update = self
-            .client()
-            .update_item()
-            .table_name(self.table())
-            .set_key(Some(key(FEED_PK.to_owned(), FEED_FLOOR_SK)))
-            .update_expression("SET floorPostId = :floor, #type = :type")
-            .expression_attribute_names("#type", "type")
-            .expression_attribute_values(":floor", s(post.to_string()))
-            .expression_attribute_values(":type", ItemType::FeedFloor.attribute()?)
-            .return_consumed_capacity(ReturnConsumedCapacity::Indexes);
-        condition_held(
-            self.backoff()
-                .send("set feed floor", || update.clone().send())
-                .await,
-        )
+        let change = Expr::new("SET floorPostId = :floor, #type = :type")
+            .value(":floor", s(post.to_string()));
+        let write = Write::update(floor_key().item(), floor_type(change)?);
+        Ok(self.db.write("set feed floor", &write).await?.done())
     }
 }

@@ -1,15 +1,18 @@
 //! Likes (C4) and a post's list of likes (Q5), in the post's partition.
 
-use aws_sdk_dynamodb::types::{Delete, ReturnConsumedCapacity};
 use serde::{Deserialize, Serialize};
 
 use super::{
-    Busy, Cancelled, ItemType, Store, StoreError, from_item, key, posts::PostItem, s,
+    Busy, ItemType, Store, StoreError,
+    item::{Entity, Key},
+    posts::{Counter, PostItem, Step},
+    s,
+    table::{Expr, Query, TxOutcome, Write},
     users::UserItem,
 };
 use crate::{
     ids::{LikeId, PostId, UserId},
-    keys::{self, LIKE_PREFIX, PK, SK},
+    keys::{self, LIKE_PREFIX},
     model::{Like, Page},
 };
 
@@ -23,16 +26,6 @@ const UNLIKE_ATTEMPTS: usize = 5;
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct LikeItem {
-    #[serde(rename = "PK")]
-    pub pk: String,
-    #[serde(rename = "SK")]
-    pub sk: String,
-    #[serde(rename = "GSI1PK")]
-    pub gsi1pk: String,
-    #[serde(rename = "GSI1SK")]
-    pub gsi1sk: String,
-    #[serde(rename = "type")]
-    pub kind: ItemType,
     pub like_id: LikeId,
     pub post_id: PostId,
     pub user_id: UserId,
@@ -45,11 +38,6 @@ impl LikeItem {
     /// `liker`'s like of `post`, made when `like_id` was.
     pub fn new(post: PostId, like_id: LikeId, liker: &UserItem) -> Self {
         Self {
-            pk: keys::post_pk(&post),
-            sk: keys::like_sk(&like_id),
-            gsi1pk: keys::user_items_pk(&liker.user_id),
-            gsi1sk: keys::user_like_sk(&like_id),
-            kind: ItemType::Like,
             like_id,
             post_id: post,
             user_id: liker.user_id.clone(),
@@ -57,6 +45,21 @@ impl LikeItem {
             user_version: liker.version,
             created_at: like_id.created_at(),
         }
+    }
+}
+
+impl Entity for LikeItem {
+    const TYPE: ItemType = ItemType::Like;
+    /// The key holds a like id made for this like.
+    const OWN: &'static [&'static str] = &[];
+
+    fn key(&self) -> Key {
+        Key::new(keys::post_pk(&self.post_id), keys::like_sk(&self.like_id))
+    }
+
+    fn gsi1(&self) -> Option<Key> {
+        let pk = keys::user_items_pk(&self.user_id);
+        Some(Key::new(pk, keys::user_like_sk(&self.like_id)))
     }
 }
 
@@ -76,12 +79,7 @@ impl From<LikeItem> for Like {
 #[derive(Debug, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub(super) struct LikerMarker {
-    #[serde(rename = "PK")]
-    pk: String,
-    #[serde(rename = "SK")]
-    sk: String,
-    #[serde(rename = "type")]
-    kind: ItemType,
+    post_id: PostId,
     like_id: LikeId,
     user_id: UserId,
 }
@@ -90,12 +88,44 @@ impl LikerMarker {
     /// The marker that guards `like`.
     pub(super) fn for_like(like: &LikeItem) -> Self {
         Self {
-            pk: like.pk.clone(),
-            sk: keys::liker_sk(&like.user_id),
-            kind: ItemType::Liker,
+            post_id: like.post_id,
             like_id: like.like_id,
             user_id: like.user_id.clone(),
         }
+    }
+
+    fn key_of(post: &PostId, liker: &UserId) -> Key {
+        Key::new(keys::post_pk(post), keys::liker_sk(liker))
+    }
+}
+
+impl Entity for LikerMarker {
+    const TYPE: ItemType = ItemType::Liker;
+    /// One per (post, user); it names the like it guards.
+    const OWN: &'static [&'static str] = &["likeId"];
+
+    fn key(&self) -> Key {
+        Self::key_of(&self.post_id, &self.user_id)
+    }
+
+    /// Markers written before they carried `postId` take it from their key.
+    fn from_item(item: super::Item) -> Result<Self, StoreError> {
+        #[derive(Deserialize)]
+        #[serde(rename_all = "camelCase")]
+        struct Stored {
+            post_id: Option<PostId>,
+            like_id: LikeId,
+            user_id: UserId,
+        }
+        let key = Key::of(&item)?;
+        let stored: Stored = super::from_item(item)?;
+        let post_id = stored.post_id.or_else(|| keys::post_of_pk(&key.pk));
+        Ok(Self {
+            post_id: post_id
+                .ok_or_else(|| StoreError::Internal(format!("a like marker under {}", key.pk)))?,
+            like_id: stored.like_id,
+            user_id: stored.user_id,
+        })
     }
 }
 
@@ -107,32 +137,34 @@ pub enum Liked {
 }
 
 impl Store {
-    /// C4: the marker, the like and the post's `likeCount` change commit
-    /// together; a second like by the same user fails on the marker and changes
-    /// nothing. The like copies the liker's username as read; a rename racing
-    /// with it is caught up by the fan-out's INSERT rule.
+    /// C4 (request): the marker, the like and the post's `likeCount` change
+    /// commit together; a second like by the same user fails on the marker
+    /// and changes nothing. The like copies the liker's username as read; a
+    /// rename racing with it is caught up by the fan-out's INSERT rule.
     pub async fn like_post(&self, post: &PostId, liker: &UserId) -> Result<Liked, StoreError> {
         let profile = self.author(liker).await?;
         // A like taken back between the refused put and the read of the
         // existing one: like again.
         for _ in 0..UNLIKE_ATTEMPTS {
             let like = LikeItem::new(*post, LikeId::generate(), &profile);
-            let mut tx = self.transaction("like");
-            let marker = tx.put_new("liker marker", &LikerMarker::for_like(&like))?;
-            tx.put_new("like", &like)?;
-            let counted = self.count_on_post(&mut tx, post, "likeCount", true)?;
-            match tx.commit().await {
-                Ok(()) => return Ok(Liked::New(like.into())),
-                Err(Cancelled::Conditions(failed)) if failed.failed(counted) => {
+            let mut tx = self.db.transaction("like");
+            let marker = tx.add(
+                "liker marker",
+                Write::create(&LikerMarker::for_like(&like))?,
+            );
+            tx.add("like", Write::create(&like)?);
+            let counted = tx.add("post", PostItem::count(post, Counter::Likes, Step::Up));
+            match tx.commit().await? {
+                TxOutcome::Committed => return Ok(Liked::New(like.into())),
+                TxOutcome::ConditionFailed(failed) if failed.failed(counted) => {
                     return Err(StoreError::PostNotFound);
                 }
-                Err(Cancelled::Conditions(failed)) if failed.failed(marker) => {
+                TxOutcome::ConditionFailed(failed) if failed.failed(marker) => {
                     if let Some(existing) = self.existing_like(post, liker).await? {
                         return Ok(Liked::Already(existing));
                     }
                 }
-                Err(Cancelled::Conditions(failed)) => return Err(failed.unexpected("like")),
-                Err(Cancelled::Store(err)) => return Err(err),
+                TxOutcome::ConditionFailed(failed) => return Err(failed.unexpected("like")),
             }
         }
         Err(StoreError::busy(
@@ -148,68 +180,56 @@ impl Store {
         post: &PostId,
         liker: &UserId,
     ) -> Result<Option<Like>, StoreError> {
-        let marker = self
-            .get(key(keys::post_pk(post), keys::liker_sk(liker)), true)
-            .await?;
-        let Some(marker) = marker else {
+        let marker_key = LikerMarker::key_of(post, liker).item();
+        let Some(marker) = self.db.get_entity::<LikerMarker>(marker_key, true).await? else {
             return Ok(None);
         };
-        let marker: LikerMarker = from_item(marker)?;
+        let like_key = Key::new(keys::post_pk(post), keys::like_sk(&marker.like_id));
         let like = self
-            .get(
-                key(keys::post_pk(post), keys::like_sk(&marker.like_id)),
-                true,
-            )
+            .db
+            .get_entity::<LikeItem>(like_key.item(), true)
             .await?;
-        like.map(|like| from_item::<LikeItem>(like).map(Like::from))
-            .transpose()
+        Ok(like.map(Like::from))
     }
 
-    /// C4 taken back: the caller's like of `post`, its marker and one off the
-    /// post's `likeCount` go together. `false` when there is no like to take
-    /// back (answered 204 all the same); an error if there is no such post.
-    /// The marker is deleted only if it still names the like read, so a
-    /// concurrent unlike and like again are read afresh.
+    /// C4 taken back (request): the caller's like of `post`, its marker and
+    /// one off the post's `likeCount` go together. `false` when there is no
+    /// like to take back (answered 204 all the same); an error if there is
+    /// no such post. The marker is deleted only if it still names the like
+    /// read, so a concurrent unlike and like again are read afresh.
     pub async fn unlike_post(&self, post: &PostId, liker: &UserId) -> Result<bool, StoreError> {
-        let marker_key = key(keys::post_pk(post), keys::liker_sk(liker));
+        let marker_key = LikerMarker::key_of(post, liker).item();
         for _ in 0..UNLIKE_ATTEMPTS {
-            let Some(marker) = self.get(marker_key.clone(), true).await? else {
-                return match self.get(PostItem::key(post), true).await? {
+            let marker = self.db.get_entity::<LikerMarker>(marker_key.clone(), true);
+            let Some(marker) = marker.await? else {
+                return match self.db.get(PostItem::key(post), true).await? {
                     Some(_) => Ok(false),
                     None => Err(StoreError::PostNotFound),
                 };
             };
-            let marker: LikerMarker = from_item(marker)?;
-            let unmark = Delete::builder()
-                .table_name(self.table())
-                .set_key(Some(marker_key.clone()))
-                .condition_expression("likeId = :like")
-                .expression_attribute_values(":like", s(marker.like_id.to_string()))
-                .build()?;
-            let remove = Delete::builder()
-                .table_name(self.table())
-                .set_key(Some(key(
-                    keys::post_pk(post),
-                    keys::like_sk(&marker.like_id),
-                )))
-                .condition_expression("attribute_exists(PK)")
-                .build()?;
-            let mut tx = self.transaction("unlike");
-            let unmarked = tx.delete("liker marker", unmark);
-            let removed = tx.delete("like", remove);
-            let counted = self.count_on_post(&mut tx, post, "likeCount", false)?;
-            match tx.commit().await {
-                Ok(()) => return Ok(true),
-                // Taken back or given again meanwhile: read the marker again.
-                Err(Cancelled::Conditions(failed)) if failed.failed(unmarked) => continue,
-                Err(Cancelled::Conditions(failed)) if failed.failed(counted) => {
+            let names_it =
+                Expr::new("likeId = :like").value(":like", s(marker.like_id.to_string()));
+            let like_key = Key::new(keys::post_pk(post), keys::like_sk(&marker.like_id));
+            let exists = Expr::new("attribute_exists(PK)");
+            let mut tx = self.db.transaction("unlike");
+            let unmarked = tx.add(
+                "liker marker",
+                Write::delete(marker_key.clone()).when(names_it),
+            );
+            let removed = tx.add("like", Write::delete(like_key.item()).when(exists));
+            let counted = tx.add("post", PostItem::count(post, Counter::Likes, Step::Down));
+            match tx.commit().await? {
+                TxOutcome::Committed => return Ok(true),
+                // Taken back or given again meanwhile (or by this very
+                // request, its answer lost): read the marker again.
+                TxOutcome::ConditionFailed(failed) if failed.failed(unmarked) => continue,
+                TxOutcome::ConditionFailed(failed) if failed.failed(counted) => {
                     return Err(StoreError::PostNotFound);
                 }
-                Err(Cancelled::Conditions(failed)) if failed.failed(removed) => {
+                TxOutcome::ConditionFailed(failed) if failed.failed(removed) => {
                     return Err(failed.unexpected("unlike: the marked like is missing"));
                 }
-                Err(Cancelled::Conditions(failed)) => return Err(failed.unexpected("unlike")),
-                Err(Cancelled::Store(err)) => return Err(err),
+                TxOutcome::ConditionFailed(failed) => return Err(failed.unexpected("unlike")),
             }
         }
         Err(StoreError::busy(
@@ -218,7 +238,7 @@ impl Store {
         ))
     }
 
-    /// Q5: one Query in the post's partition, newest first.
+    /// Q5 (request): one Query in the post's partition, newest first.
     pub async fn list_likes(
         &self,
         post: &PostId,
@@ -227,20 +247,12 @@ impl Store {
     ) -> Result<Page<Like>, StoreError> {
         let list = format!("likes:{post}");
         let after = super::pages::resume_after(&list, cursor, LikeId::parse)?;
-        let start = after.map(|like| key(keys::post_pk(post), keys::like_sk(&like)));
-        let query = self
-            .client()
-            .query()
-            .table_name(self.table())
-            .key_condition_expression("#pk = :pk AND begins_with(#sk, :prefix)")
-            .expression_attribute_names("#pk", PK)
-            .expression_attribute_names("#sk", SK)
-            .expression_attribute_values(":pk", s(keys::post_pk(post)))
-            .expression_attribute_values(":prefix", s(LIKE_PREFIX))
-            .scan_index_forward(false)
-            .return_consumed_capacity(ReturnConsumedCapacity::Indexes);
+        let start = after.map(|like| Key::new(keys::post_pk(post), keys::like_sk(&like)).item());
+        let query = Query::partition(keys::post_pk(post))
+            .begins_with(LIKE_PREFIX)
+            .newest_first();
         let page = self
-            .list_page(&list, query, start, limit, |l: &LikeItem| {
+            .list_page(&list, &query, start, limit, |l: &LikeItem| {
                 l.like_id.to_string()
             })
             .await?;

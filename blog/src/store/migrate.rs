@@ -7,10 +7,13 @@
 //! and a post an edit moved meanwhile is left alone. Until a table is
 //! migrated, every read and write serves both shapes.
 
-use aws_sdk_dynamodb::types::ReturnConsumedCapacity;
 use serde::Deserialize;
 
-use super::{ItemType, Store, StoreError, classify, from_items};
+use super::{
+    ItemType, Store, StoreError, from_items,
+    item::TYPE,
+    table::{Expr, Scan},
+};
 use crate::ids::PostId;
 
 /// What a migration run did.
@@ -33,22 +36,14 @@ impl Store {
         let mut done = Migrated::default();
         let mut start = None;
         loop {
-            let scan = self
-                .client()
-                .scan()
-                .table_name(self.table())
-                .filter_expression("#type = :post AND attribute_exists(content)")
-                .projection_expression("postId")
-                .expression_attribute_names("#type", "type")
-                .expression_attribute_values(":post", ItemType::Post.attribute()?)
-                .set_exclusive_start_key(start)
-                .return_consumed_capacity(ReturnConsumedCapacity::Total);
-            let page = self
-                .backoff()
-                .send("migration scan", || scan.clone().send())
-                .await
-                .map_err(classify)?;
-            let old: Vec<Old> = from_items(page.items.unwrap_or_default())?;
+            let old_posts = Expr::new("#type = :post AND attribute_exists(content)")
+                .name("#type", TYPE)
+                .value(":post", ItemType::Post.attribute()?);
+            let scan = Scan::default()
+                .filter(old_posts)
+                .project(Expr::new("postId"));
+            let page = self.db.scan_page("migration scan", &scan, start).await?;
+            let old: Vec<Old> = from_items(page.items)?;
             for post in old {
                 done.found += 1;
                 if self.migrate_post(&post.post_id).await? {
@@ -56,7 +51,7 @@ impl Store {
                 }
             }
             tracing::info!(found = done.found, moved = done.moved, "migration progress");
-            start = page.last_evaluated_key;
+            start = page.next;
             if start.is_none() {
                 return Ok(done);
             }

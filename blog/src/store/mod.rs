@@ -1,11 +1,13 @@
 //! Single-table data access. One module per entity (`users`, `posts`,
-//! `comments`, `likes`, `feed`); each owns its item shapes, which build their
-//! own keys through [`crate::keys`], and its operations. Around them, one
-//! module per concern: `error` (what operations fail with), `retry` (what
-//! DynamoDB answers when busy, and backoff), `transaction` (TransactWriteItems
-//! by name, with tokens), `pages` (lists past 1 MB), `encoding` (items and
-//! attribute values), `client` (the SDK client), `size` (item sizes and
-//! billed units), `table` (the table's definition).
+//! `comments`, `likes`, `feed`); each owns its item shapes, which know their
+//! own keys ([`item::Entity`]), and its operations, which it describes as
+//! [`table::Write`]s, [`table::Query`]s and transactions. Only [`table`]
+//! talks to DynamoDB: the table's name, metering, client request tokens,
+//! retries and the classification of errors live there once.
+//!
+//! Each operation says which caller it serves: a request (C1–C4, Q1–Q6 and
+//! the take-backs), the fan-out (the stream Lambda), or an admin tool
+//! (`blog-admin`: audit, migration, replay, table creation).
 
 #[cfg(feature = "bulk")]
 pub mod bulk;
@@ -13,9 +15,9 @@ mod client;
 pub mod comments;
 pub mod cursor;
 pub mod deletion;
-mod encoding;
 mod error;
 pub mod feed;
+pub mod item;
 pub mod likes;
 pub mod meter;
 pub mod migrate;
@@ -23,35 +25,29 @@ mod pages;
 pub mod parked;
 pub mod posts;
 pub mod rename;
-pub mod retry;
 pub mod size;
 pub mod table;
-mod transaction;
 pub mod users;
 
 use std::time::Duration;
 
-use aws_sdk_dynamodb::{Client, types::Update};
+use aws_sdk_dynamodb::Client;
 
 pub use client::{dynamodb_client, dynamodb_client_metered, sdk_config, streams_client};
-pub use encoding::{Item, ItemType};
-pub(crate) use encoding::{from_item, from_items, key, n, s, to_item};
-pub use error::{StoreError, classify};
-pub(crate) use error::{classify_service, condition_held, describe};
-pub use retry::{Backoff, Busy};
-pub use transaction::request_scope;
-pub(crate) use transaction::{Cancelled, Slot, Transaction};
+pub use error::StoreError;
+pub use item::{Item, ItemType};
+pub(crate) use item::{from_item, from_items};
+pub use table::{Backoff, Busy, classify, request_scope};
+pub(crate) use table::{n, s};
 
 /// How long the rename fan-out allows GSI1 to catch up with a write. DynamoDB
 /// documents GSI propagation as usually under a second; twice that leaves room.
 pub const GSI_LAG_BOUND: Duration = Duration::from_secs(2);
 
-/// The table, and the one SDK client a process shares across invocations.
+/// The table, and the settings its operations share.
 #[derive(Clone, Debug)]
 pub struct Store {
-    client: Client,
-    table: String,
-    backoff: Backoff,
+    db: table::Table,
     feed_capacity: usize,
     gsi_lag_bound: Duration,
 }
@@ -59,9 +55,7 @@ pub struct Store {
 impl Store {
     pub fn new(client: Client, table: impl Into<String>) -> Self {
         Self {
-            client,
-            table: table.into(),
-            backoff: Backoff::default(),
+            db: table::Table::new(client, table),
             feed_capacity: feed::FEED_CAPACITY,
             gsi_lag_bound: GSI_LAG_BOUND,
         }
@@ -69,7 +63,7 @@ impl Store {
 
     /// Replaces the retry policy (tests make it fast, or give up at once).
     pub fn with_backoff(mut self, backoff: Backoff) -> Self {
-        self.backoff = backoff;
+        self.db = self.db.with_backoff(backoff);
         self
     }
 
@@ -96,69 +90,21 @@ impl Store {
         self.feed_capacity
     }
 
+    /// The table layer, through which every operation reaches DynamoDB.
+    pub fn db(&self) -> &table::Table {
+        &self.db
+    }
+
     pub fn client(&self) -> &Client {
-        &self.client
+        self.db.client()
     }
 
+    /// The table's name.
     pub fn table(&self) -> &str {
-        &self.table
+        self.db.name()
     }
 
-    pub(crate) fn backoff(&self) -> &Backoff {
-        &self.backoff
-    }
-
-    /// One GetItem, retried while DynamoDB is busy; strongly consistent when
-    /// a write depends on what it reads.
-    pub(crate) async fn get(
-        &self,
-        key: Item,
-        consistent: bool,
-    ) -> Result<Option<Item>, StoreError> {
-        let get = self
-            .client()
-            .get_item()
-            .table_name(self.table())
-            .set_key(Some(key))
-            .consistent_read(consistent)
-            .return_consumed_capacity(aws_sdk_dynamodb::types::ReturnConsumedCapacity::Indexes);
-        let output = self
-            .backoff()
-            .send("get", || get.clone().send())
-            .await
-            .map_err(classify)?;
-        Ok(output.item)
-    }
-
-    /// The post's `counter` one up (`up`) or one down, in the transaction that
-    /// adds or removes what it counts; its `version` one up. Its condition
-    /// fails if the post is gone, and, going down, if the counter is already
-    /// 0 (which an exact count never is while the counted item exists).
-    fn count_on_post(
-        &self,
-        tx: &mut Transaction<'_>,
-        post: &crate::ids::PostId,
-        counter: &str,
-        up: bool,
-    ) -> Result<Slot, StoreError> {
-        let (change, condition) = if up {
-            ("#counter + :one", "attribute_exists(PK)")
-        } else {
-            (
-                "#counter - :one",
-                "attribute_exists(PK) AND #counter > :zero",
-            )
-        };
-        let mut update = Update::builder()
-            .table_name(self.table())
-            .set_key(Some(key(crate::keys::post_pk(post), crate::keys::POST_SK)))
-            .update_expression(format!("SET #counter = {change}, version = version + :one"))
-            .condition_expression(condition)
-            .expression_attribute_names("#counter", counter)
-            .expression_attribute_values(":one", n(1));
-        if !up {
-            update = update.expression_attribute_values(":zero", n(0));
-        }
-        Ok(tx.update("post", update.build()?))
+    pub fn backoff(&self) -> &Backoff {
+        self.db.backoff()
     }
 }

@@ -6,57 +6,25 @@
 //! one item more than the page so that `nextCursor` is `null` exactly on the
 //! last page.
 
-use aws_sdk_dynamodb::operation::query::builders::QueryFluentBuilder;
 use serde::de::DeserializeOwned;
 
-use super::{Item, Store, StoreError, classify, cursor, from_items};
+use super::{Item, Store, StoreError, cursor, from_items, table::Query};
 use crate::model::Page;
 
 impl Store {
-    /// Runs `query` (its key condition and direction set) from after `start`,
-    /// call after call, until `want` items have come back or the partition
-    /// has no more.
-    pub(crate) async fn query_up_to(
-        &self,
-        query: QueryFluentBuilder,
-        mut start: Option<Item>,
-        want: usize,
-    ) -> Result<Vec<Item>, StoreError> {
-        let mut items = Vec::new();
-        while items.len() < want {
-            let left = i32::try_from(want - items.len()).unwrap_or(i32::MAX);
-            let page = self
-                .backoff()
-                .send("query", || {
-                    query
-                        .clone()
-                        .limit(left)
-                        .set_exclusive_start_key(start.clone())
-                        .send()
-                })
-                .await
-                .map_err(classify)?;
-            items.extend(page.items.unwrap_or_default());
-            start = page.last_evaluated_key;
-            if start.is_none() {
-                break;
-            }
-        }
-        Ok(items)
-    }
-
     /// One page of the list `list` (the cursor's namespace): `limit` items of
     /// type `T` after `start`, and a cursor naming the last one when more follow.
     pub(crate) async fn list_page<T: DeserializeOwned>(
         &self,
         list: &str,
-        query: QueryFluentBuilder,
+        query: &Query,
         start: Option<Item>,
         limit: usize,
         id_of: impl Fn(&T) -> String,
     ) -> Result<Page<T>, StoreError> {
         let items = self
-            .query_up_to(query, start, limit.saturating_add(1))
+            .db
+            .query_up_to("list", query, start, limit.saturating_add(1))
             .await?;
         let mut items: Vec<T> = from_items(items)?;
         let more = items.len() > limit;

@@ -9,10 +9,13 @@
 //! stream records.
 
 use aws_lambda_events::event::dynamodb::EventRecord;
-use aws_sdk_dynamodb::types::ReturnConsumedCapacity;
 use serde::{Deserialize, Serialize};
 
-use super::{Item, ItemType, Store, StoreError, classify, from_items, key, s, to_item};
+use super::{
+    Item, ItemType, Store, StoreError, from_items,
+    item::{Entity, Key},
+    table::{Query, Write},
+};
 use crate::keys::{self, PARKED_PK, PARKED_PREFIX};
 
 /// A record too large for one item (400 KB) cannot be parked; none of the
@@ -23,12 +26,6 @@ const MAX_RECORD_BYTES: usize = 350 * 1024;
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ParkedRecordItem {
-    #[serde(rename = "PK")]
-    pub pk: String,
-    #[serde(rename = "SK")]
-    pub sk: String,
-    #[serde(rename = "type")]
-    pub kind: ItemType,
     pub shard_id: String,
     pub sequence_number: String,
     pub event_name: String,
@@ -56,9 +53,6 @@ impl ParkedRecordItem {
             )));
         }
         Ok(Self {
-            pk: PARKED_PK.to_owned(),
-            sk: keys::parked_sk(&sequence_number, shard_id),
-            kind: ItemType::ParkedRecord,
             shard_id: shard_id.to_owned(),
             sequence_number,
             event_name: record.event_name.clone(),
@@ -70,68 +64,56 @@ impl ParkedRecordItem {
     /// The record, as the fan-out takes it.
     pub fn record(&self) -> Result<EventRecord, StoreError> {
         serde_json::from_str(&self.record).map_err(|e| {
-            StoreError::Internal(format!("parked record {} is unreadable: {e}", self.sk))
+            let at = &self.sequence_number;
+            StoreError::Internal(format!("parked record {at} is unreadable: {e}"))
         })
     }
 }
 
+impl Entity for ParkedRecordItem {
+    const TYPE: ItemType = ItemType::ParkedRecord;
+    /// Parking the same record again writes the same item.
+    const OWN: &'static [&'static str] = &[];
+
+    fn key(&self) -> Key {
+        let sk = keys::parked_sk(&self.sequence_number, &self.shard_id);
+        Key::new(PARKED_PK.to_owned(), sk)
+    }
+}
+
 impl Store {
-    /// Keeps `item` (an unconditional put: parking a record again rewrites the
-    /// same item).
+    /// Keeps `item` (the fan-out's park-failures; an unconditional put:
+    /// parking a record again rewrites the same item).
     pub async fn park(&self, item: &ParkedRecordItem) -> Result<(), StoreError> {
-        let put = self
-            .client()
-            .put_item()
-            .table_name(self.table())
-            .set_item(Some(to_item(item)?))
-            .return_consumed_capacity(ReturnConsumedCapacity::Indexes);
-        self.backoff()
-            .send("park a stream record", || put.clone().send())
+        let put = Write::put(item)?;
+        self.db
+            .write("park a stream record", &put)
             .await
             .map(|_| ())
-            .map_err(classify)
     }
 
-    /// One page of parked records, oldest sequence number first, and where the
-    /// next page starts.
+    /// One page of parked records (admin: `blog-admin replay`), oldest
+    /// sequence number first, and where the next page starts.
     pub async fn parked_page(
         &self,
         start: Option<Item>,
     ) -> Result<(Vec<ParkedRecordItem>, Option<Item>), StoreError> {
-        let query = self
-            .client()
-            .query()
-            .table_name(self.table())
-            .key_condition_expression("PK = :pk AND begins_with(SK, :prefix)")
-            .expression_attribute_values(":pk", s(PARKED_PK))
-            .expression_attribute_values(":prefix", s(PARKED_PREFIX))
-            .consistent_read(true)
-            .limit(100)
-            .set_exclusive_start_key(start)
-            .return_consumed_capacity(ReturnConsumedCapacity::Indexes);
+        let query = Query::partition(PARKED_PK.to_owned())
+            .begins_with(PARKED_PREFIX)
+            .consistent();
         let page = self
-            .backoff()
-            .send("read parked records", || query.clone().send())
-            .await
-            .map_err(classify)?;
-        Ok((
-            from_items(page.items.unwrap_or_default())?,
-            page.last_evaluated_key,
-        ))
+            .db
+            .query_page("read parked records", &query, start, Some(100))
+            .await?;
+        Ok((from_items(page.items)?, page.next))
     }
 
-    /// Forgets a parked record once it has been applied.
+    /// Forgets a parked record once it has been applied (admin).
     pub async fn unpark(&self, item: &ParkedRecordItem) -> Result<(), StoreError> {
-        let delete = self
-            .client()
-            .delete_item()
-            .table_name(self.table())
-            .set_key(Some(key(item.pk.clone(), item.sk.clone())))
-            .return_consumed_capacity(ReturnConsumedCapacity::Indexes);
-        self.backoff()
-            .send("unpark a stream record", || delete.clone().send())
+        let delete = Write::delete(item.key().item());
+        self.db
+            .write("unpark a stream record", &delete)
             .await
             .map(|_| ())
-            .map_err(classify)
     }
 }

@@ -1,17 +1,17 @@
 //! Posts (C2, Q2) and a user's list of posts (Q3, through GSI1).
 
-use aws_sdk_dynamodb::types::{
-    AttributeValue, ConditionCheck, Put, ReturnConsumedCapacity, Update,
-};
 use serde::{Deserialize, Serialize};
 
 use super::{
-    Busy, Cancelled, ItemType, Store, StoreError, condition_held, from_item, key, n, s, to_item,
+    Busy, Item, ItemType, Store, StoreError,
+    item::{Entity, Key},
+    n, s,
+    table::{Expr, Query, TxOutcome, Write},
     users::UserItem,
 };
 use crate::{
     ids::{PostId, UserId},
-    keys::{self, GSI1, GSI1PK, GSI1SK, PK, POST_CONTENT_SK, POST_SK, SK},
+    keys::{self, GSI1PK, GSI1SK, PK, POST_CONTENT_SK, POST_SK, SK},
     model::{Page, Post, PostSummary},
     text, timestamp,
 };
@@ -25,13 +25,55 @@ const EDIT_ATTEMPTS: usize = 5;
 const AS_READ: &str =
     "attribute_exists(PK) AND userId = :editor AND title = :title AND summary = :summary";
 
-/// The values [`AS_READ`] names, for the post item as the edit read it.
-fn as_read(item: &PostItem, editor: &UserId) -> [(&'static str, AttributeValue); 3] {
-    [
-        (":editor", s(editor.as_str())),
-        (":title", s(&item.title)),
-        (":summary", s(&item.summary)),
-    ]
+/// [`AS_READ`] with its values, for the post item as the edit read it.
+fn as_read(item: &PostItem, editor: &UserId) -> Expr {
+    Expr::new(AS_READ)
+        .value(":editor", s(editor.as_str()))
+        .value(":title", s(&item.title))
+        .value(":summary", s(&item.summary))
+}
+
+/// A post's counters. Each is exact: it changes in the transaction that adds
+/// or removes what it counts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Counter {
+    Comments,
+    Likes,
+}
+
+impl Counter {
+    pub const ALL: [Counter; 2] = [Counter::Comments, Counter::Likes];
+
+    /// The post item's attribute that holds it.
+    pub fn attribute(self) -> &'static str {
+        match self {
+            Counter::Comments => "commentCount",
+            Counter::Likes => "likeCount",
+        }
+    }
+
+    /// The sort-key prefix of what it counts, in the post's partition.
+    pub fn counts(self) -> &'static str {
+        match self {
+            Counter::Comments => keys::COMMENT_PREFIX,
+            Counter::Likes => keys::LIKE_PREFIX,
+        }
+    }
+
+    /// Its value on `post`.
+    pub fn of(self, post: &PostItem) -> u64 {
+        match self {
+            Counter::Comments => post.comment_count,
+            Counter::Likes => post.like_count,
+        }
+    }
+}
+
+/// Which way a counter goes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Step {
+    Up,
+    Down,
 }
 
 /// The post item: what lists show (the short form, copied by GSI1 for Q3 and
@@ -43,16 +85,6 @@ fn as_read(item: &PostItem, editor: &UserId) -> [(&'static str, AttributeValue);
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct PostItem {
-    #[serde(rename = "PK")]
-    pub pk: String,
-    #[serde(rename = "SK")]
-    pub sk: String,
-    #[serde(rename = "GSI1PK")]
-    pub gsi1pk: String,
-    #[serde(rename = "GSI1SK")]
-    pub gsi1sk: String,
-    #[serde(rename = "type")]
-    pub kind: ItemType,
     pub post_id: PostId,
     pub user_id: UserId,
     pub username: String,
@@ -74,11 +106,6 @@ impl PostItem {
     /// A new post by `author` (as of the profile's version), made at `at`.
     pub fn new(post_id: PostId, author: &UserItem, title: &str, content: &str, at: &str) -> Self {
         Self {
-            pk: keys::post_pk(&post_id),
-            sk: POST_SK.to_owned(),
-            gsi1pk: keys::user_items_pk(&author.user_id),
-            gsi1sk: keys::user_post_sk(&post_id),
-            kind: ItemType::Post,
             post_id,
             user_id: author.user_id.clone(),
             username: author.username.clone(),
@@ -94,8 +121,46 @@ impl PostItem {
         }
     }
 
-    pub fn key(post: &PostId) -> super::Item {
-        key(keys::post_pk(post), POST_SK)
+    pub fn key(post: &PostId) -> Item {
+        Key::new(keys::post_pk(post), POST_SK).item()
+    }
+
+    /// `counter` of `post` one `step` up or down, with its `version` one up:
+    /// the item of a transaction that adds or removes what it counts. Its
+    /// condition fails if the post is gone, and, going down, if the counter
+    /// is already 0 (which an exact count never is while the counted item
+    /// exists).
+    pub fn count(post: &PostId, counter: Counter, step: Step) -> Write {
+        let (change, condition) = match step {
+            Step::Up => ("#counter + :one", "attribute_exists(PK)"),
+            Step::Down => (
+                "#counter - :one",
+                "attribute_exists(PK) AND #counter > :zero",
+            ),
+        };
+        let change = Expr::new(format!("SET #counter = {change}, version = version + :one"))
+            .name("#counter", counter.attribute())
+            .value(":one", n(1));
+        let mut condition = Expr::new(condition);
+        if step == Step::Down {
+            condition = condition.value(":zero", n(0));
+        }
+        Write::update(Self::key(post), change).when(condition)
+    }
+}
+
+impl Entity for PostItem {
+    const TYPE: ItemType = ItemType::Post;
+    /// The key holds a post id made for this post.
+    const OWN: &'static [&'static str] = &[];
+
+    fn key(&self) -> Key {
+        Key::new(keys::post_pk(&self.post_id), POST_SK)
+    }
+
+    fn gsi1(&self) -> Option<Key> {
+        let pk = keys::user_items_pk(&self.user_id);
+        Some(Key::new(pk, keys::user_post_sk(&self.post_id)))
     }
 }
 
@@ -104,12 +169,6 @@ impl PostItem {
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct PostContentItem {
-    #[serde(rename = "PK")]
-    pub pk: String,
-    #[serde(rename = "SK")]
-    pub sk: String,
-    #[serde(rename = "type")]
-    pub kind: ItemType,
     pub post_id: PostId,
     pub content: String,
     /// When the content last changed: an edit of the content alone leaves
@@ -120,13 +179,21 @@ pub struct PostContentItem {
 impl PostContentItem {
     pub fn new(post: PostId, content: &str, at: &str) -> Self {
         Self {
-            pk: keys::post_pk(&post),
-            sk: POST_CONTENT_SK.to_owned(),
-            kind: ItemType::PostContent,
             post_id: post,
             content: content.to_owned(),
             updated_at: at.to_owned(),
         }
+    }
+}
+
+impl Entity for PostContentItem {
+    const TYPE: ItemType = ItemType::PostContent;
+    /// Beside a post made for this request; the migration's copy of an old
+    /// post's content keeps the post's `updatedAt`.
+    const OWN: &'static [&'static str] = &["updatedAt"];
+
+    fn key(&self) -> Key {
+        Key::new(keys::post_pk(&self.post_id), POST_CONTENT_SK)
     }
 }
 
@@ -178,7 +245,7 @@ pub struct PostEdit<'a> {
 }
 
 impl Store {
-    /// C2: the post item and its content, in one transaction, under the
+    /// C2 (request): the post item and its content, in one transaction, under the
     /// caller's current username (a rename racing with it is caught up by the
     /// fan-out's INSERT rule).
     pub async fn create_post(
@@ -192,21 +259,20 @@ impl Store {
         let now = post_id.created_at();
         let item = PostItem::new(post_id, &profile, title, content, &now);
         let text = PostContentItem::new(post_id, content, &now);
-        let mut tx = self.transaction("create post");
-        tx.put_new("post", &item)?;
-        tx.put_new("post content", &text)?;
-        match tx.commit().await {
-            Ok(()) => Ok(StoredPost {
+        let mut tx = self.db.transaction("create post");
+        tx.add("post", Write::create(&item)?);
+        tx.add("post content", Write::create(&text)?);
+        match tx.commit().await? {
+            TxOutcome::Committed => Ok(StoredPost {
                 item,
                 content: Some(text),
             }
             .into()),
-            Err(Cancelled::Conditions(failed)) => Err(failed.unexpected("create post")),
-            Err(Cancelled::Store(err)) => Err(err),
+            TxOutcome::ConditionFailed(failed) => Err(failed.unexpected("create post")),
         }
     }
 
-    /// Q2: one Query of the post's partition for `begins_with(SK, POST)`: the
+    /// Q2 (request): one Query of the post's partition for `begins_with(SK, POST)`: the
     /// post item and its content. One call, and one read charge for both
     /// (DynamoDB rounds a Query's total size up to 4 KB, where two GetItems,
     /// or a BatchGetItem, would round each item up on its own).
@@ -215,42 +281,34 @@ impl Store {
     }
 
     /// The post item and its content, strongly consistent when a write
-    /// depends on them.
+    /// depends on them (requests, the fan-out and the admin tools).
     pub async fn read_post(
         &self,
         post: &PostId,
         consistent: bool,
     ) -> Result<Option<StoredPost>, StoreError> {
-        let query = self
-            .client()
-            .query()
-            .table_name(self.table())
-            .key_condition_expression("#pk = :pk AND begins_with(#sk, :post)")
-            .expression_attribute_names("#pk", PK)
-            .expression_attribute_names("#sk", SK)
-            .expression_attribute_values(":pk", s(keys::post_pk(post)))
-            .expression_attribute_values(":post", s(keys::POST_ITEMS_PREFIX))
-            .consistent_read(consistent)
-            .return_consumed_capacity(ReturnConsumedCapacity::Indexes);
+        let mut query = Query::partition(keys::post_pk(post)).begins_with(keys::POST_ITEMS_PREFIX);
+        if consistent {
+            query = query.consistent();
+        }
         let mut item = None;
         let mut content = None;
-        for found in self.query_up_to(query, None, 2).await? {
-            let sk = found.get(SK).and_then(|v| v.as_s().ok()).cloned();
-            match sk.as_deref() {
-                Some(POST_SK) => item = Some(from_item::<PostItem>(found)?),
-                Some(POST_CONTENT_SK) => content = Some(from_item::<PostContentItem>(found)?),
+        for found in self.db.query_up_to("read post", &query, None, 2).await? {
+            match Key::of(&found)?.sk.as_str() {
+                POST_SK => item = Some(PostItem::from_item(found)?),
+                POST_CONTENT_SK => content = Some(PostContentItem::from_item(found)?),
                 _ => {}
             }
         }
         Ok(item.map(|item| StoredPost { item, content }))
     }
 
-    /// C2 (edit): the content item, when the content changes, and the post
-    /// item, when what lists show (the title or the summary) changes; one
-    /// transaction either way. The post item's condition (the author, and
-    /// the title and summary as read) makes concurrent edits take turns, so
-    /// the summary is always the content's; likes and comments meanwhile do
-    /// not disturb it.
+    /// C2 (edit; request): the content item, when the content changes, and
+    /// the post item, when what lists show (the title or the summary)
+    /// changes; one transaction either way. The post item's condition (the
+    /// author, and the title and summary as read) makes concurrent edits take
+    /// turns, so the summary is always the content's; likes and comments
+    /// meanwhile do not disturb it.
     pub async fn edit_post(
         &self,
         post: &PostId,
@@ -265,69 +323,24 @@ impl Store {
             if current.item.user_id != *editor {
                 return Err(StoreError::NotAuthor);
             }
-            let now = timestamp::now();
-            let legacy = current.item.content.is_some();
-            let text = edit.content.unwrap_or(current.text()).to_owned();
-            let title = edit.title.unwrap_or(&current.item.title).to_owned();
-            let summary = text::summary(&text);
-            let shown_changes = title != current.item.title || summary != current.item.summary;
-
-            let mut tx = self.transaction("edit post");
-            let new_content = (edit.content.is_some() || legacy)
-                .then(|| PostContentItem::new(*post, &text, &now));
-            if let Some(content) = &new_content {
-                let put = Put::builder()
-                    .table_name(self.table())
-                    .set_item(Some(to_item(content)?))
-                    .build()?;
-                tx.put("post content", put);
+            let plan = EditPlan::new(&current, editor, &edit, &timestamp::now());
+            let mut tx = self.db.transaction("edit post");
+            if let Some(content) = &plan.content {
+                tx.add("post content", Write::put(content)?);
             }
-            let mut item = current.item.clone();
-            let guard = if shown_changes || legacy {
-                let update = Update::builder()
-                    .table_name(self.table())
-                    .set_key(Some(PostItem::key(post)))
-                    .update_expression(
-                        "SET title = :new_title, summary = :new_summary, updatedAt = :now, \
-                         version = version + :one REMOVE content",
-                    )
-                    .condition_expression(AS_READ)
-                    .expression_attribute_values(":new_title", s(&title))
-                    .expression_attribute_values(":new_summary", s(&summary))
-                    .expression_attribute_values(":now", s(&now))
-                    .expression_attribute_values(":one", n(1));
-                item.title = title;
-                item.summary = summary;
-                item.updated_at = now;
-                item.version += 1;
-                item.content = None;
-                let update = as_read(&current.item, editor)
-                    .into_iter()
-                    .fold(update, |u, (name, value)| {
-                        u.expression_attribute_values(name, value)
-                    });
-                tx.update("post", update.build()?)
-            } else {
-                let check = ConditionCheck::builder()
-                    .table_name(self.table())
-                    .set_key(Some(PostItem::key(post)))
-                    .condition_expression(AS_READ);
-                let check = as_read(&current.item, editor)
-                    .into_iter()
-                    .fold(check, |c, (name, value)| {
-                        c.expression_attribute_values(name, value)
-                    });
-                tx.check("post", check.build()?)
-            };
-            match tx.commit().await {
-                Ok(()) => {
-                    let content = new_content.or(current.content);
-                    return Ok(StoredPost { item, content }.into());
+            let guard = tx.add("post", plan.post_write);
+            match tx.commit().await? {
+                TxOutcome::Committed => {
+                    let content = plan.content.or(current.content);
+                    return Ok(StoredPost {
+                        item: plan.item,
+                        content,
+                    }
+                    .into());
                 }
                 // Deleted, or edited by another request since we read it.
-                Err(Cancelled::Conditions(failed)) if failed.failed(guard) => continue,
-                Err(Cancelled::Conditions(failed)) => return Err(failed.unexpected("edit post")),
-                Err(Cancelled::Store(err)) => return Err(err),
+                TxOutcome::ConditionFailed(failed) if failed.failed(guard) => continue,
+                TxOutcome::ConditionFailed(failed) => return Err(failed.unexpected("edit post")),
             }
         }
         Err(StoreError::busy(
@@ -336,37 +349,28 @@ impl Store {
         ))
     }
 
-    /// The audit's repair of a count: sets `counter` to `actual` if the post
-    /// is still at the `version` it was read at (so a like or a comment since
-    /// is never undone), and raises the version so the feed copy follows.
+    /// The audit's repair of a count (admin): sets `counter` to `actual` if
+    /// the post is still at the `version` it was read at (so a like or a
+    /// comment since is never undone), and raises the version so the feed
+    /// copy follows.
     pub(crate) async fn set_post_count(
         &self,
         post: &PostId,
-        counter: &str,
+        counter: Counter,
         actual: u64,
         version: u64,
     ) -> Result<bool, StoreError> {
-        let update = self
-            .client()
-            .update_item()
-            .table_name(self.table())
-            .set_key(Some(PostItem::key(post)))
-            .update_expression("SET #counter = :actual, version = version + :one")
-            .condition_expression("version = :seen")
-            .expression_attribute_names("#counter", counter)
-            .expression_attribute_values(":actual", n(actual))
-            .expression_attribute_values(":seen", n(version))
-            .expression_attribute_values(":one", n(1))
-            .return_consumed_capacity(ReturnConsumedCapacity::Indexes);
-        condition_held(
-            self.backoff()
-                .send("set post count", || update.clone().send())
-                .await,
-        )
+        let change = Expr::new("SET #counter = :actual, version = version + :one")
+            .name("#counter", counter.attribute())
+            .value(":actual", n(actual))
+            .value(":one", n(1));
+        let seen = Expr::new("version = :seen").value(":seen", n(version));
+        let write = Write::update(PostItem::key(post), change).when(seen);
+        Ok(self.db.write("set post count", &write).await?.done())
     }
 
     /// Moves a post of the old shape (content on the post item) into the new
-    /// one: the content item, then the content off the post item, in one
+    /// one (admin: `blog-admin migrate`): the content item, then the content off the post item, in one
     /// transaction. `false` when there was nothing to move: the post is in
     /// the new shape already, or an edit moved it meanwhile. Safe while the
     /// API serves: an edit always leaves the new shape, and a like or a
@@ -378,30 +382,24 @@ impl Store {
         let Some(text) = current.item.content.clone() else {
             return Ok(false);
         };
-        let mut tx = self.transaction("migrate post");
+        let mut tx = self.db.transaction("migrate post");
         let content = PostContentItem::new(*post, &text, &current.item.updated_at);
-        let moved = tx.put_new("post content", &content)?;
-        let update = Update::builder()
-            .table_name(self.table())
-            .set_key(Some(PostItem::key(post)))
-            .update_expression("REMOVE content")
-            .condition_expression("content = :content")
-            .expression_attribute_values(":content", s(&text))
-            .build()?;
-        let removed = tx.update("post", update);
-        match tx.commit().await {
-            Ok(()) => Ok(true),
-            Err(Cancelled::Conditions(failed))
+        let moved = tx.add("post content", Write::create(&content)?);
+        let unchanged = Expr::new("content = :content").value(":content", s(&text));
+        let remove = Write::update(PostItem::key(post), Expr::new("REMOVE content"));
+        let removed = tx.add("post", remove.when(unchanged));
+        match tx.commit().await? {
+            TxOutcome::Committed => Ok(true),
+            TxOutcome::ConditionFailed(failed)
                 if failed.failed(moved) || failed.failed(removed) =>
             {
                 Ok(false)
             }
-            Err(Cancelled::Conditions(failed)) => Err(failed.unexpected("migrate post")),
-            Err(Cancelled::Store(err)) => Err(err),
+            TxOutcome::ConditionFailed(failed) => Err(failed.unexpected("migrate post")),
         }
     }
 
-    /// Q3: one Query of GSI1 in the author's partition, newest first. Reads one
+    /// Q3 (request): one Query of GSI1 in the author's partition, newest first. Reads one
     /// item more than the page so that the last page has no cursor.
     pub async fn list_user_posts(
         &self,
@@ -412,26 +410,72 @@ impl Store {
         let list = format!("user-posts:{author}");
         let after = super::pages::resume_after(&list, cursor, PostId::parse)?;
         let start = after.map(|post| {
-            super::Item::from([
+            Item::from([
                 (GSI1PK.to_owned(), s(keys::user_items_pk(author))),
                 (GSI1SK.to_owned(), s(keys::user_post_sk(&post))),
                 (PK.to_owned(), s(keys::post_pk(&post))),
                 (SK.to_owned(), s(POST_SK)),
             ])
         });
-        let query = self
-            .client()
-            .query()
-            .table_name(self.table())
-            .index_name(GSI1)
-            .key_condition_expression("GSI1PK = :pk AND begins_with(GSI1SK, :prefix)")
-            .expression_attribute_values(":pk", s(keys::user_items_pk(author)))
-            .expression_attribute_values(":prefix", s(keys::POST_PREFIX))
-            .scan_index_forward(false)
-            .return_consumed_capacity(ReturnConsumedCapacity::Indexes);
-        self.list_page(&list, query, start, limit, |p: &PostSummary| {
+        let query = Query::gsi1(keys::user_items_pk(author))
+            .begins_with(keys::POST_PREFIX)
+            .newest_first();
+        self.list_page(&list, &query, start, limit, |p: &PostSummary| {
             p.post_id.to_string()
         })
         .await
+    }
+}
+
+/// What an edit writes, planned from the post as read (pure: no I/O).
+struct EditPlan {
+    /// The content item, when the content changes (or moves out of an old
+    /// post item).
+    content: Option<PostContentItem>,
+    /// The post item as it will be.
+    item: PostItem,
+    /// Its update when what lists show changes, else a check that nothing
+    /// did since it was read.
+    post_write: Write,
+}
+
+impl EditPlan {
+    fn new(current: &StoredPost, editor: &UserId, edit: &PostEdit<'_>, now: &str) -> Self {
+        let post = current.item.post_id;
+        let legacy = current.item.content.is_some();
+        let text = edit.content.unwrap_or(current.text()).to_owned();
+        let title = edit.title.unwrap_or(&current.item.title).to_owned();
+        let summary = text::summary(&text);
+        let shown_changes = title != current.item.title || summary != current.item.summary;
+        let content =
+            (edit.content.is_some() || legacy).then(|| PostContentItem::new(post, &text, now));
+        let guard = as_read(&current.item, editor);
+        let mut item = current.item.clone();
+        if !(shown_changes || legacy) {
+            let post_write = Write::check(PostItem::key(&post), guard);
+            return Self {
+                content,
+                item,
+                post_write,
+            };
+        }
+        let change = Expr::new(
+            "SET title = :new_title, summary = :new_summary, updatedAt = :now, \
+             version = version + :one REMOVE content",
+        )
+        .value(":new_title", s(&title))
+        .value(":new_summary", s(&summary))
+        .value(":now", s(now))
+        .value(":one", n(1));
+        item.title = title;
+        item.summary = summary;
+        item.updated_at = now.to_owned();
+        item.version += 1;
+        item.content = None;
+        Self {
+            content,
+            item,
+            post_write: Write::update(PostItem::key(&post), change).when(guard),
+        }
     }
 }

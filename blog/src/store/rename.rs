@@ -17,12 +17,14 @@ use std::{
     time::{Duration, Instant},
 };
 
-use aws_sdk_dynamodb::types::ReturnConsumedCapacity;
 use futures::StreamExt;
 use serde::{Deserialize, Serialize};
 
 use super::{
-    Item, ItemType, Store, StoreError, classify, condition_held, from_item, n, s, to_item,
+    Item, ItemType, Store, StoreError,
+    item::{Entity, Key},
+    n, s,
+    table::{Expr, Query, Write},
 };
 use crate::{ids::UserId, keys, store::users::UserItem, timestamp};
 
@@ -102,12 +104,8 @@ pub enum RenameStep {
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 struct RenameProgress {
-    #[serde(rename = "PK")]
-    pk: String,
-    #[serde(rename = "SK")]
-    sk: String,
-    #[serde(rename = "type")]
-    kind: ItemType,
+    /// Whose rename it is (in its key, and stored).
+    user_id: UserId,
     /// The profile version being copied.
     version: u64,
     phase: Phase,
@@ -135,14 +133,12 @@ enum Phase {
 
 impl RenameProgress {
     fn key(user: &UserId) -> Item {
-        super::key(keys::user_pk(user), keys::RENAME_SK)
+        Key::new(keys::user_pk(user), keys::RENAME_SK).item()
     }
 
     fn start(user: &UserItem) -> Self {
         Self {
-            pk: keys::user_pk(&user.user_id),
-            sk: keys::RENAME_SK.to_owned(),
-            kind: ItemType::RenameProgress,
+            user_id: user.user_id.clone(),
             version: user.version,
             phase: Phase::Walk,
             cursor: None,
@@ -151,6 +147,25 @@ impl RenameProgress {
             invocations: 0,
             updated_at: timestamp::now(),
         }
+    }
+}
+
+impl Entity for RenameProgress {
+    const TYPE: ItemType = ItemType::RenameProgress;
+    const OWN: &'static [&'static str] = &["version", "updatedAt"];
+
+    fn key(&self) -> Key {
+        Key::new(keys::user_pk(&self.user_id), keys::RENAME_SK)
+    }
+
+    /// Progress saved before it carried `userId` takes it from its key.
+    fn from_item(mut item: Item) -> Result<Self, StoreError> {
+        if !item.contains_key("userId") {
+            let key = Key::of(&item)?;
+            let user = key.pk.strip_prefix("USER#").unwrap_or_default().to_owned();
+            item.insert("userId".to_owned(), s(user));
+        }
+        super::from_item(item)
     }
 }
 
@@ -269,21 +284,10 @@ impl Store {
         deadline: Deadline,
         done: &mut Renamed,
     ) -> Result<WalkEnd, StoreError> {
-        let mut query = self
-            .client()
-            .query()
-            .table_name(self.table())
-            .index_name(keys::GSI1)
-            .expression_attribute_values(":pk", s(keys::user_items_pk(&user.user_id)))
-            .limit(RENAME_PAGE)
-            .return_consumed_capacity(ReturnConsumedCapacity::Indexes);
-        query = match range {
-            None => query.key_condition_expression("GSI1PK = :pk"),
-            Some((low, high)) => query
-                .key_condition_expression("GSI1PK = :pk AND GSI1SK BETWEEN :low AND :high")
-                .expression_attribute_values(":low", s(low))
-                .expression_attribute_values(":high", s(high)),
-        };
+        let mut query = Query::gsi1(keys::user_items_pk(&user.user_id));
+        if let Some((low, high)) = range {
+            query = query.between(low, high);
+        }
         let mut start: Option<Item> = progress
             .as_ref()
             .and_then(|p| p.cursor.as_ref())
@@ -301,22 +305,14 @@ impl Store {
                 return Ok(WalkEnd::Superseded);
             }
             let page = self
-                .backoff()
-                .send("rename walk", || {
-                    query.clone().set_exclusive_start_key(start.clone()).send()
-                })
-                .await
-                .map_err(classify)?;
+                .db
+                .query_page("rename walk", &query, start.clone(), Some(RENAME_PAGE))
+                .await?;
             let page_done = self
-                .copy_page(
-                    user,
-                    page.items.unwrap_or_default(),
-                    deadline,
-                    &mut concurrency,
-                )
+                .copy_page(user, page.items, deadline, &mut concurrency)
                 .await?;
             *done += page_done;
-            start = page.last_evaluated_key;
+            start = page.next;
             if let Some(progress) = progress.as_deref_mut() {
                 progress.written += page_done.written as u64;
                 progress.stale += page_done.stale as u64;
@@ -399,10 +395,7 @@ impl Store {
     }
 
     async fn rename_progress(&self, user: &UserId) -> Result<Option<RenameProgress>, StoreError> {
-        self.get(RenameProgress::key(user), true)
-            .await?
-            .map(from_item)
-            .transpose()
+        self.db.get_entity(RenameProgress::key(user), true).await
     }
 
     /// Saves the walk's place and totals; `false` when a newer rename's walk
@@ -412,20 +405,10 @@ impl Store {
             updated_at: timestamp::now(),
             ..progress.clone()
         };
-        let item = to_item(&progress)?;
-        let put = self
-            .client()
-            .put_item()
-            .table_name(self.table())
-            .set_item(Some(item))
-            .condition_expression("attribute_not_exists(PK) OR version <= :v")
-            .expression_attribute_values(":v", n(progress.version))
-            .return_consumed_capacity(ReturnConsumedCapacity::Indexes);
-        condition_held(
-            self.backoff()
-                .send("save rename progress", || put.clone().send())
-                .await,
-        )
+        let not_newer =
+            Expr::new("attribute_not_exists(PK) OR version <= :v").value(":v", n(progress.version));
+        let put = Write::put(&progress)?.when(not_newer);
+        Ok(self.db.write("save rename progress", &put).await?.done())
     }
 }
 

@@ -1,10 +1,12 @@
 //! User profiles (C1, Q1) and the username claims that keep names unique.
 
-use aws_sdk_dynamodb::types::{Delete, Put, ReturnConsumedCapacity, Update};
 use serde::{Deserialize, Serialize};
 
 use super::{
-    Busy, Cancelled, ItemType, Store, StoreError, condition_held, from_item, key, n, s, to_item,
+    Busy, Item, ItemType, Store, StoreError,
+    item::{Entity, Key},
+    n, s,
+    table::{Expr, Outcome, TxOutcome, Write},
 };
 use crate::{
     ids::UserId,
@@ -21,12 +23,6 @@ const OPTIMISTIC_ATTEMPTS: usize = 5;
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct UserItem {
-    #[serde(rename = "PK")]
-    pub pk: String,
-    #[serde(rename = "SK")]
-    pub sk: String,
-    #[serde(rename = "type")]
-    pub kind: ItemType,
     pub user_id: UserId,
     pub username: String,
     pub created_at: String,
@@ -35,8 +31,29 @@ pub struct UserItem {
 }
 
 impl UserItem {
-    pub fn key(user: &UserId) -> super::Item {
-        key(keys::user_pk(user), PROFILE_SK)
+    /// A new profile, version 1, made `at`.
+    pub fn new(user: &UserId, username: &str, at: &str) -> Self {
+        Self {
+            user_id: user.clone(),
+            username: username.to_owned(),
+            created_at: at.to_owned(),
+            updated_at: at.to_owned(),
+            version: 1,
+        }
+    }
+
+    pub fn key(user: &UserId) -> Item {
+        Key::new(keys::user_pk(user), PROFILE_SK).item()
+    }
+}
+
+impl Entity for UserItem {
+    const TYPE: ItemType = ItemType::User;
+    /// A profile made again by a later request has its own `createdAt`.
+    const OWN: &'static [&'static str] = &["createdAt"];
+
+    fn key(&self) -> Key {
+        Key::new(keys::user_pk(&self.user_id), PROFILE_SK)
     }
 }
 
@@ -58,12 +75,6 @@ impl From<UserItem> for User {
 #[derive(Debug, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub(super) struct UsernameClaim {
-    #[serde(rename = "PK")]
-    pk: String,
-    #[serde(rename = "SK")]
-    sk: String,
-    #[serde(rename = "type")]
-    kind: ItemType,
     user_id: UserId,
     username: String,
     /// The profile's copy; absent from claims written before it existed.
@@ -79,9 +90,6 @@ impl UsernameClaim {
     /// The claim of `profile`'s username, with its copy of the profile.
     pub(super) fn of(profile: &UserItem) -> Self {
         Self {
-            pk: keys::username_pk(&profile.username),
-            sk: USERNAME_SK.to_owned(),
-            kind: ItemType::Username,
             user_id: profile.user_id.clone(),
             username: profile.username.clone(),
             created_at: Some(profile.created_at.clone()),
@@ -90,8 +98,8 @@ impl UsernameClaim {
         }
     }
 
-    pub(super) fn key(username: &str) -> super::Item {
-        key(keys::username_pk(username), USERNAME_SK)
+    pub(super) fn key(username: &str) -> Item {
+        Key::new(keys::username_pk(username), USERNAME_SK).item()
     }
 
     /// The profile it copies, if it holds a copy.
@@ -105,50 +113,51 @@ impl UsernameClaim {
     }
 }
 
+impl Entity for UsernameClaim {
+    const TYPE: ItemType = ItemType::Username;
+    /// Each write of a user's claim copies a new profile version.
+    const OWN: &'static [&'static str] = &["userId", "version"];
+
+    fn key(&self) -> Key {
+        Key::new(keys::username_pk(&self.username), USERNAME_SK)
+    }
+}
+
 impl Store {
-    /// C1: creates the caller's profile and claims its username, atomically.
+    /// C1 (request): creates the caller's profile and claims its username, atomically.
     pub async fn create_user(&self, user: &UserId, username: &str) -> Result<User, StoreError> {
-        let now = timestamp::now();
-        let item = UserItem {
-            pk: keys::user_pk(user),
-            sk: PROFILE_SK.to_owned(),
-            kind: ItemType::User,
-            user_id: user.clone(),
-            username: username.to_owned(),
-            created_at: now.clone(),
-            updated_at: now,
-            version: 1,
-        };
-        let mut tx = self.transaction("create user");
-        let profile = tx.put_new("profile", &item)?;
-        let claim = tx.put_new("username claim", &UsernameClaim::of(&item))?;
-        match tx.commit().await {
-            Ok(()) => Ok(item.into()),
-            Err(Cancelled::Conditions(failed)) if failed.failed(profile) => {
+        let item = UserItem::new(user, username, &timestamp::now());
+        let mut tx = self.db.transaction("create user");
+        let profile = tx.add("profile", Write::create(&item)?);
+        let claim = tx.add("username claim", Write::create(&UsernameClaim::of(&item))?);
+        match tx.commit().await? {
+            TxOutcome::Committed => Ok(item.into()),
+            TxOutcome::ConditionFailed(failed) if failed.failed(profile) => {
                 Err(StoreError::ProfileExists)
             }
-            Err(Cancelled::Conditions(failed)) if failed.failed(claim) => {
+            TxOutcome::ConditionFailed(failed) if failed.failed(claim) => {
                 Err(StoreError::UsernameTaken)
             }
-            Err(Cancelled::Conditions(failed)) => Err(failed.unexpected("create user")),
-            Err(Cancelled::Store(err)) => Err(err),
+            TxOutcome::ConditionFailed(failed) => Err(failed.unexpected("create user")),
         }
     }
 
-    /// Q1: one eventually consistent GetItem.
+    /// Q1 (request): one eventually consistent GetItem.
     pub async fn get_user(&self, user: &UserId) -> Result<Option<User>, StoreError> {
         Ok(self.read_profile(user, false).await?.map(User::from))
     }
 
-    /// Q1 by name (`GET /users?username=`), ignoring case: one eventually
+    /// Q1 by name (request, `GET /users?username=`), ignoring case: one eventually
     /// consistent GetItem of the name's claim, which copies the profile. A
     /// claim written before it held the copy costs a second read, of the
     /// profile it names.
     pub async fn find_user(&self, username: &str) -> Result<Option<User>, StoreError> {
-        let Some(item) = self.get(UsernameClaim::key(username), false).await? else {
+        let claim = self
+            .db
+            .get_entity::<UsernameClaim>(UsernameClaim::key(username), false);
+        let Some(claim) = claim.await? else {
             return Ok(None);
         };
-        let claim: UsernameClaim = from_item(item)?;
         let user = claim.user_id.clone();
         match claim.profile() {
             Some(profile) => Ok(Some(profile)),
@@ -162,18 +171,18 @@ impl Store {
         user: &UserId,
         consistent: bool,
     ) -> Result<Option<UserItem>, StoreError> {
-        let item = self.get(UserItem::key(user), consistent).await?;
-        item.map(from_item).transpose()
+        self.db.get_entity(UserItem::key(user), consistent).await
     }
 
-    /// The caller's profile, which every write of content needs (403 without).
+    /// The caller's profile, which every write of content needs (403 without):
+    /// requests.
     pub(crate) async fn author(&self, user: &UserId) -> Result<UserItem, StoreError> {
         self.read_profile(user, true)
             .await?
             .ok_or(StoreError::NoProfile)
     }
 
-    /// C1 (edit): renames a user. The profile change, the release of the old
+    /// C1 (edit; request): renames a user. The profile change, the release of the old
     /// name and the claim of the new one commit together or not at all; the
     /// profile's `version` condition makes a concurrent rename retry instead of
     /// releasing a name it no longer holds.
@@ -193,50 +202,29 @@ impl Store {
                 version: current.version + 1,
                 ..current.clone()
             };
-            let update = Update::builder()
-                .table_name(self.table())
-                .set_key(Some(UserItem::key(user)))
-                .update_expression(
-                    "SET username = :name, updatedAt = :now, version = version + :one",
-                )
-                .condition_expression("version = :seen")
-                .expression_attribute_values(":name", s(username))
-                .expression_attribute_values(":now", s(&now))
-                .expression_attribute_values(":one", n(1))
-                .expression_attribute_values(":seen", n(current.version))
-                .build()?;
-            let mut tx = self.transaction("rename");
-            let profile = tx.update("profile", update);
+            let mut tx = self.db.transaction("rename");
+            let profile = tx.add("profile", renamed_profile(&current, &renamed));
             let same_claim = keys::username_pk(&current.username) == keys::username_pk(username);
             let mut claim = None;
+            let mine = Expr::new("userId = :me").value(":me", s(user.as_str()));
             if same_claim {
                 // Only the case changed: the claim stays, its copy follows.
-                let follow = Put::builder()
-                    .table_name(self.table())
-                    .set_item(Some(to_item(&UsernameClaim::of(&renamed))?))
-                    .condition_expression("userId = :me")
-                    .expression_attribute_values(":me", s(user.as_str()))
-                    .build()?;
-                tx.put("username claim", follow);
+                let follow = Write::put(&UsernameClaim::of(&renamed))?.when(mine);
+                tx.add("username claim", follow);
             } else {
-                let release = Delete::builder()
-                    .table_name(self.table())
-                    .set_key(Some(UsernameClaim::key(&current.username)))
-                    .condition_expression("userId = :me")
-                    .expression_attribute_values(":me", s(user.as_str()))
-                    .build()?;
-                tx.delete("old username claim", release);
-                claim = Some(tx.put_new("new username claim", &UsernameClaim::of(&renamed))?);
+                let release = Write::delete(UsernameClaim::key(&current.username)).when(mine);
+                tx.add("old username claim", release);
+                let new_claim = Write::create(&UsernameClaim::of(&renamed))?;
+                claim = Some(tx.add("new username claim", new_claim));
             }
-            match tx.commit().await {
-                Ok(()) => return Ok(renamed.into()),
-                Err(Cancelled::Conditions(failed)) if claim.is_some_and(|c| failed.failed(c)) => {
+            match tx.commit().await? {
+                TxOutcome::Committed => return Ok(renamed.into()),
+                TxOutcome::ConditionFailed(failed) if claim.is_some_and(|c| failed.failed(c)) => {
                     return Err(StoreError::UsernameTaken);
                 }
                 // The profile changed since we read it: read it again.
-                Err(Cancelled::Conditions(failed)) if failed.failed(profile) => continue,
-                Err(Cancelled::Conditions(failed)) => return Err(failed.unexpected("rename")),
-                Err(Cancelled::Store(err)) => return Err(err),
+                TxOutcome::ConditionFailed(failed) if failed.failed(profile) => continue,
+                TxOutcome::ConditionFailed(failed) => return Err(failed.unexpected("rename")),
             }
         }
         Err(StoreError::busy(
@@ -244,6 +232,17 @@ impl Store {
             "the profile kept changing during the rename",
         ))
     }
+}
+
+/// The rename of `current` into `renamed`, on the condition that the profile
+/// is still at the version read.
+fn renamed_profile(current: &UserItem, renamed: &UserItem) -> Write {
+    let change = Expr::new("SET username = :name, updatedAt = :now, version = version + :one")
+        .value(":name", s(&renamed.username))
+        .value(":now", s(&renamed.updated_at))
+        .value(":one", n(1));
+    let still = Expr::new("version = :seen").value(":seen", n(current.version));
+    Write::update(UserItem::key(&current.user_id), change).when(still)
 }
 
 impl Store {
@@ -266,7 +265,7 @@ impl Store {
         if profile.version <= user_version {
             return Ok(None);
         }
-        let item = key(pk.to_owned(), sk.to_owned());
+        let item = Key::new(pk.to_owned(), sk).item();
         self.copy_username_onto(item, &profile).await?;
         Ok(Some(profile))
     }
@@ -275,10 +274,10 @@ impl Store {
     /// is gone).
     pub(super) async fn copy_username_onto(
         &self,
-        item: super::Item,
+        item: Item,
         user: &UserItem,
     ) -> Result<bool, StoreError> {
-        let key: super::Item = item
+        let key: Item = item
             .into_iter()
             .filter(|(name, _)| name == keys::PK || name == keys::SK)
             .collect();
@@ -294,32 +293,22 @@ impl Store {
     /// `false` when the condition refused it.
     pub(crate) async fn write_username(
         &self,
-        key: super::Item,
+        key: Item,
         copy: UsernameCopy<'_>,
         over: Overwrite<'_>,
     ) -> Result<bool, StoreError> {
-        let mut update = self
-            .client()
-            .update_item()
-            .table_name(self.table())
-            .set_key(Some(key))
-            .update_expression("SET username = :name, userVersion = :uv")
-            .expression_attribute_values(":name", s(copy.username))
-            .expression_attribute_values(":uv", n(copy.version))
-            .return_consumed_capacity(ReturnConsumedCapacity::Indexes);
-        update = match over {
-            Overwrite::Older => {
-                update.condition_expression("attribute_exists(PK) AND userVersion < :uv")
+        let change = Expr::new("SET username = :name, userVersion = :uv")
+            .value(":name", s(copy.username))
+            .value(":uv", n(copy.version));
+        let condition = match over {
+            Overwrite::Older => Expr::new("attribute_exists(PK) AND userVersion < :uv"),
+            Overwrite::Repair { stored } => {
+                Expr::new("username = :stored AND userVersion <= :uv").value(":stored", s(stored))
             }
-            Overwrite::Repair { stored } => update
-                .condition_expression("username = :stored AND userVersion <= :uv")
-                .expression_attribute_values(":stored", s(stored)),
         };
-        condition_held(
-            self.backoff()
-                .send("copy username", || update.clone().send())
-                .await,
-        )
+        let write = Write::update(key, change).when(condition.value(":uv", n(copy.version)));
+        let outcome = self.db.write("copy username", &write).await?;
+        Ok(matches!(outcome, Outcome::Done(_)))
     }
 }
 

@@ -6,7 +6,7 @@ use aws_sdk_dynamodb::types::AttributeValue;
 use blog::{
     audit::{AuditOptions, Finding, Report},
     ids::{PostId, UserId},
-    store::feed::feed_slack,
+    store::{feed::feed_slack, posts::Counter},
 };
 use serde_json::{Value, json};
 
@@ -297,7 +297,7 @@ async fn a_post_whose_replies_span_many_pages_is_counted_right_in_bounded_memory
     assert!(matches!(
         report.findings[0],
         Finding::Count {
-            counter: "likeCount",
+            counter: Counter::Likes,
             stored: 3,
             actual: 30,
             ..
@@ -524,7 +524,7 @@ async fn one_posts_audit_repairs_its_count_names_and_feed_entry_only() {
     assert!(found.findings.iter().any(|f| matches!(
         f,
         Finding::Count {
-            counter: "commentCount",
+            counter: Counter::Comments,
             stored: 9,
             actual: 1,
             ..
@@ -549,7 +549,7 @@ async fn one_posts_audit_repairs_its_count_names_and_feed_entry_only() {
     assert_eq!(kinds(&full), ["Count"], "{:#?}", full.findings);
     assert!(matches!(
         full.findings[0],
-        Finding::Count { post, counter: "likeCount", stored: 0, actual: 1, .. } if post == second_id
+        Finding::Count { post, counter: Counter::Likes, stored: 0, actual: 1, .. } if post == second_id
     ));
     let second_audit = store.audit_post(&second_id, &repair).await.expect("repair");
     assert_eq!((second_audit.found, second_audit.repaired), (1, 1));

@@ -11,7 +11,7 @@ use blog::{
     ids::{CommentId, PostId, UserId},
     keys,
     store::{
-        Backoff, ItemType, bulk,
+        Backoff, bulk,
         comments::CommentItem,
         feed::FEED_CAPACITY,
         posts::{PostContentItem, PostItem},
@@ -32,9 +32,6 @@ async fn prolific(api: &TestApi, username: &str, posts: usize, comments: usize) 
     let user = api.user(username).await;
     let now = timestamp::now();
     let author = UserItem {
-        pk: keys::user_pk(&UserId::parse(&user).expect("user id")),
-        sk: keys::PROFILE_SK.to_owned(),
-        kind: ItemType::User,
         user_id: UserId::parse(&user).expect("user id"),
         username: username.to_owned(),
         created_at: now.clone(),

@@ -33,10 +33,10 @@ pub fn client(endpoint: &str, meter: &CapacityMeter, http: Option<SharedHttpClie
     if let Some(http) = http {
         config = config.http_client(http);
     }
-    // DynamoDB Local on a busy 2-core machine can be slow to accept a
-    // connection; give each call the retries a deployed client would want.
+    // As deployed: the SDK's retries off, the store's backoff the one retry
+    // layer (it also retries a connection DynamoDB Local was slow to accept).
     let config = config
-        .retry_config(aws_sdk_dynamodb::config::retry::RetryConfig::standard().with_max_attempts(5))
+        .retry_config(aws_sdk_dynamodb::config::retry::RetryConfig::disabled())
         .interceptor(meter.clone())
         .behavior_version(BehaviorVersion::latest())
         .credentials_provider(Credentials::new("local", "local", None, None, "tests"))
@@ -114,8 +114,8 @@ impl TestApi {
     }
 
     /// A new table in the DynamoDB at `endpoint` (a hostile proxy), through a
-    /// client that retries as the deployed one does (3 attempts, 50 ms first
-    /// backoff), a store that retries by `backoff`, and a rename fan-out that
+    /// client that retries as the deployed one does (not at all: the store
+    /// does), a store that retries by `backoff`, and a rename fan-out that
     /// allows GSI1 `gsi_lag_bound` to catch up.
     pub async fn start_behind(
         endpoint: &str,
@@ -123,16 +123,7 @@ impl TestApi {
         gsi_lag_bound: std::time::Duration,
     ) -> Self {
         let meter = CapacityMeter::default();
-        let retry = aws_sdk_dynamodb::config::retry::RetryConfig::standard()
-            .with_max_attempts(3)
-            .with_initial_backoff(std::time::Duration::from_millis(50));
-        let client = Client::from_conf(
-            client(endpoint, &meter, None)
-                .config()
-                .to_builder()
-                .retry_config(retry)
-                .build(),
-        );
+        let client = client(endpoint, &meter, None);
         let name = new_table(&client).await;
         let store = Store::new(client, name)
             .with_backoff(backoff)

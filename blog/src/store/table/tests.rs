@@ -1,0 +1,239 @@
+use std::sync::atomic::AtomicUsize;
+
+use aws_sdk_dynamodb::types::error::TransactionCanceledException;
+
+use super::*;
+use crate::store::item::Key;
+
+fn cancelled(codes: &[&str]) -> SdkError<TransactWriteItemsError, ()> {
+    let mut err = TransactionCanceledException::builder();
+    for code in codes {
+        err = err.cancellation_reasons(CancellationReason::builder().code(*code).build());
+    }
+    SdkError::service_error(
+        TransactWriteItemsError::TransactionCanceledException(err.build()),
+        (),
+    )
+}
+
+fn lost_answer() -> SdkError<TransactWriteItemsError, ()> {
+    SdkError::timeout_error("the answer never came")
+}
+
+fn fast(attempts: u32) -> Backoff {
+    Backoff {
+        attempts,
+        base: Duration::from_millis(1),
+        cap: Duration::from_millis(2),
+        budget: Duration::from_secs(10),
+    }
+}
+
+async fn run(
+    backoff: Backoff,
+    answers: &[&[&str]],
+) -> (Result<usize, SdkError<TransactWriteItemsError, ()>>, usize) {
+    let calls = AtomicUsize::new(0);
+    let result = backoff
+        .retry("test", busy_transaction, || {
+            let n = calls.fetch_add(1, Ordering::Relaxed);
+            let answer = answers.get(n).map(|codes| cancelled(codes));
+            async move {
+                match answer {
+                    Some(err) => Err(err),
+                    None => Ok(n),
+                }
+            }
+        })
+        .await;
+    (result, calls.load(Ordering::Relaxed))
+}
+
+#[tokio::test]
+async fn conflicts_and_throttles_are_retried_until_the_write_lands() {
+    let (result, calls) = run(
+        fast(5),
+        &[
+            &["None", "TransactionConflict"],
+            &["ThrottlingError", "None"],
+            &["None", "ProvisionedThroughputExceeded"],
+        ],
+    )
+    .await;
+    assert_eq!(result.ok(), Some(3));
+    assert_eq!(calls, 4);
+}
+
+#[tokio::test]
+async fn retries_stop_after_the_last_attempt() {
+    let conflict: &[&str] = &["TransactionConflict"];
+    let (result, calls) = run(fast(4), &[conflict; 10]).await;
+    assert_eq!(
+        result.as_ref().err().and_then(busy_transaction),
+        Some(Busy::Conflict)
+    );
+    assert_eq!(calls, 4);
+}
+
+#[tokio::test]
+async fn the_default_backoff_sends_a_busy_call_eight_times_at_most() {
+    let backoff = Backoff {
+        base: Duration::from_millis(1),
+        cap: Duration::from_millis(1),
+        ..Backoff::default()
+    };
+    let throttled: &[&str] = &["ThrottlingError"];
+    let (result, calls) = run(backoff, &[throttled; 20]).await;
+    assert!(result.is_err());
+    assert_eq!(calls, 8);
+}
+
+#[tokio::test]
+async fn retries_stop_when_the_time_budget_is_spent() {
+    let backoff = Backoff {
+        budget: Duration::ZERO,
+        ..fast(100)
+    };
+    let conflict: &[&str] = &["TransactionConflict"];
+    let (result, calls) = run(backoff, &[conflict; 10]).await;
+    assert!(result.is_err());
+    assert_eq!(calls, 1);
+}
+
+#[tokio::test]
+async fn failed_conditions_are_answers_not_retried() {
+    for codes in [
+        &["ConditionalCheckFailed"][..],
+        &["None", "ConditionalCheckFailed", "TransactionConflict"],
+        &["ValidationError"],
+    ] {
+        let (result, calls) = run(fast(4), &[codes]).await;
+        assert!(result.is_err());
+        assert_eq!(calls, 1, "{codes:?}");
+    }
+}
+
+#[test]
+fn failed_conditions_name_their_items() {
+    let err = cancelled(&["None", "ConditionalCheckFailed", "TransactionConflict"]);
+    assert_eq!(failed_conditions(&err), Some(vec![false, true, false]));
+    assert_eq!(failed_conditions(&cancelled(&["ThrottlingError"])), None);
+    assert_eq!(failed_conditions(&lost_answer()), None);
+}
+
+#[test]
+fn plain_errors_are_classified_by_code() {
+    assert_eq!(
+        busy_code("TransactionConflictException"),
+        Some(Busy::Conflict)
+    );
+    for code in [
+        "ProvisionedThroughputExceededException",
+        "ThrottlingException",
+        "RequestLimitExceeded",
+    ] {
+        assert_eq!(busy_code(code), Some(Busy::Throttled), "{code}");
+    }
+    assert_eq!(busy_code("ConditionalCheckFailedException"), None);
+    assert_eq!(busy_code("ValidationException"), None);
+    assert!(condition_failed_code("ConditionalCheckFailedException"));
+    assert!(condition_failed_code("ConditionalCheckFailed"));
+    assert!(!condition_failed_code("TransactionConflict"));
+}
+
+#[test]
+fn lost_answers_are_told_from_refusals() {
+    assert!(lost(&lost_answer()));
+    let server_error: SdkError<TransactWriteItemsError, ()> = SdkError::service_error(
+        TransactWriteItemsError::generic(
+            aws_sdk_dynamodb::error::ErrorMetadata::builder()
+                .code("InternalServerError")
+                .build(),
+        ),
+        (),
+    );
+    assert!(lost(&server_error));
+    assert!(!lost(&cancelled(&["TransactionConflict"])));
+    assert!(!lost(&cancelled(&["ConditionalCheckFailed"])));
+}
+
+#[test]
+fn delays_stay_under_the_cap() {
+    let backoff = Backoff::default();
+    for attempt in 0..40 {
+        assert!(backoff.delay(attempt) <= backoff.cap);
+    }
+}
+
+#[test]
+fn tokens_are_derived_from_the_request_and_the_transaction() {
+    assert_eq!(token("req-1", 0), token("req-1", 0));
+    assert_ne!(token("req-1", 0), token("req-1", 1));
+    assert_ne!(token("req-1", 0), token("req-2", 0));
+    assert!(token("req-1", 0).len() <= 36);
+}
+
+#[tokio::test]
+async fn a_scope_numbers_its_transactions() {
+    let tokens = request_scope("req-9", async { [next_token(), next_token()] }).await;
+    assert_eq!(
+        tokens,
+        [token("req-9", 0), token("req-9", 1)],
+        "the same request replayed gets the same tokens in the same order"
+    );
+    assert_ne!(next_token(), next_token(), "outside a scope each is random");
+}
+
+#[tokio::test]
+async fn a_cancelled_attempt_gets_a_fresh_token_until_an_outcome_is_unknown() {
+    request_scope("req-7", async {
+        let tokens = Tokens::new();
+        let first = tokens.current();
+        tokens.after(&cancelled(&["TransactionConflict"]));
+        let second = tokens.current();
+        assert_ne!(first, second, "a cancelled attempt did not commit");
+        assert!(!tokens.pinned());
+
+        tokens.after(&lost_answer());
+        assert!(tokens.pinned());
+        assert_eq!(tokens.current(), second, "a lost answer keeps its token");
+        // Whatever comes after: a cancellation, a throttle, another loss.
+        tokens.after(&cancelled(&["TransactionConflict"]));
+        tokens.after(&cancelled(&["ThrottlingError"]));
+        tokens.after(&lost_answer());
+        assert_eq!(tokens.current(), second);
+        assert!(tokens.pinned());
+    })
+    .await;
+}
+
+#[test]
+fn a_write_merges_its_change_and_condition_placeholders() {
+    let write = Write::update(
+        Key::new("POST#1".to_owned(), "POST").item(),
+        Expr::new("SET #c = #c + :one")
+            .name("#c", "likeCount")
+            .value(":one", n(1)),
+    )
+    .when(Expr::new("attribute_exists(#pk)").name("#pk", PK));
+    let (condition, names, values) = write.parts();
+    assert_eq!(condition.as_deref(), Some("attribute_exists(#pk)"));
+    let names = names.unwrap_or_default();
+    assert_eq!(names.get("#c").map(String::as_str), Some("likeCount"));
+    assert_eq!(names.get("#pk").map(String::as_str), Some(PK));
+    assert_eq!(values.unwrap_or_default().get(":one"), Some(&n(1)));
+    // A delete without condition sends no empty maps (DynamoDB refuses them).
+    let (condition, names, values) = Write::delete(Key::new("A".to_owned(), "B").item()).parts();
+    assert!(condition.is_none() && names.is_none() && values.is_none());
+}
+
+#[test]
+fn queries_name_the_sort_key_of_what_they_read() {
+    let table = Query::partition("POST#1".to_owned()).begins_with("LIKE#");
+    assert_eq!(table.key.text, "#pk = :pk AND begins_with(#sk, :prefix)");
+    assert_eq!(table.key.names.get("#sk").map(String::as_str), Some(SK));
+    let index = Query::gsi1("USER#u".to_owned()).between("A".into(), "B".into());
+    assert_eq!(index.index, Some(GSI1));
+    assert_eq!(index.key.names.get("#pk").map(String::as_str), Some(GSI1PK));
+    assert_eq!(index.key.names.get("#sk").map(String::as_str), Some(GSI1SK));
+}
