@@ -99,7 +99,8 @@ impl Store {
         }
         let exists = Expr::new("attribute_exists(PK)");
         let mut tx = self.db.transaction("delete comment");
-        let removed = tx.add("comment", Write::delete(comment_key).when(exists));
+        let remove = Write::delete(comment_key).when(exists).landed_if_gone();
+        let removed = tx.add("comment", remove);
         let counted = tx.add("post", PostItem::count(post, Counter::Comments, Step::Down));
         match tx.commit().await? {
             TxOutcome::Committed => Ok(()),

@@ -55,7 +55,10 @@ impl Store {
         let mine = Expr::new("userId = :me").value(":me", s(caller.as_str()));
         let content = Key::new(keys::post_pk(post), keys::POST_CONTENT_SK).item();
         let mut tx = self.db.transaction("delete post");
-        let removed = tx.add("post", Write::delete(PostItem::key(post)).when(mine));
+        let remove = Write::delete(PostItem::key(post))
+            .when(mine)
+            .landed_if_gone();
+        let removed = tx.add("post", remove);
         tx.add("content", Write::delete(content));
         match tx.commit().await? {
             TxOutcome::Committed => Ok(()),

@@ -214,7 +214,9 @@ impl Store {
             let mut tx = self.db.transaction("unlike");
             let unmarked = tx.add(
                 "liker marker",
-                Write::delete(marker_key.clone()).when(names_it),
+                Write::delete(marker_key.clone())
+                    .when(names_it)
+                    .landed_if_gone(),
             );
             let removed = tx.add("like", Write::delete(like_key.item()).when(exists));
             let counted = tx.add("post", PostItem::count(post, Counter::Likes, Step::Down));

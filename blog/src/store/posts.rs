@@ -326,7 +326,8 @@ impl Store {
             let plan = EditPlan::new(&current, editor, &edit, &timestamp::now());
             let mut tx = self.db.transaction("edit post");
             if let Some(content) = &plan.content {
-                tx.add("post content", Write::put(content)?);
+                let updated = vec![("updatedAt", s(&content.updated_at))];
+                tx.add("post content", Write::put(content)?.landed_when(updated));
             }
             let guard = tx.add("post", plan.post_write);
             match tx.commit().await? {
@@ -472,10 +473,17 @@ impl EditPlan {
         item.updated_at = now.to_owned();
         item.version += 1;
         item.content = None;
+        let landed = vec![
+            ("version", n(item.version)),
+            ("title", s(&item.title)),
+            ("summary", s(&item.summary)),
+        ];
         Self {
             content,
+            post_write: Write::update(PostItem::key(&post), change)
+                .when(guard)
+                .landed_when(landed),
             item,
-            post_write: Write::update(PostItem::key(&post), change).when(guard),
         }
     }
 }

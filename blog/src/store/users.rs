@@ -242,7 +242,12 @@ fn renamed_profile(current: &UserItem, renamed: &UserItem) -> Write {
         .value(":now", s(&renamed.updated_at))
         .value(":one", n(1));
     let still = Expr::new("version = :seen").value(":seen", n(current.version));
-    Write::update(UserItem::key(&current.user_id), change).when(still)
+    Write::update(UserItem::key(&current.user_id), change)
+        .when(still)
+        .landed_when(vec![
+            ("version", n(renamed.version)),
+            ("username", s(&renamed.username)),
+        ])
 }
 
 impl Store {

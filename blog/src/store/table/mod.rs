@@ -30,12 +30,13 @@
 //! - every later attempt of that transaction carries the same
 //!   `ClientRequestToken`, whatever happens in between (before that, a
 //!   cancelled attempt, which certainly did not commit, gets a fresh one);
-//! - a "must not exist" condition that fails is checked by reading the item
-//!   back ([`Write::create`] knows which attributes make it this request's):
-//!   if it is this request's own write, the answer is the one the client
-//!   would have had without the loss ([`Outcome::Done`]);
-//! - any other failed condition is reported with `after_unknown: true`, so
-//!   that a delete whose item is gone can answer "done".
+//! - a failed condition, or retries that ran out, are checked by reading
+//!   back what the write would have left ([`Write::create`] knows which
+//!   attributes make an item this request's, [`Write::landed_when`] and
+//!   [`Write::landed_if_gone`] say it for an update or a delete): if it is
+//!   there, the write took effect and answers as if nothing had been lost
+//!   ([`Outcome::Done`], [`TxOutcome::Committed`]), never with an error;
+//! - any other failed condition is reported with `after_unknown: true`.
 
 mod schema;
 
@@ -128,6 +129,15 @@ type Names = Option<HashMap<String, String>>;
 /// `:value` placeholders, `None` when there are none.
 type Values = Option<HashMap<String, AttributeValue>>;
 
+/// How a write shows that it landed, read back after an unknown outcome.
+#[derive(Clone, Debug)]
+enum Landed {
+    /// The item at the key holds these values.
+    Holds(Item, Vec<(String, AttributeValue)>),
+    /// The item at the key is gone.
+    Gone(Item),
+}
+
 #[derive(Clone, Debug)]
 enum Op {
     Put(Item),
@@ -152,9 +162,8 @@ pub enum Returning {
 pub struct Write {
     op: Op,
     condition: Option<Expr>,
-    /// For a create: the key and the attributes that make the stored item
-    /// this request's own (read back after an unknown outcome).
-    own: Option<(Item, Vec<(String, AttributeValue)>)>,
+    /// How to tell, after an unknown outcome, that this write landed.
+    landed: Option<Landed>,
     returning: Returning,
 }
 
@@ -163,7 +172,7 @@ impl Write {
         Self {
             op,
             condition: None,
-            own: None,
+            landed: None,
             returning: Returning::Nothing,
         }
     }
@@ -190,7 +199,7 @@ impl Write {
             .collect();
         let key = entity.key().item();
         Ok(Self {
-            own: Some((key, own)),
+            landed: Some(Landed::Holds(key, own)),
             ..Self::of(Op::Put(item)).when(Expr::new("attribute_not_exists(#pk)").name("#pk", PK))
         })
     }
@@ -212,6 +221,34 @@ impl Write {
     /// The write happens only if `condition` holds of the item it targets.
     pub fn when(mut self, condition: Expr) -> Self {
         self.condition = Some(condition);
+        self
+    }
+
+    /// After an unknown outcome, the write landed if the item it targets
+    /// holds these values (an update's own: a version it set, say).
+    pub fn landed_when(mut self, values: Vec<(&str, AttributeValue)>) -> Self {
+        let key = match &self.op {
+            Op::Put(item) => item
+                .iter()
+                .filter(|(name, _)| *name == PK || *name == SK)
+                .map(|(k, v)| (k.clone(), v.clone()))
+                .collect(),
+            Op::Update(key, _) | Op::Delete(key) | Op::Check(key) => key.clone(),
+        };
+        let values = values
+            .into_iter()
+            .map(|(name, value)| (name.to_owned(), value))
+            .collect();
+        self.landed = Some(Landed::Holds(key, values));
+        self
+    }
+
+    /// After an unknown outcome, a delete landed if its item is gone: what
+    /// the caller asked for is done, whoever did it.
+    pub fn landed_if_gone(mut self) -> Self {
+        if let Op::Delete(key) = &self.op {
+            self.landed = Some(Landed::Gone(key.clone()));
+        }
         self
     }
 
@@ -524,7 +561,7 @@ impl Table {
         match result {
             Ok(returned) => Ok(Outcome::Done(returned.filter(|item| !item.is_empty()))),
             Err(Failure::Condition) => {
-                if after_unknown && self.is_own(write).await? {
+                if after_unknown && self.landed(write).await? {
                     tracing::info!(what, "a lost answer's write was this request's own");
                     return Ok(Outcome::Done(None));
                 }
@@ -532,7 +569,7 @@ impl Table {
             }
             // Retries ran out, and some attempt may have written: if it did,
             // the write took effect and must not answer an error.
-            Err(Failure::Store(err)) if after_unknown && self.is_own(write).await? => {
+            Err(Failure::Store(err)) if after_unknown && self.landed(write).await? => {
                 tracing::info!(what, %err, "retries ran out, but a lost answer's write landed");
                 Ok(Outcome::Done(None))
             }
@@ -636,17 +673,22 @@ impl Table {
             .await
     }
 
-    /// Whether the item a create targets holds this create's own values.
-    async fn is_own(&self, write: &Write) -> Result<bool, StoreError> {
-        let Some((key, own)) = &write.own else {
-            return Ok(false);
-        };
-        let Some(stored) = self.get(key.clone(), true).await? else {
-            return Ok(false);
-        };
-        Ok(own
-            .iter()
-            .all(|(name, value)| stored.get(name) == Some(value)))
+    /// Whether `write` shows that it landed (see [`Write::create`],
+    /// [`Write::landed_when`], [`Write::landed_if_gone`]); `false` for a
+    /// write that cannot tell.
+    async fn landed(&self, write: &Write) -> Result<bool, StoreError> {
+        match &write.landed {
+            None => Ok(false),
+            Some(Landed::Gone(key)) => Ok(self.get(key.clone(), true).await?.is_none()),
+            Some(Landed::Holds(key, values)) => {
+                let Some(stored) = self.get(key.clone(), true).await? else {
+                    return Ok(false);
+                };
+                Ok(values
+                    .iter()
+                    .all(|(name, value)| stored.get(name) == Some(value)))
+            }
+        }
     }
 
     /// One page of `query` from `start`, at most `limit` items.
@@ -978,12 +1020,12 @@ impl Transaction<'_> {
         }))
     }
 
-    /// After an unknown outcome: whether one of the transaction's creates is
-    /// there as this request wrote it, which (a transaction being atomic)
-    /// means the whole transaction committed.
+    /// After an unknown outcome: whether one of the transaction's writes
+    /// shows that it landed, which (a transaction being atomic) means the
+    /// whole transaction committed.
     async fn own_write_landed(&self) -> Result<bool, StoreError> {
         for (_, write) in &self.slots {
-            if write.own.is_some() && self.table.is_own(write).await? {
+            if self.table.landed(write).await? {
                 return Ok(true);
             }
         }
