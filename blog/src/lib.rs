@@ -14,6 +14,7 @@
 //! in the `local` crate, so that no Lambda compiles them.
 
 pub mod api;
+#[cfg(feature = "admin")]
 pub mod audit;
 pub mod fanout;
 pub mod ids;

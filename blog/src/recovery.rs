@@ -29,11 +29,13 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 use crate::{
-    fanout::{self, Outcome},
+    fanout,
     metrics::{self, Unit},
-    store::{Store, StoreError, classify, parked::ParkedRecordItem, rename::Deadline},
+    store::{Store, StoreError, classify, parked::ParkedRecordItem},
     timestamp,
 };
+#[cfg(feature = "admin")]
+use crate::{fanout::Outcome, store::rename::Deadline};
 
 /// What the event source mapping sends to its on-failure destination for a
 /// DynamoDB stream (the SQS message's body).
@@ -159,6 +161,7 @@ pub async fn handle_notices(
     response
 }
 
+#[cfg(feature = "admin")]
 /// What applying one parked record did.
 #[derive(Debug)]
 pub enum Replayed {
@@ -170,6 +173,7 @@ pub enum Replayed {
     Listed,
 }
 
+#[cfg(feature = "admin")]
 /// What a replay did, in all.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
 pub struct ReplayReport {
@@ -178,6 +182,7 @@ pub struct ReplayReport {
     pub listed: usize,
 }
 
+#[cfg(feature = "admin")]
 /// Applies every parked record through the fan-out, oldest first, and
 /// forgets each one that applied; with `dry_run`, only lists them. `each`
 /// hears of every record.
@@ -217,6 +222,7 @@ pub async fn replay(
     }
 }
 
+#[cfg(feature = "admin")]
 async fn apply_parked(store: &Store, item: &ParkedRecordItem) -> Result<Outcome, String> {
     let record = item.record().map_err(|e| e.to_string())?;
     let seed = format!("{}/{}", store.table(), record.event_id);

@@ -2,9 +2,11 @@
 //! needs an identity. `cargo lambda watch`'s router (Cargo.toml) and the HTTP
 //! API (template.yaml) must list exactly these; tests hold them to it.
 
-use lambda_http::Request;
-
-use crate::api::{self, ApiResult, App};
+#[cfg(feature = "admin")]
+use {
+    crate::api::{self, ApiResult, App},
+    lambda_http::Request,
+};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Route {
@@ -65,6 +67,7 @@ pub fn functions() -> impl Iterator<Item = &'static str> {
     ROUTES.iter().map(|r| r.function).chain(STREAM_FUNCTIONS)
 }
 
+#[cfg(feature = "admin")]
 /// Runs the handler of `function`, as its Lambda would. For harnesses that
 /// serve all routes from one process (tests, benchmarks); each deployed
 /// function calls its own handler directly.

@@ -85,6 +85,7 @@ fn feed_cache_ttl(setting: Option<&str>) -> Result<Duration, Error> {
         .ok_or_else(|| format!("FEED_CACHE_SECONDS must be from 0 to 60, not {setting:?}").into())
 }
 
+#[cfg(feature = "admin")]
 /// Builds the process's [`App`] from the environment.
 pub async fn app_from_env() -> Result<App, Error> {
     build_app(&store::sdk_config().await, None)

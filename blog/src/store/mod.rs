@@ -20,11 +20,13 @@ pub mod feed;
 pub mod item;
 pub mod likes;
 pub mod meter;
+#[cfg(feature = "admin")]
 pub mod migrate;
 mod pages;
 pub mod parked;
 pub mod posts;
 pub mod rename;
+#[cfg(feature = "admin")]
 pub mod size;
 pub mod table;
 pub mod users;

@@ -12,11 +12,16 @@ use aws_lambda_events::event::dynamodb::EventRecord;
 use serde::{Deserialize, Serialize};
 
 use super::{
-    Item, ItemType, Store, StoreError, from_items,
+    ItemType, Store, StoreError,
     item::{Entity, Key},
-    table::{Query, Write},
+    table::Write,
 };
-use crate::keys::{self, PARKED_PK, PARKED_PREFIX};
+use crate::keys::{self, PARKED_PK};
+#[cfg(feature = "admin")]
+use {
+    super::{Item, from_items, table::Query},
+    crate::keys::PARKED_PREFIX,
+};
 
 /// A record too large for one item (400 KB) cannot be parked; none of the
 /// records the fan-out applies comes near (posts without their content,
@@ -92,6 +97,7 @@ impl Store {
             .map(|_| ())
     }
 
+#[cfg(feature = "admin")]
     /// One page of parked records (admin: `blog-admin replay`), oldest
     /// sequence number first, and where the next page starts.
     pub async fn parked_page(
@@ -108,6 +114,7 @@ impl Store {
         Ok((from_items(page.items)?, page.next))
     }
 
+#[cfg(feature = "admin")]
     /// Forgets a parked record once it has been applied (admin).
     pub async fn unpark(&self, item: &ParkedRecordItem) -> Result<(), StoreError> {
         let delete = Write::delete(item.key().item());

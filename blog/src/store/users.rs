@@ -331,5 +331,7 @@ pub(crate) enum Overwrite<'a> {
     Older,
     /// The value `stored` the audit read, at this profile version or an older
     /// one (it also mends a copy that disagrees at the same version).
+    // Only the audit (the `admin` feature) repairs.
+    #[cfg_attr(not(feature = "admin"), allow(dead_code))]
     Repair { stored: &'a str },
 }

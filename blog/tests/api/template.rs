@@ -210,8 +210,10 @@ fn no_local_only_setting_is_deployed() {
 
 /// What `cargo lambda build -p functions` (and so `sam build`) compiles the
 /// shared library with: its default features only. The bulk loader
-/// (benchmark, fixtures) and the trusted `X-User-Id` header (local stack)
-/// are features that only other packages of the workspace turn on.
+/// (benchmark, fixtures), the admin code (audit, migration, replay, table
+/// creation, item sizes, one-process dispatch) and the trusted `X-User-Id`
+/// header (local stack) are features that only other packages of the
+/// workspace turn on, so no request or stream Lambda compiles them.
 #[test]
 fn a_deployment_build_has_no_local_only_feature() {
     let output = std::process::Command::new(env!("CARGO"))
@@ -227,6 +229,9 @@ fn a_deployment_build_has_no_local_only_feature() {
         .filter_map(|line| line.split("blog feature \"").nth(1))
         .filter_map(|rest| rest.split('"').next())
         .collect();
+    for local_only in ["admin", "bulk", "local-identity"] {
+        assert!(!features.contains(local_only), "{local_only}: {tree}");
+    }
     assert_eq!(features, BTreeSet::from(["default"]), "{tree}");
 }
 

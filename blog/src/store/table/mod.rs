@@ -38,6 +38,7 @@
 //!   ([`Outcome::Done`], [`TxOutcome::Committed`]), never with an error;
 //! - any other failed condition is reported with `after_unknown: true`.
 
+#[cfg(feature = "admin")]
 mod schema;
 
 use std::{
@@ -57,11 +58,12 @@ use aws_sdk_dynamodb::{
     operation::transact_write_items::TransactWriteItemsError,
     types::{
         AttributeValue, CancellationReason, ConditionCheck, ConsumedCapacity, Delete,
-        KeysAndAttributes, Put, ReturnConsumedCapacity, ReturnValue, Select, TransactWriteItem,
+        Put, ReturnConsumedCapacity, ReturnValue, Select, TransactWriteItem,
         Update,
     },
 };
 
+#[cfg(feature = "admin")]
 pub use schema::{GSI1_PROJECTED, create_if_missing};
 
 use super::{
@@ -401,6 +403,7 @@ impl Query {
     }
 }
 
+#[cfg(feature = "admin")]
 /// A Scan of the whole table, for the admin tools.
 #[derive(Clone, Debug, Default)]
 pub struct Scan {
@@ -411,6 +414,7 @@ pub struct Scan {
     page_size: Option<i32>,
 }
 
+#[cfg(feature = "admin")]
 impl Scan {
     pub fn filter(mut self, filter: Expr) -> Self {
         self.filter = Some(filter);
@@ -749,6 +753,7 @@ impl Table {
         Ok(items)
     }
 
+#[cfg(feature = "admin")]
     /// One page of a Scan (admin only: the audit and the migration).
     pub async fn scan_page(
         &self,
@@ -782,6 +787,7 @@ impl Table {
         })
     }
 
+#[cfg(feature = "admin")]
     /// Strongly consistent BatchGetItem of up to 100 `keys` (admin only: the
     /// audit's profiles), resending what DynamoDB leaves unprocessed. Returns
     /// the items found and the read units spent.
@@ -790,7 +796,7 @@ impl Table {
         what: &'static str,
         keys: Vec<Item>,
     ) -> Result<(Vec<Item>, f64), StoreError> {
-        let request = KeysAndAttributes::builder()
+        let request = aws_sdk_dynamodb::types::KeysAndAttributes::builder()
             .set_keys(Some(keys))
             .consistent_read(true)
             .build()?;
