@@ -36,6 +36,7 @@ use crate::{
         ItemType, Store, StoreError,
         deletion::Removal,
         feed::{Copied, FeedEntryItem},
+        item::Key,
         posts::PostItem,
         rename::{Deadline, RenameStep},
         users::UserItem,
@@ -124,134 +125,185 @@ fn failure(record: &EventRecord) -> DynamoDbBatchItemFailure {
     failure
 }
 
+/// What happened to the item of a stream record (its `eventName`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Change {
+    Insert,
+    Modify,
+    Remove,
+}
+
+impl Change {
+    /// The record's change; `None` for a name DynamoDB Streams does not use.
+    pub fn of(record: &EventRecord) -> Option<Change> {
+        match record.event_name.as_str() {
+            "INSERT" => Some(Change::Insert),
+            "MODIFY" => Some(Change::Modify),
+            "REMOVE" => Some(Change::Remove),
+            _ => None,
+        }
+    }
+}
+
+/// The rule a record falls under (the table above), if any.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Rule {
+    NewPost,
+    NewReply,
+    ChangedPost,
+    ChangedUser,
+    RemovedPost,
+}
+
+impl Rule {
+    fn of(record: &EventRecord) -> Option<Rule> {
+        match (Change::of(record)?, kind_of(record)?) {
+            (Change::Insert, ItemType::Post) => Some(Rule::NewPost),
+            (Change::Insert, ItemType::Comment | ItemType::Like) => Some(Rule::NewReply),
+            (Change::Modify, ItemType::Post) => Some(Rule::ChangedPost),
+            (Change::Modify, ItemType::User) => Some(Rule::ChangedUser),
+            (Change::Remove, ItemType::Post) => Some(Rule::RemovedPost),
+            _ => None,
+        }
+    }
+}
+
 /// Whether [`apply`] may change a copy for this record: what template.yaml's
 /// `FilterCriteria` lets through to the function (new posts, comments and
-/// likes; changed posts and profiles). Records of any other kind are
-/// [`Outcome::Ignored`], so recovery need not keep them.
+/// likes; changed posts and profiles; deleted posts). Records of any other
+/// kind are [`Outcome::Ignored`], so recovery need not keep them.
 pub fn applies_to(record: &EventRecord) -> bool {
-    matches!(
-        (record.event_name.as_str(), kind_of(record)),
-        (
-            "INSERT",
-            Some(ItemType::Post | ItemType::Comment | ItemType::Like)
-        ) | ("MODIFY", Some(ItemType::Post | ItemType::User))
-            | ("REMOVE", Some(ItemType::Post))
-    )
+    Rule::of(record).is_some()
 }
 
 /// The record's item type, from its new image (its old one for a REMOVE);
 /// `None` for an image without a known type, which is not one of ours.
 fn kind_of(record: &EventRecord) -> Option<ItemType> {
-    let (image, which) = if record.event_name == "REMOVE" {
-        (&record.change.old_image, "old")
-    } else {
-        (&record.change.new_image, "new")
+    let (image, which) = match Change::of(record) {
+        Some(Change::Remove) => (&record.change.old_image, "old"),
+        _ => (&record.change.new_image, "new"),
     };
     decode::<Kind>(image, which).map_or(None, |k| k.kind)
 }
 
-/// Applies one stream record; a rename stops near `deadline`.
+/// Applies one stream record; a rename or a deletion stops near `deadline`.
 pub async fn apply(
     store: &Store,
     record: &EventRecord,
     deadline: Deadline,
 ) -> Result<Outcome, FanoutError> {
-    match (record.event_name.as_str(), kind_of(record)) {
-        ("INSERT", Some(ItemType::Post)) => {
-            let mut post: PostItem = decode(&record.change.new_image, "new")?;
-            let renamed = catch_up_username(store, record).await?;
-            // The feed gets the name the post has now.
-            if let Some(profile) = &renamed {
-                post.username.clone_from(&profile.username);
-                post.user_version = profile.version;
-            }
-            let (entered, entries) = store.enter_feed(&post).await?;
-            // Also when the entry was there already: a first delivery may
-            // have entered it and died before trimming.
-            let trimmed = if store.feed_due_trim(entries) {
-                store.trim_feed().await?
-            } else {
-                0
-            };
-            let writes = 2 + trimmed + usize::from(renamed.is_some());
-            Ok(match (entered, renamed) {
-                (Copied::Written, _) | (_, Some(_)) => Outcome::Written { writes },
-                _ => Outcome::Stale { writes },
-            })
-        }
-        ("INSERT", Some(ItemType::Comment | ItemType::Like)) => {
-            Ok(match catch_up_username(store, record).await? {
-                None => Outcome::Ignored,
-                Some(_) => Outcome::Written { writes: 1 },
-            })
-        }
-        ("MODIFY", Some(ItemType::Post)) => {
-            let old: PostItem = decode(&record.change.old_image, "old")?;
-            let new: PostItem = decode(&record.change.new_image, "new")?;
-            if short_form(&old) == short_form(&new) {
-                return Ok(Outcome::Ignored);
-            }
-            Ok(match store.refresh_feed_entry(&new).await? {
-                Copied::Written => Outcome::Written { writes: 1 },
-                Copied::Stale => Outcome::Stale { writes: 1 },
-            })
-        }
-        ("MODIFY", Some(ItemType::User)) => {
-            let old: UserItem = decode(&record.change.old_image, "old")?;
-            let new: UserItem = decode(&record.change.new_image, "new")?;
-            if old.username == new.username {
-                return Ok(Outcome::Ignored);
-            }
-            let step = store.copy_username(&new, deadline).await?;
-            let (copies, paused, finished) = match step {
-                RenameStep::Paused(r) => (r.written, 1.0, 0.0),
-                RenameStep::Superseded(r) => (r.written, 0.0, 0.0),
-                RenameStep::Done(r) => (r.written, 0.0, 1.0),
-            };
-            metrics::emit(
-                &[],
-                &[
-                    ("RenameCopies", copies as f64, Unit::Count),
-                    ("RenamesPaused", paused, Unit::Count),
-                    ("RenamesFinished", finished, Unit::Count),
-                ],
-            );
-            Ok(match step {
-                RenameStep::Paused(renamed) => Outcome::Paused {
-                    writes: renamed.written + renamed.stale,
-                },
-                // Stale when every copy already had this rename, or a newer
-                // rename took over.
-                RenameStep::Superseded(renamed) => Outcome::Stale {
-                    writes: renamed.written + renamed.stale,
-                },
-                RenameStep::Done(renamed) if renamed.written == 0 => Outcome::Stale {
-                    writes: renamed.stale,
-                },
-                RenameStep::Done(renamed) => Outcome::Written {
-                    writes: renamed.written + renamed.stale,
-                },
-            })
-        }
-        ("REMOVE", Some(ItemType::Post)) => {
-            let old: PostItem = decode(&record.change.old_image, "old")?;
-            let left = usize::from(store.leave_feed(&old.post_id).await?);
-            Ok(
-                match store.remove_post_items(&old.post_id, deadline).await? {
-                    Removal::Paused { deleted } => Outcome::Paused {
-                        writes: left + deleted,
-                    },
-                    Removal::Done { deleted } if left + deleted == 0 => {
-                        Outcome::Stale { writes: 0 }
-                    }
-                    Removal::Done { deleted } => Outcome::Written {
-                        writes: left + deleted,
-                    },
-                },
-            )
-        }
-        _ => Ok(Outcome::Ignored),
+    match Rule::of(record) {
+        Some(Rule::NewPost) => new_post(store, record).await,
+        Some(Rule::NewReply) => Ok(match catch_up_username(store, record).await? {
+            None => Outcome::Ignored,
+            Some(_) => Outcome::Written { writes: 1 },
+        }),
+        Some(Rule::ChangedPost) => changed_post(store, record).await,
+        Some(Rule::ChangedUser) => changed_user(store, record, deadline).await,
+        Some(Rule::RemovedPost) => removed_post(store, record, deadline).await,
+        None => Ok(Outcome::Ignored),
     }
+}
+
+/// A post INSERT: the post's name caught up, its feed entry, the feed trimmed.
+async fn new_post(store: &Store, record: &EventRecord) -> Result<Outcome, FanoutError> {
+    let mut post: PostItem = decode(&record.change.new_image, "new")?;
+    let renamed = catch_up_username(store, record).await?;
+    // The feed gets the name the post has now.
+    if let Some(profile) = &renamed {
+        post.username.clone_from(&profile.username);
+        post.user_version = profile.version;
+    }
+    let (entered, entries) = store.enter_feed(&post).await?;
+    // Also when the entry was there already: a first delivery may have
+    // entered it and died before trimming.
+    let trimmed = if store.feed_due_trim(entries) {
+        store.trim_feed().await?
+    } else {
+        0
+    };
+    let writes = 2 + trimmed + usize::from(renamed.is_some());
+    Ok(match (entered, renamed) {
+        (Copied::Written, _) | (_, Some(_)) => Outcome::Written { writes },
+        _ => Outcome::Stale { writes },
+    })
+}
+
+/// A post MODIFY: its feed entry, when what the feed shows changed.
+async fn changed_post(store: &Store, record: &EventRecord) -> Result<Outcome, FanoutError> {
+    let old: PostItem = decode(&record.change.old_image, "old")?;
+    let new: PostItem = decode(&record.change.new_image, "new")?;
+    if short_form(&old) == short_form(&new) {
+        return Ok(Outcome::Ignored);
+    }
+    Ok(match store.refresh_feed_entry(&new).await? {
+        Copied::Written => Outcome::Written { writes: 1 },
+        Copied::Stale => Outcome::Stale { writes: 1 },
+    })
+}
+
+/// A user MODIFY: a new username onto everything they wrote.
+async fn changed_user(
+    store: &Store,
+    record: &EventRecord,
+    deadline: Deadline,
+) -> Result<Outcome, FanoutError> {
+    let old: UserItem = decode(&record.change.old_image, "old")?;
+    let new: UserItem = decode(&record.change.new_image, "new")?;
+    if old.username == new.username {
+        return Ok(Outcome::Ignored);
+    }
+    let step = store.copy_username(&new, deadline).await?;
+    let (copies, paused, finished) = match step {
+        RenameStep::Paused(r) => (r.written, 1.0, 0.0),
+        RenameStep::Superseded(r) => (r.written, 0.0, 0.0),
+        RenameStep::Done(r) => (r.written, 0.0, 1.0),
+    };
+    metrics::emit(
+        &[],
+        &[
+            ("RenameCopies", copies as f64, Unit::Count),
+            ("RenamesPaused", paused, Unit::Count),
+            ("RenamesFinished", finished, Unit::Count),
+        ],
+    );
+    Ok(match step {
+        RenameStep::Paused(renamed) => Outcome::Paused {
+            writes: renamed.written + renamed.stale,
+        },
+        // Stale when every copy already had this rename, or a newer rename
+        // took over.
+        RenameStep::Superseded(renamed) => Outcome::Stale {
+            writes: renamed.written + renamed.stale,
+        },
+        RenameStep::Done(renamed) if renamed.written == 0 => Outcome::Stale {
+            writes: renamed.stale,
+        },
+        RenameStep::Done(renamed) => Outcome::Written {
+            writes: renamed.written + renamed.stale,
+        },
+    })
+}
+
+/// A post REMOVE: its feed entry out, then what its partition holds.
+async fn removed_post(
+    store: &Store,
+    record: &EventRecord,
+    deadline: Deadline,
+) -> Result<Outcome, FanoutError> {
+    let old: PostItem = decode(&record.change.old_image, "old")?;
+    let left = usize::from(store.leave_feed(&old.post_id).await?);
+    Ok(
+        match store.remove_post_items(&old.post_id, deadline).await? {
+            Removal::Paused { deleted } => Outcome::Paused {
+                writes: left + deleted,
+            },
+            Removal::Done { deleted } if left + deleted == 0 => Outcome::Stale { writes: 0 },
+            Removal::Done { deleted } => Outcome::Written {
+                writes: left + deleted,
+            },
+        },
+    )
 }
 
 /// A new item that copies its author's username: see
@@ -263,16 +315,13 @@ async fn catch_up_username(
     #[derive(Deserialize)]
     #[serde(rename_all = "camelCase")]
     struct Authored {
-        #[serde(rename = "PK")]
-        pk: String,
-        #[serde(rename = "SK")]
-        sk: String,
         user_id: UserId,
         user_version: u64,
     }
+    let key: Key = decode(&record.change.new_image, "new")?;
     let item: Authored = decode(&record.change.new_image, "new")?;
     Ok(store
-        .catch_up_username(&item.pk, &item.sk, &item.user_id, item.user_version)
+        .catch_up_username(&key.pk, &key.sk, &item.user_id, item.user_version)
         .await?)
 }
 

@@ -1,17 +1,23 @@
-//! The blog backend: one DynamoDB table, ten requests, one Lambda each.
+//! The blog backend: one DynamoDB table, one Lambda per route (the seeds'
+//! ten requests, finding a user by name, and taking back a post, a comment
+//! or a like), and the stream fan-out.
 //!
 //! Read it top-down:
 //! - [`routes`]: the HTTP contract, route by route, and which function serves it.
 //! - [`api`]: one handler per request (C1–C4, Q1–Q6), parsing and authorising it.
-//! - [`store`]: the single-table data access, one module per entity.
+//! - [`store`]: the single-table data access, one module per entity, each
+//!   going to DynamoDB only through `store::table` (the table layer) with
+//!   items that know their keys (`store::item`).
 //! - [`keys`]: every key format of the table, in one place.
 //! - [`ids`], [`text`], [`model`]: validated identifiers, text rules and the JSON shapes.
 //! - [`fanout`]: the DynamoDB Streams consumer that keeps denormalised copies true.
-//! - [`audit`]: the offline check (and repair) of every denormalised value.
+//! - `audit` (the `admin` feature): the offline check (and repair) of every
+//!   denormalised value.
 //! - [`startup`]: what every Lambda `main` calls.
 //!
 //! The local-only stand-ins (the API Gateway stand-in, the stream poller) live
-//! in the `local` crate, so that no Lambda compiles them.
+//! in the `local` crate, and what only `blog-admin`, the benchmark and the
+//! tests run is behind the `admin` feature, so that no Lambda compiles them.
 
 pub mod api;
 #[cfg(feature = "admin")]

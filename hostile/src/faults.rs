@@ -85,7 +85,7 @@ impl Faults {
     }
 
     /// Rates high enough that every retry path runs within a few dozen
-    /// requests, low enough that the SDK's and the store's retries still get
+    /// requests, low enough that the store's retries still get
     /// almost every request through.
     pub fn hostile() -> Self {
         Self {

@@ -6,10 +6,57 @@ use thiserror::Error;
 
 use crate::{ids::IdError, store::StoreError, text::TextError};
 
+/// The `code` of an error body: what a client branches on (openapi.yaml
+/// lists them).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ErrorCode {
+    BadJson,
+    BadId,
+    BadLimit,
+    BadCursor,
+    InvalidField,
+    MissingUsername,
+    Unauthorized,
+    Forbidden,
+    NotFound,
+    UsernameTaken,
+    ProfileExists,
+    PayloadTooLarge,
+    Unavailable,
+    Internal,
+}
+
+impl ErrorCode {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::BadJson => "bad_json",
+            Self::BadId => "bad_id",
+            Self::BadLimit => "bad_limit",
+            Self::BadCursor => "bad_cursor",
+            Self::InvalidField => "invalid_field",
+            Self::MissingUsername => "missing_username",
+            Self::Unauthorized => "unauthorized",
+            Self::Forbidden => "forbidden",
+            Self::NotFound => "not_found",
+            Self::UsernameTaken => "username_taken",
+            Self::ProfileExists => "profile_exists",
+            Self::PayloadTooLarge => "payload_too_large",
+            Self::Unavailable => "unavailable",
+            Self::Internal => "internal",
+        }
+    }
+}
+
+impl std::fmt::Display for ErrorCode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 #[derive(Debug, Error)]
 pub enum ApiError {
     #[error("{message}")]
-    BadRequest { code: &'static str, message: String },
+    BadRequest { code: ErrorCode, message: String },
     #[error("this request needs an authenticated caller")]
     Unauthorized,
     #[error("{0}")]
@@ -17,7 +64,7 @@ pub enum ApiError {
     #[error("{0}")]
     NotFound(&'static str),
     #[error("{message}")]
-    Conflict { code: &'static str, message: String },
+    Conflict { code: ErrorCode, message: String },
     #[error("request body is larger than {limit} bytes")]
     PayloadTooLarge { limit: usize },
     /// DynamoDB could not serve the request now; `cause` says why
@@ -32,7 +79,7 @@ pub enum ApiError {
 }
 
 impl ApiError {
-    pub fn bad_request(code: &'static str, message: impl Into<String>) -> Self {
+    pub fn bad_request(code: ErrorCode, message: impl Into<String>) -> Self {
         Self::BadRequest {
             code,
             message: message.into(),
@@ -52,15 +99,15 @@ impl ApiError {
         }
     }
 
-    pub fn code(&self) -> &'static str {
+    pub fn code(&self) -> ErrorCode {
         match self {
-            Self::BadRequest { code, .. } | Self::Conflict { code, .. } => code,
-            Self::Unauthorized => "unauthorized",
-            Self::Forbidden(_) => "forbidden",
-            Self::NotFound(_) => "not_found",
-            Self::PayloadTooLarge { .. } => "payload_too_large",
-            Self::Unavailable { .. } => "unavailable",
-            Self::Internal(_) => "internal",
+            Self::BadRequest { code, .. } | Self::Conflict { code, .. } => *code,
+            Self::Unauthorized => ErrorCode::Unauthorized,
+            Self::Forbidden(_) => ErrorCode::Forbidden,
+            Self::NotFound(_) => ErrorCode::NotFound,
+            Self::PayloadTooLarge { .. } => ErrorCode::PayloadTooLarge,
+            Self::Unavailable { .. } => ErrorCode::Unavailable,
+            Self::Internal(_) => ErrorCode::Internal,
         }
     }
 
@@ -73,7 +120,7 @@ impl ApiError {
             Self::Internal(_) => "internal error".to_owned(),
             other => other.to_string(),
         };
-        let mut error = json!({ "code": self.code(), "message": message });
+        let mut error = json!({ "code": self.code().as_str(), "message": message });
         if !request_id.is_empty() {
             error["requestId"] = request_id.into();
         }
@@ -82,9 +129,9 @@ impl ApiError {
 
     pub fn log(&self) {
         if self.status().is_server_error() {
-            tracing::error!(code = self.code(), error = %self, "request failed");
+            tracing::error!(code = self.code().as_str(), error = %self, "request failed");
         } else {
-            tracing::info!(code = self.code(), error = %self, "request rejected");
+            tracing::info!(code = self.code().as_str(), error = %self, "request rejected");
         }
     }
 }
@@ -94,11 +141,11 @@ impl From<StoreError> for ApiError {
         let message = err.to_string();
         match err {
             StoreError::UsernameTaken => Self::Conflict {
-                code: "username_taken",
+                code: ErrorCode::UsernameTaken,
                 message,
             },
             StoreError::ProfileExists => Self::Conflict {
-                code: "profile_exists",
+                code: ErrorCode::ProfileExists,
                 message,
             },
             StoreError::NoProfile => Self::Forbidden("create your profile first (POST /users)"),
@@ -109,7 +156,7 @@ impl From<StoreError> for ApiError {
             StoreError::NotCommentAuthor => {
                 Self::Forbidden("only the comment's author or the post's author may delete it")
             }
-            StoreError::BadCursor(_) => Self::bad_request("bad_cursor", message),
+            StoreError::BadCursor(_) => Self::bad_request(ErrorCode::BadCursor, message),
             StoreError::Busy { cause, .. } => Self::Unavailable {
                 cause: cause.as_str(),
                 message,
@@ -121,12 +168,12 @@ impl From<StoreError> for ApiError {
 
 impl From<TextError> for ApiError {
     fn from(err: TextError) -> Self {
-        Self::bad_request("invalid_field", err.to_string())
+        Self::bad_request(ErrorCode::InvalidField, err.to_string())
     }
 }
 
 impl From<IdError> for ApiError {
     fn from(err: IdError) -> Self {
-        Self::bad_request("bad_id", err.to_string())
+        Self::bad_request(ErrorCode::BadId, err.to_string())
     }
 }

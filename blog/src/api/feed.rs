@@ -14,7 +14,7 @@ use std::{
 
 use lambda_http::Request;
 
-use super::{ApiError, ApiResult, App, Reply, request};
+use super::{ApiError, ApiResult, App, ErrorCode, Reply, request};
 use crate::model::{Feed, PostSummary};
 
 /// How long an instance serves the feed it read, unless `FEED_CACHE_SECONDS`
@@ -70,7 +70,7 @@ pub async fn get_feed(app: &App, req: Request) -> ApiResult {
     let (limit, cursor) = request::page(&req)?;
     if cursor.is_some() {
         return Err(ApiError::bad_request(
-            "bad_cursor",
+            ErrorCode::BadCursor,
             "the feed takes no cursor",
         ));
     }

@@ -16,7 +16,7 @@ use lambda_http::{
 };
 use serde::Serialize;
 
-pub use error::ApiError;
+pub use error::{ApiError, ErrorCode};
 pub use feed::FeedCache;
 
 use crate::{

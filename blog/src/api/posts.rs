@@ -3,7 +3,7 @@
 use lambda_http::Request;
 use serde::Deserialize;
 
-use super::{ApiError, ApiResult, App, Reply, request};
+use super::{ApiError, ApiResult, App, ErrorCode, Reply, request};
 use crate::{
     ids::{PostId, UserId},
     store::posts::PostEdit,
@@ -48,7 +48,7 @@ pub async fn update_post(app: &App, req: Request) -> ApiResult {
     };
     if edit.title.is_none() && edit.content.is_none() {
         return Err(ApiError::bad_request(
-            "invalid_field",
+            ErrorCode::InvalidField,
             "give a title, a content, or both",
         ));
     }

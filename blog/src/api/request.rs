@@ -4,7 +4,7 @@
 use lambda_http::{Body, Request, RequestExt, request::RequestContext};
 use serde::de::DeserializeOwned;
 
-use super::{ApiError, App};
+use super::{ApiError, App, ErrorCode};
 use crate::ids::{IdError, UserId};
 
 /// Bodies above this are refused before parsing (413).
@@ -44,9 +44,9 @@ pub fn path_id<T>(
     parse: fn(&str) -> Result<T, IdError>,
 ) -> Result<T, ApiError> {
     let params = req.path_parameters();
-    let raw = params
-        .first(name)
-        .ok_or_else(|| ApiError::bad_request("bad_id", format!("missing path parameter {name}")))?;
+    let raw = params.first(name).ok_or_else(|| {
+        ApiError::bad_request(ErrorCode::BadId, format!("missing path parameter {name}"))
+    })?;
     Ok(parse(raw)?)
 }
 
@@ -55,7 +55,7 @@ pub fn path_id<T>(
 pub fn required_query(
     req: &Request,
     name: &'static str,
-    code: &'static str,
+    code: ErrorCode,
 ) -> Result<String, ApiError> {
     req.query_string_parameters()
         .first(name)
@@ -74,14 +74,17 @@ pub fn page(req: &Request) -> Result<(usize, Option<String>), ApiError> {
             .filter(|n| (1..=MAX_LIMIT).contains(n))
             .ok_or_else(|| {
                 ApiError::bad_request(
-                    "bad_limit",
+                    ErrorCode::BadLimit,
                     format!("limit must be an integer from 1 to {MAX_LIMIT}"),
                 )
             })?,
     };
     let cursor = query.first("cursor").map(str::to_owned);
     if cursor.as_deref() == Some("") {
-        return Err(ApiError::bad_request("bad_cursor", "cursor is malformed"));
+        return Err(ApiError::bad_request(
+            ErrorCode::BadCursor,
+            "cursor is malformed",
+        ));
     }
     Ok((limit, cursor))
 }
@@ -90,10 +93,13 @@ pub fn page(req: &Request) -> Result<(usize, Option<String>), ApiError> {
 pub fn json_body<T: DeserializeOwned>(req: &Request) -> Result<T, ApiError> {
     let bytes = body_bytes(req)?;
     if bytes.is_empty() {
-        return Err(ApiError::bad_request("bad_json", "a JSON body is required"));
+        return Err(ApiError::bad_request(
+            ErrorCode::BadJson,
+            "a JSON body is required",
+        ));
     }
     serde_json::from_slice(bytes)
-        .map_err(|e| ApiError::bad_request("bad_json", format!("invalid JSON body: {e}")))
+        .map_err(|e| ApiError::bad_request(ErrorCode::BadJson, format!("invalid JSON body: {e}")))
 }
 
 /// For requests that take no body: nothing, or an empty JSON object.

@@ -3,7 +3,7 @@
 use lambda_http::Request;
 use serde::Deserialize;
 
-use super::{ApiError, ApiResult, App, Reply, request};
+use super::{ApiError, ApiResult, App, ErrorCode, Reply, request};
 use crate::{ids::UserId, text};
 
 #[derive(Deserialize)]
@@ -35,7 +35,7 @@ pub async fn update_user(app: &App, req: Request) -> ApiResult {
 /// Q1 by name, `GET /users?username=<name>`: the profile whose username is
 /// `name` ignoring case.
 pub async fn find_user(app: &App, req: Request) -> ApiResult {
-    let raw = request::required_query(&req, "username", "missing_username")?;
+    let raw = request::required_query(&req, "username", ErrorCode::MissingUsername)?;
     let username = text::username(&raw)?;
     match app.store.find_user(username).await? {
         Some(found) => Reply::read(&found),

@@ -13,7 +13,7 @@ pub enum StoreError {
     UsernameTaken,
     #[error("a profile already exists for this user")]
     ProfileExists,
-    #[error("create your profile first (POST /users)")]
+    #[error("the caller has no profile yet")]
     NoProfile,
     #[error("no such user")]
     UserNotFound,

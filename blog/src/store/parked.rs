@@ -97,7 +97,7 @@ impl Store {
             .map(|_| ())
     }
 
-#[cfg(feature = "admin")]
+    #[cfg(feature = "admin")]
     /// One page of parked records (admin: `blog-admin replay`), oldest
     /// sequence number first, and where the next page starts.
     pub async fn parked_page(
@@ -114,7 +114,7 @@ impl Store {
         Ok((from_items(page.items)?, page.next))
     }
 
-#[cfg(feature = "admin")]
+    #[cfg(feature = "admin")]
     /// Forgets a parked record once it has been applied (admin).
     pub async fn unpark(&self, item: &ParkedRecordItem) -> Result<(), StoreError> {
         let delete = Write::delete(item.key().item());

@@ -350,7 +350,7 @@ impl Store {
         ))
     }
 
-#[cfg(feature = "admin")]
+    #[cfg(feature = "admin")]
     /// The audit's repair of a count (admin): sets `counter` to `actual` if
     /// the post is still at the `version` it was read at (so a like or a
     /// comment since is never undone), and raises the version so the feed
@@ -371,7 +371,7 @@ impl Store {
         Ok(self.db.write("set post count", &write).await?.done())
     }
 
-#[cfg(feature = "admin")]
+    #[cfg(feature = "admin")]
     /// Moves a post of the old shape (content on the post item) into the new
     /// one (admin: `blog-admin migrate`): the content item, then the content off the post item, in one
     /// transaction. `false` when there was nothing to move: the post is in

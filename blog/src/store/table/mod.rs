@@ -57,9 +57,8 @@ use aws_sdk_dynamodb::{
     error::{ProvideErrorMetadata, SdkError},
     operation::transact_write_items::TransactWriteItemsError,
     types::{
-        AttributeValue, CancellationReason, ConditionCheck, ConsumedCapacity, Delete,
-        Put, ReturnConsumedCapacity, ReturnValue, Select, TransactWriteItem,
-        Update,
+        AttributeValue, CancellationReason, ConditionCheck, ConsumedCapacity, Delete, Put,
+        ReturnConsumedCapacity, ReturnValue, Select, TransactWriteItem, Update,
     },
 };
 
@@ -753,7 +752,7 @@ impl Table {
         Ok(items)
     }
 
-#[cfg(feature = "admin")]
+    #[cfg(feature = "admin")]
     /// One page of a Scan (admin only: the audit and the migration).
     pub async fn scan_page(
         &self,
@@ -787,7 +786,7 @@ impl Table {
         })
     }
 
-#[cfg(feature = "admin")]
+    #[cfg(feature = "admin")]
     /// Strongly consistent BatchGetItem of up to 100 `keys` (admin only: the
     /// audit's profiles), resending what DynamoDB leaves unprocessed. Returns
     /// the items found and the read units spent.
