@@ -181,20 +181,24 @@ where
     lambda_runtime::run(lambda_runtime::service_fn(|event: LambdaEvent<Event>| {
         // Boxed: the handler's future is deep enough to overflow the compiler's
         // type-layout limit once nested in the runtime's.
-        let response: std::pin::Pin<Box<dyn Future<Output = DynamoDbEventResponse> + Send>> =
-            Box::pin(handler(
-                &app.store,
-                event.payload,
-                Deadline::from_epoch_ms(event.context.deadline),
-            ));
-        let meter = meter.clone();
-        async move {
-            let response = response.await;
-            emit_capacity(meter.as_ref());
-            Ok::<_, Error>(response)
-        }
+        let deadline = Deadline::from_epoch_ms(event.context.deadline);
+        metered(
+            meter.clone(),
+            Box::pin(handler(&app.store, event.payload, deadline)),
+        )
     }))
     .await
+}
+
+/// A stream or queue handler's boxed answer, then the invocation's capacity
+/// metrics.
+async fn metered<T>(
+    meter: Option<CapacityMeter>,
+    response: std::pin::Pin<Box<dyn Future<Output = T> + Send>>,
+) -> Result<T, Error> {
+    let response = response.await;
+    emit_capacity(meter.as_ref());
+    Ok(response)
 }
 
 /// Serves the fan-out's failure queue (`park-failures`): each message in,
@@ -214,14 +218,10 @@ where
     lambda_runtime::run(lambda_runtime::service_fn(
         |event: LambdaEvent<SqsEvent>| {
             // Boxed, as in `run_stream`: the compiler's type-layout limit.
-            let response: std::pin::Pin<Box<dyn Future<Output = SqsBatchResponse> + Send>> =
-                Box::pin(handler(&app.store, streams, event.payload));
-            let meter = meter.clone();
-            async move {
-                let response = response.await;
-                emit_capacity(meter.as_ref());
-                Ok::<_, Error>(response)
-            }
+            metered(
+                meter.clone(),
+                Box::pin(handler(&app.store, streams, event.payload)),
+            )
         },
     ))
     .await

@@ -88,6 +88,24 @@ pub enum Finding {
     },
 }
 
+impl Finding {
+    /// The findings of `post`'s counts against the `comments` and `likes`
+    /// its partition holds.
+    fn counts(post: &PostItem, comments: u64, likes: u64) -> Vec<Finding> {
+        [(Counter::Comments, comments), (Counter::Likes, likes)]
+            .into_iter()
+            .filter(|(counter, actual)| counter.of(post) != *actual)
+            .map(|(counter, actual)| Finding::Count {
+                post: post.post_id,
+                counter,
+                stored: counter.of(post),
+                actual,
+                version: post.version,
+            })
+            .collect()
+    }
+}
+
 impl fmt::Display for Finding {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {

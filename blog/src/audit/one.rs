@@ -9,18 +9,42 @@ use crate::{
     ids::{PostId, UserId},
     keys,
     store::{
-        Item, ItemType, Store, StoreError,
-        feed::FeedEntryItem,
-        from_item,
-        item::Entity,
-        posts::{Counter, PostItem},
-        table::Query,
-        users::UserItem,
+        Item, ItemType, Store, StoreError, feed::FeedEntryItem, from_item, item::Entity,
+        posts::PostItem, table::Query, users::UserItem,
     },
 };
 
 /// BatchGetItem's limit of keys per call.
 const BATCH_GET: usize = 100;
+
+/// What the audit of a post gathers from its partition.
+#[derive(Default)]
+struct Partition {
+    post: Option<PostItem>,
+    comments: u64,
+    likes: u64,
+    /// The authors' profiles read so far: name and version, `None` without.
+    profiles: HashMap<UserId, Option<(String, u64)>>,
+}
+
+/// A username copy: where it is, whose it is, what it says.
+struct Copy {
+    pk: String,
+    sk: String,
+    user: UserId,
+    name: String,
+}
+
+impl Copy {
+    fn of(item: &Item) -> Option<Copy> {
+        Some(Copy {
+            pk: text(item, keys::PK)?.to_owned(),
+            sk: text(item, keys::SK)?.to_owned(),
+            user: text(item, "userId").and_then(|u| UserId::parse(u).ok())?,
+            name: text(item, "username")?.to_owned(),
+        })
+    }
+}
 
 impl Store {
     /// Audits one user: reads their profile (strongly consistent) and
@@ -118,123 +142,149 @@ impl Store {
     ) -> Result<Report, StoreError> {
         let sink = Sink::new(options);
         let mut report = Report::default();
+        let partition = self
+            .audit_partition(post_id, options.page_size, &sink, &mut report)
+            .await?;
+        let expected = self.audit_counts(partition, &sink).await?;
+        self.audit_feed_entry(post_id, expected.as_ref(), &sink, &mut report)
+            .await?;
+        sink.fill_report(&mut report);
+        Ok(report)
+    }
+
+    /// Reads a post's partition, page by page, finding every username copy
+    /// that is not its author's; counts the comments and likes.
+    async fn audit_partition(
+        &self,
+        post_id: &PostId,
+        page_size: Option<i32>,
+        sink: &Sink,
+        report: &mut Report,
+    ) -> Result<Partition, StoreError> {
         let query = Query::partition(keys::post_pk(post_id))
             .project(projection())
             .consistent()
-            .page_size(options.page_size);
-        let mut profiles: HashMap<UserId, Option<(String, u64)>> = HashMap::new();
-        let (mut comments, mut likes) = (0_u64, 0_u64);
-        let mut post: Option<PostItem> = None;
+            .page_size(page_size);
+        let mut partition = Partition::default();
         let mut start = None;
         loop {
             let page = self.db().query_page("audit post", &query, start, None);
             let page = page.await?;
             report.pages += 1;
             report.read_units += page.read_units;
-            // (pk, sk, author, username) of this page's copies.
             let mut copies = Vec::new();
             for item in page.items {
                 report.items_read += 1;
-                let copy = |item: &Item| {
-                    let user = text(item, "userId").and_then(|u| UserId::parse(u).ok())?;
-                    Some((
-                        text(item, keys::PK)?.to_owned(),
-                        text(item, keys::SK)?.to_owned(),
-                        user,
-                        text(item, "username")?.to_owned(),
-                    ))
-                };
                 match kind(&item) {
                     Some(ItemType::Post) => {
-                        copies.extend(copy(&item));
-                        post = Some(from_item(item)?);
+                        copies.extend(Copy::of(&item));
+                        partition.post = Some(from_item(item)?);
                     }
-                    Some(k @ (ItemType::Comment | ItemType::Like)) => {
-                        if k == ItemType::Comment {
-                            comments += 1;
-                        } else {
-                            likes += 1;
-                        }
-                        copies.extend(copy(&item));
+                    Some(ItemType::Comment) => {
+                        partition.comments += 1;
+                        copies.extend(Copy::of(&item));
+                    }
+                    Some(ItemType::Like) => {
+                        partition.likes += 1;
+                        copies.extend(Copy::of(&item));
                     }
                     _ => {}
                 }
             }
-            let unknown: Vec<UserId> = copies
-                .iter()
-                .map(|(_, _, user, _)| user)
-                .filter(|user| !profiles.contains_key(*user))
-                .cloned()
-                .collect::<std::collections::HashSet<_>>()
-                .into_iter()
-                .collect();
-            let (read, units) = self.read_profiles(&unknown, &mut profiles).await?;
-            report.items_read += read;
-            report.read_units += units;
-            for (pk, sk, user, stored) in copies {
-                if let Some(Some((current, version))) = profiles.get(&user)
-                    && *current != stored
-                {
-                    let finding = Finding::Username {
-                        pk,
-                        sk,
-                        user,
-                        stored,
-                        current: current.clone(),
-                        user_version: *version,
-                    };
-                    sink.found(self, finding, None).await?;
-                }
-            }
+            self.audit_copies(copies, &mut partition.profiles, sink, report)
+                .await?;
             start = page.next;
             if start.is_none() {
-                break;
+                return Ok(partition);
             }
         }
+    }
 
-        let mut expected = None;
-        if let Some(mut post) = post {
-            for (counter, actual) in [(Counter::Comments, comments), (Counter::Likes, likes)] {
-                let stored = counter.of(&post);
-                if stored != actual {
-                    let finding = Finding::Count {
-                        post: post.post_id,
-                        counter,
-                        stored,
-                        actual,
-                        version: post.version,
-                    };
-                    sink.found(self, finding, None).await?;
-                }
+    /// Finds each of `copies` whose name is not its author's current one,
+    /// reading the profiles not read yet.
+    async fn audit_copies(
+        &self,
+        copies: Vec<Copy>,
+        profiles: &mut HashMap<UserId, Option<(String, u64)>>,
+        sink: &Sink,
+        report: &mut Report,
+    ) -> Result<(), StoreError> {
+        let unknown: Vec<UserId> = copies
+            .iter()
+            .map(|copy| &copy.user)
+            .filter(|user| !profiles.contains_key(*user))
+            .cloned()
+            .collect::<std::collections::HashSet<_>>()
+            .into_iter()
+            .collect();
+        let (read, units) = self.read_profiles(&unknown, profiles).await?;
+        report.items_read += read;
+        report.read_units += units;
+        for Copy { pk, sk, user, name } in copies {
+            if let Some(Some((current, version))) = profiles.get(&user)
+                && *current != name
+            {
+                let finding = Finding::Username {
+                    pk,
+                    sk,
+                    user,
+                    stored: name,
+                    current: current.clone(),
+                    user_version: *version,
+                };
+                sink.found(self, finding, None).await?;
             }
-            post.comment_count = comments;
-            post.like_count = likes;
-            if let Some(Some((name, _))) = profiles.get(&post.user_id) {
-                post.username.clone_from(name);
-            }
-            expected = Some(FeedEntryItem::from(&post));
         }
+        Ok(())
+    }
 
-        // Its feed entry, if the feed holds one.
+    /// The post's counts against what its partition holds; the feed entry
+    /// the post should have, if it exists.
+    async fn audit_counts(
+        &self,
+        partition: Partition,
+        sink: &Sink,
+    ) -> Result<Option<FeedEntryItem>, StoreError> {
+        let Some(mut post) = partition.post else {
+            return Ok(None);
+        };
+        for finding in Finding::counts(&post, partition.comments, partition.likes) {
+            sink.found(self, finding, None).await?;
+        }
+        post.comment_count = partition.comments;
+        post.like_count = partition.likes;
+        if let Some(Some((name, _))) = partition.profiles.get(&post.user_id) {
+            post.username.clone_from(name);
+        }
+        Ok(Some(FeedEntryItem::from(&post)))
+    }
+
+    /// The post's feed entry, if the feed holds one, against `expected`.
+    async fn audit_feed_entry(
+        &self,
+        post_id: &PostId,
+        expected: Option<&FeedEntryItem>,
+        sink: &Sink,
+        report: &mut Report,
+    ) -> Result<(), StoreError> {
         let entry = FeedEntryItem::key_of(post_id).item();
         let entry = self.db().get_entity::<FeedEntryItem>(entry, true).await?;
         report.items_read += usize::from(entry.is_some());
         report.read_units += 1.0;
-        if let Some(entry) = entry {
-            match &expected {
-                None => {
-                    let finding = Finding::ExtraFeedEntry { post: *post_id };
-                    sink.found(self, finding, None).await?;
-                }
-                Some(expected) if shown(expected) != shown(&entry) => {
-                    let finding = Finding::StaleFeedEntry { post: *post_id };
-                    sink.found(self, finding, Some(expected)).await?;
-                }
-                Some(_) => {}
+        let Some(entry) = entry else {
+            return Ok(());
+        };
+        match expected {
+            None => {
+                let finding = Finding::ExtraFeedEntry { post: *post_id };
+                sink.found(self, finding, None).await
             }
+            Some(expected) if shown(expected) != shown(&entry) => {
+                let finding = Finding::StaleFeedEntry { post: *post_id };
+                sink.found(self, finding, Some(expected)).await
+            }
+            Some(_) => Ok(()),
         }
-        sink.fill_report(&mut report);
-        Ok(report)
     }
 
     /// Reads the profiles of `users` (strongly consistent BatchGetItem, 100

@@ -33,7 +33,7 @@ use crate::{
         ItemType, Store, StoreError,
         feed::{FeedEntryItem, feed_reserve, feed_slack},
         from_item,
-        posts::{Counter, PostItem},
+        posts::PostItem,
         table::Scan,
     },
 };
@@ -90,6 +90,96 @@ struct Segment {
     newest: BTreeMap<PostId, FeedEntryItem>,
     feed: BTreeMap<PostId, FeedEntryItem>,
     floor: Option<PostId>,
+}
+
+/// The usernames and profiles one page showed, applied under one lock.
+#[derive(Default)]
+struct PageNames {
+    profiles: Vec<(UserId, String, u64)>,
+    copies: HashMap<UserId, Vec<String>>,
+}
+
+impl PageNames {
+    fn saw(&mut self, user: UserId, name: &str) {
+        let names = self.copies.entry(user).or_default();
+        if !names.iter().any(|n| n == name) {
+            names.push(name.to_owned());
+        }
+    }
+
+    fn apply(self, users: &Mutex<HashMap<UserId, Seen>>) {
+        let mut users = users.lock().unwrap_or_else(PoisonError::into_inner);
+        for (user, name, version) in self.profiles {
+            users.entry(user).or_default().profile(name, version);
+        }
+        for (user, names) in self.copies {
+            let seen = users.entry(user).or_default();
+            for name in names {
+                seen.saw(&name);
+            }
+        }
+    }
+}
+
+/// One item of the Scan, into the segment's tallies: its partition's
+/// counts, its user's names, the feed.
+fn read_item(
+    done: &mut Segment,
+    collection: &mut Collection,
+    names: &mut PageNames,
+    item: crate::store::Item,
+) -> Result<(), StoreError> {
+    let user = text(&item, "userId").and_then(|u| UserId::parse(u).ok());
+    let name = text(&item, "username");
+    match kind(&item) {
+        Some(ItemType::User) => {
+            if let (Some(user), Some(name)) = (user, name) {
+                let version = number(&item, "version").unwrap_or_default();
+                names.profiles.push((user, name.to_owned(), version));
+            }
+        }
+        Some(ItemType::Post) => {
+            let post: PostItem = from_item(item)?;
+            names.saw(post.user_id.clone(), &post.username);
+            collection.post = Some(post);
+        }
+        Some(k @ (ItemType::Comment | ItemType::Like)) => {
+            if k == ItemType::Comment {
+                collection.comments += 1;
+            } else {
+                collection.likes += 1;
+            }
+            if let (Some(user), Some(name)) = (user, name) {
+                names.saw(user, name);
+            }
+        }
+        Some(ItemType::FeedEntry) => {
+            let entry: FeedEntryItem = from_item(item)?;
+            done.feed.insert(entry.post_id, entry);
+        }
+        Some(ItemType::FeedFloor) => {
+            done.floor = text(&item, "floorPostId").and_then(|p| PostId::parse(p).ok());
+        }
+        Some(ItemType::Liker | ItemType::PostContent) => collection.others += 1,
+        // Claims, rename progress, parked records, and whatever a newer
+        // version writes: nothing to compare.
+        _ => {}
+    }
+    let held = done.newest.len() + usize::from(collection.post.is_some());
+    done.max_held = done.max_held.max(held);
+    Ok(())
+}
+
+impl Collection {
+    fn new(pk: &str) -> Self {
+        Collection {
+            pk: pk.to_owned(),
+            comments: 0,
+            likes: 0,
+            others: 0,
+            post: None,
+        }
+    }
 }
 
 impl Store {
@@ -195,15 +285,7 @@ impl Store {
                 .await?;
             done.pages += 1;
             done.read_units += page.read_units;
-            // Names and profiles of this page, applied under one lock.
-            let mut profiles: Vec<(UserId, String, u64)> = Vec::new();
-            let mut copies: HashMap<UserId, Vec<String>> = HashMap::new();
-            let mut saw = |user: UserId, name: &str| {
-                let names = copies.entry(user).or_default();
-                if !names.iter().any(|n| n == name) {
-                    names.push(name.to_owned());
-                }
-            };
+            let mut names = PageNames::default();
             for item in page.items {
                 done.items_read += 1;
                 let Some(pk) = text(&item, keys::PK) else {
@@ -213,68 +295,13 @@ impl Store {
                     if let Some(closed) = open.take() {
                         self.close(closed, &mut done, keep_newest, sink).await?;
                     }
-                    open = Some(Collection {
-                        pk: pk.to_owned(),
-                        comments: 0,
-                        likes: 0,
-                        others: 0,
-                        post: None,
-                    });
+                    open = Some(Collection::new(pk));
                 }
-                let Some(collection) = open.as_mut() else {
-                    continue;
-                };
-                let user = text(&item, "userId").and_then(|u| UserId::parse(u).ok());
-                let name = text(&item, "username");
-                match kind(&item) {
-                    Some(ItemType::User) => {
-                        if let (Some(user), Some(name)) = (user, name) {
-                            let version = number(&item, "version").unwrap_or_default();
-                            profiles.push((user, name.to_owned(), version));
-                        }
-                    }
-                    Some(ItemType::Post) => {
-                        let post: PostItem = from_item(item)?;
-                        saw(post.user_id.clone(), &post.username);
-                        collection.post = Some(post);
-                    }
-                    Some(k @ (ItemType::Comment | ItemType::Like)) => {
-                        if k == ItemType::Comment {
-                            collection.comments += 1;
-                        } else {
-                            collection.likes += 1;
-                        }
-                        if let (Some(user), Some(name)) = (user, name) {
-                            saw(user, name);
-                        }
-                    }
-                    Some(ItemType::FeedEntry) => {
-                        let entry: FeedEntryItem = from_item(item)?;
-                        done.feed.insert(entry.post_id, entry);
-                    }
-                    Some(ItemType::FeedFloor) => {
-                        done.floor = text(&item, "floorPostId").and_then(|p| PostId::parse(p).ok());
-                    }
-                    Some(ItemType::Liker | ItemType::PostContent) => collection.others += 1,
-                    // Claims, rename progress, parked records, and whatever
-                    // a newer version writes: nothing to compare.
-                    _ => {}
-                }
-                let held = done.newest.len() + usize::from(collection.post.is_some());
-                done.max_held = done.max_held.max(held);
-            }
-            {
-                let mut users = users.lock().unwrap_or_else(PoisonError::into_inner);
-                for (user, name, version) in profiles {
-                    users.entry(user).or_default().profile(name, version);
-                }
-                for (user, names) in copies {
-                    let seen = users.entry(user).or_default();
-                    for name in names {
-                        seen.saw(&name);
-                    }
+                if let Some(collection) = open.as_mut() {
+                    read_item(&mut done, collection, &mut names, item)?;
                 }
             }
+            names.apply(users);
             start = page.next;
             if start.is_none() {
                 break;
@@ -315,21 +342,8 @@ impl Store {
             }
             return Ok(());
         };
-        for (counter, actual) in [
-            (Counter::Comments, collection.comments),
-            (Counter::Likes, collection.likes),
-        ] {
-            let stored = counter.of(&post);
-            if stored != actual {
-                let finding = Finding::Count {
-                    post: post.post_id,
-                    counter,
-                    stored,
-                    actual,
-                    version: post.version,
-                };
-                sink.found(self, finding, None).await?;
-            }
+        for finding in Finding::counts(&post, collection.comments, collection.likes) {
+            sink.found(self, finding, None).await?;
         }
         let newer = done
             .newest

@@ -104,13 +104,6 @@ impl Store {
         let counted = tx.add("post", PostItem::count(post, Counter::Comments, Step::Down));
         match tx.commit().await? {
             TxOutcome::Committed => Ok(()),
-            // Gone after an attempt whose answer was lost: that attempt
-            // deleted it (this request read it a moment before).
-            TxOutcome::ConditionFailed(failed)
-                if failed.after_unknown && failed.failed(removed) =>
-            {
-                Ok(())
-            }
             // Deleted meanwhile (by its other permitted deleter, or the post's
             // deletion): there is no such comment now.
             TxOutcome::ConditionFailed(failed) if failed.failed(removed) => {

@@ -62,13 +62,6 @@ impl Store {
         tx.add("content", Write::delete(content));
         match tx.commit().await? {
             TxOutcome::Committed => Ok(()),
-            // Gone after an attempt whose answer was lost: that attempt
-            // deleted it (this request read it, as the caller's, just before).
-            TxOutcome::ConditionFailed(failed)
-                if failed.after_unknown && failed.failed(removed) =>
-            {
-                Ok(())
-            }
             // Deleted meanwhile by another request.
             TxOutcome::ConditionFailed(failed) if failed.failed(removed) => {
                 Err(StoreError::PostNotFound)

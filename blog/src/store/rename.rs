@@ -223,19 +223,7 @@ impl Store {
             }
         }
 
-        let renamed_at = timestamp::parse(&user.updated_at).ok_or_else(|| {
-            StoreError::Internal(format!("profile has a bad updatedAt {}", user.updated_at))
-        })?;
-        let settled_at = renamed_at + self.gsi_lag_bound();
-        let wait = settled_at - time::OffsetDateTime::now_utc();
-        if wait.is_positive() {
-            tokio::time::sleep(wait.unsigned_abs()).await;
-        }
-        // Ids are stamped by the writers' clocks, `updatedAt` by the renamer's:
-        // allow them to disagree by half the bound.
-        let since = renamed_at - self.gsi_lag_bound() - self.gsi_lag_bound() / 2;
-        let since_ms = u64::try_from(since.unix_timestamp_nanos() / 1_000_000).unwrap_or(0);
-        let lowest_id = ulid::Ulid::from_parts(since_ms, 0).to_string();
+        let lowest_id = self.tail_start(user).await?;
         let walked = done;
         for prefix in [keys::POST_PREFIX, keys::COMMENT_PREFIX, keys::LIKE_PREFIX] {
             let range = (format!("{prefix}{lowest_id}"), format!("{prefix}~"));
@@ -270,6 +258,25 @@ impl Store {
             "rename copied everywhere"
         );
         Ok(RenameStep::Done(done))
+    }
+
+    /// Where the second pass starts: the lowest id an item written since
+    /// GSI1 last lagged behind the rename can have. Waits until GSI1 has
+    /// had its bound to show such items.
+    async fn tail_start(&self, user: &UserItem) -> Result<String, StoreError> {
+        let renamed_at = timestamp::parse(&user.updated_at).ok_or_else(|| {
+            StoreError::Internal(format!("profile has a bad updatedAt {}", user.updated_at))
+        })?;
+        let settled_at = renamed_at + self.gsi_lag_bound();
+        let wait = settled_at - time::OffsetDateTime::now_utc();
+        if wait.is_positive() {
+            tokio::time::sleep(wait.unsigned_abs()).await;
+        }
+        // Ids are stamped by the writers' clocks, `updatedAt` by the renamer's:
+        // allow them to disagree by half the bound.
+        let since = renamed_at - self.gsi_lag_bound() - self.gsi_lag_bound() / 2;
+        let since_ms = u64::try_from(since.unix_timestamp_nanos() / 1_000_000).unwrap_or(0);
+        Ok(ulid::Ulid::from_parts(since_ms, 0).to_string())
     }
 
     /// Copies `user`'s name onto their items in GSI1: all of them, keeping

@@ -284,6 +284,19 @@ impl Write {
     }
 }
 
+/// The table, the condition and the placeholders of `$write`, on any of the
+/// SDK's write builders (they share these setters, not a trait).
+macro_rules! with_write {
+    ($builder:expr, $table:expr, $write:expr) => {{
+        let (condition, names, values) = $write.parts();
+        $builder
+            .table_name($table)
+            .set_condition_expression(condition)
+            .set_expression_attribute_names(names)
+            .set_expression_attribute_values(values)
+    }};
+}
+
 /// What a single write did.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Outcome {
@@ -587,17 +600,9 @@ impl Table {
         item: &Item,
         unknown: &AtomicBool,
     ) -> Result<Option<Item>, Failure> {
-        let (condition, names, values) = write.parts();
-        let put = self
-            .client
-            .put_item()
-            .table_name(&self.name)
-            .set_item(Some(item.clone()))
-            .set_condition_expression(condition)
-            .set_expression_attribute_names(names)
-            .set_expression_attribute_values(values)
-            .set_return_values(write.return_value())
-            .return_consumed_capacity(ReturnConsumedCapacity::Indexes);
+        let put = self.client.put_item().set_item(Some(item.clone()));
+        let put = with_write!(put, &self.name, write).set_return_values(write.return_value());
+        let put = put.return_consumed_capacity(ReturnConsumedCapacity::Indexes);
         let sent = self.send(what, unknown, || put.clone().send()).await;
         settle(sent).map(|o| o.attributes)
     }
@@ -610,18 +615,13 @@ impl Table {
         change: &Expr,
         unknown: &AtomicBool,
     ) -> Result<Option<Item>, Failure> {
-        let (condition, names, values) = write.parts();
         let update = self
             .client
             .update_item()
-            .table_name(&self.name)
             .set_key(Some(key.clone()))
-            .update_expression(&change.text)
-            .set_condition_expression(condition)
-            .set_expression_attribute_names(names)
-            .set_expression_attribute_values(values)
-            .set_return_values(write.return_value())
-            .return_consumed_capacity(ReturnConsumedCapacity::Indexes);
+            .update_expression(&change.text);
+        let update = with_write!(update, &self.name, write).set_return_values(write.return_value());
+        let update = update.return_consumed_capacity(ReturnConsumedCapacity::Indexes);
         let sent = self.send(what, unknown, || update.clone().send()).await;
         settle(sent).map(|o| o.attributes)
     }
@@ -633,17 +633,9 @@ impl Table {
         key: &Item,
         unknown: &AtomicBool,
     ) -> Result<Option<Item>, Failure> {
-        let (condition, names, values) = write.parts();
-        let delete = self
-            .client
-            .delete_item()
-            .table_name(&self.name)
-            .set_key(Some(key.clone()))
-            .set_condition_expression(condition)
-            .set_expression_attribute_names(names)
-            .set_expression_attribute_values(values)
-            .set_return_values(write.return_value())
-            .return_consumed_capacity(ReturnConsumedCapacity::Indexes);
+        let delete = self.client.delete_item().set_key(Some(key.clone()));
+        let delete = with_write!(delete, &self.name, write).set_return_values(write.return_value());
+        let delete = delete.return_consumed_capacity(ReturnConsumedCapacity::Indexes);
         let sent = self.send(what, unknown, || delete.clone().send()).await;
         settle(sent).map(|o| o.attributes)
     }
@@ -1039,46 +1031,26 @@ impl Transaction<'_> {
 }
 
 fn transact_item(table: &str, write: &Write) -> Result<TransactWriteItem, StoreError> {
-    let (condition, names, values) = write.parts();
     let item = TransactWriteItem::builder();
     Ok(match &write.op {
-        Op::Put(put) => item.put(
-            Put::builder()
-                .table_name(table)
-                .set_item(Some(put.clone()))
-                .set_condition_expression(condition)
-                .set_expression_attribute_names(names)
-                .set_expression_attribute_values(values)
-                .build()?,
-        ),
-        Op::Update(key, change) => item.update(
-            Update::builder()
-                .table_name(table)
+        Op::Put(put) => {
+            let put = Put::builder().set_item(Some(put.clone()));
+            item.put(with_write!(put, table, write).build()?)
+        }
+        Op::Update(key, change) => {
+            let update = Update::builder()
                 .set_key(Some(key.clone()))
-                .update_expression(&change.text)
-                .set_condition_expression(condition)
-                .set_expression_attribute_names(names)
-                .set_expression_attribute_values(values)
-                .build()?,
-        ),
-        Op::Delete(key) => item.delete(
-            Delete::builder()
-                .table_name(table)
-                .set_key(Some(key.clone()))
-                .set_condition_expression(condition)
-                .set_expression_attribute_names(names)
-                .set_expression_attribute_values(values)
-                .build()?,
-        ),
-        Op::Check(key) => item.condition_check(
-            ConditionCheck::builder()
-                .table_name(table)
-                .set_key(Some(key.clone()))
-                .set_condition_expression(condition)
-                .set_expression_attribute_names(names)
-                .set_expression_attribute_values(values)
-                .build()?,
-        ),
+                .update_expression(&change.text);
+            item.update(with_write!(update, table, write).build()?)
+        }
+        Op::Delete(key) => {
+            let delete = Delete::builder().set_key(Some(key.clone()));
+            item.delete(with_write!(delete, table, write).build()?)
+        }
+        Op::Check(key) => {
+            let check = ConditionCheck::builder().set_key(Some(key.clone()));
+            item.condition_check(with_write!(check, table, write).build()?)
+        }
     }
     .build())
 }
