@@ -6,11 +6,12 @@ use aws_sdk_dynamodb::types::AttributeValue;
 use blog::{
     audit::{AuditOptions, Finding, Report},
     ids::{PostId, UserId},
+    keys::{self, FEED_FLOOR_SK, FEED_PK, PK, POST_SK, SK},
     store::{feed::feed_slack, posts::Counter},
 };
 use serde_json::{Value, json};
 
-use crate::support::{TestApi, table_snapshot};
+use crate::support::{TestApi, comment_id, post_id, table_snapshot};
 
 fn s(v: &str) -> AttributeValue {
     AttributeValue::S(v.to_owned())
@@ -23,8 +24,8 @@ async fn corrupt(api: &TestApi, pk: &str, sk: &str, set: &str, value: AttributeV
         .client()
         .update_item()
         .table_name(store.table())
-        .key("PK", s(pk))
-        .key("SK", s(sk))
+        .key(PK, s(pk))
+        .key(SK, s(sk))
         .update_expression(format!("SET {set} = :v"))
         .expression_attribute_values(":v", value)
         .send()
@@ -43,16 +44,8 @@ async fn the_audit_finds_and_repairs_every_stale_copy() {
         posts.push(api.post(&author, format!("post {i}"), "text").await);
     }
     let newest = posts[4].clone();
-    api.call("POST", &format!("/posts/{newest}/likes"), Some(&fan), None)
-        .await;
-    let (_, comment) = api
-        .call(
-            "POST",
-            &format!("/posts/{newest}/comments"),
-            Some(&fan),
-            Some(json!({ "content": "hi" })),
-        )
-        .await;
+    api.like(&fan, &newest).await;
+    let comment = api.comment(&fan, &newest, "hi").await;
     api.settle(&mut poller).await;
     let clean = api.app.store.audit(false).await.expect("audit");
     assert_eq!(
@@ -63,30 +56,21 @@ async fn the_audit_finds_and_repairs_every_stale_copy() {
     assert!(clean.items_read > 10);
 
     // Six kinds of damage.
-    let comment_sk = format!(
-        "COMMENT#{}",
-        comment["commentId"].as_str().unwrap_or_default()
-    );
+    let comment_sk = keys::comment_sk(&comment_id(&comment));
+    let newest_pk = keys::post_pk(&post_id(&newest));
     corrupt(
         &api,
-        &format!("POST#{newest}"),
-        "POST",
+        &newest_pk,
+        POST_SK,
         "likeCount",
         AttributeValue::N("7".into()),
     )
     .await;
+    corrupt(&api, &newest_pk, &comment_sk, "username", s("ghost")).await;
     corrupt(
         &api,
-        &format!("POST#{newest}"),
-        &comment_sk,
-        "username",
-        s("ghost"),
-    )
-    .await;
-    corrupt(
-        &api,
-        "FEED",
-        &format!("POST#{}", posts[3]),
+        FEED_PK,
+        &keys::feed_sk(&post_id(&posts[3])),
         "title",
         s("tampered"),
     )
@@ -96,15 +80,15 @@ async fn the_audit_finds_and_repairs_every_stale_copy() {
         .client()
         .delete_item()
         .table_name(store.table())
-        .key("PK", s("FEED"))
-        .key("SK", s(&format!("POST#{}", posts[2])))
+        .key(PK, s(FEED_PK))
+        .key(SK, s(&keys::feed_sk(&post_id(&posts[2]))))
         .send()
         .await
         .expect("delete");
     // An old post back in the feed.
     let old = &posts[0];
     let entry = json!({
-        "PK": "FEED", "SK": format!("POST#{old}"), "type": "feedEntry", "postId": old, "userId": author,
+        PK: FEED_PK, SK: keys::feed_sk(&post_id(old)), "type": "feedEntry", "postId": old, "userId": author,
         "username": "author", "title": "post 0", "summary": "text", "commentCount": 0, "likeCount": 0,
         "createdAt": "2026-01-01T00:00:00.000Z", "version": 1,
     });
@@ -114,7 +98,7 @@ async fn the_audit_finds_and_repairs_every_stale_copy() {
         .await
         .expect("put");
     // And a floor above a post the feed shows: it could keep a post out.
-    corrupt(&api, "FEED", "FLOOR", "floorPostId", s(&posts[3])).await;
+    corrupt(&api, FEED_PK, FEED_FLOOR_SK, "floorPostId", s(&posts[3])).await;
 
     let found = api.app.store.audit(false).await.expect("audit").findings;
     let kinds: Vec<String> = found
@@ -231,20 +215,9 @@ async fn a_post_whose_replies_span_many_pages_is_counted_right_in_bounded_memory
     let busy = posts[0].clone();
     for i in 0..30 {
         let fan = api.user_named(format!("fan_{i:02}")).await;
-        let (status, _) = api
-            .call("POST", &format!("/posts/{busy}/likes"), Some(&fan), None)
-            .await;
-        assert_eq!(status, 201);
+        api.like(&fan, &busy).await;
         if i < 20 {
-            let (status, _) = api
-                .call(
-                    "POST",
-                    &format!("/posts/{busy}/comments"),
-                    Some(&fan),
-                    Some(json!({ "content": format!("comment {i}") })),
-                )
-                .await;
-            assert_eq!(status, 201);
+            api.comment(&fan, &busy, &format!("comment {i}")).await;
         }
     }
     api.settle(&mut poller).await;
@@ -281,8 +254,8 @@ async fn a_post_whose_replies_span_many_pages_is_counted_right_in_bounded_memory
     // A wrong count of the busy post: the counts are of every page.
     corrupt(
         &api,
-        &format!("POST#{busy}"),
-        "POST",
+        &keys::post_pk(&post_id(&busy)),
+        POST_SK,
         "likeCount",
         AttributeValue::N("3".into()),
     )
@@ -327,55 +300,36 @@ async fn one_users_audit_repairs_their_copies_and_nothing_of_anyone_else() {
     let bob = api.user("bob").await;
     let alices = api.post(&alice, "alice's", "text").await;
     let bobs = api.post(&bob, "bob's", "text").await;
-    let (_, alice_comment) = api
-        .call(
-            "POST",
-            &format!("/posts/{bobs}/comments"),
-            Some(&alice),
-            Some(json!({ "content": "hi bob" })),
-        )
-        .await;
-    api.call("POST", &format!("/posts/{bobs}/likes"), Some(&alice), None)
-        .await;
-    let (_, bob_comment) = api
-        .call(
-            "POST",
-            &format!("/posts/{alices}/comments"),
-            Some(&bob),
-            Some(json!({ "content": "hi alice" })),
-        )
-        .await;
+    let alice_comment = api.comment(&alice, &bobs, "hi bob").await;
+    api.like(&alice, &bobs).await;
+    let bob_comment = api.comment(&bob, &alices, "hi alice").await;
     api.settle(&mut poller).await;
-    let id = |v: &Value, field: &str| v[field].as_str().unwrap_or_default().to_owned();
     // A like's id is not in the response: its key, from the table.
     let like_sk = table_snapshot(&api)
         .await
         .into_iter()
         .find(|item| item.get("type") == Some(&s("like")))
-        .and_then(|item| item.get("SK").and_then(|sk| sk.as_s().ok()).cloned())
+        .and_then(|item| item.get(SK).and_then(|sk| sk.as_s().ok()).cloned())
         .expect("alice's like");
 
     // Alice's post, comment and like, and Bob's comment, show stale names.
+    let (alices_pk, bobs_pk) = (
+        keys::post_pk(&post_id(&alices)),
+        keys::post_pk(&post_id(&bobs)),
+    );
     let alice_copies = [
-        (format!("POST#{alices}"), "POST".to_owned()),
+        (alices_pk.clone(), POST_SK.to_owned()),
         (
-            format!("POST#{bobs}"),
-            format!("COMMENT#{}", id(&alice_comment, "commentId")),
+            bobs_pk.clone(),
+            keys::comment_sk(&comment_id(&alice_comment)),
         ),
-        (format!("POST#{bobs}"), like_sk),
+        (bobs_pk, like_sk),
     ];
     for (pk, sk) in &alice_copies {
         corrupt(&api, pk, sk, "username", s("old_alice")).await;
     }
-    let bob_sk = format!("COMMENT#{}", id(&bob_comment, "commentId"));
-    corrupt(
-        &api,
-        &format!("POST#{alices}"),
-        &bob_sk,
-        "username",
-        s("old_bob"),
-    )
-    .await;
+    let bob_sk = keys::comment_sk(&comment_id(&bob_comment));
+    corrupt(&api, &alices_pk, &bob_sk, "username", s("old_bob")).await;
 
     let store = &api.app.store;
     let alice_id = UserId::parse(&alice).expect("user id");
@@ -450,17 +404,9 @@ async fn one_posts_audit_repairs_its_count_names_and_feed_entry_only() {
     let first = api.post(&author, "first", "text").await;
     let second = api.post(&author, "second", "text").await;
     for post in [&first, &second] {
-        api.call("POST", &format!("/posts/{post}/likes"), Some(&fan), None)
-            .await;
+        api.like(&fan, post).await;
     }
-    let (_, comment) = api
-        .call(
-            "POST",
-            &format!("/posts/{first}/comments"),
-            Some(&fan),
-            Some(json!({ "content": "nice" })),
-        )
-        .await;
+    let comment = api.comment(&fan, &first, "nice").await;
     api.settle(&mut poller).await;
     let store = &api.app.store;
     let first_id = PostId::parse(&first).expect("post id");
@@ -475,19 +421,16 @@ async fn one_posts_audit_repairs_its_count_names_and_feed_entry_only() {
     // feed entry. The second: a wrong count.
     corrupt(
         &api,
-        &format!("POST#{first}"),
-        "POST",
+        &keys::post_pk(&first_id),
+        POST_SK,
         "commentCount",
         AttributeValue::N("9".into()),
     )
     .await;
-    let comment_sk = format!(
-        "COMMENT#{}",
-        comment["commentId"].as_str().unwrap_or_default()
-    );
+    let comment_sk = keys::comment_sk(&comment_id(&comment));
     corrupt(
         &api,
-        &format!("POST#{first}"),
+        &keys::post_pk(&first_id),
         &comment_sk,
         "username",
         s("someone"),
@@ -495,16 +438,16 @@ async fn one_posts_audit_repairs_its_count_names_and_feed_entry_only() {
     .await;
     corrupt(
         &api,
-        "FEED",
-        &format!("POST#{first}"),
+        FEED_PK,
+        &keys::feed_sk(&first_id),
         "title",
         s("tampered"),
     )
     .await;
     corrupt(
         &api,
-        &format!("POST#{second}"),
-        "POST",
+        &keys::post_pk(&second_id),
+        POST_SK,
         "likeCount",
         AttributeValue::N("0".into()),
     )

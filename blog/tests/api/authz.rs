@@ -41,7 +41,7 @@ async fn every_write_route_admits_only_its_owner() {
             201
         );
     }
-    let (_, post) = write(
+    let (status, post) = write(
         &api,
         "POST",
         "/posts",
@@ -49,9 +49,10 @@ async fn every_write_route_admits_only_its_owner() {
         Some(json!({ "title": "t", "content": "c" })),
     )
     .await;
+    assert_eq!(status, 201, "{post}");
     let post = post["postId"].as_str().unwrap_or_default().to_owned();
 
-    let (_, said) = write(
+    let (status, said) = write(
         &api,
         "POST",
         &format!("/posts/{post}/comments"),
@@ -59,6 +60,7 @@ async fn every_write_route_admits_only_its_owner() {
         Some(json!({ "content": "mine" })),
     )
     .await;
+    assert_eq!(status, 201, "{said}");
     let said = said["commentId"].as_str().unwrap_or_default().to_owned();
     let rename = json!({ "username": "taken_over" });
     let edit = json!({ "title": "defaced" });
@@ -146,7 +148,7 @@ async fn every_write_route_admits_only_its_owner() {
 #[tokio::test]
 async fn identity_never_comes_from_the_body_the_path_or_a_header() {
     let api = TestApi::start_with(false).await;
-    write(
+    let (status, body) = write(
         &api,
         "POST",
         "/users",
@@ -154,6 +156,7 @@ async fn identity_never_comes_from_the_body_the_path_or_a_header() {
         Some(json!({ "username": "victim" })),
     )
     .await;
+    assert_eq!(status, 201, "{body}");
     let before = table_snapshot(&api).await;
     let attempts = [
         // The body names someone else.

@@ -10,7 +10,7 @@
 
 use aws_sdk_dynamodb::types::AttributeValue;
 use blog::{
-    keys::{FEED_PK, PK},
+    keys::{self, FEED_PK, PK},
     store::{
         Item,
         meter::Call,
@@ -20,7 +20,7 @@ use blog::{
 use local::billing::{Rate, Shape, Snapshot, billed_writes};
 use serde_json::json;
 
-use crate::support::{TestApi, table_snapshot};
+use crate::support::{TestApi, post_id, table_snapshot};
 
 async fn snapshot(api: &TestApi) -> Snapshot {
     Snapshot::new(&Shape::single_table(), table_snapshot(api).await)
@@ -158,7 +158,7 @@ async fn a_4_kb_post_reads_in_one_call_for_at_most_2_units() {
     let api = TestApi::start().await;
     let author = api.user("reader").await;
     let post = api.post(&author, "four KB", &"x".repeat(4096)).await;
-    let pk = AttributeValue::S(format!("POST#{post}"));
+    let pk = AttributeValue::S(keys::post_pk(&post_id(&post)));
     let both: usize = table_snapshot(&api)
         .await
         .iter()

@@ -60,15 +60,7 @@ async fn every_request_costs_what_the_data_model_says() {
     let author = api.user("author").await;
     let post = api.post(&author, "title", "content").await;
     let other = api.user("other").await;
-    let (_, comment) = api
-        .call(
-            "POST",
-            &format!("/posts/{post}/comments"),
-            Some(&other),
-            Some(json!({ "content": "to be deleted" })),
-        )
-        .await;
-    let comment = comment["commentId"].as_str().unwrap_or_default().to_owned();
+    let comment = api.comment(&other, &post, "to be deleted").await;
     let (author, other) = (Some(author.as_str()), Some(other.as_str()));
     let write = |name, method, path: String, user, body: Option<Value>, status, calls| Case {
         name,
@@ -241,15 +233,8 @@ async fn scenario(crowd: usize) -> (TestApi, String, String) {
         for p in 0..3 {
             let post = api.post(&user, "crowd post", "crowd content").await;
             if p == 0 {
-                api.call(
-                    "POST",
-                    &format!("/posts/{post}/comments"),
-                    Some(&user),
-                    Some(json!({ "content": "x" })),
-                )
-                .await;
-                api.call("POST", &format!("/posts/{post}/likes"), Some(&user), None)
-                    .await;
+                api.comment(&user, &post, "x").await;
+                api.like(&user, &post).await;
             }
         }
     }
@@ -260,15 +245,8 @@ async fn scenario(crowd: usize) -> (TestApi, String, String) {
     }
     for i in 0..3 {
         let fan = api.user(&format!("fan{i}")).await;
-        api.call(
-            "POST",
-            &format!("/posts/{post}/comments"),
-            Some(&fan),
-            Some(json!({ "content": "nice" })),
-        )
-        .await;
-        api.call("POST", &format!("/posts/{post}/likes"), Some(&fan), None)
-            .await;
+        api.comment(&fan, &post, "nice").await;
+        api.like(&fan, &post).await;
     }
     (api, target, post)
 }
@@ -373,21 +351,13 @@ async fn the_fan_out_costs_what_the_data_model_says() {
 
     // The liker's profile, then the feed copy of the post's new count.
     let refresh = [("GetItem", 1.0, 0.0), ("UpdateItem", 1.0, 0.0)];
-    api.call("POST", &format!("/posts/{post}/likes"), Some(&fan), None)
-        .await;
+    api.like(&fan, &post).await;
     assert_eq!(
         fan_out_calls(&api, &mut poller).await,
         sorted(calls(&refresh)),
         "a like refreshes the feed copy"
     );
-    let body = json!({ "content": "c" });
-    api.call(
-        "POST",
-        &format!("/posts/{post}/comments"),
-        Some(&fan),
-        Some(body),
-    )
-    .await;
+    api.comment(&fan, &post, "c").await;
     assert_eq!(
         fan_out_calls(&api, &mut poller).await,
         sorted(calls(&refresh)),
@@ -403,8 +373,10 @@ async fn the_fan_out_costs_what_the_data_model_says() {
     // the walk's place saved as done (no page was saved: one page is the
     // last).
     let body = json!({ "username": "renamed" });
-    api.call("PUT", &format!("/users/{fan}"), Some(&fan), Some(body))
+    let (status, reply) = api
+        .call("PUT", &format!("/users/{fan}"), Some(&fan), Some(body))
         .await;
+    assert_eq!(status, 200, "{reply}");
     // (DynamoDB Local reports no units for a Query that finds nothing; the
     // service bills it 0.5.)
     let fan_items = [
@@ -424,13 +396,15 @@ async fn the_fan_out_costs_what_the_data_model_says() {
         "a like and a comment"
     );
     let body = json!({ "username": "author2" });
-    api.call(
-        "PUT",
-        &format!("/users/{author}"),
-        Some(&author),
-        Some(body),
-    )
-    .await;
+    let (status, reply) = api
+        .call(
+            "PUT",
+            &format!("/users/{author}"),
+            Some(&author),
+            Some(body),
+        )
+        .await;
+    assert_eq!(status, 200, "{reply}");
     // The trimmed post's refresh fails its condition (Local reports no units
     // for it; DynamoDB charges a failed conditional write 1 WCU).
     let author_items = [
@@ -456,8 +430,10 @@ async fn the_fan_out_costs_what_the_data_model_says() {
     // of the partition's keys, a delete per item (the like and its GSI1
     // entry, its marker, the comment and its GSI1 entry), and a last page
     // that finds nothing.
-    api.call("DELETE", &format!("/posts/{post}"), Some(&author), None)
+    let (status, reply) = api
+        .call("DELETE", &format!("/posts/{post}"), Some(&author), None)
         .await;
+    assert_eq!(status, 204, "{reply}");
     let deletion = [
         ("DeleteItem", 1.0, 0.0),
         ("UpdateItem", 1.0, 0.0),

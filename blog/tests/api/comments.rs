@@ -155,15 +155,7 @@ async fn a_comment_is_deleted_by_its_author_or_the_posts_and_by_no_one_else() {
     let path = format!("/posts/{post}/comments");
     let mut ids = Vec::new();
     for i in 0..3 {
-        let (_, c) = api
-            .call(
-                "POST",
-                &path,
-                Some(&commenter),
-                Some(json!({ "content": format!("c{i}") })),
-            )
-            .await;
-        ids.push(c["commentId"].as_str().unwrap_or_default().to_owned());
+        ids.push(api.comment(&commenter, &post, &format!("c{i}")).await);
     }
     api.settle(&mut poller).await;
     assert_eq!(api.get("/feed").await.1["items"][0]["commentCount"], 3);
@@ -246,19 +238,11 @@ async fn concurrent_comments_and_deletions_leave_the_count_exact() {
     let commenter = api.user("commenter").await;
     let post = api.post(&author, "Busy", "thread").await;
     let path = format!("/posts/{post}/comments");
-    let made = join_all((0..10).map(|i| {
-        api.call(
-            "POST",
-            &path,
-            Some(&commenter),
-            Some(json!({ "content": format!("c{i}") })),
-        )
+    let ids: Vec<String> = join_all((0..10).map(|i| {
+        let (api, commenter, post) = (&api, &commenter, &post);
+        async move { api.comment(commenter, post, &format!("c{i}")).await }
     }))
     .await;
-    let ids: Vec<String> = made
-        .iter()
-        .filter_map(|(_, c)| c["commentId"].as_str().map(str::to_owned))
-        .collect();
     // Each of the first five deleted twice at once (by both who may), while
     // five more comments are made.
     let targets: Vec<String> = ids[..5].iter().map(|id| format!("{path}/{id}")).collect();

@@ -13,7 +13,7 @@ use blog::{
 };
 use serde_json::{Value, json};
 
-use crate::support::{TestApi, table_snapshot};
+use crate::support::{TestApi, post_id, table_snapshot};
 
 fn event(records: Vec<EventRecord>) -> Event {
     let mut event = Event::default();
@@ -23,11 +23,11 @@ fn event(records: Vec<EventRecord>) -> Event {
 
 /// Every item of the post's partition.
 async fn partition(api: &TestApi, post: &str) -> usize {
-    let pk = format!("{}{post}", keys::POST_PREFIX);
+    let pk = keys::post_pk(&post_id(post));
     table_snapshot(api)
         .await
         .iter()
-        .filter(|i| i.get("PK").and_then(|v| v.as_s().ok()) == Some(&pk))
+        .filter(|i| i.get(keys::PK).and_then(|v| v.as_s().ok()) == Some(&pk))
         .count()
 }
 
@@ -39,15 +39,8 @@ async fn a_deleted_post_disappears_everywhere() {
     let fan = api.user("fan").await;
     let kept = api.post(&author, "Kept", "stays").await;
     let post = api.post(&author, "Deleted", "goes").await;
-    api.call("POST", &format!("/posts/{post}/likes"), Some(&fan), None)
-        .await;
-    api.call(
-        "POST",
-        &format!("/posts/{post}/comments"),
-        Some(&fan),
-        Some(json!({ "content": "soon gone" })),
-    )
-    .await;
+    api.like(&fan, &post).await;
+    api.comment(&fan, &post, "soon gone").await;
     api.settle(&mut poller).await;
     assert_eq!(api.get("/feed").await.1["items"][0]["postId"], json!(post));
 
@@ -247,8 +240,7 @@ async fn the_audit_finds_and_removes_what_a_deleted_post_left() {
     let author = api.user("author").await;
     let fan = api.user("fan").await;
     let post = api.post(&author, "Leftovers", "text").await;
-    api.call("POST", &format!("/posts/{post}/likes"), Some(&fan), None)
-        .await;
+    api.like(&fan, &post).await;
     // The post deleted, and its fan-out never run.
     assert_eq!(
         api.call("DELETE", &format!("/posts/{post}"), Some(&author), None)

@@ -14,6 +14,7 @@ use aws_lambda_events::event::dynamodb::{Event, EventRecord};
 use aws_sdk_dynamodb::types::{AttributeValue, PutRequest, WriteRequest};
 use blog::{
     fanout,
+    keys::{FEED_PK, PK, POST_PREFIX, RENAME_SK, SK},
     store::{Store, meter::CapacityMeter},
 };
 use futures::future::join_all;
@@ -54,22 +55,12 @@ async fn record_workload() -> Recorded {
         let (api, who) = (&api, &users[i % users.len()]);
         async move {
             if i % 2 == 0 {
-                api.call("POST", &format!("/posts/{post}/likes"), Some(who), None)
-                    .await;
+                api.like(who, post).await;
             }
             if i % 3 == 0 {
-                let body = json!({ "content": "a comment" });
-                let (_, comment) = api
-                    .call(
-                        "POST",
-                        &format!("/posts/{post}/comments"),
-                        Some(who),
-                        Some(body),
-                    )
-                    .await;
+                let id = api.comment(who, post, "a comment").await;
                 // Some are taken back: a REMOVE and a count change down.
                 if i % 4 == 0 {
-                    let id = comment["commentId"].as_str().unwrap_or_default();
                     let path = format!("/posts/{post}/comments/{id}");
                     assert_eq!(api.call("DELETE", &path, Some(who), None).await.0, 204);
                 }
@@ -128,13 +119,7 @@ async fn record_workload() -> Recorded {
         );
     }
     // Late activity by a renamed user on the oldest posts.
-    api.call(
-        "POST",
-        &format!("/posts/{}/likes", posts[1]),
-        Some(&users[0]),
-        None,
-    )
-    .await;
+    api.like(&users[0], &posts[1]).await;
 
     let before = store_snapshot(&api.app.store).await;
     let records = api.stream_records().await;
@@ -208,20 +193,20 @@ fn visible(mut items: Vec<Item>) -> Vec<Item> {
     };
     let mut entries: Vec<String> = items
         .iter()
-        .filter(|i| text(i, "PK") == "FEED" && text(i, "SK").starts_with("POST#"))
-        .map(|i| text(i, "SK"))
+        .filter(|i| text(i, PK) == FEED_PK && text(i, SK).starts_with(POST_PREFIX))
+        .map(|i| text(i, SK))
         .collect();
     entries.sort_unstable_by(|a, b| b.cmp(a));
     entries.truncate(CAPACITY);
-    items.retain(|i| text(i, "PK") != "FEED" || entries.contains(&text(i, "SK")));
-    items.retain(|i| text(i, "SK") != "RENAME");
+    items.retain(|i| text(i, PK) != FEED_PK || entries.contains(&text(i, SK)));
+    items.retain(|i| text(i, SK) != RENAME_SK);
     items
 }
 
 /// The record's item: its `PK` and `SK`.
 fn item_key(record: &EventRecord) -> String {
-    let keys = serde_json::to_value(&record.change.keys).unwrap_or_default();
-    format!("{}/{}", keys["PK"], keys["SK"])
+    let key = serde_json::to_value(&record.change.keys).unwrap_or_default();
+    format!("{}/{}", key[PK], key[SK])
 }
 
 /// A delivery schedule Lambda could produce from `records`:
@@ -442,7 +427,7 @@ fn diff(expected: &[Item], actual: &[Item]) -> String {
                     .map(|(k, v)| (k.clone(), format!("{v:?}")))
                     .collect();
                 (
-                    format!("{:?}/{:?}", i.get("PK"), i.get("SK")),
+                    format!("{:?}/{:?}", i.get(PK), i.get(SK)),
                     format!("{attrs:?}"),
                 )
             })

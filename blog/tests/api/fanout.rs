@@ -3,10 +3,11 @@
 
 use std::collections::BTreeSet;
 
+use blog::keys::{self, FEED_FLOOR_SK, FEED_PK, PK, SK};
 use futures::{FutureExt, StreamExt, future::join_all};
 use serde_json::{Value, json};
 
-use crate::support::TestApi;
+use crate::support::{TestApi, post_id};
 
 fn ids(page: &Value) -> Vec<String> {
     page["items"]
@@ -33,10 +34,10 @@ async fn feed_partition(api: &TestApi) -> (usize, Option<String>) {
         .client()
         .query()
         .table_name(store.table())
-        .key_condition_expression("PK = :feed")
+        .key_condition_expression(format!("{PK} = :feed"))
         .expression_attribute_values(
             ":feed",
-            aws_sdk_dynamodb::types::AttributeValue::S("FEED".into()),
+            aws_sdk_dynamodb::types::AttributeValue::S(FEED_PK.into()),
         )
         .consistent_read(true)
         .send()
@@ -45,9 +46,9 @@ async fn feed_partition(api: &TestApi) -> (usize, Option<String>) {
         .items
         .unwrap_or_default();
     let head = items.iter().find(|i| {
-        i.get("SK")
+        i.get(SK)
             .and_then(|s| s.as_s().ok())
-            .is_some_and(|s| s == "FLOOR")
+            .is_some_and(|s| s == FEED_FLOOR_SK)
     });
     let floor = head.and_then(|i| i.get("floorPostId").and_then(|v| v.as_s().ok()).cloned());
     (items.len() - usize::from(head.is_some()), floor)
@@ -98,12 +99,7 @@ async fn the_feed_holds_exactly_the_newest_hundred_posts() {
     // A post that left the feed never comes back through an update of it.
     let oldest = all.last().cloned().unwrap_or_default();
     let fan = api.user("latefan").await;
-    assert_eq!(
-        api.call("POST", &format!("/posts/{oldest}/likes"), Some(&fan), None)
-            .await
-            .0,
-        201
-    );
+    api.like(&fan, &oldest).await;
     let author = api.get(&format!("/posts/{oldest}")).await.1["userId"]
         .as_str()
         .unwrap_or_default()
@@ -132,22 +128,17 @@ async fn edits_and_counts_reach_the_feed_copy() {
     api.settle(&mut poller).await;
     assert_eq!(api.get("/feed").await.1["items"][0]["title"], "Original");
 
-    api.call(
-        "PUT",
-        &format!("/posts/{post}"),
-        Some(&author),
-        Some(json!({ "title": "Edited", "content": "second" })),
-    )
-    .await;
-    api.call("POST", &format!("/posts/{post}/likes"), Some(&fan), None)
+    let (status, edited) = api
+        .call(
+            "PUT",
+            &format!("/posts/{post}"),
+            Some(&author),
+            Some(json!({ "title": "Edited", "content": "second" })),
+        )
         .await;
-    api.call(
-        "POST",
-        &format!("/posts/{post}/comments"),
-        Some(&fan),
-        Some(json!({ "content": "hi" })),
-    )
-    .await;
+    assert_eq!(status, 200, "{edited}");
+    api.like(&fan, &post).await;
+    api.comment(&fan, &post, "hi").await;
     api.settle(&mut poller).await;
     let (_, feed) = api.get("/feed").await;
     let entry = &feed["items"][0];
@@ -252,19 +243,8 @@ async fn a_rename_reaches_everything_the_user_wrote() {
     let (api_ref, user_ref) = (&api, &user);
     join_all(hosted.iter().map(|p| async move {
         let (api, user) = (api_ref, user_ref);
-        let path = format!("/posts/{p}/comments");
-        assert_eq!(
-            api.call("POST", &path, Some(user), Some(json!({ "content": "c" })))
-                .await
-                .0,
-            201
-        );
-        assert_eq!(
-            api.call("POST", &format!("/posts/{p}/likes"), Some(user), None)
-                .await
-                .0,
-            201
-        );
+        api.comment(user, p, "c").await;
+        api.like(user, p).await;
     }))
     .await;
     api.settle(&mut poller).await;
@@ -393,12 +373,12 @@ async fn an_entry_from_before_user_versions_takes_a_rename() {
         .update_item()
         .table_name(store.table())
         .key(
-            "PK",
-            aws_sdk_dynamodb::types::AttributeValue::S("FEED".into()),
+            PK,
+            aws_sdk_dynamodb::types::AttributeValue::S(FEED_PK.into()),
         )
         .key(
-            "SK",
-            aws_sdk_dynamodb::types::AttributeValue::S(format!("POST#{post}")),
+            SK,
+            aws_sdk_dynamodb::types::AttributeValue::S(keys::feed_sk(&post_id(&post))),
         )
         .update_expression("REMOVE userVersion")
         .send()

@@ -3,15 +3,16 @@
 
 use std::time::Duration;
 
+use blog::keys::{self, FEED_PK, PK, SK};
 use serde_json::{Value, json};
 
-use crate::support::TestApi;
+use crate::support::{TestApi, post_id};
 
-async fn put_feed_entry(api: &TestApi, post_id: &str, title: &str) {
+async fn put_feed_entry(api: &TestApi, post: &str, title: &str) {
     let store = &api.app.store;
     let entry = json!({
-        "PK": "FEED", "SK": format!("POST#{post_id}"), "type": "feedEntry",
-        "postId": post_id, "userId": "u1", "username": "writer", "title": title,
+        PK: FEED_PK, SK: keys::feed_sk(&post_id(post)), "type": "feedEntry",
+        "postId": post, "userId": "u1", "username": "writer", "title": title,
         "summary": "s", "commentCount": 2, "likeCount": 3,
         "createdAt": "2026-01-01T00:00:00.000Z", "version": 1,
     });

@@ -1,5 +1,6 @@
 //! C4 like a post, Q5 list a post's likes.
 
+use blog::keys::{FEED_PK, PK};
 use futures::future::join_all;
 use serde_json::{Value, json};
 
@@ -38,7 +39,7 @@ async fn likes_list_newest_first_page_by_page() {
     let mut likers = Vec::new();
     for i in 0..5 {
         let who = api.user(&format!("liker{i}")).await;
-        assert_eq!(api.call("POST", &path, Some(&who), None).await.0, 201);
+        api.like(&who, &post).await;
         likers.push(json!(who));
     }
     likers.reverse();
@@ -152,7 +153,7 @@ async fn a_like_taken_back_is_gone_everywhere_and_a_like_again_counts_again() {
     let post = api.post(&author, "Like me", "please").await;
     let path = format!("/posts/{post}/likes");
     let before_like = table_snapshot(&api).await;
-    assert_eq!(api.call("POST", &path, Some(&fan), None).await.0, 201);
+    api.like(&fan, &post).await;
     api.settle(&mut poller).await;
     assert_eq!(api.get("/feed").await.1["items"][0]["likeCount"], 1);
 
@@ -172,9 +173,9 @@ async fn a_like_taken_back_is_gone_everywhere_and_a_like_again_counts_again() {
         |rows: Vec<std::collections::HashMap<String, aws_sdk_dynamodb::types::AttributeValue>>| {
             rows.into_iter()
                 .filter(|r| {
-                    r.get("PK")
+                    r.get(PK)
                         .and_then(|v| v.as_s().ok())
-                        .is_none_or(|pk| pk != "FEED")
+                        .is_none_or(|pk| pk != FEED_PK)
                 })
                 .map(|mut r| {
                     r.remove("version");
@@ -202,7 +203,7 @@ async fn taking_back_touches_only_the_callers_like_and_needs_a_post_and_an_ident
     let other = api.user("other").await;
     let post = api.post(&author, "Like me", "please").await;
     let path = format!("/posts/{post}/likes");
-    api.call("POST", &path, Some(&fan), None).await;
+    api.like(&fan, &post).await;
     let before = table_snapshot(&api).await;
     for (who, path, expected) in [
         (Some(other.as_str()), path.clone(), 204),
@@ -239,7 +240,7 @@ async fn concurrent_likes_and_unlikes_leave_the_count_exact() {
     for i in 0..12 {
         fans.push(api.user_named(format!("fan_{i:02}")).await);
     }
-    join_all(fans.iter().map(|f| api.call("POST", &path, Some(f), None))).await;
+    join_all(fans.iter().map(|f| api.like(f, &post))).await;
     // Half take back, each twice at once; the other half like again at once.
     let takes = fans[..6]
         .iter()

@@ -6,7 +6,7 @@
 use aws_sdk_dynamodb::types::AttributeValue;
 use blog::{
     ids::PostId,
-    keys::{self, POST_CONTENT_SK, POST_SK},
+    keys::{self, PK, POST_CONTENT_SK, POST_SK, SK},
     store::Item,
 };
 use futures::future::join_all;
@@ -16,8 +16,8 @@ use crate::support::{TestApi, table_snapshot};
 
 fn key(pk: String, sk: &str) -> Item {
     Item::from([
-        ("PK".to_owned(), AttributeValue::S(pk)),
-        ("SK".to_owned(), AttributeValue::S(sk.to_owned())),
+        (PK.to_owned(), AttributeValue::S(pk)),
+        (SK.to_owned(), AttributeValue::S(sk.to_owned())),
     ])
 }
 
@@ -92,15 +92,7 @@ async fn old_shape_posts_are_served_then_migrated_while_the_api_serves() {
     let (status, got) = api.get(&format!("/posts/{}", posts[0])).await;
     assert_eq!(status, 200, "{got}");
     assert_eq!(got["content"], json!("本文 0 ".repeat(50)));
-    let like = api
-        .call(
-            "POST",
-            &format!("/posts/{}/likes", posts[0]),
-            Some(&fans[0]),
-            None,
-        )
-        .await;
-    assert_eq!(like.0, 201, "{}", like.1);
+    api.like(&fans[0], &posts[0]).await;
     let edit = json!({ "title": "renamed post" });
     let (status, edited) = api
         .call(

@@ -6,7 +6,7 @@
 
 use std::collections::HashSet;
 
-use blog::store::meter::Call;
+use blog::{keys::SK, store::meter::Call};
 use futures::stream::{self, StreamExt};
 use serde_json::{Value, json};
 
@@ -95,21 +95,11 @@ fn report(what: &str, queries: &[Call]) {
 async fn post_with_large_comments(api: &TestApi) -> (String, Vec<(String, String)>) {
     let author = api.user("verbose").await;
     let post = api.post(&author, "Long thread", "…").await;
-    let path = format!("/posts/{post}/comments");
     let mut comments = bounded(|i| {
-        let (path, author) = (&path, &author);
+        let (post, author) = (&post, &author);
         async move {
             let content = comment_text(i);
-            let (status, comment) = api
-                .call(
-                    "POST",
-                    path,
-                    Some(author),
-                    Some(json!({ "content": content })),
-                )
-                .await;
-            assert_eq!(status, 201, "{comment}");
-            let id = comment["commentId"].as_str().expect("commentId").to_owned();
+            let id = api.comment(author, post, &content).await;
             (id, content)
         }
     })
@@ -192,12 +182,11 @@ async fn a_hundred_and_one_likes_page_newest_first() {
     let post = api.post(&author, "Like this", "…").await;
     let path = format!("/posts/{post}/likes");
     let likers = bounded(|i| api.user_named(format!("liker{i:03}"))).await;
-    let statuses = bounded(|i| {
-        let (api, path, who) = (&api, &path, &likers[i]);
-        async move { api.call("POST", path, Some(who), None).await.0 }
+    bounded(|i| {
+        let (api, post, who) = (&api, &post, &likers[i]);
+        async move { api.like(who, post).await }
     })
     .await;
-    assert!(statuses.iter().all(|s| *s == 201), "{statuses:?}");
     assert_eq!(
         api.get(&format!("/posts/{post}")).await.1["likeCount"],
         json!(COUNT)
@@ -216,7 +205,7 @@ async fn a_hundred_and_one_likes_page_newest_first() {
         })
         .map(|item| {
             let attr = |name: &str| item[name].as_s().expect(name).clone();
-            (attr("SK"), attr("userId"))
+            (attr(SK), attr("userId"))
         })
         .collect();
     stored.sort();

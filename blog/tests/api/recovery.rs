@@ -55,15 +55,8 @@ async fn a_post_with_a_comment_and_a_like(api: &TestApi) -> String {
     let author = api.user("author").await;
     let fan = api.user("fan").await;
     let post = api.post(&author, "Parked", "text").await;
-    api.call("POST", &format!("/posts/{post}/likes"), Some(&fan), None)
-        .await;
-    api.call(
-        "POST",
-        &format!("/posts/{post}/comments"),
-        Some(&fan),
-        Some(json!({ "content": "hi" })),
-    )
-    .await;
+    api.like(&fan, &post).await;
+    api.comment(&fan, &post, "hi").await;
     post
 }
 

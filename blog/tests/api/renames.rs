@@ -23,7 +23,7 @@ use blog::{
 use hostile::{Faults, Proxy};
 use serde_json::json;
 
-use crate::support::{TestApi, endpoint};
+use crate::support::{TestApi, endpoint, user_id};
 
 /// A user (made through the API) who wrote `posts` posts with `comments`
 /// comments of their own on each, loaded in bulk as the API and the fan-out
@@ -109,10 +109,10 @@ async fn copies(api: &TestApi, user: &str) -> Vec<(String, usize)> {
             .query()
             .table_name(store.table())
             .index_name(keys::GSI1)
-            .key_condition_expression("GSI1PK = :pk")
+            .key_condition_expression(format!("{} = :pk", keys::GSI1PK))
             .expression_attribute_values(
                 ":pk",
-                aws_sdk_dynamodb::types::AttributeValue::S(format!("USER#{user}")),
+                aws_sdk_dynamodb::types::AttributeValue::S(keys::user_items_pk(&user_id(user))),
             )
             .set_exclusive_start_key(start)
             .send()
@@ -141,12 +141,12 @@ async fn progress(api: &TestApi, user: &str) -> Option<(u64, u64, String)> {
         .get_item()
         .table_name(store.table())
         .key(
-            "PK",
-            aws_sdk_dynamodb::types::AttributeValue::S(format!("USER#{user}")),
+            keys::PK,
+            aws_sdk_dynamodb::types::AttributeValue::S(keys::user_pk(&user_id(user))),
         )
         .key(
-            "SK",
-            aws_sdk_dynamodb::types::AttributeValue::S("RENAME".into()),
+            keys::SK,
+            aws_sdk_dynamodb::types::AttributeValue::S(keys::RENAME_SK.into()),
         )
         .consistent_read(true)
         .send()

@@ -13,6 +13,8 @@ use aws_sdk_dynamodb::{
 use blog::{
     api::{App, FeedCache},
     fanout,
+    ids::{CommentId, PostId, UserId},
+    keys,
     store::{Store, meter::CapacityMeter, table},
 };
 use local::{local_gateway, stream_poller::StreamPoller};
@@ -267,6 +269,44 @@ impl TestApi {
         assert_eq!(status, 201, "{body}");
         body["postId"].as_str().expect("postId").to_owned()
     }
+
+    /// Likes `post` as `user` (a first like: 201) and returns the reply.
+    pub async fn like(&self, user: &str, post: &str) -> Value {
+        let (status, body) = self
+            .call("POST", &format!("/posts/{post}/likes"), Some(user), None)
+            .await;
+        assert_eq!(status, 201, "like {post} as {user}: {body}");
+        body
+    }
+
+    /// Comments on `post` as `user` and returns the comment's id.
+    pub async fn comment(&self, user: &str, post: &str, content: &str) -> String {
+        let (status, body) = self
+            .call(
+                "POST",
+                &format!("/posts/{post}/comments"),
+                Some(user),
+                Some(json!({ "content": content })),
+            )
+            .await;
+        assert_eq!(status, 201, "comment on {post} as {user}: {body}");
+        body["commentId"].as_str().expect("commentId").to_owned()
+    }
+}
+
+/// A post's id from a reply, typed as [`blog::keys`] takes it.
+pub fn post_id(id: &str) -> PostId {
+    PostId::parse(id).expect("post id")
+}
+
+/// A user's id, typed as [`blog::keys`] takes it.
+pub fn user_id(id: &str) -> UserId {
+    UserId::parse(id).expect("user id")
+}
+
+/// A comment's id from a reply, typed as [`blog::keys`] takes it.
+pub fn comment_id(id: &str) -> CommentId {
+    CommentId::parse(id).expect("comment id")
 }
 
 /// A DynamoDB Streams client of the DynamoDB at `endpoint`.
@@ -426,6 +466,6 @@ pub async fn store_snapshot(store: &Store) -> Vec<HashMap<String, AttributeValue
             break;
         }
     }
-    items.sort_by_key(|item| format!("{:?}{:?}", item.get("PK"), item.get("SK")));
+    items.sort_by_key(|item| format!("{:?}{:?}", item.get(keys::PK), item.get(keys::SK)));
     items
 }

@@ -1,5 +1,6 @@
 //! C1 create / edit a user, Q1 get a user.
 
+use blog::keys::{self, PK, SK, USERNAME_SK};
 use serde_json::json;
 
 use crate::support::{TestApi, table_snapshot};
@@ -235,7 +236,7 @@ async fn usernames_outside_the_rules_are_refused() {
 #[tokio::test]
 async fn a_user_is_found_by_name_ignoring_case_and_across_renames() {
     let api = TestApi::start().await;
-    let (_, created) = api
+    let (status, created) = api
         .call(
             "POST",
             "/users",
@@ -243,6 +244,7 @@ async fn a_user_is_found_by_name_ignoring_case_and_across_renames() {
             Some(json!({ "username": "Alice_Find" })),
         )
         .await;
+    assert_eq!(status, 201, "{created}");
     for asked in ["Alice_Find", "alice_find", "ALICE_FIND"] {
         let (status, found) = api.get(&format!("/users?username={asked}")).await;
         assert_eq!(status, 200, "{asked}: {found}");
@@ -250,7 +252,7 @@ async fn a_user_is_found_by_name_ignoring_case_and_across_renames() {
     }
 
     // A rename moves the name: the old one is free, the new one finds her.
-    let (_, renamed) = api
+    let (status, renamed) = api
         .call(
             "PUT",
             "/users/u-find",
@@ -258,12 +260,13 @@ async fn a_user_is_found_by_name_ignoring_case_and_across_renames() {
             Some(json!({ "username": "Alice_Renamed" })),
         )
         .await;
+    assert_eq!(status, 200, "{renamed}");
     assert_eq!(api.get("/users?username=alice_find").await.0, 404);
     let (status, found) = api.get("/users?username=alice_renamed").await;
     assert_eq!((status, &found), (200, &renamed));
 
     // A change of case keeps the claim; what it shows follows.
-    let (_, recased) = api
+    let (status, recased) = api
         .call(
             "PUT",
             "/users/u-find",
@@ -271,6 +274,7 @@ async fn a_user_is_found_by_name_ignoring_case_and_across_renames() {
             Some(json!({ "username": "ALICE_renamed" })),
         )
         .await;
+    assert_eq!(status, 200, "{recased}");
     assert_eq!(recased["username"], "ALICE_renamed");
     let (status, found) = api.get("/users?username=Alice_Renamed").await;
     assert_eq!((status, &found), (200, &recased));
@@ -305,7 +309,7 @@ async fn finding_a_user_refuses_what_no_name_can_be_and_changes_nothing() {
 #[tokio::test]
 async fn a_claim_written_before_it_copied_the_profile_still_finds_it() {
     let api = TestApi::start().await;
-    let (_, created) = api
+    let (status, created) = api
         .call(
             "POST",
             "/users",
@@ -313,6 +317,7 @@ async fn a_claim_written_before_it_copied_the_profile_still_finds_it() {
             Some(json!({ "username": "Old_Timer" })),
         )
         .await;
+    assert_eq!(status, 201, "{created}");
     // The claim as earlier versions wrote it: the user id and the name only.
     let store = &api.app.store;
     store
@@ -320,12 +325,12 @@ async fn a_claim_written_before_it_copied_the_profile_still_finds_it() {
         .update_item()
         .table_name(store.table())
         .key(
-            "PK",
-            aws_sdk_dynamodb::types::AttributeValue::S("USERNAME#old_timer".into()),
+            PK,
+            aws_sdk_dynamodb::types::AttributeValue::S(keys::username_pk("Old_Timer")),
         )
         .key(
-            "SK",
-            aws_sdk_dynamodb::types::AttributeValue::S("USERNAME".into()),
+            SK,
+            aws_sdk_dynamodb::types::AttributeValue::S(USERNAME_SK.into()),
         )
         .update_expression("REMOVE createdAt, updatedAt, version")
         .send()
