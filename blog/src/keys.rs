@@ -52,13 +52,16 @@ pub const FEED_FLOOR_SK: &str = "FLOOR";
 pub const PARKED_PK: &str = "PARKED";
 pub const PARKED_PREFIX: &str = "RECORD#";
 
+/// What a user's partition key (and GSI1's) begins with.
+const USER_PREFIX: &str = "USER#";
+
 /// Sort-key prefixes that begin a list inside a partition.
 pub const POST_PREFIX: &str = "POST#";
 pub const COMMENT_PREFIX: &str = "COMMENT#";
 pub const LIKE_PREFIX: &str = "LIKE#";
 
 pub fn user_pk(user: &UserId) -> String {
-    format!("USER#{user}")
+    format!("{USER_PREFIX}{user}")
 }
 
 /// Usernames are unique case-insensitively: the claim's key is the lower-cased name.
@@ -68,6 +71,12 @@ pub fn username_pk(username: &str) -> String {
 
 pub fn post_pk(post: &PostId) -> String {
     format!("{POST_PREFIX}{post}")
+}
+
+/// The user whose partition key `pk` is.
+pub fn user_of_pk(pk: &str) -> Option<UserId> {
+    pk.strip_prefix(USER_PREFIX)
+        .and_then(|id| UserId::parse(id).ok())
 }
 
 /// The post whose partition key `pk` is.
@@ -137,6 +146,16 @@ mod tests {
         assert!(POST_CONTENT_SK.starts_with(POST_ITEMS_PREFIX));
         // The feed's floor shares the feed partition with the entries.
         assert!(!FEED_FLOOR_SK.starts_with(POST_PREFIX));
+    }
+
+    #[test]
+    fn partition_keys_give_their_ids_back() {
+        let user = UserId::parse("u1").unwrap();
+        assert_eq!(user_of_pk(&user_pk(&user)), Some(user));
+        let post = PostId::generate();
+        assert_eq!(post_of_pk(&post_pk(&post)), Some(post));
+        assert_eq!(post_of_pk(&user_pk(&UserId::parse("u1").unwrap())), None);
+        assert_eq!(user_of_pk("FEED"), None);
     }
 
     #[test]

@@ -161,9 +161,10 @@ impl Entity for RenameProgress {
     /// Progress saved before it carried `userId` takes it from its key.
     fn from_item(mut item: Item) -> Result<Self, StoreError> {
         if !item.contains_key("userId") {
-            let key = Key::of(&item)?;
-            let user = key.pk.strip_prefix("USER#").unwrap_or_default().to_owned();
-            item.insert("userId".to_owned(), s(user));
+            let pk = Key::of(&item)?.pk;
+            let user = keys::user_of_pk(&pk)
+                .ok_or_else(|| StoreError::Internal(format!("rename progress under {pk}")))?;
+            item.insert("userId".to_owned(), s(user.as_str()));
         }
         super::from_item(item)
     }

@@ -188,21 +188,15 @@ impl Write {
     /// attributes are this write's is this write, and answers done.
     pub fn create<E: Entity>(entity: &E) -> Result<Self, StoreError> {
         let item = entity.to_item()?;
-        let own: Vec<_> = E::OWN
+        let own = E::OWN
             .iter()
             .map(|name| {
-                let value = item
-                    .get(*name)
-                    .cloned()
-                    .unwrap_or(AttributeValue::Null(true));
-                ((*name).to_owned(), value)
+                let value = item.get(*name).cloned();
+                (*name, value.unwrap_or(AttributeValue::Null(true)))
             })
             .collect();
-        let key = entity.key().item();
-        Ok(Self {
-            landed: Some(Landed::Holds(key, own)),
-            ..Self::of(Op::Put(item)).when(Expr::new("attribute_not_exists(#pk)").name("#pk", PK))
-        })
+        let absent = Expr::new("attribute_not_exists(#pk)").name("#pk", PK);
+        Ok(Self::of(Op::Put(item)).when(absent).landed_when(own))
     }
 
     /// Changes the item at `key` by `change` (an update expression).
