@@ -14,6 +14,7 @@
 //! costliest targets the lists can have. Calls and capacity are measured on
 //! them; latency is measured over targets drawn from the whole data set.
 
+use blog::text::Username;
 use blog::{
     ids::{CommentId, LikeId, PostId, UserId},
     store::{
@@ -54,8 +55,9 @@ pub fn user_id(index: usize) -> UserId {
     UserId::parse(&raw).unwrap_or_else(|_| unreachable!("a UUID is a valid user id"))
 }
 
-pub fn username(index: usize) -> String {
-    format!("writer_{index:06}")
+pub fn username(index: usize) -> Username {
+    Username::parse(&format!("writer_{index:06}"))
+        .expect("writer_ and six digits is always a valid username")
 }
 
 pub fn user(index: usize) -> UserItem {
@@ -173,6 +175,7 @@ pub fn comment_text(rng: &mut Rng) -> String {
 fn author_index(author: &UserItem, users: usize) -> usize {
     author
         .username
+        .as_str()
         .trim_start_matches("writer_")
         .parse()
         .unwrap_or(users)

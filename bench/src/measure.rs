@@ -3,6 +3,7 @@
 //! metered: the meter parses every response), beside the floor of a bare
 //! GetItem; then what the fan-out spends and how far it lags.
 
+use blog::text::Username;
 use std::time::{Duration, Instant};
 
 use aws_sdk_dynamodb::Client;
@@ -364,7 +365,7 @@ impl Scale {
         match request {
             Request::Q1 | Request::Q3 => Target::User(self.loaded.reference_user.clone()),
             Request::Q2 | Request::Q4 | Request::Q5 => Target::Post(self.loaded.reference_post),
-            Request::Q7 => Target::Username(shouted(&dataset::username(dataset::REFERENCE_USER))),
+            Request::Q7 => Target::Username(shouted(dataset::username(dataset::REFERENCE_USER))),
             _ => Target::Feed,
         }
     }
@@ -383,7 +384,7 @@ impl Scale {
                 self.fresh_users[model as usize].push(user.clone());
                 Target::NewUser {
                     user,
-                    username: format!("reader_{:06}", self.created),
+                    username: Username::parse(&format!("reader_{:06}", self.created))?,
                 }
             }
             Request::C2 => {
@@ -406,7 +407,7 @@ impl Scale {
                     .pop()
                     .ok_or("C4 needs a user from C1 who has liked nothing yet")?,
             },
-            Request::Q7 => Target::Username(shouted(&dataset::username(
+            Request::Q7 => Target::Username(shouted(dataset::username(
                 self.rng.usize(..self.loaded.users),
             ))),
             Request::D4 | Request::D3 | Request::D2 => {
@@ -813,7 +814,7 @@ impl Scale {
                 client
                     .get_item()
                     .table_name(table)
-                    .key(keys::PK, S(keys::username_pk(name)))
+                    .key(keys::PK, S(keys::username_pk(&Username::parse(name)?)))
                     .key(keys::SK, S(keys::USERNAME_SK.to_owned()))
                     .send()
                     .await?;
@@ -1035,8 +1036,8 @@ impl Scale {
 }
 
 /// A username as someone might type it: in capitals, which find-user ignores.
-fn shouted(username: &str) -> String {
-    username.to_ascii_uppercase()
+fn shouted(username: Username) -> String {
+    username.as_str().to_ascii_uppercase()
 }
 
 /// The posts a comment and a like are measured on, by their length in bytes

@@ -25,6 +25,7 @@
 //! comments or likes), lookups of the same user are made once per request, and
 //! independent calls run concurrently (up to [`CONCURRENCY`] at a time).
 
+use blog::text::Username;
 use std::collections::{BTreeSet, HashMap};
 
 use aws_sdk_dynamodb::{
@@ -100,7 +101,7 @@ pub fn posts_shape(indexed: bool) -> local::billing::Shape {
 #[derive(Debug, Clone, Serialize, Deserialize)]
 struct UserRow {
     id: String,
-    username: String,
+    username: Username,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -119,7 +120,7 @@ struct PostRow {
     post_type: String,
     /// V2's copies.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    username: Option<String>,
+    username: Option<Username>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     comment_count: Option<u64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -140,7 +141,7 @@ struct ReplyRow {
     creation_date: String,
     /// V2's copy.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    username: Option<String>,
+    username: Option<Username>,
 }
 
 impl ReplyRow {
@@ -149,7 +150,7 @@ impl ReplyRow {
         post: &PostId,
         id: &str,
         author: &UserId,
-        username: Option<&str>,
+        username: Option<&Username>,
         content: Option<&str>,
         at: &str,
     ) -> Self {
@@ -165,7 +166,7 @@ impl ReplyRow {
             user_id: author.to_string(),
             content: content.map(str::to_owned),
             creation_date: at.to_owned(),
-            username: username.map(str::to_owned),
+            username: username.cloned(),
         }
     }
 }
@@ -286,7 +287,7 @@ impl NaiveStore {
                 &post.post_id,
                 &id,
                 &c.user_id,
-                copied.then_some(c.username.as_str()),
+                copied.then_some(&c.username),
                 Some(&c.content),
                 &c.created_at,
             );
@@ -297,7 +298,7 @@ impl NaiveStore {
                 &post.post_id,
                 &l.like_id.to_string(),
                 &l.user_id,
-                copied.then_some(l.username.as_str()),
+                copied.then_some(&l.username),
                 None,
                 &l.created_at,
             );
@@ -310,10 +311,10 @@ impl NaiveStore {
     // the username is read to be copied, and a reply updates its count ----
 
     /// C1.
-    pub async fn create_user(&self, user: &UserId, username: &str) -> Result<(), Error> {
+    pub async fn create_user(&self, user: &UserId, username: &Username) -> Result<(), Error> {
         let row = UserRow {
             id: user.to_string(),
-            username: username.to_owned(),
+            username: username.clone(),
         };
         self.put(&self.users, serde_dynamo::to_item(row)?).await
     }
@@ -384,7 +385,7 @@ impl NaiveStore {
     }
 
     /// One user's username (V2 copies it onto what they write).
-    async fn username(&self, user: &UserId) -> Result<String, Error> {
+    async fn username(&self, user: &UserId) -> Result<Username, Error> {
         self.usernames([user.to_string()].into())
             .await?
             .into_values()
@@ -406,7 +407,7 @@ impl NaiveStore {
     // ---- queries: each aggregates what V3 stores ready-made ----
 
     /// Q1: one GetItem, as in V3.
-    pub async fn get_user(&self, user: &UserId) -> Result<Option<String>, Error> {
+    pub async fn get_user(&self, user: &UserId) -> Result<Option<Username>, Error> {
         let usernames = self.usernames([user.to_string()].into()).await?;
         Ok(usernames.into_values().next())
     }
@@ -425,7 +426,7 @@ impl NaiveStore {
                         self.count(post, COMMENT_PREFIX),
                         self.count(post, LIKE_PREFIX),
                     )?;
-                    let username = usernames.get(&row.user_id).cloned().unwrap_or_default();
+                    let username = name_of(&usernames, &row.user_id)?;
                     (username, comments, likes)
                 }
             };
@@ -465,7 +466,7 @@ impl NaiveStore {
                 Ok(Comment {
                     comment_id: blog::ids::CommentId::parse(&r.id)?,
                     post_id: *post,
-                    username: names.get(&r.user_id).cloned().unwrap_or_default(),
+                    username: name_of(&names, &r.user_id)?,
                     user_id: UserId::parse(&r.user_id)?,
                     content: r.content.unwrap_or_default(),
                     created_at: r.creation_date,
@@ -483,7 +484,7 @@ impl NaiveStore {
             .map(|r| {
                 Ok(Like {
                     post_id: *post,
-                    username: names.get(&r.user_id).cloned().unwrap_or_default(),
+                    username: name_of(&names, &r.user_id)?,
                     user_id: UserId::parse(&r.user_id)?,
                     created_at: r.creation_date,
                 })
@@ -612,7 +613,7 @@ impl NaiveStore {
                     Ok(PostSummary {
                         post_id: PostId::parse(&row.post_id)?,
                         user_id: UserId::parse(&row.user_id)?,
-                        username: row.username.unwrap_or_default(),
+                        username: row.username.ok_or("a V2 row without its username")?,
                         title: row.title,
                         summary: text::summary(&row.content),
                         comment_count: row.comment_count.unwrap_or_default(),
@@ -636,7 +637,7 @@ impl NaiveStore {
                     )?;
                     Ok::<_, Error>(PostSummary {
                         post_id: post,
-                        username: names.get(&row.user_id).cloned().unwrap_or_default(),
+                        username: name_of(names, &row.user_id)?,
                         user_id: UserId::parse(&row.user_id)?,
                         title: row.title,
                         summary: text::summary(&row.content),
@@ -703,7 +704,7 @@ impl NaiveStore {
 
     /// The usernames of the authors of `rows`: copied on them (V2), or looked
     /// up (V1).
-    async fn reply_usernames(&self, rows: &[ReplyRow]) -> Result<HashMap<String, String>, Error> {
+    async fn reply_usernames(&self, rows: &[ReplyRow]) -> Result<HashMap<String, Username>, Error> {
         if self.mode == Naive::Copied {
             return Ok(rows
                 .iter()
@@ -715,7 +716,7 @@ impl NaiveStore {
     }
 
     /// Username of each distinct user id: one GetItem per user.
-    async fn usernames(&self, ids: BTreeSet<String>) -> Result<HashMap<String, String>, Error> {
+    async fn usernames(&self, ids: BTreeSet<String>) -> Result<HashMap<String, Username>, Error> {
         stream::iter(ids)
             .map(|id| async move {
                 let output = self
@@ -734,6 +735,14 @@ impl NaiveStore {
             .try_collect()
             .await
     }
+}
+
+/// The username of `user` among `names` (every author has a profile).
+fn name_of(names: &HashMap<String, Username>, user: &str) -> Result<Username, Error> {
+    Ok(names
+        .get(user)
+        .cloned()
+        .ok_or_else(|| format!("no username for {user}"))?)
 }
 
 fn post_row(post: &PostId, author: &UserId, title: &str, content: &str, at: &str) -> PostRow {

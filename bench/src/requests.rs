@@ -1,6 +1,7 @@
 //! The requests, each as V3 answers it (the real handler, given the event API
 //! Gateway would send) and, for the seeds' ten, as the naive models answer it.
 
+use blog::text::Username;
 use std::{collections::HashMap, time::Instant};
 
 use blog::{
@@ -128,7 +129,7 @@ pub enum Target {
     Feed,
     NewUser {
         user: UserId,
-        username: String,
+        username: Username,
     },
     NewPost {
         /// The id a naive model writes it under (V3's handler makes its own).

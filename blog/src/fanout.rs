@@ -29,6 +29,7 @@ use aws_lambda_events::event::{
 use serde::{Deserialize, de::DeserializeOwned};
 use thiserror::Error;
 
+use crate::keys::Key;
 use crate::{
     ids::UserId,
     metrics::{self, Unit},
@@ -36,7 +37,6 @@ use crate::{
         ItemType, Store, StoreError,
         deletion::Removal,
         feed::{Copied, FeedEntryItem},
-        item::Key,
         posts::PostItem,
         rename::{Deadline, RenameStep},
         users::UserItem,
@@ -90,7 +90,7 @@ pub async fn handle_until(
         // Transactions of a redelivered record reuse their tokens (a token is
         // the account's, so the table is part of the seed).
         let seed = format!("{}/{}", store.table(), record.event_id);
-        let applied = crate::store::request_scope(seed, apply(store, record, deadline));
+        let applied = crate::store::request_scope(seed, apply(store, record, &deadline));
         match applied.await {
             Ok(outcome @ Outcome::Paused { .. }) => {
                 stats.count(outcome);
@@ -190,7 +190,7 @@ fn kind_of(record: &EventRecord) -> Option<ItemType> {
 pub async fn apply(
     store: &Store,
     record: &EventRecord,
-    deadline: Deadline,
+    deadline: &Deadline,
 ) -> Result<Outcome, FanoutError> {
     match Rule::of(record) {
         Some(Rule::NewPost) => new_post(store, record).await,
@@ -246,7 +246,7 @@ async fn changed_post(store: &Store, record: &EventRecord) -> Result<Outcome, Fa
 async fn changed_user(
     store: &Store,
     record: &EventRecord,
-    deadline: Deadline,
+    deadline: &Deadline,
 ) -> Result<Outcome, FanoutError> {
     let old: UserItem = decode(&record.change.old_image, "old")?;
     let new: UserItem = decode(&record.change.new_image, "new")?;
@@ -289,7 +289,7 @@ async fn changed_user(
 async fn removed_post(
     store: &Store,
     record: &EventRecord,
-    deadline: Deadline,
+    deadline: &Deadline,
 ) -> Result<Outcome, FanoutError> {
     let old: PostItem = decode(&record.change.old_image, "old")?;
     let left = usize::from(store.leave_feed(&old.post_id).await?);

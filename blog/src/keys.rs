@@ -25,8 +25,22 @@
 //! keys, so the index stays sparse.
 //!
 //! Every function here takes validated ids ([`crate::ids`]), never raw client text.
+//!
+//! Items know their keys: every entity of the table implements [`Entity`],
+//! from which its `PK`/`SK`, its GSI1 keys and its `type` attribute follow.
+//! Entity structs hold only their own fields; the keys are added when an item
+//! is written ([`Entity::to_item`]) and ignored when one is read
+//! ([`Entity::from_item`]). So the key text and the trait through which items
+//! use it are this one file.
 
-use crate::ids::{CommentId, LikeId, PostId, UserId};
+use aws_sdk_dynamodb::types::AttributeValue;
+use serde::{Deserialize, Serialize, de::DeserializeOwned};
+
+use crate::{
+    ids::{CommentId, LikeId, PostId, UserId},
+    store::StoreError,
+    text::Username,
+};
 
 pub const PK: &str = "PK";
 pub const SK: &str = "SK";
@@ -64,9 +78,14 @@ pub fn user_pk(user: &UserId) -> String {
     format!("{USER_PREFIX}{user}")
 }
 
+/// A user's profile: the item every write of content reads first.
+pub fn profile(user: &UserId) -> Key {
+    Key::new(user_pk(user), PROFILE_SK)
+}
+
 /// Usernames are unique case-insensitively: the claim's key is the lower-cased name.
-pub fn username_pk(username: &str) -> String {
-    format!("USERNAME#{}", username.to_ascii_lowercase())
+pub fn username_pk(username: &Username) -> String {
+    format!("USERNAME#{}", username.folded())
 }
 
 pub fn post_pk(post: &PostId) -> String {
@@ -127,6 +146,134 @@ pub fn feed_sk(post: &PostId) -> String {
     post_pk(post)
 }
 
+/// A DynamoDB item as the SDK sees it.
+pub type Item = std::collections::HashMap<String, AttributeValue>;
+
+/// The name of the attribute that holds an item's [`ItemType`].
+pub const TYPE: &str = "type";
+
+/// Which kind of entity an item is; stored as `type` so that stream records and
+/// offline tools can tell items apart without parsing keys.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum ItemType {
+    User,
+    Username,
+    Post,
+    PostContent,
+    Comment,
+    Like,
+    Liker,
+    FeedEntry,
+    FeedFloor,
+    /// Where a rename's fan-out walk is (`USER#u / RENAME`).
+    RenameProgress,
+    /// A stream record the fan-out gave up on, kept until replayed
+    /// (`PARKED / RECORD#…`, [`crate::store::parked`]).
+    ParkedRecord,
+    /// A type this version does not know (written by a newer one).
+    #[serde(other)]
+    Other,
+}
+
+impl ItemType {
+    /// The `type` attribute's value.
+    pub fn attribute(self) -> Result<AttributeValue, StoreError> {
+        serde_dynamo::to_attribute_value(self)
+            .map_err(|e| StoreError::Internal(format!("cannot encode type: {e}")))
+    }
+
+    /// The type `item` says it is; `None` without a `type` attribute.
+    pub fn of(item: &Item) -> Option<ItemType> {
+        item.get(TYPE)
+            .and_then(|v| serde_dynamo::from_attribute_value(v.clone()).ok())
+    }
+}
+
+/// A primary key (of the table, or of GSI1 when [`Entity::gsi1`] gives it).
+/// The one place the key attributes' names meet serde.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct Key {
+    #[serde(rename = "PK")]
+    pub pk: String,
+    #[serde(rename = "SK")]
+    pub sk: String,
+}
+
+impl Key {
+    pub fn new(pk: String, sk: impl Into<String>) -> Self {
+        Self { pk, sk: sk.into() }
+    }
+
+    /// The key as the SDK takes it.
+    pub fn item(&self) -> Item {
+        Item::from([
+            (PK.to_owned(), AttributeValue::S(self.pk.clone())),
+            (SK.to_owned(), AttributeValue::S(self.sk.clone())),
+        ])
+    }
+
+    /// The table key of `item` (any item of the table has one).
+    pub fn of(item: &Item) -> Result<Self, StoreError> {
+        let part = |name: &str| {
+            item.get(name)
+                .and_then(|v| v.as_s().ok())
+                .cloned()
+                .ok_or_else(|| StoreError::Internal(format!("an item without {name}")))
+        };
+        Ok(Self::new(part(PK)?, part(SK)?))
+    }
+}
+
+/// An item of the table.
+pub trait Entity: Serialize + DeserializeOwned {
+    /// Its `type` attribute.
+    const TYPE: ItemType;
+    /// The attributes that make a stored item under this key the very write
+    /// that made it (read back after a lost answer, see
+    /// `store::table::Write::create`); empty when the key alone does, because
+    /// it holds an id made for this write.
+    const OWN: &'static [&'static str];
+
+    /// Its `PK`/`SK`.
+    fn key(&self) -> Key;
+
+    /// Its `GSI1PK`/`GSI1SK`, if GSI1 lists it.
+    fn gsi1(&self) -> Option<Key> {
+        None
+    }
+
+    /// The item to write: its fields, its keys and its type.
+    fn to_item(&self) -> Result<Item, StoreError> {
+        let mut item: Item = serde_dynamo::to_item(self)
+            .map_err(|e| StoreError::Internal(format!("cannot encode item: {e}")))?;
+        let Key { pk, sk } = self.key();
+        item.insert(PK.to_owned(), AttributeValue::S(pk));
+        item.insert(SK.to_owned(), AttributeValue::S(sk));
+        if let Some(Key { pk, sk }) = self.gsi1() {
+            item.insert(GSI1PK.to_owned(), AttributeValue::S(pk));
+            item.insert(GSI1SK.to_owned(), AttributeValue::S(sk));
+        }
+        item.insert(TYPE.to_owned(), Self::TYPE.attribute()?);
+        Ok(item)
+    }
+
+    /// The entity an item holds (its keys and type are not fields).
+    fn from_item(item: Item) -> Result<Self, StoreError> {
+        from_item(item)
+    }
+}
+
+/// Any shape read from an item (an entity, or a projection of one).
+pub fn from_item<T: DeserializeOwned>(item: Item) -> Result<T, StoreError> {
+    serde_dynamo::from_item(item)
+        .map_err(|e| StoreError::Internal(format!("cannot decode item: {e}")))
+}
+
+pub fn from_items<T: DeserializeOwned>(items: Vec<Item>) -> Result<Vec<T>, StoreError> {
+    items.into_iter().map(from_item).collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -160,6 +307,10 @@ mod tests {
 
     #[test]
     fn username_claims_ignore_case() {
-        assert_eq!(username_pk("Alice_01"), username_pk("aLICE_01"));
+        let name = |raw| Username::parse(raw).unwrap();
+        assert_eq!(
+            username_pk(&name("Alice_01")),
+            username_pk(&name("aLICE_01"))
+        );
     }
 }

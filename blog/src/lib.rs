@@ -6,9 +6,9 @@
 //! - [`routes`]: the HTTP contract, route by route, and which function serves it.
 //! - [`api`]: one handler per request (C1–C4, Q1–Q6), parsing and authorising it.
 //! - [`store`]: the single-table data access, one module per entity, each
-//!   going to DynamoDB only through `store::table` (the table layer) with
-//!   items that know their keys (`store::item`).
-//! - [`keys`]: every key format of the table, in one place.
+//!   going to DynamoDB only through `store::table` (the table layer).
+//! - [`keys`]: every key format of the table, in one place, and the `Entity`
+//!   trait through which items know their keys.
 //! - [`ids`], [`text`], [`model`]: validated identifiers, text rules and the JSON shapes.
 //! - [`fanout`]: the DynamoDB Streams consumer that keeps denormalised copies true.
 //! - `audit` (the `admin` feature): the offline check (and repair) of every

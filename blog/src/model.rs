@@ -1,5 +1,6 @@
 //! The JSON shapes of the HTTP contract (camelCase, RFC 3339 UTC timestamps).
 
+use crate::text::Username;
 use serde::{Deserialize, Serialize};
 
 use crate::ids::{CommentId, PostId, UserId};
@@ -8,7 +9,7 @@ use crate::ids::{CommentId, PostId, UserId};
 #[serde(rename_all = "camelCase")]
 pub struct User {
     pub user_id: UserId,
-    pub username: String,
+    pub username: Username,
     pub created_at: String,
     pub updated_at: String,
 }
@@ -18,7 +19,7 @@ pub struct User {
 pub struct Post {
     pub post_id: PostId,
     pub user_id: UserId,
-    pub username: String,
+    pub username: Username,
     pub title: String,
     pub content: String,
     pub comment_count: u64,
@@ -33,7 +34,7 @@ pub struct Post {
 pub struct PostSummary {
     pub post_id: PostId,
     pub user_id: UserId,
-    pub username: String,
+    pub username: Username,
     pub title: String,
     pub summary: String,
     pub comment_count: u64,
@@ -47,7 +48,7 @@ pub struct Comment {
     pub comment_id: CommentId,
     pub post_id: PostId,
     pub user_id: UserId,
-    pub username: String,
+    pub username: Username,
     pub content: String,
     pub created_at: String,
 }
@@ -57,7 +58,7 @@ pub struct Comment {
 pub struct Like {
     pub post_id: PostId,
     pub user_id: UserId,
-    pub username: String,
+    pub username: Username,
     pub created_at: String,
 }
 

@@ -226,7 +226,7 @@ pub async fn replay(
 async fn apply_parked(store: &Store, item: &ParkedRecordItem) -> Result<Outcome, String> {
     let record = item.record().map_err(|e| e.to_string())?;
     let seed = format!("{}/{}", store.table(), record.event_id);
-    let outcome = crate::store::request_scope(seed, fanout::apply(store, &record, Deadline::NONE))
+    let outcome = crate::store::request_scope(seed, fanout::apply(store, &record, &Deadline::NONE))
         .await
         .map_err(|e| e.to_string())?;
     if let Outcome::Paused { .. } = outcome {

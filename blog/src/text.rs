@@ -9,6 +9,7 @@
 //! an item, 1 MB a Query page) count bytes, and one grapheme cluster can be
 //! arbitrarily long. The `*_MAX_BYTES` constants state those bounds.
 
+use serde::{Deserialize, Serialize};
 use thiserror::Error;
 use unicode_segmentation::UnicodeSegmentation;
 
@@ -28,7 +29,7 @@ pub const SUMMARY_GRAPHEMES: usize = 200;
 /// UTF-8 encodes a Unicode scalar value in at most 4 bytes.
 const MAX_SCALAR_BYTES: usize = 4;
 
-/// A username is ASCII (checked by [`username`]), so one byte a character.
+/// A username is ASCII (checked by [`Username::parse`]), so one byte a character.
 pub const USERNAME_MAX_BYTES: usize = USERNAME_LEN.1;
 /// A title is at most 200 scalars of at most 4 bytes each.
 pub const TITLE_MAX_BYTES: usize = TITLE_LEN.1 * MAX_SCALAR_BYTES;
@@ -48,15 +49,65 @@ const ELLIPSIS: &str = "…";
 // have room for at least its ellipsis.
 const _: () = assert!(SUMMARY_GRAPHEMES * MAX_SCALAR_BYTES + ELLIPSIS.len() <= SUMMARY_MAX_BYTES);
 
-pub fn username(raw: &str) -> Result<&str, TextError> {
-    let ok_chars = raw.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
-    if !ok_chars {
-        return Err(TextError {
-            field: "username",
-            problem: "may contain only A–Z, a–z, 0–9 and _".into(),
-        });
+/// A username: 3 to 30 of `A–Z a–z 0–9 _`, unique ignoring case. Every copy
+/// of a name (on a post, a comment, a like, the feed) has this type, so a
+/// name that never passed the rule cannot be written anywhere; one read back
+/// that does not pass it is an error, as a bad id is.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(try_from = "String", into = "String")]
+pub struct Username(String);
+
+impl Username {
+    pub fn parse(raw: &str) -> Result<Self, TextError> {
+        let ok_chars = raw.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
+        if !ok_chars {
+            return Err(TextError {
+                field: "username",
+                problem: "may contain only A–Z, a–z, 0–9 and _".into(),
+            });
+        }
+        Ok(Self(within("username", raw, USERNAME_LEN)?.to_owned()))
     }
-    within("username", raw, USERNAME_LEN)
+
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+
+    /// The form under which names are unique: `Alice` and `aLICE` are one name.
+    pub fn folded(&self) -> String {
+        self.0.to_ascii_lowercase()
+    }
+}
+
+impl std::fmt::Display for Username {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl TryFrom<String> for Username {
+    type Error = TextError;
+    fn try_from(raw: String) -> Result<Self, TextError> {
+        Self::parse(&raw)
+    }
+}
+
+impl From<Username> for String {
+    fn from(name: Username) -> String {
+        name.0
+    }
+}
+
+impl From<&Username> for String {
+    fn from(name: &Username) -> String {
+        name.0.clone()
+    }
+}
+
+impl PartialEq<str> for Username {
+    fn eq(&self, other: &str) -> bool {
+        self.0 == other
+    }
 }
 
 /// A title is one line: no control characters at all.
@@ -152,13 +203,20 @@ mod tests {
 
     #[test]
     fn usernames_at_their_limits() {
-        assert!(username("abc").is_ok());
-        assert!(username(&"a".repeat(30)).is_ok());
-        assert!(username("ab").is_err());
-        assert!(username(&"a".repeat(31)).is_err());
+        assert_eq!(Username::parse("abc").map(String::from), Ok("abc".into()));
+        assert!(Username::parse(&"a".repeat(30)).is_ok());
+        assert!(Username::parse("ab").is_err());
+        assert!(Username::parse(&"a".repeat(31)).is_err());
         for bad in ["has space", "dash-ed", "hash#tag", "ünï", "tab\tbed"] {
-            assert!(username(bad).is_err(), "{bad:?}");
+            assert!(Username::parse(bad).is_err(), "{bad:?}");
         }
+        assert_eq!(
+            Username::parse("Alice_01").map(|n| n.folded()),
+            Username::parse("aLICE_01").map(|n| n.folded())
+        );
+        // Stored names are held to the rule as they are read back.
+        let read: Result<Username, _> = serde_json::from_str("\"no way\"");
+        assert!(read.is_err());
     }
 
     #[test]
@@ -269,7 +327,7 @@ mod tests {
         assert_eq!(TITLE_MAX_BYTES, 800);
         let longest_name = "a".repeat(USERNAME_LEN.1);
         assert_eq!(
-            username(&longest_name).map(str::len),
+            Username::parse(&longest_name).map(|n| n.as_str().len()),
             Ok(USERNAME_MAX_BYTES)
         );
         assert_eq!(USERNAME_MAX_BYTES, 30);

@@ -11,6 +11,7 @@
 //!
 //! `infra/bench.sh --rename` runs it against its own DynamoDB Local.
 
+use blog::text::Username;
 use std::time::{Duration, Instant};
 
 use bench::{measure::Clients, naive::Error};
@@ -62,7 +63,7 @@ async fn main() -> Result<(), Error> {
     let now = timestamp::now();
     let mut author = UserItem {
         user_id: user_id.clone(),
-        username: "prolific".to_owned(),
+        username: Username::parse("prolific")?,
         created_at: now.clone(),
         updated_at: now.clone(),
         version: 1,
@@ -97,8 +98,9 @@ async fn main() -> Result<(), Error> {
     // The rename, as the API commits it; then its fan-out, invocation by
     // invocation, as Lambda would run it.
     let store = Store::new(clients.fanout.clone(), &name);
-    store.rename_user(&user_id, "renamed_prolific").await?;
-    author.username = "renamed_prolific".to_owned();
+    let renamed = Username::parse("renamed_prolific")?;
+    store.rename_user(&user_id, &renamed).await?;
+    author.username = renamed;
     author.version = 2;
     author.updated_at = timestamp::now();
     clients.fanout_meter.take();
@@ -108,7 +110,7 @@ async fn main() -> Result<(), Error> {
     loop {
         invocations += 1;
         let deadline = Deadline::at(Instant::now() + timeout);
-        let step = store.copy_username(&author, deadline).await?;
+        let step = store.copy_username(&author, &deadline).await?;
         let (done, finished) = match step {
             RenameStep::Paused(done) => (done, false),
             RenameStep::Done(done) => (done, true),

@@ -27,14 +27,48 @@ pub const FEED_CACHE_TTL: Duration = Duration::from_secs(2);
 pub struct FeedCache {
     ttl: Duration,
     page: Mutex<Option<(Instant, Arc<[PostSummary]>)>>,
+    clock: Clock,
+}
+
+/// What the cache measures its time to live by: the system's monotonic
+/// clock, or one a test moves by hand.
+#[derive(Debug, Clone, Default)]
+pub struct Clock(Option<Arc<Mutex<Instant>>>);
+
+impl Clock {
+    fn now(&self) -> Instant {
+        match &self.0 {
+            None => Instant::now(),
+            Some(set) => *set.lock().unwrap_or_else(PoisonError::into_inner),
+        }
+    }
+
+    /// A clock that stands still until [`Clock::advance`] moves it: tests.
+    #[cfg(feature = "admin")]
+    pub fn manual() -> Self {
+        Self(Some(Arc::new(Mutex::new(Instant::now()))))
+    }
+
+    #[cfg(feature = "admin")]
+    pub fn advance(&self, by: Duration) {
+        if let Some(set) = &self.0 {
+            *set.lock().unwrap_or_else(PoisonError::into_inner) += by;
+        }
+    }
 }
 
 impl FeedCache {
     /// Keeps a page for `ttl`; zero keeps nothing.
     pub fn new(ttl: Duration) -> Self {
+        Self::on(ttl, Clock::default())
+    }
+
+    /// Keeps a page for `ttl` as `clock` measures it.
+    pub fn on(ttl: Duration, clock: Clock) -> Self {
         Self {
             ttl,
             page: Mutex::new(None),
+            clock,
         }
     }
 
@@ -51,7 +85,7 @@ impl FeedCache {
     fn fresh(&self) -> Option<Arc<[PostSummary]>> {
         let page = self.page.lock().unwrap_or_else(PoisonError::into_inner);
         page.as_ref()
-            .filter(|(read, _)| read.elapsed() < self.ttl)
+            .filter(|(read, _)| self.clock.now().duration_since(*read) < self.ttl)
             .map(|(_, items)| items.clone())
     }
 
@@ -59,7 +93,7 @@ impl FeedCache {
         let items: Arc<[PostSummary]> = items.into();
         if self.is_on() {
             *self.page.lock().unwrap_or_else(PoisonError::into_inner) =
-                Some((Instant::now(), items.clone()));
+                Some((self.clock.now(), items.clone()));
         }
         items
     }

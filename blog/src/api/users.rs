@@ -16,8 +16,8 @@ struct UsernameBody {
 pub async fn create_user(app: &App, req: Request) -> ApiResult {
     let caller = request::caller(app, &req)?;
     let body: UsernameBody = request::json_body(&req)?;
-    let username = text::username(&body.username)?;
-    Reply::created(&app.store.create_user(&caller, username).await?)
+    let username = text::Username::parse(&body.username)?;
+    Reply::created(&app.store.create_user(&caller, &username).await?)
 }
 
 /// C1 `PUT /users/{userId}`: renames the caller (403 for anyone else).
@@ -28,16 +28,16 @@ pub async fn update_user(app: &App, req: Request) -> ApiResult {
         return Err(ApiError::Forbidden("you can only change your own profile"));
     }
     let body: UsernameBody = request::json_body(&req)?;
-    let username = text::username(&body.username)?;
-    Reply::ok(&app.store.rename_user(&user, username).await?)
+    let username = text::Username::parse(&body.username)?;
+    Reply::ok(&app.store.rename_user(&user, &username).await?)
 }
 
 /// Q1 by name, `GET /users?username=<name>`: the profile whose username is
 /// `name` ignoring case.
 pub async fn find_user(app: &App, req: Request) -> ApiResult {
     let raw = request::required_query(&req, "username", ErrorCode::MissingUsername)?;
-    let username = text::username(&raw)?;
-    match app.store.find_user(username).await? {
+    let username = text::Username::parse(&raw)?;
+    match app.store.find_user(&username).await? {
         Some(found) => Reply::read(&found),
         None => Err(ApiError::NotFound("no user has that username")),
     }

@@ -20,11 +20,13 @@
 mod one;
 mod scan;
 
+use crate::text::Username;
 use std::{
     fmt,
     sync::{Arc, Mutex, PoisonError},
 };
 
+use crate::keys::Key;
 use crate::{
     ids::{PostId, UserId},
     keys,
@@ -32,7 +34,6 @@ use crate::{
         Item, ItemType, Store, StoreError,
         deletion::Removal,
         feed::FeedEntryItem,
-        item::Key,
         posts::{Counter, PostItem},
         rename::Deadline,
         table::{Expr, Query},
@@ -70,7 +71,7 @@ pub enum Finding {
         sk: String,
         user: UserId,
         stored: String,
-        current: String,
+        current: Username,
         user_version: u64,
     },
     /// A feed entry's copy differs from its post's short form.
@@ -306,7 +307,7 @@ impl Store {
             // What the fan-out's walk does; safe beside it (deleting what is
             // gone is a no-op, and nothing can be added to a deleted post).
             Finding::Orphans { post, .. } => {
-                match self.remove_post_items(post, Deadline::NONE).await? {
+                match self.remove_post_items(post, &Deadline::NONE).await? {
                     Removal::Done { .. } => Ok(true),
                     Removal::Paused { .. } => Ok(false),
                 }

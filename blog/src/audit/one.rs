@@ -2,15 +2,17 @@
 //! complaint, at a cost in proportion to that user's or that post's items,
 //! with no Scan.
 
+use crate::text::Username;
 use std::collections::HashMap;
 
 use super::{AuditOptions, Finding, Report, Sink, kind, projection, shown, text};
+use crate::keys::Entity;
 use crate::{
     ids::{PostId, UserId},
     keys,
     store::{
-        Item, ItemType, Store, StoreError, feed::FeedEntryItem, from_item, item::Entity,
-        posts::PostItem, table::Query, users::UserItem,
+        Item, ItemType, Store, StoreError, feed::FeedEntryItem, from_item, posts::PostItem,
+        table::Query, users::UserItem,
     },
 };
 
@@ -24,7 +26,7 @@ struct Partition {
     comments: u64,
     likes: u64,
     /// The authors' profiles read so far: name and version, `None` without.
-    profiles: HashMap<UserId, Option<(String, u64)>>,
+    profiles: HashMap<UserId, Option<(Username, u64)>>,
 }
 
 /// A username copy: where it is, whose it is, what it says.
@@ -109,7 +111,7 @@ impl Store {
                 ) else {
                     continue;
                 };
-                if written && stored != profile.username {
+                if written && profile.username != *stored {
                     let finding = Finding::Username {
                         pk: pk.to_owned(),
                         sk: sk.to_owned(),
@@ -205,7 +207,7 @@ impl Store {
     async fn audit_copies(
         &self,
         copies: Vec<Copy>,
-        profiles: &mut HashMap<UserId, Option<(String, u64)>>,
+        profiles: &mut HashMap<UserId, Option<(Username, u64)>>,
         sink: &Sink,
         report: &mut Report,
     ) -> Result<(), StoreError> {
@@ -222,7 +224,7 @@ impl Store {
         report.read_units += units;
         for Copy { pk, sk, user, name } in copies {
             if let Some(Some((current, version))) = profiles.get(&user)
-                && *current != name
+                && *current != *name
             {
                 let finding = Finding::Username {
                     pk,
@@ -293,7 +295,7 @@ impl Store {
     async fn read_profiles(
         &self,
         users: &[UserId],
-        profiles: &mut HashMap<UserId, Option<(String, u64)>>,
+        profiles: &mut HashMap<UserId, Option<(Username, u64)>>,
     ) -> Result<(usize, f64), StoreError> {
         let (mut read, mut read_units) = (0, 0.0);
         for chunk in users.chunks(BATCH_GET) {

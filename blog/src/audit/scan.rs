@@ -18,6 +18,7 @@
 //!   feed's capacity, its slack and one more), and the feed partition itself,
 //!   which the trim keeps small.
 
+use crate::text::Username;
 use std::{
     collections::{BTreeMap, HashMap},
     sync::{Arc, Mutex, PoisonError},
@@ -42,7 +43,7 @@ use crate::{
 #[derive(Debug, Default)]
 struct Seen {
     /// The profile's username and version, once read.
-    profile: Option<(String, u64)>,
+    profile: Option<(Username, u64)>,
     /// Distinct usernames seen on the user's items that are not (or, before
     /// the profile was read, not known to be) the profile's.
     names: Vec<String>,
@@ -56,8 +57,8 @@ impl Seen {
         }
     }
 
-    fn profile(&mut self, name: String, version: u64) {
-        self.names.retain(|n| *n != name);
+    fn profile(&mut self, name: Username, version: u64) {
+        self.names.retain(|n| name != *n.as_str());
         self.profile = Some((name, version));
     }
 
@@ -95,7 +96,7 @@ struct Segment {
 /// The usernames and profiles one page showed, applied under one lock.
 #[derive(Default)]
 struct PageNames {
-    profiles: Vec<(UserId, String, u64)>,
+    profiles: Vec<(UserId, Username, u64)>,
     copies: HashMap<UserId, Vec<String>>,
 }
 
@@ -133,14 +134,15 @@ fn read_item(
     let name = text(&item, "username");
     match kind(&item) {
         Some(ItemType::User) => {
+            let name = name.and_then(|name| Username::parse(name).ok());
             if let (Some(user), Some(name)) = (user, name) {
                 let version = number(&item, "version").unwrap_or_default();
-                names.profiles.push((user, name.to_owned(), version));
+                names.profiles.push((user, name, version));
             }
         }
         Some(ItemType::Post) => {
             let post: PostItem = from_item(item)?;
-            names.saw(post.user_id.clone(), &post.username);
+            names.saw(post.user_id.clone(), post.username.as_str());
             collection.post = Some(post);
         }
         Some(k @ (ItemType::Comment | ItemType::Like)) => {
@@ -417,6 +419,10 @@ impl Store {
 mod tests {
     use super::*;
 
+    fn name(raw: &str) -> Username {
+        Username::parse(raw).unwrap()
+    }
+
     #[test]
     fn a_user_is_stale_only_when_an_item_showed_another_name_than_the_profile() {
         // Items read before the profile: kept until the profile says.
@@ -425,7 +431,7 @@ mod tests {
         seen.saw("alice");
         assert_eq!(seen.names, ["alice"]);
         assert!(!seen.stale(), "no profile: nothing to compare with");
-        seen.profile("alice".to_owned(), 2);
+        seen.profile(name("alice"), 2);
         assert!(seen.names.is_empty() && !seen.stale());
         // After it, the profile's own name is not kept at all.
         seen.saw("alice");
@@ -436,7 +442,7 @@ mod tests {
         let mut early = Seen::default();
         early.saw("old_bob");
         early.saw("bob");
-        early.profile("bob".to_owned(), 3);
+        early.profile(name("bob"), 3);
         assert_eq!(early.names, ["old_bob"]);
         assert!(early.stale());
     }

@@ -10,12 +10,12 @@ use super::{
     Item, StoreError,
     comments::CommentItem,
     feed::{FeedEntryItem, FeedFloorItem},
-    item::Entity,
     likes::{LikeItem, LikerMarker},
     posts::{PostContentItem, PostItem},
     table::Table,
     users::{UserItem, UsernameClaim},
 };
+use crate::keys::Entity;
 
 fn to_item<E: Entity>(entity: &E) -> Result<Item, StoreError> {
     entity.to_item()

@@ -1,14 +1,15 @@
 //! Comments (C3) and a post's list of comments (Q4), in the post's partition.
 
+use crate::text::Username;
 use serde::{Deserialize, Serialize};
 
 use super::{
     ItemType, Store, StoreError,
-    item::{Entity, Key},
     posts::{Counter, PostItem, Step},
     table::{Expr, Query, TxOutcome, Write},
     users::UserItem,
 };
+use crate::keys::{Entity, Key};
 use crate::{
     ids::{CommentId, PostId, UserId},
     keys::{self, COMMENT_PREFIX},
@@ -23,7 +24,7 @@ pub struct CommentItem {
     pub comment_id: CommentId,
     pub post_id: PostId,
     pub user_id: UserId,
-    pub username: String,
+    pub username: Username,
     pub user_version: u64,
     pub content: String,
     pub created_at: String,
@@ -125,7 +126,11 @@ impl Store {
         author: &UserId,
         content: &str,
     ) -> Result<Comment, StoreError> {
-        let profile = self.author(author).await?;
+        // The caller's profile (403 without one): its name goes onto the item.
+        let profile = self
+            .db
+            .get_entity::<UserItem>(keys::profile(author).item(), true);
+        let profile = profile.await?.ok_or(StoreError::NoProfile)?;
         let item = CommentItem::new(*post, CommentId::generate(), &profile, content);
         let mut tx = self.db.transaction("comment");
         tx.add("comment", Write::create(&item)?);

@@ -17,12 +17,12 @@ use futures::StreamExt;
 
 use super::{
     Item, Store, StoreError,
-    item::Key,
     posts::PostItem,
     rename::Deadline,
     s,
     table::{Expr, Query, TxOutcome, Write},
 };
+use crate::keys::Key;
 use crate::{
     ids::{PostId, UserId},
     keys::{self, PK, SK},
@@ -77,7 +77,7 @@ impl Store {
     pub async fn remove_post_items(
         &self,
         post: &PostId,
-        deadline: Deadline,
+        deadline: &Deadline,
     ) -> Result<Removal, StoreError> {
         let mut deleted = 0;
         loop {

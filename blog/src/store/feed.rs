@@ -6,16 +6,16 @@
 //! trimmed out. A post at or below it can never enter again, whatever order
 //! stream records arrive in, so a post that has left the feed stays out.
 
+use crate::text::Username;
 use serde::{Deserialize, Serialize};
 
 use super::{
-    ItemType, Store, StoreError, from_item, from_items,
-    item::{Entity, Key, TYPE},
-    n,
+    ItemType, Store, StoreError, from_item, from_items, n,
     posts::PostItem,
     s,
     table::{Expr, Outcome, Query, Returning, Write},
 };
+use crate::keys::{Entity, Key, TYPE};
 use crate::{
     ids::{PostId, UserId},
     keys::{self, FEED_FLOOR_SK, FEED_PK, POST_PREFIX},
@@ -34,7 +34,7 @@ pub const FEED_CAPACITY: usize = 100;
 pub struct FeedEntryItem {
     pub post_id: PostId,
     pub user_id: UserId,
-    pub username: String,
+    pub username: Username,
     pub title: String,
     pub summary: String,
     pub comment_count: u64,

@@ -1,15 +1,16 @@
 //! Likes (C4) and a post's list of likes (Q5), in the post's partition.
 
+use crate::text::Username;
 use serde::{Deserialize, Serialize};
 
 use super::{
     Busy, ItemType, Store, StoreError,
-    item::{Entity, Key},
     posts::{Counter, PostItem, Step},
     s,
     table::{Expr, Query, TxOutcome, Write},
     users::UserItem,
 };
+use crate::keys::{Entity, Key};
 use crate::{
     ids::{LikeId, PostId, UserId},
     keys::{self, LIKE_PREFIX},
@@ -29,7 +30,7 @@ pub struct LikeItem {
     pub like_id: LikeId,
     pub post_id: PostId,
     pub user_id: UserId,
-    pub username: String,
+    pub username: Username,
     pub user_version: u64,
     pub created_at: String,
 }
@@ -142,7 +143,11 @@ impl Store {
     /// and changes nothing. The like copies the liker's username as read; a
     /// rename racing with it is caught up by the fan-out's INSERT rule.
     pub async fn like_post(&self, post: &PostId, liker: &UserId) -> Result<Liked, StoreError> {
-        let profile = self.author(liker).await?;
+        // The caller's profile (403 without one): its name goes onto the item.
+        let profile = self
+            .db
+            .get_entity::<UserItem>(keys::profile(liker).item(), true);
+        let profile = profile.await?.ok_or(StoreError::NoProfile)?;
         // A like taken back between the refused put and the read of the
         // existing one: like again.
         for _ in 0..UNLIKE_ATTEMPTS {

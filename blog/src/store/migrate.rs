@@ -11,10 +11,10 @@ use serde::Deserialize;
 
 use super::{
     ItemType, Store, StoreError, from_items,
-    item::TYPE,
     table::{Expr, Scan},
 };
 use crate::ids::PostId;
+use crate::keys::TYPE;
 
 /// What a migration run did.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]

@@ -1,6 +1,6 @@
 //! Single-table data access. One module per entity (`users`, `posts`,
 //! `comments`, `likes`, `feed`); each owns its item shapes, which know their
-//! own keys ([`item::Entity`]), and its operations, which it describes as
+//! own keys ([`crate::keys::Entity`]), and its operations, which it describes as
 //! [`table::Write`]s, [`table::Query`]s and transactions. Only [`table`]
 //! talks to DynamoDB: the table's name, metering, client request tokens,
 //! retries and the classification of errors live there once.
@@ -17,7 +17,6 @@ pub mod cursor;
 pub mod deletion;
 mod error;
 pub mod feed;
-pub mod item;
 pub mod likes;
 pub mod meter;
 #[cfg(feature = "admin")]
@@ -35,10 +34,10 @@ use std::time::Duration;
 
 use aws_sdk_dynamodb::Client;
 
+pub use crate::keys::{Item, ItemType};
+pub(crate) use crate::keys::{from_item, from_items};
 pub use client::{dynamodb_client, dynamodb_client_metered, sdk_config, streams_client};
 pub use error::StoreError;
-pub use item::{Item, ItemType};
-pub(crate) use item::{from_item, from_items};
 pub use table::{Backoff, Busy, classify, request_scope};
 pub(crate) use table::{n, s};
 

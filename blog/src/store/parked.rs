@@ -11,12 +11,9 @@
 use aws_lambda_events::event::dynamodb::EventRecord;
 use serde::{Deserialize, Serialize};
 
-use super::{
-    ItemType, Store, StoreError,
-    item::{Entity, Key},
-    table::Write,
-};
+use super::{ItemType, Store, StoreError, table::Write};
 use crate::keys::{self, PARKED_PK};
+use crate::keys::{Entity, Key};
 #[cfg(feature = "admin")]
 use {
     super::{Item, from_items, table::Query},

@@ -1,14 +1,14 @@
 //! Posts (C2, Q2) and a user's list of posts (Q3, through GSI1).
 
+use crate::text::Username;
 use serde::{Deserialize, Serialize};
 
 use super::{
-    Busy, Item, ItemType, Store, StoreError,
-    item::{Entity, Key},
-    n, s,
+    Busy, Item, ItemType, Store, StoreError, n, s,
     table::{Expr, Query, TxOutcome, Write},
     users::UserItem,
 };
+use crate::keys::{Entity, Key};
 use crate::{
     ids::{PostId, UserId},
     keys::{self, GSI1PK, GSI1SK, PK, POST_CONTENT_SK, POST_SK, SK},
@@ -87,7 +87,7 @@ pub enum Step {
 pub struct PostItem {
     pub post_id: PostId,
     pub user_id: UserId,
-    pub username: String,
+    pub username: Username,
     pub user_version: u64,
     pub title: String,
     pub summary: String,
@@ -254,7 +254,11 @@ impl Store {
         title: &str,
         content: &str,
     ) -> Result<Post, StoreError> {
-        let profile = self.author(author).await?;
+        // The caller's profile (403 without one): its name goes onto the item.
+        let profile = self
+            .db
+            .get_entity::<UserItem>(keys::profile(author).item(), true);
+        let profile = profile.await?.ok_or(StoreError::NoProfile)?;
         let post_id = PostId::generate();
         let now = post_id.created_at();
         let item = PostItem::new(post_id, &profile, title, content, &now);

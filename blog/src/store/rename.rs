@@ -8,9 +8,9 @@
 //! Lambda's retry (from the lowest failed record) resumes where the walk
 //! stopped. A newer rename of the same user supersedes an older one's walk,
 //! which stops (the newer record, later in the same shard, walks everything).
-//! A write that stays throttled or held after its own retries is tried again
-//! with fewer writes in flight, so a throttled walk slows down instead of
-//! failing.
+//! A write that stays throttled or held through its round's attempts is
+//! tried again with fewer writes in flight, so a throttled walk slows down
+//! instead of failing; its rounds share the one retry budget of 8 sends.
 
 use std::{
     collections::HashMap,
@@ -21,20 +21,25 @@ use futures::StreamExt;
 use serde::{Deserialize, Serialize};
 
 use super::{
-    Item, ItemType, Store, StoreError,
-    item::{Entity, Key},
-    n, s,
-    table::{Expr, Query, Write},
+    Item, ItemType, Store, StoreError, n, s,
+    table::{Backoff, Expr, Query, Write},
 };
+use crate::keys::{Entity, Key};
 use crate::{ids::UserId, keys, store::users::UserItem, timestamp};
 
 /// How many of a user's items one page of the walk reads.
 const RENAME_PAGE: i32 = 100;
 /// How many username copies the walk writes at once, at most.
 const RENAME_CONCURRENCY: usize = 16;
-/// How often a page retries the copies that stayed busy, with half as many in
-/// flight each time, before the record fails (and is delivered again).
-const BUSY_ROUNDS: u32 = 6;
+/// How many rounds a page sends the copies that stayed busy in, with half as
+/// many in flight each round, before the record fails (and is delivered
+/// again).
+const BUSY_ROUNDS: u32 = 4;
+/// How often one copy is sent in one round. A copy that stays busy is sent
+/// `BUSY_ROUNDS × ROUND_ATTEMPTS` times in all, no more than any other call:
+/// the pacing shares the one retry budget, it does not stack on it.
+const ROUND_ATTEMPTS: u32 = 2;
+const _: () = assert!(BUSY_ROUNDS * ROUND_ATTEMPTS <= Backoff::ATTEMPTS);
 /// The walk starts no page later than this before the deadline (or a third
 /// of the invocation's time, when that is shorter: `cargo lambda watch` gives
 /// a few seconds): one page's writes, each retried for at most the backoff's
@@ -44,16 +49,29 @@ pub const DEADLINE_MARGIN: Duration = Duration::from_secs(10);
 
 /// When the invocation must have answered (Lambda's deadline), if ever, and
 /// how long before it the walk stops.
-#[derive(Debug, Clone, Copy, Default)]
-pub struct Deadline(Option<(Instant, Duration)>);
+#[derive(Debug, Clone, Default)]
+pub struct Deadline(Limit);
+
+#[derive(Debug, Clone, Default)]
+enum Limit {
+    #[default]
+    Never,
+    /// Lambda's deadline, and the margin kept before it.
+    At(Instant, Duration),
+    /// Near once it has been asked this many more times: tests stop a walk
+    /// after a chosen number of pages, not after a time a loaded machine may
+    /// stretch.
+    #[cfg(feature = "admin")]
+    AfterChecks(std::sync::Arc<std::sync::atomic::AtomicU32>),
+}
 
 impl Deadline {
     /// No deadline: work until done (the local poller, tools).
-    pub const NONE: Self = Self(None);
+    pub const NONE: Self = Self(Limit::Never);
 
     pub fn at(instant: Instant) -> Self {
         let left = instant.saturating_duration_since(Instant::now());
-        Self(Some((instant, DEADLINE_MARGIN.min(left / 3))))
+        Self(Limit::At(instant, DEADLINE_MARGIN.min(left / 3)))
     }
 
     /// Lambda's deadline, in milliseconds since the Unix epoch.
@@ -65,10 +83,26 @@ impl Deadline {
         Self::at(Instant::now() + Duration::from_millis(deadline_ms.saturating_sub(now_ms)))
     }
 
+    /// A deadline that is near from the `checks + 1`th time it is asked on
+    /// (a walk asks once a page, after its first): tests and tools.
+    #[cfg(feature = "admin")]
+    pub fn after_checks(checks: u32) -> Self {
+        Self(Limit::AfterChecks(std::sync::Arc::new(checks.into())))
+    }
+
     /// Whether there is no longer time for a page.
-    pub fn near(self) -> bool {
-        self.0
-            .is_some_and(|(at, margin)| Instant::now() + margin >= at)
+    pub fn near(&self) -> bool {
+        match &self.0 {
+            Limit::Never => false,
+            Limit::At(at, margin) => Instant::now() + *margin >= *at,
+            #[cfg(feature = "admin")]
+            Limit::AfterChecks(left) => {
+                use std::sync::atomic::Ordering;
+                let spent =
+                    left.fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1));
+                spent.is_err()
+            }
+        }
     }
 }
 
@@ -194,7 +228,7 @@ impl Store {
     pub async fn copy_username(
         &self,
         user: &UserItem,
-        deadline: Deadline,
+        deadline: &Deadline,
     ) -> Result<RenameStep, StoreError> {
         let mut done = Renamed::default();
         let mut progress = match self.rename_progress(&user.user_id).await? {
@@ -289,7 +323,7 @@ impl Store {
         user: &UserItem,
         range: Option<(String, String)>,
         mut progress: Option<&mut RenameProgress>,
-        deadline: Deadline,
+        deadline: &Deadline,
         done: &mut Renamed,
     ) -> Result<WalkEnd, StoreError> {
         let mut query = Query::gsi1(keys::user_items_pk(&user.user_id));
@@ -340,22 +374,27 @@ impl Store {
     }
 
     /// Copies the name onto one page of items, `concurrency` at a time: fewer
-    /// after copies that stayed busy through their own retries (which are
-    /// tried again), one more after a page without trouble.
+    /// after copies that stayed busy through their round's attempts (which are
+    /// tried again in the next round), one more after a page without trouble.
     async fn copy_page(
         &self,
         user: &UserItem,
         items: Vec<Item>,
-        deadline: Deadline,
+        deadline: &Deadline,
         concurrency: &mut usize,
     ) -> Result<Renamed, StoreError> {
         let mut page_done = Renamed::default();
         let mut pending = items;
         let mut round = 0;
+        let backoff = *self.db.backoff();
+        let round_attempts = ROUND_ATTEMPTS.min(backoff.attempts);
+        let paced = &self
+            .clone()
+            .with_backoff(backoff.with_attempts(round_attempts));
         while !pending.is_empty() {
             let results: Vec<(Item, Result<bool, StoreError>)> = futures::stream::iter(pending)
                 .map(|item| async move {
-                    let written = self.copy_username_onto(item.clone(), user).await;
+                    let written = paced.copy_username_onto(item.clone(), user).await;
                     (item, written)
                 })
                 .buffer_unordered(*concurrency)
@@ -429,11 +468,11 @@ mod tests {
         assert!(!Deadline::NONE.near());
         // 60 s (the template's timeout): stops 10 s before.
         let lambda = Deadline::at(Instant::now() + Duration::from_secs(60));
-        assert!(matches!(lambda.0, Some((_, m)) if m == DEADLINE_MARGIN));
+        assert!(matches!(lambda.0, Limit::At(_, m) if m == DEADLINE_MARGIN));
         assert!(!lambda.near());
         // 3 s (a local runtime's): stops 1 s before, not at once.
         let short = Deadline::at(Instant::now() + Duration::from_secs(3));
-        assert!(matches!(short.0, Some((_, m)) if m <= Duration::from_secs(1)));
+        assert!(matches!(short.0, Limit::At(_, m) if m <= Duration::from_secs(1)));
         assert!(!short.near());
         let brief = Deadline::at(Instant::now() + Duration::from_millis(300));
         std::thread::sleep(Duration::from_millis(250));

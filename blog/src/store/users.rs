@@ -1,16 +1,16 @@
 //! User profiles (C1, Q1) and the username claims that keep names unique.
 
+use crate::text::Username;
 use serde::{Deserialize, Serialize};
 
 use super::{
-    Busy, Item, ItemType, Store, StoreError,
-    item::{Entity, Key},
-    n, s,
+    Busy, Item, ItemType, Store, StoreError, n, s,
     table::{Expr, Outcome, TxOutcome, Write},
 };
+use crate::keys::{Entity, Key};
 use crate::{
     ids::UserId,
-    keys::{self, PROFILE_SK, USERNAME_SK},
+    keys::{self, USERNAME_SK},
     model::User,
     timestamp,
 };
@@ -24,7 +24,7 @@ const OPTIMISTIC_ATTEMPTS: usize = 5;
 #[serde(rename_all = "camelCase")]
 pub struct UserItem {
     pub user_id: UserId,
-    pub username: String,
+    pub username: Username,
     pub created_at: String,
     pub updated_at: String,
     pub version: u64,
@@ -32,10 +32,10 @@ pub struct UserItem {
 
 impl UserItem {
     /// A new profile, version 1, made `at`.
-    pub fn new(user: &UserId, username: &str, at: &str) -> Self {
+    pub fn new(user: &UserId, username: &Username, at: &str) -> Self {
         Self {
             user_id: user.clone(),
-            username: username.to_owned(),
+            username: username.clone(),
             created_at: at.to_owned(),
             updated_at: at.to_owned(),
             version: 1,
@@ -43,7 +43,7 @@ impl UserItem {
     }
 
     pub fn key(user: &UserId) -> Item {
-        Key::new(keys::user_pk(user), PROFILE_SK).item()
+        keys::profile(user).item()
     }
 }
 
@@ -53,7 +53,7 @@ impl Entity for UserItem {
     const OWN: &'static [&'static str] = &["createdAt"];
 
     fn key(&self) -> Key {
-        Key::new(keys::user_pk(&self.user_id), PROFILE_SK)
+        keys::profile(&self.user_id)
     }
 }
 
@@ -76,7 +76,7 @@ impl From<UserItem> for User {
 #[serde(rename_all = "camelCase")]
 pub(super) struct UsernameClaim {
     user_id: UserId,
-    username: String,
+    username: Username,
     /// The profile's copy; absent from claims written before it existed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     created_at: Option<String>,
@@ -98,7 +98,7 @@ impl UsernameClaim {
         }
     }
 
-    pub(super) fn key(username: &str) -> Item {
+    pub(super) fn key(username: &Username) -> Item {
         Key::new(keys::username_pk(username), USERNAME_SK).item()
     }
 
@@ -125,7 +125,11 @@ impl Entity for UsernameClaim {
 
 impl Store {
     /// C1 (request): creates the caller's profile and claims its username, atomically.
-    pub async fn create_user(&self, user: &UserId, username: &str) -> Result<User, StoreError> {
+    pub async fn create_user(
+        &self,
+        user: &UserId,
+        username: &Username,
+    ) -> Result<User, StoreError> {
         let item = UserItem::new(user, username, &timestamp::now());
         let mut tx = self.db.transaction("create user");
         let profile = tx.add("profile", Write::create(&item)?);
@@ -151,7 +155,7 @@ impl Store {
     /// consistent GetItem of the name's claim, which copies the profile. A
     /// claim written before it held the copy costs a second read, of the
     /// profile it names.
-    pub async fn find_user(&self, username: &str) -> Result<Option<User>, StoreError> {
+    pub async fn find_user(&self, username: &Username) -> Result<Option<User>, StoreError> {
         let claim = self
             .db
             .get_entity::<UsernameClaim>(UsernameClaim::key(username), false);
@@ -174,30 +178,26 @@ impl Store {
         self.db.get_entity(UserItem::key(user), consistent).await
     }
 
-    /// The caller's profile, which every write of content needs (403 without):
-    /// requests.
-    pub(crate) async fn author(&self, user: &UserId) -> Result<UserItem, StoreError> {
-        self.read_profile(user, true)
-            .await?
-            .ok_or(StoreError::NoProfile)
-    }
-
     /// C1 (edit; request): renames a user. The profile change, the release of the old
     /// name and the claim of the new one commit together or not at all; the
     /// profile's `version` condition makes a concurrent rename retry instead of
     /// releasing a name it no longer holds.
-    pub async fn rename_user(&self, user: &UserId, username: &str) -> Result<User, StoreError> {
+    pub async fn rename_user(
+        &self,
+        user: &UserId,
+        username: &Username,
+    ) -> Result<User, StoreError> {
         for _ in 0..OPTIMISTIC_ATTEMPTS {
             let current = self
                 .read_profile(user, true)
                 .await?
                 .ok_or(StoreError::UserNotFound)?;
-            if current.username == username {
+            if &current.username == username {
                 return Ok(current.into());
             }
             let now = timestamp::now();
             let renamed = UserItem {
-                username: username.to_owned(),
+                username: username.clone(),
                 updated_at: now.clone(),
                 version: current.version + 1,
                 ..current.clone()
@@ -320,7 +320,7 @@ impl Store {
 /// A profile's name and version, as copied onto what the user wrote.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct UsernameCopy<'a> {
-    pub username: &'a str,
+    pub username: &'a Username,
     pub version: u64,
 }
 

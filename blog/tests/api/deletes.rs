@@ -183,20 +183,24 @@ async fn thousands_of_items_go_over_several_short_invocations_and_nothing_comes_
         .filter(|r| r.event_name == "REMOVE" && fanout::applies_to(r))
         .collect();
     assert_eq!(removal.len(), 1, "the post's REMOVE");
-    // Each invocation has a quarter of a second: the walk pauses, reports
-    // the record, and goes on from what is left when it comes again.
+    // Each invocation's deadline comes after two pages of 100: the walk
+    // pauses, reports the record, and goes on from what is left when it
+    // comes again.
     let mut invocations = 0;
     loop {
         invocations += 1;
         assert!(invocations < 200, "the walk never finished");
-        let deadline =
-            Deadline::at(std::time::Instant::now() + std::time::Duration::from_millis(250));
+        let deadline = Deadline::after_checks(1);
         let response = fanout::handle_until(&api.app.store, event(removal.clone()), deadline).await;
+        let left = partition(&api, &post).await;
         if response.batch_item_failures.is_empty() {
+            assert_eq!(left, 0);
             break;
         }
+        assert_eq!(left, 600 - 200 * invocations.min(3), "two pages a time");
     }
-    assert!(invocations > 1, "600 comments in one short invocation");
+    // Three invocations of 200, and a fourth that finds nothing left.
+    assert_eq!(invocations, 4);
     assert_eq!(partition(&api, &post).await, 0);
 
     // Every record from before the deletion, delivered late and again, and

@@ -3,7 +3,10 @@
 
 use std::time::Duration;
 
-use blog::keys::{self, FEED_PK, PK, SK};
+use blog::{
+    api::feed::{Clock, FeedCache},
+    keys::{self, FEED_PK, PK, SK},
+};
 use serde_json::{Value, json};
 
 use crate::support::{TestApi, post_id};
@@ -84,7 +87,8 @@ async fn the_feed_refuses_bad_limits_and_cursors() {
 #[tokio::test]
 async fn an_instance_serves_the_feed_it_read_until_its_time_to_live_passes() {
     let ttl = Duration::from_secs(3);
-    let api = TestApi::start_with_feed_cache(ttl).await;
+    let clock = Clock::manual();
+    let api = TestApi::start_with_feed_cache(FeedCache::on(ttl, clock.clone())).await;
     let first = ulid::Ulid::generate().to_string();
     put_feed_entry(&api, &first, "first").await;
     api.meter.take();
@@ -117,8 +121,9 @@ async fn an_instance_serves_the_feed_it_read_until_its_time_to_live_passes() {
     let second = ulid::Ulid::generate().to_string();
     put_feed_entry(&api, &second, "second").await;
     api.meter.take();
-    // Within the time to live (a few milliseconds into its three seconds):
-    // what the instance read, at every limit, and no call to DynamoDB.
+    // Within the time to live (its last millisecond): what the instance
+    // read, at every limit, and no call to DynamoDB.
+    clock.advance(ttl - Duration::from_millis(1));
     let (cached, _) = get(100).await;
     assert_eq!(
         cached,
@@ -127,7 +132,7 @@ async fn an_instance_serves_the_feed_it_read_until_its_time_to_live_passes() {
     );
     assert_eq!(api.meter.count(), 0, "no call within the time to live");
 
-    tokio::time::sleep(ttl).await;
+    clock.advance(Duration::from_millis(1));
     assert_eq!(get(100).await.0, [second, first]);
     assert_eq!(api.meter.take().len(), 1, "one Query once it expired");
 }

@@ -146,11 +146,11 @@ impl TestApi {
 
     /// A new table, and a `get-feed` that keeps the feed it read for `ttl`,
     /// as deployed.
-    pub async fn start_with_feed_cache(ttl: std::time::Duration) -> Self {
+    pub async fn start_with_feed_cache(cache: FeedCache) -> Self {
         let meter = CapacityMeter::default();
         let client = client(&endpoint(), &meter, None);
         let name = new_table(&client).await;
-        Self::serve_with(Store::new(client, name), meter, true, FeedCache::new(ttl)).await
+        Self::serve_with(Store::new(client, name), meter, true, cache).await
     }
 
     async fn serve(store: Store, meter: CapacityMeter, local_identity: bool) -> Self {

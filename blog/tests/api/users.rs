@@ -1,6 +1,7 @@
 //! C1 create / edit a user, Q1 get a user.
 
 use blog::keys::{self, PK, SK, USERNAME_SK};
+use blog::text::Username;
 use serde_json::json;
 
 use crate::support::{TestApi, table_snapshot};
@@ -326,7 +327,9 @@ async fn a_claim_written_before_it_copied_the_profile_still_finds_it() {
         .table_name(store.table())
         .key(
             PK,
-            aws_sdk_dynamodb::types::AttributeValue::S(keys::username_pk("Old_Timer")),
+            aws_sdk_dynamodb::types::AttributeValue::S(keys::username_pk(
+                &Username::parse("Old_Timer").expect("name"),
+            )),
         )
         .key(
             SK,

@@ -65,10 +65,8 @@ use aws_sdk_dynamodb::{
 #[cfg(feature = "admin")]
 pub use schema::{GSI1_PROJECTED, create_if_missing};
 
-use super::{
-    StoreError,
-    item::{Entity, Item},
-};
+use super::StoreError;
+use crate::keys::{Entity, Item};
 use crate::keys::{GSI1, GSI1PK, GSI1SK, PK, SK};
 
 // ---------------------------------------------------------------------------
@@ -1309,7 +1307,7 @@ pub struct Backoff {
 impl Default for Backoff {
     fn default() -> Self {
         Self {
-            attempts: 8,
+            attempts: Self::ATTEMPTS,
             base: Duration::from_millis(20),
             cap: Duration::from_millis(800),
             budget: Duration::from_secs(5),
@@ -1318,6 +1316,15 @@ impl Default for Backoff {
 }
 
 impl Backoff {
+    /// How often one logical call is sent at most, by default.
+    pub const ATTEMPTS: u32 = 8;
+
+    /// The same backoff, giving up after `attempts` tries: for a caller that
+    /// paces its own rounds of calls within the one budget (the rename walk).
+    pub fn with_attempts(self, attempts: u32) -> Self {
+        Self { attempts, ..self }
+    }
+
     fn delay(&self, attempt: u32) -> Duration {
         let ceiling = self.base.saturating_mul(1 << attempt.min(16)).min(self.cap);
         ceiling.mul_f64(fastrand::f64())

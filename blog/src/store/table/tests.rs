@@ -3,7 +3,7 @@ use std::sync::atomic::AtomicUsize;
 use aws_sdk_dynamodb::types::error::TransactionCanceledException;
 
 use super::*;
-use crate::store::item::Key;
+use crate::keys::Key;
 
 fn cancelled(codes: &[&str]) -> SdkError<TransactWriteItemsError, ()> {
     let mut err = TransactionCanceledException::builder();
