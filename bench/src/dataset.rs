@@ -14,7 +14,6 @@
 //! costliest targets the lists can have. Calls and capacity are measured on
 //! them; latency is measured over targets drawn from the whole data set.
 
-use blog::text::Username;
 use blog::{
     ids::{CommentId, LikeId, PostId, UserId},
     store::{
@@ -24,6 +23,7 @@ use blog::{
         posts::{PostContentItem, PostItem},
         users::UserItem,
     },
+    text::Username,
     timestamp,
 };
 use fastrand::Rng;

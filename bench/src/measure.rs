@@ -3,7 +3,6 @@
 //! metered: the meter parses every response), beside the floor of a bare
 //! GetItem; then what the fan-out spends and how far it lags.
 
-use blog::text::Username;
 use std::time::{Duration, Instant};
 
 use aws_sdk_dynamodb::Client;
@@ -15,6 +14,7 @@ use blog::{
         Store,
         meter::{Call, CapacityMeter},
     },
+    text::Username,
 };
 use fastrand::Rng;
 use local::{

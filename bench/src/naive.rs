@@ -25,7 +25,6 @@
 //! comments or likes), lookups of the same user are made once per request, and
 //! independent calls run concurrently (up to [`CONCURRENCY`] at a time).
 
-use blog::text::Username;
 use std::collections::{BTreeSet, HashMap};
 
 use aws_sdk_dynamodb::{
@@ -40,7 +39,7 @@ use blog::{
     ids::{PostId, UserId},
     model::{Comment, Like, Post, PostSummary},
     store::{Item, bulk::PostWithReplies, users::UserItem},
-    text,
+    text::{self, Username},
 };
 use futures::{StreamExt, TryStreamExt, stream};
 use serde::{Deserialize, Serialize, de::DeserializeOwned};

@@ -1,13 +1,13 @@
 //! The requests, each as V3 answers it (the real handler, given the event API
 //! Gateway would send) and, for the seeds' ten, as the naive models answer it.
 
-use blog::text::Username;
 use std::{collections::HashMap, time::Instant};
 
 use blog::{
     api::{self, App},
     ids::{CommentId, LikeId, PostId, UserId},
     routes::{ROUTES, dispatch},
+    text::Username,
     timestamp,
 };
 use local::local_gateway::{EventSpec, http_api_event};

@@ -29,9 +29,9 @@ use aws_lambda_events::event::{
 use serde::{Deserialize, de::DeserializeOwned};
 use thiserror::Error;
 
-use crate::keys::Key;
 use crate::{
     ids::UserId,
+    keys::Key,
     metrics::{self, Unit},
     store::{
         ItemType, Store, StoreError,

@@ -1,9 +1,11 @@
 //! The JSON shapes of the HTTP contract (camelCase, RFC 3339 UTC timestamps).
 
-use crate::text::Username;
 use serde::{Deserialize, Serialize};
 
-use crate::ids::{CommentId, PostId, UserId};
+use crate::{
+    ids::{CommentId, PostId, UserId},
+    text::Username,
+};
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]

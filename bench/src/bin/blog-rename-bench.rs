@@ -11,7 +11,6 @@
 //!
 //! `infra/bench.sh --rename` runs it against its own DynamoDB Local.
 
-use blog::text::Username;
 use std::time::{Duration, Instant};
 
 use bench::{measure::Clients, naive::Error};
@@ -26,6 +25,7 @@ use blog::{
         table,
         users::UserItem,
     },
+    text::Username,
     timestamp,
 };
 

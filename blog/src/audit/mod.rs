@@ -20,16 +20,14 @@
 mod one;
 mod scan;
 
-use crate::text::Username;
 use std::{
     fmt,
     sync::{Arc, Mutex, PoisonError},
 };
 
-use crate::keys::Key;
 use crate::{
     ids::{PostId, UserId},
-    keys,
+    keys::{self, Key},
     store::{
         Item, ItemType, Store, StoreError,
         deletion::Removal,
@@ -39,6 +37,7 @@ use crate::{
         table::{Expr, Query},
         users::{Overwrite, UsernameCopy},
     },
+    text::Username,
 };
 
 /// Scan segments of the full audit unless told otherwise: enough to keep a

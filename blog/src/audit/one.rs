@@ -2,18 +2,17 @@
 //! complaint, at a cost in proportion to that user's or that post's items,
 //! with no Scan.
 
-use crate::text::Username;
 use std::collections::HashMap;
 
 use super::{AuditOptions, Finding, Report, Sink, kind, projection, shown, text};
-use crate::keys::Entity;
 use crate::{
     ids::{PostId, UserId},
-    keys,
+    keys::{self, Entity},
     store::{
         Item, ItemType, Store, StoreError, feed::FeedEntryItem, from_item, posts::PostItem,
         table::Query, users::UserItem,
     },
+    text::Username,
 };
 
 /// BatchGetItem's limit of keys per call.

@@ -18,7 +18,6 @@
 //!   feed's capacity, its slack and one more), and the feed partition itself,
 //!   which the trim keeps small.
 
-use crate::text::Username;
 use std::{
     collections::{BTreeMap, HashMap},
     sync::{Arc, Mutex, PoisonError},
@@ -37,6 +36,7 @@ use crate::{
         posts::PostItem,
         table::Scan,
     },
+    text::Username,
 };
 
 /// What the Scan keeps of one user.

@@ -1,6 +1,5 @@
 //! Comments (C3) and a post's list of comments (Q4), in the post's partition.
 
-use crate::text::Username;
 use serde::{Deserialize, Serialize};
 
 use super::{
@@ -9,11 +8,11 @@ use super::{
     table::{Expr, Query, TxOutcome, Write},
     users::UserItem,
 };
-use crate::keys::{Entity, Key};
 use crate::{
     ids::{CommentId, PostId, UserId},
-    keys::{self, COMMENT_PREFIX},
+    keys::{self, COMMENT_PREFIX, Entity, Key},
     model::{Comment, Page},
+    text::Username,
 };
 
 /// A comment, stored beside its post and listed in its author's GSI1 partition

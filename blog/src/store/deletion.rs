@@ -22,10 +22,9 @@ use super::{
     s,
     table::{Expr, Query, TxOutcome, Write},
 };
-use crate::keys::Key;
 use crate::{
     ids::{PostId, UserId},
-    keys::{self, PK, SK},
+    keys::{self, Key, PK, SK},
 };
 
 /// Items deleted at once while walking a post's partition.

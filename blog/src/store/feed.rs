@@ -6,7 +6,6 @@
 //! trimmed out. A post at or below it can never enter again, whatever order
 //! stream records arrive in, so a post that has left the feed stays out.
 
-use crate::text::Username;
 use serde::{Deserialize, Serialize};
 
 use super::{
@@ -15,11 +14,11 @@ use super::{
     s,
     table::{Expr, Outcome, Query, Returning, Write},
 };
-use crate::keys::{Entity, Key, TYPE};
 use crate::{
     ids::{PostId, UserId},
-    keys::{self, FEED_FLOOR_SK, FEED_PK, POST_PREFIX},
+    keys::{self, Entity, FEED_FLOOR_SK, FEED_PK, Key, POST_PREFIX, TYPE},
     model::PostSummary,
+    text::Username,
 };
 
 /// How many posts the feed partition keeps.

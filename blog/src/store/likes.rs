@@ -1,6 +1,5 @@
 //! Likes (C4) and a post's list of likes (Q5), in the post's partition.
 
-use crate::text::Username;
 use serde::{Deserialize, Serialize};
 
 use super::{
@@ -10,11 +9,11 @@ use super::{
     table::{Expr, Query, TxOutcome, Write},
     users::UserItem,
 };
-use crate::keys::{Entity, Key};
 use crate::{
     ids::{LikeId, PostId, UserId},
-    keys::{self, LIKE_PREFIX},
+    keys::{self, Entity, Key, LIKE_PREFIX},
     model::{Like, Page},
+    text::Username,
 };
 
 /// How often a like or an unlike tries again when the other changed the

@@ -13,8 +13,7 @@ use super::{
     ItemType, Store, StoreError, from_items,
     table::{Expr, Scan},
 };
-use crate::ids::PostId;
-use crate::keys::TYPE;
+use crate::{ids::PostId, keys::TYPE};
 
 /// What a migration run did.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]

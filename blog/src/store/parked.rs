@@ -12,8 +12,7 @@ use aws_lambda_events::event::dynamodb::EventRecord;
 use serde::{Deserialize, Serialize};
 
 use super::{ItemType, Store, StoreError, table::Write};
-use crate::keys::{self, PARKED_PK};
-use crate::keys::{Entity, Key};
+use crate::keys::{self, Entity, Key, PARKED_PK};
 #[cfg(feature = "admin")]
 use {
     super::{Item, from_items, table::Query},

@@ -1,6 +1,5 @@
 //! Posts (C2, Q2) and a user's list of posts (Q3, through GSI1).
 
-use crate::text::Username;
 use serde::{Deserialize, Serialize};
 
 use super::{
@@ -8,12 +7,12 @@ use super::{
     table::{Expr, Query, TxOutcome, Write},
     users::UserItem,
 };
-use crate::keys::{Entity, Key};
 use crate::{
     ids::{PostId, UserId},
-    keys::{self, GSI1PK, GSI1SK, PK, POST_CONTENT_SK, POST_SK, SK},
+    keys::{self, Entity, GSI1PK, GSI1SK, Key, PK, POST_CONTENT_SK, POST_SK, SK},
     model::{Page, Post, PostSummary},
-    text, timestamp,
+    text::{self, Username},
+    timestamp,
 };
 
 /// How often an edit reads the post again when another edit got in first.

@@ -24,8 +24,12 @@ use super::{
     Item, ItemType, Store, StoreError, n, s,
     table::{Backoff, Expr, Query, Write},
 };
-use crate::keys::{Entity, Key};
-use crate::{ids::UserId, keys, store::users::UserItem, timestamp};
+use crate::{
+    ids::UserId,
+    keys::{self, Entity, Key},
+    store::users::UserItem,
+    timestamp,
+};
 
 /// How many of a user's items one page of the walk reads.
 const RENAME_PAGE: i32 = 100;

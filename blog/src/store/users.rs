@@ -1,17 +1,16 @@
 //! User profiles (C1, Q1) and the username claims that keep names unique.
 
-use crate::text::Username;
 use serde::{Deserialize, Serialize};
 
 use super::{
     Busy, Item, ItemType, Store, StoreError, n, s,
     table::{Expr, Outcome, TxOutcome, Write},
 };
-use crate::keys::{Entity, Key};
 use crate::{
     ids::UserId,
-    keys::{self, USERNAME_SK},
+    keys::{self, Entity, Key, USERNAME_SK},
     model::User,
+    text::Username,
     timestamp,
 };
 

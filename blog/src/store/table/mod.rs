@@ -66,8 +66,7 @@ use aws_sdk_dynamodb::{
 pub use schema::{GSI1_PROJECTED, create_if_missing};
 
 use super::StoreError;
-use crate::keys::{Entity, Item};
-use crate::keys::{GSI1, GSI1PK, GSI1SK, PK, SK};
+use crate::keys::{Entity, GSI1, GSI1PK, GSI1SK, Item, PK, SK};
 
 // ---------------------------------------------------------------------------
 // Expressions and writes: what callers describe, without the SDK's builders.
