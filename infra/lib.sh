@@ -19,7 +19,7 @@ DDB_HOME="$LOCAL/dynamodb-local-1.25.1"
 # requests whose response passes 16 KB with its own 500, after the function has
 # run (README, "Known defects"); infra/watch_load.py proves 1.9.1 does not.
 TOOLS_VENV="$LOCAL/venv"
-TOOLS_PACKAGES=("cargo-lambda==1.9.1" "aws-sam-cli==1.170.0" "cfn-lint==1.58.0" "schemathesis==4.32.5")
+TOOLS_PACKAGES=("cargo-lambda==1.9.1" "aws-sam-cli==1.170.0" "cfn-lint==1.58.0" "schemathesis==4.32.5" "moto[server]==5.2.5" "awscli==1.46.3")
 export PATH="$TOOLS_VENV/bin:$PATH"
 export SAM_CLI_TELEMETRY=0
 
@@ -59,10 +59,30 @@ ensure_tools() {
   echo "${TOOLS_PACKAGES[*]}" >"$stamp"
 }
 
+# start_identity_provider PORT: moto's Cognito emulator on PORT (ids made
+# from the pool's name, so that a restart gives the same ones); sets
+# IDP_ENDPOINT and IDP_PID.
+start_identity_provider() {
+  local port=$1
+  MOTO_COGNITO_IDP_USER_POOL_ID_STRATEGY=HASH MOTO_COGNITO_IDP_USER_POOL_CLIENT_ID_STRATEGY=HASH \
+    "$TOOLS_VENV/bin/moto_server" -H 127.0.0.1 -p "$port" >"$LOCAL/identity-provider.log" 2>&1 &
+  IDP_PID=$!
+  pids+=("$IDP_PID")
+  IDP_ENDPOINT="http://127.0.0.1:$port"
+  wait_for_http "$IDP_ENDPOINT" "$IDP_PID"
+  log "Cognito emulator (moto) on $IDP_ENDPOINT"
+}
+
 # wait_for_http URL PID: until URL answers, or PID exits.
-wait_for_http() {
-  local url=$1 pid=$2
-  until curl -s -o /dev/null "$url"; do
+wait_for_http() { wait_for_url -s "$@"; }
+
+# wait_for_ok URL PID: until URL answers 2xx (a function still building may
+# answer 503 first), or PID exits.
+wait_for_ok() { wait_for_url -sf "$@"; }
+
+wait_for_url() {
+  local flags=$1 url=$2 pid=$3
+  until curl "$flags" -o /dev/null "$url"; do
     kill -0 "$pid" 2>/dev/null || { log "the process serving $url stopped"; exit 1; }
     sleep 1
   done

@@ -1,13 +1,17 @@
 #!/usr/bin/env bash
 # The whole stack on this machine: DynamoDB Local (data kept in .local/), the
-# table, every function behind one base URL through `cargo lambda watch` (with
-# the deployed API's CORS answers, from `blog-admin cors-front`), and
-# the stream fan-out: a poller reads DynamoDB Local's stream and invokes the
-# `fan-out` function through watch's Lambda Invoke API, as Lambda would.
+# table, a Cognito user pool as template.yaml makes it (moto's emulator), the
+# functions under `cargo lambda watch`, the local API Gateway in front of them
+# (`blog-admin api-gateway`: template.yaml's routes, CORS, throttles and JWT
+# authorizer, payload 2.0 events through watch's Invoke API), and the stream
+# fan-out: a poller reads DynamoDB Local's stream and invokes the `fan-out`
+# function through watch's Lambda Invoke API, as Lambda would.
 # Ctrl-C stops everything it started.
 #
-#   BLOG_PORT      API port            (default 9000)
-#   DYNAMODB_PORT  DynamoDB Local port (default 8000)
+#   BLOG_PORT      API port                  (default 9000)
+#   WATCH_PORT     watch's Lambda Invoke API (default 9001)
+#   IDP_PORT       the Cognito emulator      (default 9229)
+#   DYNAMODB_PORT  DynamoDB Local port       (default 8000)
 #   TABLE_NAME     table name          (default blog)
 #   BLOG_HOSTILE_DYNAMODB=1
 #                  put `blog-admin hostile-dynamodb` (the `hostile` crate)
@@ -27,12 +31,11 @@ source "$(dirname "$0")/lib.sh"
 cd "$ROOT"
 
 API_PORT=${BLOG_PORT:-9000}
+WATCH_PORT=${WATCH_PORT:-9001}
+IDP_PORT=${IDP_PORT:-9229}
 DDB_PORT=${DYNAMODB_PORT:-8000}
 export TABLE_NAME=${TABLE_NAME:-blog}
 export DYNAMODB_ENDPOINT="http://127.0.0.1:$DDB_PORT"
-# No JWT authorizer runs locally: trust X-User-Id instead (builds with the
-# `local-identity` feature only, which watch below turns on).
-export BLOG_LOCAL_IDENTITY=1
 
 ensure_java
 ensure_dynamodb_local
@@ -56,17 +59,23 @@ if [ "${BLOG_HOSTILE_DYNAMODB:-0}" = 1 ]; then
 fi
 ./target/debug/blog-admin create-table
 
-# watch behind a front that answers CORS as the deployed HTTP API does
-# (template.yaml's CorsConfiguration; watch's own is permissive).
-WATCH_PORT=$(free_port)
+start_identity_provider "$IDP_PORT"
+read -r USER_POOL CLIENT < <(./target/debug/blog-admin identity-provider "$IDP_ENDPOINT")
+log "user pool $USER_POOL, app client $CLIENT at $IDP_ENDPOINT (saved in .local/identity.json)"
+
+# watch is the Lambda runtime (its own HTTP routing unused); the API Gateway
+# in front of it is blog-admin's. The features are the workspace build's, so
+# that watch builds nothing again; no BLOG_LOCAL_IDENTITY: identity comes
+# only from the authorizer's claims, as deployed.
 cargo lambda watch --features functions/local-identity --disable-cors \
   --invoke-address 127.0.0.1 --invoke-port "$WATCH_PORT" &
 pids+=("$!")
-wait_for_http "http://127.0.0.1:$WATCH_PORT/feed" "${pids[-1]}"
-./target/debug/blog-admin cors-front "$API_PORT" --upstream "http://127.0.0.1:$WATCH_PORT" &
+wait_for_port "$WATCH_PORT" "${pids[-1]}"
+./target/debug/blog-admin api-gateway "$API_PORT" --functions "http://127.0.0.1:$WATCH_PORT" \
+  --idp "$IDP_ENDPOINT" --user-pool "$USER_POOL" --client "$CLIENT" &
 pids+=("$!")
-wait_for_http "http://127.0.0.1:$API_PORT/feed" "${pids[-1]}"
-log "API on http://127.0.0.1:$API_PORT (X-User-Id: <userId> identifies the caller)"
+wait_for_ok "http://127.0.0.1:$API_PORT/feed" "${pids[-1]}"
+log "API on http://127.0.0.1:$API_PORT; a token for a local user: ./target/debug/blog-admin token alice"
 
 ./target/debug/blog-admin stream-poller --checkpoint "$LOCAL/stream-checkpoint.json" \
   --invoke "http://127.0.0.1:$WATCH_PORT/2015-03-31/functions/fan-out/invocations" \

@@ -11,6 +11,9 @@
 #    5,000 requests over HTTP through that watch, every route, one at a time
 #    and eight at a time, with the stream fan-out running: no 5xx, every
 #    status as documented, counts and the feed right once it settles;
+#    then the stack as run-local.sh runs it: the local API Gateway from
+#    template.yaml in front of that watch, tokens from a local Cognito user
+#    pool (moto), refused tokens 401 (infra/check_gateway.py);
 # 5. schemathesis fuzzing every operation of openapi.yaml (a fixed seed, about
 #    a minute) through the API Gateway stand-in: no 5xx, every response as
 #    documented.
@@ -100,6 +103,19 @@ set +e
 metrics_status=${PIPESTATUS[0]}
 set -e
 
+log "the stack as run-local.sh runs it: the local API Gateway and user pool, real tokens"
+start_identity_provider "$(free_port)"
+read -r user_pool client < <(./target/debug/blog-admin identity-provider "$IDP_ENDPOINT" --save "$LOCAL/identity.json")
+api_gateway_port=$(free_port)
+./target/debug/blog-admin api-gateway "$api_gateway_port" --functions "http://127.0.0.1:$watch_port" \
+  --idp "$IDP_ENDPOINT" --user-pool "$user_pool" --client "$client" >"$LOCAL/api-gateway.log" 2>&1 &
+pids+=("$!")
+wait_for_ok "http://127.0.0.1:$api_gateway_port/feed" "${pids[-1]}"
+set +e
+"$TOOLS_VENV/bin/python" infra/check_gateway.py "$api_gateway_port" "$IDP_ENDPOINT" "$LOCAL/identity.json" | tee -a "$LOCAL/test.log"
+gateway_status=${PIPESTATUS[0]}
+set -e
+
 log "fuzzing the API with schemathesis"
 export TABLE_NAME=fuzz BLOG_LOCAL_IDENTITY=1
 ./target/debug/blog-admin create-table
@@ -127,6 +143,6 @@ awk '/ generated, / { generated = $1; failed = 0; for (i = 1; i < NF; i++) if ($
 # cargo prints one result line per test binary (the last is often an empty
 # doc-test run) and the invoke check one of its own: close with the totals.
 awk '/^test result:/ { passed += $4; failed += $6 }
-     /^(invoke|fuzz|load|metrics|cors):/ { passed += $2; failed += $4 }
+     /^(invoke|fuzz|load|metrics|cors|gateway):/ { passed += $2; failed += $4 }
      END { printf "total: %d passed, %d failed\n", passed, failed }' "$LOCAL/test.log"
-[ "$status" -eq 0 ] && [ "$invoke_status" -eq 0 ] && [ "$load_status" -eq 0 ] && [ "$metrics_status" -eq 0 ] && [ "$cors_status" -eq 0 ] && [ "$fuzz_status" -eq 0 ]
+[ "$status" -eq 0 ] && [ "$invoke_status" -eq 0 ] && [ "$load_status" -eq 0 ] && [ "$metrics_status" -eq 0 ] && [ "$cors_status" -eq 0 ] && [ "$gateway_status" -eq 0 ] && [ "$fuzz_status" -eq 0 ]

@@ -200,7 +200,8 @@ pub fn event_json(
     let mut headers = serde_json::Map::new();
     headers.insert("content-type".into(), json!("application/json"));
     let event = http_api_event(EventSpec {
-        route,
+        method: route.method,
+        route_path: route.path,
         path: &path,
         raw_query,
         headers,
@@ -210,7 +211,7 @@ pub fn event_json(
             .collect::<HashMap<_, _>>(),
         body: body.as_bytes(),
         source_ip: "127.0.0.1".into(),
-        jwt_sub: sub,
+        claims: sub.map(|sub| serde_json::Map::from_iter([("sub".to_owned(), json!(sub))])),
     });
     Ok(event)
 }

@@ -24,117 +24,26 @@ use hyper::{
     service::service_fn,
 };
 use hyper_util::rt::TokioIo;
-use serde_yaml_ng::Value;
 use tokio::net::TcpListener;
+
+pub use crate::api_gateway::cors::Cors;
 
 /// The local stand-in for the JWT's `Authorization` header.
 const LOCAL_IDENTITY_HEADER: &str = "x-user-id";
 
-/// The HTTP API's `CorsConfiguration`.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Cors {
-    /// Lower-cased origins, or `*`.
-    pub allow_origins: Vec<String>,
-    /// Upper-cased methods.
-    pub allow_methods: Vec<String>,
-    /// Lower-cased header names.
-    pub allow_headers: Vec<String>,
-    pub max_age: u64,
-}
-
-impl Cors {
-    /// The configuration template.yaml deploys, its `AllowOrigins` from the
-    /// `AllowedOrigins` parameter's default unless `origins` is given (the
-    /// value a deployment would pass). Locally the caller names itself by
-    /// `X-User-Id` where a deployed page sends `Authorization`, so that
-    /// header is allowed too.
-    pub fn from_template(text: &str, origins: Option<&str>) -> Result<Self, String> {
-        let template: Value =
-            serde_yaml_ng::from_str(text).map_err(|e| format!("template.yaml: {e}"))?;
-        let resources = template["Resources"]
-            .as_mapping()
-            .ok_or("template.yaml has no Resources")?;
-        let cors = resources
-            .values()
-            .find(|r| r["Type"].as_str() == Some("AWS::Serverless::HttpApi"))
-            .map(|api| &api["Properties"]["CorsConfiguration"])
-            .ok_or("template.yaml has no HTTP API")?;
-        let list = |v: &Value| -> Vec<String> {
-            v.as_sequence()
-                .into_iter()
-                .flatten()
-                .filter_map(Value::as_str)
-                .map(str::to_owned)
-                .collect()
-        };
-        let default_origins = template["Parameters"]["AllowedOrigins"]["Default"]
-            .as_str()
-            .unwrap_or("*")
-            .to_owned();
-        let origins = origins.map_or(default_origins, str::to_owned);
-        Ok(Self {
-            allow_origins: origins
-                .split(',')
-                .map(|o| o.trim().to_ascii_lowercase())
-                .filter(|o| !o.is_empty())
-                .collect(),
-            allow_methods: list(&cors["AllowMethods"])
-                .into_iter()
-                .map(|m| m.to_ascii_uppercase())
-                .collect(),
-            allow_headers: list(&cors["AllowHeaders"])
-                .into_iter()
-                .map(|h| h.to_ascii_lowercase())
-                .chain([LOCAL_IDENTITY_HEADER.to_owned()])
-                .collect(),
-            max_age: cors["MaxAge"].as_u64().unwrap_or(0),
-        })
-    }
-
-    /// The `Access-Control-Allow-Origin` value for a request from `origin`,
-    /// if it is allowed.
-    fn allow_origin(&self, origin: &str) -> Option<String> {
-        if self.allow_origins.iter().any(|o| o == "*") {
-            return Some("*".to_owned());
-        }
-        let origin = origin.to_ascii_lowercase();
-        self.allow_origins.contains(&origin).then_some(origin)
-    }
-
-    /// The headers of the answer to a preflight: empty when refused.
-    pub fn preflight(
-        &self,
-        origin: &str,
-        method: &str,
-        headers: &str,
-    ) -> Vec<(HeaderName, String)> {
-        let Some(allowed_origin) = self.allow_origin(origin) else {
-            return Vec::new();
-        };
-        if !self.allow_methods.iter().any(|m| m == method) {
-            return Vec::new();
-        }
-        let headers_allowed = headers
-            .split(',')
-            .map(|h| h.trim().to_ascii_lowercase())
-            .filter(|h| !h.is_empty())
-            .all(|h| self.allow_headers.contains(&h));
-        if !headers_allowed {
-            return Vec::new();
-        }
-        vec![
-            (header::ACCESS_CONTROL_ALLOW_ORIGIN, allowed_origin),
-            (
-                header::ACCESS_CONTROL_ALLOW_METHODS,
-                self.allow_methods.join(","),
-            ),
-            (
-                header::ACCESS_CONTROL_ALLOW_HEADERS,
-                self.allow_headers.join(","),
-            ),
-            (header::ACCESS_CONTROL_MAX_AGE, self.max_age.to_string()),
-        ]
-    }
+/// The configuration template.yaml deploys, its `AllowOrigins` from the
+/// `AllowedOrigins` parameter's default unless `origins` is given (the value
+/// a deployment would pass). Locally the caller names itself by `X-User-Id`
+/// where a deployed page sends `Authorization`, so that header is allowed
+/// too.
+pub fn cors_from_template(text: &str, origins: Option<&str>) -> Result<Cors, String> {
+    let parameters = origins
+        .map(|o| ("AllowedOrigins".to_owned(), o.to_owned()))
+        .into_iter()
+        .collect();
+    let mut cors = crate::api_gateway::config::ApiConfig::from_template(text, &parameters)?.cors;
+    cors.allow_headers.push(LOCAL_IDENTITY_HEADER.to_owned());
+    Ok(cors)
 }
 
 /// Serves on `listener` until the task is dropped, forwarding to `upstream`
@@ -261,7 +170,7 @@ mod tests {
         let text =
             std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../template.yaml"))
                 .expect("template.yaml");
-        Cors::from_template(&text, Some(origins)).expect("the CORS configuration")
+        cors_from_template(&text, Some(origins)).expect("the CORS configuration")
     }
 
     #[test]
@@ -269,7 +178,7 @@ mod tests {
         let text =
             std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../template.yaml"))
                 .expect("template.yaml");
-        let deployed = Cors::from_template(&text, None).expect("cors");
+        let deployed = cors_from_template(&text, None).expect("cors");
         assert_eq!(deployed.allow_origins, ["*"]);
         assert_eq!(
             deployed.allow_methods,

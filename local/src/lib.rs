@@ -6,9 +6,13 @@
 //!   (`blog-admin stream-poller`, the tests, the benchmark).
 //! - [`cors_front`]: API Gateway's CORS handling in front of `cargo lambda
 //!   watch` (`blog-admin cors-front`, the local stack).
+//! - [`api_gateway`]: the local API Gateway, from template.yaml: CORS,
+//!   routes, throttles, the JWT authorizer and payload 2.0 events sent to
+//!   `cargo lambda watch`'s Invoke API.
 //! - [`billing`]: what DynamoDB bills for a command's writes, from the items
 //!   before and after it (the tests and the benchmark).
 
+pub mod api_gateway;
 pub mod billing;
 pub mod cors_front;
 pub mod local_gateway;

@@ -103,7 +103,13 @@ fn matches(
     if route.method != method {
         return None;
     }
-    let template: Vec<&str> = route.path.split('/').collect();
+    path_params(route.path, path).map(|params| (route, params))
+}
+
+/// The path parameters (percent-decoded) when `path` matches the route path
+/// `template` (`/posts/{postId}`); an empty segment matches no parameter.
+pub fn path_params(template: &str, path: &str) -> Option<HashMap<String, String>> {
+    let template: Vec<&str> = template.split('/').collect();
     let actual: Vec<&str> = path.split('/').collect();
     if template.len() != actual.len() {
         return None;
@@ -122,7 +128,7 @@ fn matches(
             None => return None,
         }
     }
-    Some((route, params))
+    Some(params)
 }
 
 /// The event for a request that reached this stand-in over HTTP.
@@ -146,41 +152,46 @@ fn event(
         .and_then(|name| parts.headers.get(name))
         .and_then(|v| v.to_str().ok());
     http_api_event(EventSpec {
-        route,
+        method: route.method,
+        route_path: route.path,
         path,
         raw_query: parts.uri.query().unwrap_or_default(),
         headers,
         path_params: params,
         body,
         source_ip: peer.ip().to_string(),
-        jwt_sub,
+        claims: jwt_sub.map(|sub| serde_json::Map::from_iter([("sub".to_owned(), json!(sub))])),
     })
 }
 
 /// What an HTTP API request is made of, before API Gateway turns it into an event.
 pub struct EventSpec<'a> {
-    pub route: &'a Route,
+    /// The route's method and path as the API declares it (`/posts/{postId}`).
+    pub method: &'a str,
+    pub route_path: &'a str,
     pub path: &'a str,
     pub raw_query: &'a str,
     pub headers: serde_json::Map<String, Value>,
     pub path_params: HashMap<String, String>,
     pub body: &'a [u8],
     pub source_ip: String,
-    /// The `sub` claim of a JWT the authorizer verified, if any.
-    pub jwt_sub: Option<&'a str>,
+    /// The claims of a JWT the authorizer verified (each a string, as API
+    /// Gateway passes them), if the route has the authorizer.
+    pub claims: Option<serde_json::Map<String, Value>>,
 }
 
 /// The HTTP API's payload format 2.0, as API Gateway sends it.
 pub fn http_api_event(spec: EventSpec<'_>) -> Value {
     let EventSpec {
-        route,
+        method,
+        route_path,
         path,
         raw_query,
         headers,
         path_params: params,
         body,
         source_ip,
-        jwt_sub,
+        claims,
     } = spec;
     let mut query: HashMap<String, String> = HashMap::new();
     for (k, v) in form_urlencoded::parse(raw_query.as_bytes()) {
@@ -190,27 +201,36 @@ pub fn http_api_event(spec: EventSpec<'_>) -> Value {
             .and_modify(|e| e.push_str(&format!(",{v}")))
             .or_insert(v.into_owned());
     }
-    let route_key = format!("{} {}", route.method, route.path);
+    let route_key = format!("{method} {route_path}");
+    let user_agent = headers
+        .get("user-agent")
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .to_owned();
+    let now = time::OffsetDateTime::now_utc();
+    let clock = time::macros::format_description!(
+        "[day]/[month repr:short]/[year]:[hour]:[minute]:[second] +0000"
+    );
     let mut context = json!({
         "accountId": "123456789012",
         "apiId": "local",
         "domainName": "localhost",
         "domainPrefix": "localhost",
         "http": {
-            "method": route.method,
+            "method": method,
             "path": path,
             "protocol": "HTTP/1.1",
             "sourceIp": source_ip,
-            "userAgent": "tests"
+            "userAgent": user_agent
         },
         "requestId": ulid::Ulid::generate().to_string(),
         "routeKey": route_key,
         "stage": "$default",
-        "time": "22/Nov/2026:00:00:00 +0000",
-        "timeEpoch": 0
+        "time": now.format(clock).unwrap_or_default(),
+        "timeEpoch": now.unix_timestamp_nanos() / 1_000_000
     });
-    if let Some(sub) = jwt_sub {
-        context["authorizer"] = json!({ "jwt": { "claims": { "sub": sub }, "scopes": null } });
+    if let Some(claims) = claims {
+        context["authorizer"] = json!({ "jwt": { "claims": claims, "scopes": null } });
     }
     let (body, encoded) = match std::str::from_utf8(body) {
         Ok(text) => (text.to_owned(), false),

@@ -27,6 +27,22 @@
 //!     serve on 127.0.0.1:PORT what `cargo lambda watch --disable-cors` at URL
 //!     serves, with the HTTP API's CORS handling as template.yaml configures
 //!     it (`local::cors_front`); --origins as the AllowedOrigins parameter
+//! blog-admin api-gateway PORT --functions URL --idp URL --user-pool ID --client ID [--region R] [--origins LIST] [--param NAME=VALUE ...]
+//!     serve on 127.0.0.1:PORT the HTTP API as template.yaml deploys it
+//!     (`local::api_gateway`): CORS, routes, throttles, the JWT authorizer
+//!     (tokens of user pool ID in region R (us-east-1), its keys from the
+//!     identity provider at URL, audience the app client ID), and payload
+//!     2.0 events to the functions through the Lambda Invoke API at
+//!     --functions (`cargo lambda watch`'s); --origins and --param as the
+//!     template's parameters
+//! blog-admin identity-provider URL [--region R] [--save FILE]
+//!     create template.yaml's user pool and app client in the Cognito
+//!     emulator at URL (moto's server, started by infra/lib.sh) and save
+//!     where they are to FILE (.local/identity.json)
+//! blog-admin token NAME [--pool FILE]
+//!     print a fresh ID token of the local user NAME (NAME@example.com,
+//!     signed up and confirmed if new) from the pool FILE names
+//!     (.local/identity.json)
 //! blog-admin stream-poller [--checkpoint FILE] [--invoke URL] [--failures URL]
 //!     deliver the table's stream to the fan-out until Ctrl-C: in this process,
 //!     or, with --invoke, through a Lambda Invoke API such as
@@ -54,6 +70,8 @@ use blog::{
 };
 use local::stream_poller::StreamPoller;
 
+mod identity;
+
 type Error = Box<dyn std::error::Error>;
 
 const USAGE: &str = concat!(
@@ -63,6 +81,9 @@ const USAGE: &str = concat!(
     "       blog-admin migrate\n",
     "       blog-admin gateway PORT\n",
     "       blog-admin cors-front PORT --upstream URL [--origins LIST]\n",
+    "       blog-admin api-gateway PORT --functions URL --idp URL --user-pool ID --client ID [--region R] [--origins LIST] [--param NAME=VALUE ...]\n",
+    "       blog-admin identity-provider URL [--region R] [--save FILE]\n",
+    "       blog-admin token NAME [--pool FILE]\n",
     "       blog-admin stream-poller [--checkpoint FILE] [--invoke URL] [--failures URL]\n",
     "       blog-admin hostile-dynamodb PORT --upstream URL [--seed N] [--rate KIND=P ...] [--gsi-lag-ms N]",
 );
@@ -78,6 +99,9 @@ async fn main() -> ExitCode {
         Some("migrate") if args.len() == 1 => migrate().await,
         Some("replay") => replay(&args[1..]).await,
         Some("gateway") => gateway(&args[1..]).await,
+        Some("api-gateway") => api_gateway(&args[1..]).await,
+        Some("identity-provider") => identity_provider(&args[1..]).await,
+        Some("token") => token(&args[1..]).await,
         Some("cors-front") => cors_front(&args[1..]).await,
         Some("hostile-dynamodb") => hostile_dynamodb(&args[1..]).await,
         _ => Err(USAGE.into()),
@@ -281,6 +305,98 @@ async fn gateway(args: &[String]) -> Result<(), Error> {
     Ok(())
 }
 
+/// Where `identity-provider` saves the local pool, and `token` reads it.
+const LOCAL_POOL: &str = ".local/identity.json";
+
+/// template.yaml's user pool in the local Cognito emulator.
+async fn identity_provider(args: &[String]) -> Result<(), Error> {
+    let Some((endpoint, flags)) = args.split_first() else {
+        return Err(USAGE.into());
+    };
+    let (mut region, mut save) = ("us-east-1".to_owned(), PathBuf::from(LOCAL_POOL));
+    let mut flags = flags.iter();
+    while let Some(flag) = flags.next() {
+        match (flag.as_str(), flags.next()) {
+            ("--region", Some(r)) => region.clone_from(r),
+            ("--save", Some(file)) => save = PathBuf::from(file),
+            _ => return Err(USAGE.into()),
+        }
+    }
+    let template = std::fs::read_to_string("template.yaml")
+        .map_err(|e| format!("template.yaml (run from the repository's root): {e}"))?;
+    let pool = identity::create_pool(endpoint, &region, &template).await?;
+    pool.save(&save)?;
+    println!("{} {}", pool.user_pool_id, pool.client_id);
+    Ok(())
+}
+
+/// A fresh ID token of a local user.
+async fn token(args: &[String]) -> Result<(), Error> {
+    let (name, file) = match args {
+        [name] => (name, PathBuf::from(LOCAL_POOL)),
+        [name, flag, file] if flag == "--pool" => (name, PathBuf::from(file)),
+        _ => return Err(USAGE.into()),
+    };
+    let pool = identity::LocalPool::load(&file)?;
+    println!("{}", identity::token(&pool, name).await?);
+    Ok(())
+}
+
+/// The HTTP API as deployed, in front of `cargo lambda watch`.
+async fn api_gateway(args: &[String]) -> Result<(), Error> {
+    use local::api_gateway::{
+        Gateway,
+        config::ApiConfig,
+        jwt::{Authorizer, JwtConfig},
+    };
+    let Some((port, flags)) = args.split_first() else {
+        return Err(USAGE.into());
+    };
+    let port: u16 = port.parse().map_err(|_| USAGE)?;
+    let mut given = std::collections::HashMap::new();
+    let mut parameters = std::collections::HashMap::new();
+    let mut flags = flags.iter();
+    while let Some(flag) = flags.next() {
+        match (flag.as_str(), flags.next()) {
+            ("--origins", Some(list)) => {
+                parameters.insert("AllowedOrigins".to_owned(), list.clone());
+            }
+            ("--param", Some(pair)) => {
+                let (name, value) = pair.split_once('=').ok_or(USAGE)?;
+                parameters.insert(name.to_owned(), value.to_owned());
+            }
+            (
+                name @ ("--functions" | "--idp" | "--user-pool" | "--client" | "--region"),
+                Some(value),
+            ) => {
+                given.insert(name, value.clone());
+            }
+            _ => return Err(USAGE.into()),
+        }
+    }
+    let mut take = |name: &str| given.remove(name).ok_or(USAGE);
+    let (functions, idp) = (take("--functions")?, take("--idp")?);
+    let (pool, client) = (take("--user-pool")?, take("--client")?);
+    let region = take("--region").unwrap_or_else(|_| "us-east-1".to_owned());
+    let template = std::fs::read_to_string("template.yaml")
+        .map_err(|e| format!("template.yaml (run from the repository's root): {e}"))?;
+    let api = ApiConfig::from_template(&template, &parameters)?;
+    let jwt = JwtConfig {
+        issuer: api.issuer(&region, &pool),
+        audience: vec![client],
+        jwks_url: format!("{}/{pool}/.well-known/jwks.json", idp.trim_end_matches('/')),
+    };
+    tracing::info!(port, %functions, issuer = %jwt.issuer, jwks = %jwt.jwks_url, "API gateway listening");
+    let http = reqwest::Client::builder().no_proxy().build()?;
+    let gateway = Gateway::new(api, Authorizer::new(jwt, http), &functions)?;
+    let listener = tokio::net::TcpListener::bind(("127.0.0.1", port)).await?;
+    tokio::select! {
+        () = gateway.serve(listener) => {}
+        () = shutdown() => {}
+    }
+    Ok(())
+}
+
 /// The HTTP API's CORS handling before `cargo lambda watch`, as deployed.
 async fn cors_front(args: &[String]) -> Result<(), Error> {
     let Some((port, flags)) = args.split_first() else {
@@ -299,7 +415,7 @@ async fn cors_front(args: &[String]) -> Result<(), Error> {
     let upstream = upstream.ok_or(USAGE)?;
     let template = std::fs::read_to_string("template.yaml")
         .map_err(|e| format!("template.yaml (run from the repository's root): {e}"))?;
-    let cors = local::cors_front::Cors::from_template(&template, origins.as_deref())?;
+    let cors = local::cors_front::cors_from_template(&template, origins.as_deref())?;
     let listener = tokio::net::TcpListener::bind(("127.0.0.1", port)).await?;
     tracing::info!(port, %upstream, ?cors, "CORS front listening");
     tokio::select! {
