@@ -249,15 +249,7 @@ async fn a_rename_reaches_everything_the_user_wrote() {
     .await;
     api.settle(&mut poller).await;
 
-    let (status, _) = api
-        .call(
-            "PUT",
-            &format!("/users/{user}"),
-            Some(&user),
-            Some(json!({ "username": "newname" })),
-        )
-        .await;
-    assert_eq!(status, 200);
+    api.rename(&user, "newname").await;
     api.settle(&mut poller).await;
 
     // Every copy of the name, read through the API: Q2 of each own post, Q4
@@ -384,16 +376,7 @@ async fn an_entry_from_before_user_versions_takes_a_rename() {
         .send()
         .await
         .expect("an entry of the old shape");
-    let body = json!({ "username": "veteran2" });
-    let (status, _) = api
-        .call(
-            "PUT",
-            &format!("/users/{author}"),
-            Some(&author),
-            Some(body),
-        )
-        .await;
-    assert_eq!(status, 200);
+    api.rename(&author, "veteran2").await;
     api.settle(&mut poller).await;
     let (_, feed) = api.get("/feed").await;
     assert_eq!(usernames(&feed), vec!["veteran2".to_owned()]);

@@ -331,15 +331,7 @@ async fn the_fan_out_reports_records_it_cannot_apply_and_applies_them_later() {
     assert_eq!(feed["items"][0]["postId"], json!(post));
 
     // A rename: its copy onto the post keeps conflicting.
-    let (status, reply) = api
-        .call(
-            "PUT",
-            &format!("/users/{author}"),
-            Some(&author),
-            Some(json!({ "username": "writer2" })),
-        )
-        .await;
-    assert_eq!(status, 200, "{reply}");
+    api.rename(&author, "writer2").await;
     api.wait_for_stream(records.len() + 2).await;
     let rename = api.stream_records().await.split_off(records.len());
     proxy.set_faults(refused);

@@ -22,7 +22,6 @@ use blog::{
     timestamp,
 };
 use hostile::{Faults, Proxy};
-use serde_json::json;
 
 use crate::support::{TestApi, endpoint, user_id};
 
@@ -63,18 +62,6 @@ async fn prolific(api: &TestApi, username: &str, posts: usize, comments: usize) 
         .await
         .expect("load");
     user
-}
-
-async fn rename(api: &TestApi, user: &str, username: &str) {
-    let (status, body) = api
-        .call(
-            "PUT",
-            &format!("/users/{user}"),
-            Some(user),
-            Some(json!({ "username": username })),
-        )
-        .await;
-    assert_eq!(status, 200, "{body}");
 }
 
 /// The stream record of the profile's change to `username`.
@@ -195,7 +182,7 @@ async fn a_rename_of_5000_items_goes_on_over_several_invocations_until_every_cop
     let api = TestApi::start().await;
     let user = prolific(&api, "prolific", 50, 99).await;
     assert_eq!(copies(&api, &user).await, [("prolific".to_owned(), 5_000)]);
-    rename(&api, &user, "renamed").await;
+    api.rename(&user, "renamed").await;
     let record = rename_record(&api, "renamed").await;
 
     // Each invocation's deadline comes after five pages of 100, as if
@@ -250,7 +237,7 @@ async fn a_rename_of_5000_items_goes_on_over_several_invocations_until_every_cop
 async fn a_second_rename_during_the_first_stops_the_first_and_wins() {
     let api = TestApi::start().await;
     let user = prolific(&api, "original", 10, 49).await;
-    rename(&api, &user, "first").await;
+    api.rename(&user, "first").await;
     let first = rename_record(&api, "first").await;
 
     // The first rename's walk is cut short by its deadline after two pages.
@@ -265,7 +252,7 @@ async fn a_second_rename_during_the_first_stops_the_first_and_wins() {
 
     // A second rename commits meanwhile. The first one's record comes again
     // and stops at once: it copies nothing more.
-    rename(&api, &user, "second").await;
+    api.rename(&user, "second").await;
     let second = rename_record(&api, "second").await;
     let response = fanout::handle(&api.app.store, event(&first)).await;
     assert!(response.batch_item_failures.is_empty(), "superseded, done");
@@ -314,7 +301,7 @@ async fn a_copy_that_stays_busy_is_sent_eight_times_at_most_before_the_record_fa
     let (proxy, api) = behind_proxy(fast).await;
     // One post and two comments of their own: three copies to write.
     let user = prolific(&api, "held", 1, 2).await;
-    rename(&api, &user, "released").await;
+    api.rename(&user, "released").await;
     let record = rename_record(&api, "released").await;
 
     proxy.set_faults(Faults {
@@ -347,7 +334,7 @@ async fn a_throttled_walk_slows_down_and_goes_on_until_every_copy_is_right() {
     };
     let (proxy, api) = behind_proxy(patient).await;
     let user = prolific(&api, "throttled", 4, 49).await;
-    rename(&api, &user, "paced").await;
+    api.rename(&user, "paced").await;
     let record = rename_record(&api, "paced").await;
 
     // Half the calls throttled, as a partition over its share would be.

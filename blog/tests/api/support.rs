@@ -279,6 +279,21 @@ impl TestApi {
         body
     }
 
+    /// Renames `user` to `username` (the user themself) and returns the
+    /// profile.
+    pub async fn rename(&self, user: &str, username: &str) -> Value {
+        let (status, body) = self
+            .call(
+                "PUT",
+                &format!("/users/{user}"),
+                Some(user),
+                Some(json!({ "username": username })),
+            )
+            .await;
+        assert_eq!(status, 200, "rename {user} to {username}: {body}");
+        body
+    }
+
     /// Comments on `post` as `user` and returns the comment's id.
     pub async fn comment(&self, user: &str, post: &str, content: &str) -> String {
         let (status, body) = self

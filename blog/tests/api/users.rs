@@ -81,15 +81,7 @@ async fn usernames_are_unique_ignoring_case() {
 async fn renaming_frees_the_old_name() {
     let api = TestApi::start().await;
     let carol = api.user("carol").await;
-    let (status, renamed) = api
-        .call(
-            "PUT",
-            &format!("/users/{carol}"),
-            Some(&carol),
-            Some(json!({ "username": "caroline" })),
-        )
-        .await;
-    assert_eq!(status, 200, "{renamed}");
+    let renamed = api.rename(&carol, "caroline").await;
     assert_eq!(renamed["username"], "caroline");
     assert_ne!(renamed["updatedAt"], renamed["createdAt"]);
     assert_eq!(
@@ -122,15 +114,8 @@ async fn renaming_frees_the_old_name() {
 async fn a_change_of_case_keeps_the_name_claimed() {
     let api = TestApi::start().await;
     let frank = api.user("frank").await;
-    let (status, body) = api
-        .call(
-            "PUT",
-            &format!("/users/{frank}"),
-            Some(&frank),
-            Some(json!({ "username": "Frank" })),
-        )
-        .await;
-    assert_eq!((status, body["username"].as_str()), (200, Some("Frank")));
+    let body = api.rename(&frank, "Frank").await;
+    assert_eq!(body["username"], "Frank");
     let (status, _) = api
         .call(
             "POST",

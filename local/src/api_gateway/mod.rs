@@ -108,22 +108,40 @@ impl Gateway {
         req: hyper::Request<hyper::body::Incoming>,
         peer: SocketAddr,
     ) -> hyper::Response<Full<Bytes>> {
-        let origin = text(req.headers(), &header::ORIGIN);
-        let preflight = req.method() == Method::OPTIONS
-            && origin.is_some()
-            && req
-                .headers()
-                .contains_key(header::ACCESS_CONTROL_REQUEST_METHOD);
+        let headers = req.headers();
+        let origin = text(headers, &header::ORIGIN);
+        let requested = text(headers, &header::ACCESS_CONTROL_REQUEST_METHOD);
+        if let (&Method::OPTIONS, Some(origin), Some(method)) = (req.method(), &origin, &requested)
+        {
+            return self.preflight(origin, method, headers);
+        }
         let mut response = self.answer(req, peer).await;
-        if !preflight
-            && let Some(allowed) = origin
-                .as_deref()
-                .and_then(|o| self.api.cors.allow_origin(o))
+        if let Some(allowed) = origin
+            .as_deref()
+            .and_then(|o| self.api.cors.allow_origin(o))
             && let Ok(value) = HeaderValue::from_str(&allowed)
         {
             response
                 .headers_mut()
                 .insert(header::ACCESS_CONTROL_ALLOW_ORIGIN, value);
+        }
+        response
+    }
+
+    /// A CORS preflight, answered here: 204, with the allow headers only when
+    /// the origin, the method and every requested header are allowed.
+    fn preflight(
+        &self,
+        origin: &str,
+        method: &str,
+        headers: &HeaderMap,
+    ) -> hyper::Response<Full<Bytes>> {
+        let asked = text(headers, &header::ACCESS_CONTROL_REQUEST_HEADERS).unwrap_or_default();
+        let mut response = reply(StatusCode::NO_CONTENT, Bytes::new());
+        for (name, value) in self.api.cors.preflight(origin, method, &asked) {
+            if let Ok(value) = HeaderValue::from_str(&value) {
+                response.headers_mut().insert(name, value);
+            }
         }
         response
     }
@@ -134,20 +152,6 @@ impl Gateway {
         peer: SocketAddr,
     ) -> hyper::Response<Full<Bytes>> {
         let (parts, body) = req.into_parts();
-        let origin = text(&parts.headers, &header::ORIGIN);
-        let requested = text(&parts.headers, &header::ACCESS_CONTROL_REQUEST_METHOD);
-        if let (&Method::OPTIONS, Some(origin), Some(method)) = (&parts.method, &origin, &requested)
-        {
-            let asked =
-                text(&parts.headers, &header::ACCESS_CONTROL_REQUEST_HEADERS).unwrap_or_default();
-            let mut response = reply(StatusCode::NO_CONTENT, Bytes::new());
-            for (name, value) in self.api.cors.preflight(origin, method, &asked) {
-                if let Ok(value) = HeaderValue::from_str(&value) {
-                    response.headers_mut().insert(name, value);
-                }
-            }
-            return response;
-        }
         let Ok(body) = Limited::new(body, MAX_BODY_BYTES).collect().await else {
             return message(StatusCode::PAYLOAD_TOO_LARGE, "Request Entity Too Large");
         };

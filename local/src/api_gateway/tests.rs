@@ -494,3 +494,51 @@ async fn the_functions_answer_is_mapped_as_payload_2_0_maps_it() {
     assert_eq!((status, body.as_str()), (200, r#"{"items":[]}"#));
     assert_eq!(headers["content-type"], "application/json");
 }
+
+/// A preflight is answered by the gateway, before routing and the
+/// authorizer: the allow headers for what the template allows, none for a
+/// header it does not; no function is invoked either way.
+#[tokio::test]
+async fn preflights_are_answered_by_the_gateway_from_the_template() {
+    let gateway = Running::start(
+        &[("AllowedOrigins", "https://app.example")],
+        INTEGRATION_TIMEOUT,
+    )
+    .await;
+    let preflight = |headers: &'static str, origin: &'static str| {
+        gateway
+            .http
+            .request(reqwest::Method::OPTIONS, format!("{}/posts", gateway.url))
+            .header("origin", origin)
+            .header("access-control-request-method", "POST")
+            .header("access-control-request-headers", headers)
+    };
+    let (status, headers, _) = gateway
+        .send(preflight(
+            "authorization,content-type",
+            "https://app.example",
+        ))
+        .await;
+    assert_eq!(status, 204);
+    assert_eq!(
+        headers["access-control-allow-origin"],
+        "https://app.example"
+    );
+    assert_eq!(
+        headers["access-control-allow-headers"],
+        "authorization,content-type"
+    );
+    assert_eq!(headers["access-control-max-age"], "600");
+    for (asked, origin) in [
+        ("x-user-id", "https://app.example"),
+        ("authorization", "https://evil.example"),
+    ] {
+        let (status, headers, _) = gateway.send(preflight(asked, origin)).await;
+        assert_eq!(status, 204);
+        assert!(
+            !headers.contains_key("access-control-allow-origin"),
+            "{asked} from {origin}"
+        );
+    }
+    assert_eq!(gateway.functions.invocations(), [], "nothing invoked");
+}
