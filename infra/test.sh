@@ -20,6 +20,8 @@
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 cd "$ROOT"
+# A CI run builds once from nothing: incremental state would only fill its disk.
+if [ -n "${CI:-}" ]; then export CARGO_INCREMENTAL=0; fi
 
 ensure_java
 ensure_dynamodb_local
