@@ -6,8 +6,8 @@
 # with DynamoDB Local behind them. Then:
 #   - every function serves its sample event from events/, in an order that
 #     makes each a real request on data (infra/check_events.py);
-#   - create-user refuses (401) an event that names its caller by X-User-Id:
-#     deployment builds have no local identity stand-in;
+#   - create-user refuses (401) an event without the authorizer's claims
+#     that names a caller by headers;
 #   - no binary needs a glibc symbol newer than provided.al2023's (2.34).
 # Every binary of the `functions` package is built, checked and booted (18:
 # the 16 routes' functions, fan-out and park-failures); the list comes from
@@ -76,8 +76,6 @@ pids+=("$!")
 wait_for_port "$port" "${pids[-1]}"
 
 log "starting the $(wc -w <<<"$functions") bootstraps under qemu-aarch64"
-# Set even so: a deployment build must not read it.
-export BLOG_LOCAL_IDENTITY=1
 for name in $functions; do
   AWS_LAMBDA_RUNTIME_API="http://127.0.0.1:$port/.rt/$name" \
   AWS_LAMBDA_FUNCTION_NAME="$name" AWS_LAMBDA_FUNCTION_VERSION='$LATEST' \
@@ -89,7 +87,7 @@ done
 
 set +e
 started=$(date +%s.%N)
-"$TOOLS_VENV/bin/python" infra/check_events.py "$port" "$DYNAMODB_ENDPOINT" "$TABLE_NAME" --refuse-local-identity
+"$TOOLS_VENV/bin/python" infra/check_events.py "$port" "$DYNAMODB_ENDPOINT" "$TABLE_NAME"
 status=$?
 set -e
 log "invocations took $(python3 -c "print(round($(date +%s.%N) - $started, 1))") s under emulation"

@@ -7,9 +7,9 @@ The samples share one user (the JWT `sub` in the write events) and one post id;
 the post is seeded first, then the functions run in an order in which every
 sample succeeds.
 
-With `--refuse-local-identity` (for deployment builds, which must not have the
-`local-identity` feature), it also sends create-user an event without JWT
-claims that names its caller by `X-User-Id`, and expects 401.
+It also sends create-user an event without the authorizer's claims that
+names a caller by headers instead, and expects 401: identity comes from the
+claims only.
 """
 import json
 import subprocess
@@ -111,17 +111,17 @@ def main():
         failures += not ok
         print(f"{'ok  ' if ok else 'FAIL'} {name}: {got if got is not None else ''} {json.dumps(body)[:160]}")
     checks = len(SEQUENCE)
-    if "--refuse-local-identity" in sys.argv[4:]:
-        event = sample("create-user")
-        event["requestContext"].pop("authorizer", None)
-        event["headers"].pop("authorization", None)
-        event["headers"]["x-user-id"] = "mallory"
-        event["body"] = json.dumps({"username": "mallory"})
-        response = invoke("create-user", port, event)
-        ok = response.get("statusCode") == 401
-        failures += not ok
-        checks += 1
-        print(f"{'ok  ' if ok else 'FAIL'} create-user naming its caller by X-User-Id: {response.get('statusCode')}")
+    event = sample("create-user")
+    event["requestContext"].pop("authorizer", None)
+    event["headers"].pop("authorization", None)
+    event["headers"].update({"x-forwarded-user": "mallory", "remote-user": "mallory"})
+    event["body"] = json.dumps({"username": "mallory"})
+    response = invoke("create-user", port, event)
+    ok = response.get("statusCode") == 401
+    failures += not ok
+    checks += 1
+    print(f"{'ok  ' if ok else 'FAIL'} create-user without the authorizer's claims, a caller named by headers: "
+          f"{response.get('statusCode')}")
     print(f"invoke: {checks - failures} passed, {failures} failed")
     sys.exit(1 if failures else 0)
 

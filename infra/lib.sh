@@ -36,6 +36,15 @@ ensure_java() {
   apt-get update -qq && apt-get install -y -qq default-jre-headless >/dev/null
 }
 
+# Debian's Chromium, for the browser check of the test command (a page on
+# another origin signs in and writes through the local API Gateway).
+ensure_chromium() {
+  command -v chromium >/dev/null && return
+  log "installing Debian's chromium for the browser check"
+  DEBIAN_FRONTEND=noninteractive apt-get update -qq &&
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends chromium >/dev/null
+}
+
 ensure_dynamodb_local() {
   [ -f "$DDB_HOME/DynamoDBLocal.jar" ] && return
   log "fetching DynamoDB Local ($DDB_PACKAGE)"

@@ -64,10 +64,9 @@ read -r USER_POOL CLIENT < <(./target/debug/blog-admin identity-provider "$IDP_E
 log "user pool $USER_POOL, app client $CLIENT at $IDP_ENDPOINT (saved in .local/identity.json)"
 
 # watch is the Lambda runtime (its own HTTP routing unused); the API Gateway
-# in front of it is blog-admin's. The features are the workspace build's, so
-# that watch builds nothing again; no BLOG_LOCAL_IDENTITY: identity comes
-# only from the authorizer's claims, as deployed.
-cargo lambda watch --features functions/local-identity --disable-cors \
+# in front of it is blog-admin's, and identity comes only from its JWT
+# authorizer's claims, as deployed.
+cargo lambda watch --disable-cors \
   --invoke-address 127.0.0.1 --invoke-port "$WATCH_PORT" &
 pids+=("$!")
 wait_for_port "$WATCH_PORT" "${pids[-1]}"

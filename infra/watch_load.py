@@ -1,9 +1,12 @@
 #!/usr/bin/env python3
-"""Thousands of requests through `cargo lambda watch`, as the README's run
-command serves them, with the stream fan-out running: every route, one at a
-time and then eight at a time, and no answer may be a 5xx.
+"""Thousands of requests through the local API Gateway and `cargo lambda
+watch`, as the README's run command serves them, with the stream fan-out
+running: every route, one at a time and then eight at a time, and no answer
+may be a 5xx. The 24 users are users of the local Cognito pool: every write
+carries `Authorization: Bearer <ID token>` (from `blog-admin token`), which
+the gateway's JWT authorizer verifies, as deployed.
 
-    watch_load.py PORT [--requests N]
+    watch_load.py PORT --pool FILE [--requests N]
 
 Each answer's status is checked against what the route must answer (201 for a
 new post, 200 for a read, ...), reads' bodies are checked for their shape, and
@@ -13,15 +16,18 @@ must list the newest posts with their authors' current names. Responses are
 large on purpose (a full feed is about 40 KB, some posts 30 KB): the 500s of
 cargo-lambda 1.9.2's watch came from responses over 16 KB.
 """
+import base64
 import collections
 import http.client
 import json
 import random
+import subprocess
 import sys
 import threading
 import time
 
 PORT = int(sys.argv[1])
+POOL = sys.argv[sys.argv.index("--pool") + 1]
 TOTAL = int(sys.argv[sys.argv.index("--requests") + 1]) if "--requests" in sys.argv else 5000
 SEQUENTIAL = TOTAL * 2 // 5
 THREADS = 8
@@ -38,6 +44,20 @@ posts = []  # (post id, author index)
 renames = collections.Counter()
 dropped = []  # connections lost, as "METHOD path while sending|reading: error"
 local = threading.local()
+tokens = []  # user index -> ID token
+ids = []  # user index -> user id (the token's sub)
+
+
+def sign_in():
+    """A token for each user, and their ids: the tokens' `sub`."""
+    names = [f"load-user-{u:03}" for u in range(USERS)]
+    out = subprocess.run(["./target/debug/blog-admin", "token", *names, "--pool", POOL],
+                         check=True, capture_output=True, text=True).stdout.split()
+    for token in out:
+        payload = token.split(".")[1]
+        claims = json.loads(base64.urlsafe_b64decode(payload + "=" * (-len(payload) % 4)))
+        tokens.append(token)
+        ids.append(claims["sub"])
 
 
 def connection():
@@ -49,7 +69,7 @@ def connection():
 def call(method, path, user=None, body=None, expect=(200,)):
     headers = {"content-type": "application/json"}
     if user is not None:
-        headers["x-user-id"] = f"load-user-{user:03}"
+        headers["authorization"] = f"Bearer {tokens[user]}"
     data = None if body is None else json.dumps(body)
     for attempt in range(3):
         phase = "sending"
@@ -114,7 +134,7 @@ def one_request(rng):
         if status == 200 and body.get("postId") != post:
             fail(f"GET /posts/{post} answered {str(body)[:200]}")
     elif kind == "user":
-        status, body = call("GET", f"/users/load-user-{user:03}")
+        status, body = call("GET", f"/users/{ids[user]}")
         if status == 200 and not body.get("username", "").startswith("loader_"):
             fail(f"GET /users answered {str(body)[:200]}")
     elif kind == "find-user":
@@ -122,10 +142,10 @@ def one_request(rng):
         with lock:
             name = f"loader_{user:03}" + (f"_{renames[user]}" if renames[user] else "")
         status, body = call("GET", f"/users?username={name.upper()}", expect=(200, 404))
-        if status == 200 and body.get("userId") != f"load-user-{user:03}":
+        if status == 200 and body.get("userId") != ids[user]:
             fail(f"GET /users?username={name.upper()} answered {str(body)[:200]}")
     elif kind == "user-posts":
-        status, body = call("GET", f"/users/load-user-{author:03}/posts?limit=100")
+        status, body = call("GET", f"/users/{ids[author]}/posts?limit=100")
         if status == 200 and post not in {p["postId"] for p in body["items"]}:
             fail(f"{post} missing from its author's posts")
     elif kind == "comments":
@@ -158,7 +178,7 @@ def one_request(rng):
         with lock:
             renames[user] += 1
             name = f"loader_{user:03}_{renames[user]}"
-        call("PUT", f"/users/load-user-{user:03}", user, {"username": name}, expect=(200,))
+        call("PUT", f"/users/{ids[user]}", user, {"username": name}, expect=(200,))
 
 
 def fail(message):
@@ -205,6 +225,7 @@ def settled_feed():
 
 
 def main():
+    sign_in()
     started = time.time()
     setup()
     made = sum(statuses.values())

@@ -121,7 +121,6 @@ async fn main() -> Result<(), Error> {
     // Makes what the take-backs' events delete.
     let app = App {
         store: Store::new(clients.plain.clone(), &table),
-        local_identity: false,
         feed_cache: FeedCache::off(),
     };
     let invocations = if options.quick { 20 } else { INVOCATIONS };

@@ -296,7 +296,6 @@ pub async fn measure_scale(
     );
     let app = |client: &Client| App {
         store: Store::new(client.clone(), &v3_table),
-        local_identity: false,
         // Each Q6 measured is the Query it makes, not a cache hit.
         feed_cache: FeedCache::off(),
     };

@@ -54,7 +54,6 @@ async fn the_loaded_data_is_what_the_api_and_the_fan_out_leave() {
     // the events the benchmark times, answer exactly what V1 answers.
     let app = App {
         store,
-        local_identity: false,
         feed_cache: FeedCache::off(),
     };
     let v3 = |request: Request, target: Target| {

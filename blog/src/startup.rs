@@ -8,12 +8,10 @@
 //!   `get-feed` instance serves the feed it read ([`crate::api::FeedCache`]).
 //! - `RUST_LOG`, else `AWS_LAMBDA_LOG_LEVEL` (what the template's
 //!   `LoggingConfig.ApplicationLogLevel` sets), else `info`: the log level.
-//! - `BLOG_LOCAL_IDENTITY=1` (local runs only): take the caller's id from the
-//!   `X-User-Id` header, as no JWT authorizer runs locally. Only builds with
-//!   the Cargo feature `local-identity` read it (the local stack and the test
-//!   command turn it on); `sam build` and `cargo lambda build` without it,
-//!   debug or release, compile the reading out, so a deployed function cannot
-//!   be switched to trust a header.
+//!
+//! The caller's identity comes only from the JWT authorizer's claims in the
+//! event (`api::request::caller`), locally as deployed: no setting makes a
+//! function trust anything else.
 
 use std::{future::Future, time::Duration};
 
@@ -114,34 +112,12 @@ fn build_app(sdk: &aws_config::SdkConfig, meter: Option<CapacityMeter>) -> Resul
     let table = std::env::var("TABLE_NAME").map_err(|_| "TABLE_NAME is not set")?;
     let endpoint = std::env::var("DYNAMODB_ENDPOINT").ok();
     let client = store::dynamodb_client_metered(sdk, endpoint.as_deref(), meter);
-    let local_identity = local_identity_requested();
-    if local_identity {
-        tracing::warn!(
-            "BLOG_LOCAL_IDENTITY is on: the X-User-Id header is trusted as the caller's identity"
-        );
-    }
     Ok(App {
         store: Store::new(client, table),
-        local_identity,
         feed_cache: FeedCache::new(feed_cache_ttl(
             std::env::var("FEED_CACHE_SECONDS").ok().as_deref(),
         )?),
     })
-}
-
-#[cfg(feature = "local-identity")]
-fn local_identity_requested() -> bool {
-    std::env::var("BLOG_LOCAL_IDENTITY").as_deref() == Ok("1")
-}
-
-#[cfg(not(feature = "local-identity"))]
-fn local_identity_requested() -> bool {
-    if std::env::var_os("BLOG_LOCAL_IDENTITY").is_some() {
-        tracing::warn!(
-            "BLOG_LOCAL_IDENTITY is ignored: this build has no `local-identity` feature"
-        );
-    }
-    false
 }
 
 /// Serves one HTTP handler behind API Gateway until the runtime stops.

@@ -1,11 +1,10 @@
 //! Local-only stand-ins for what AWS provides around the functions, kept out
 //! of the `blog` library so that no Lambda compiles or links them:
-//! - [`local_gateway`]: an API Gateway HTTP API stand-in for the tests, the
-//!   fuzzer (`blog-admin gateway`) and the benchmark's events.
+//! - [`local_gateway`]: an in-process API Gateway stand-in for the Rust tests
+//!   (claims from a test header, no tokens), and the payload 2.0 event
+//!   builder that it, [`api_gateway`] and the benchmark share.
 //! - [`stream_poller`]: the stand-in for Lambda's DynamoDB Streams event source
 //!   (`blog-admin stream-poller`, the tests, the benchmark).
-//! - [`cors_front`]: API Gateway's CORS handling in front of `cargo lambda
-//!   watch` (`blog-admin cors-front`, the local stack).
 //! - [`api_gateway`]: the local API Gateway, from template.yaml: CORS,
 //!   routes, throttles, the JWT authorizer and payload 2.0 events sent to
 //!   `cargo lambda watch`'s Invoke API.
@@ -14,6 +13,5 @@
 
 pub mod api_gateway;
 pub mod billing;
-pub mod cors_front;
 pub mod local_gateway;
 pub mod stream_poller;

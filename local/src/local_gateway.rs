@@ -1,11 +1,13 @@
-//! A stand-in for API Gateway's HTTP API on a loopback port, for the tests and
-//! the fuzzer: it routes [`ROUTES`], turns each request into the payload-2.0
-//! event API Gateway would send (non-UTF-8 bodies base64-encoded, query
-//! parameters joined with commas, path parameters decoded), parses it with
-//! `lambda_http` as a Lambda would, and runs the route's handler. With
-//! `jwt_sub_header`, the value of that header becomes the verified JWT `sub`
-//! claim, as the authorizer would set it. Never deployed: `cargo lambda watch`
-//! serves the local stack, the HTTP API serves AWS.
+//! An in-process stand-in for API Gateway's HTTP API on a loopback port, for
+//! the Rust tests: it routes [`ROUTES`], turns each request into the
+//! payload-2.0 event API Gateway would send (non-UTF-8 bodies base64-encoded,
+//! query parameters joined with commas, path parameters decoded), parses it
+//! with `lambda_http` as a Lambda would, and runs the route's handler. The
+//! value of the `jwt_sub_header` the test names becomes the verified JWT `sub`
+//! claim, as the authorizer would set it after checking a token (the token
+//! checks themselves are [`crate::api_gateway`]'s, tested there and in the
+//! test command). Never deployed, and not the local stack's gateway:
+//! `blog-admin api-gateway` is.
 
 use std::{collections::HashMap, convert::Infallible, net::SocketAddr};
 
@@ -22,7 +24,7 @@ use blog::{
 };
 
 /// Serves `app` on `listener` until the task is dropped.
-pub async fn serve(listener: TcpListener, app: &'static App, jwt_sub_header: Option<&'static str>) {
+pub async fn serve(listener: TcpListener, app: &'static App, jwt_sub_header: &'static str) {
     loop {
         let Ok((stream, peer)) = listener.accept().await else {
             return;
@@ -40,7 +42,7 @@ async fn handle(
     app: &'static App,
     peer: SocketAddr,
     req: hyper::Request<hyper::body::Incoming>,
-    jwt_sub_header: Option<&'static str>,
+    jwt_sub_header: &'static str,
 ) -> Result<hyper::Response<Full<Bytes>>, Infallible> {
     let (parts, body) = req.into_parts();
     let body = body
@@ -139,17 +141,18 @@ fn event(
     params: HashMap<String, String>,
     body: &Bytes,
     peer: SocketAddr,
-    jwt_sub_header: Option<&str>,
+    jwt_sub_header: &str,
 ) -> Value {
     let mut headers = serde_json::Map::new();
     for (name, value) in &parts.headers {
-        if Some(name.as_str()) == jwt_sub_header {
+        if name.as_str() == jwt_sub_header {
             continue;
         }
         headers.insert(name.to_string(), json!(value.to_str().unwrap_or_default()));
     }
-    let jwt_sub = jwt_sub_header
-        .and_then(|name| parts.headers.get(name))
+    let jwt_sub = parts
+        .headers
+        .get(jwt_sub_header)
         .and_then(|v| v.to_str().ok());
     http_api_event(EventSpec {
         method: route.method,

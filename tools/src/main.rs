@@ -19,14 +19,6 @@
 //!     move every post stored in the old shape (its content on the post item)
 //!     into the current one (a post item and a content item); idempotent,
 //!     resumable (run it again), and safe while the API serves
-//! blog-admin gateway PORT
-//!     serve every route on 127.0.0.1:PORT through `local::local_gateway` (an
-//!     API Gateway stand-in, for the fuzzer); the local stack itself runs
-//!     under `cargo lambda watch`
-//! blog-admin cors-front PORT --upstream URL [--origins LIST]
-//!     serve on 127.0.0.1:PORT what `cargo lambda watch --disable-cors` at URL
-//!     serves, with the HTTP API's CORS handling as template.yaml configures
-//!     it (`local::cors_front`); --origins as the AllowedOrigins parameter
 //! blog-admin api-gateway PORT --functions URL --idp URL --user-pool ID --client ID [--region R] [--origins LIST] [--param NAME=VALUE ...]
 //!     serve on 127.0.0.1:PORT the HTTP API as template.yaml deploys it
 //!     (`local::api_gateway`): CORS, routes, throttles, the JWT authorizer
@@ -39,9 +31,9 @@
 //!     create template.yaml's user pool and app client in the Cognito
 //!     emulator at URL (moto's server, started by infra/lib.sh) and save
 //!     where they are to FILE (.local/identity.json)
-//! blog-admin token NAME [--pool FILE]
-//!     print a fresh ID token of the local user NAME (NAME@example.com,
-//!     signed up and confirmed if new) from the pool FILE names
+//! blog-admin token NAME... [--pool FILE]
+//!     print a fresh ID token of each local user NAME (NAME@example.com,
+//!     signed up and confirmed if new), one a line, from the pool FILE names
 //!     (.local/identity.json)
 //! blog-admin stream-poller [--checkpoint FILE] [--invoke URL] [--failures URL]
 //!     deliver the table's stream to the fan-out until Ctrl-C: in this process,
@@ -79,11 +71,9 @@ const USAGE: &str = concat!(
     "       blog-admin audit [--repair] [--segments N] [--user ID | --post ID]\n",
     "       blog-admin replay [--dry-run]\n",
     "       blog-admin migrate\n",
-    "       blog-admin gateway PORT\n",
-    "       blog-admin cors-front PORT --upstream URL [--origins LIST]\n",
     "       blog-admin api-gateway PORT --functions URL --idp URL --user-pool ID --client ID [--region R] [--origins LIST] [--param NAME=VALUE ...]\n",
     "       blog-admin identity-provider URL [--region R] [--save FILE]\n",
-    "       blog-admin token NAME [--pool FILE]\n",
+    "       blog-admin token NAME... [--pool FILE]\n",
     "       blog-admin stream-poller [--checkpoint FILE] [--invoke URL] [--failures URL]\n",
     "       blog-admin hostile-dynamodb PORT --upstream URL [--seed N] [--rate KIND=P ...] [--gsi-lag-ms N]",
 );
@@ -98,11 +88,9 @@ async fn main() -> ExitCode {
         Some("audit") => audit(&args[1..]).await,
         Some("migrate") if args.len() == 1 => migrate().await,
         Some("replay") => replay(&args[1..]).await,
-        Some("gateway") => gateway(&args[1..]).await,
         Some("api-gateway") => api_gateway(&args[1..]).await,
         Some("identity-provider") => identity_provider(&args[1..]).await,
         Some("token") => token(&args[1..]).await,
-        Some("cors-front") => cors_front(&args[1..]).await,
         Some("hostile-dynamodb") => hostile_dynamodb(&args[1..]).await,
         _ => Err(USAGE.into()),
     };
@@ -287,24 +275,6 @@ fn peak_memory_kib() -> Option<u64> {
     line.split_whitespace().nth(1)?.parse().ok()
 }
 
-async fn gateway(args: &[String]) -> Result<(), Error> {
-    let [port] = args else {
-        return Err(USAGE.into());
-    };
-    let port: u16 = port.parse().map_err(|_| USAGE)?;
-    let app = blog::startup::app_from_env()
-        .await
-        .map_err(|e| e.to_string())?;
-    let app: &'static blog::api::App = Box::leak(Box::new(app));
-    let listener = tokio::net::TcpListener::bind(("127.0.0.1", port)).await?;
-    tracing::info!(port, "gateway listening");
-    tokio::select! {
-        () = local::local_gateway::serve(listener, app, None) => {}
-        _ = tokio::signal::ctrl_c() => {}
-    }
-    Ok(())
-}
-
 /// Where `identity-provider` saves the local pool, and `token` reads it.
 const LOCAL_POOL: &str = ".local/identity.json";
 
@@ -330,15 +300,19 @@ async fn identity_provider(args: &[String]) -> Result<(), Error> {
     Ok(())
 }
 
-/// A fresh ID token of a local user.
+/// A fresh ID token of each local user named, one a line.
 async fn token(args: &[String]) -> Result<(), Error> {
-    let (name, file) = match args {
-        [name] => (name, PathBuf::from(LOCAL_POOL)),
-        [name, flag, file] if flag == "--pool" => (name, PathBuf::from(file)),
-        _ => return Err(USAGE.into()),
+    let (names, file) = match args {
+        [names @ .., flag, file] if flag == "--pool" => (names, PathBuf::from(file)),
+        names => (names, PathBuf::from(LOCAL_POOL)),
     };
+    if names.is_empty() || names.iter().any(|name| name.starts_with("--")) {
+        return Err(USAGE.into());
+    }
     let pool = identity::LocalPool::load(&file)?;
-    println!("{}", identity::token(&pool, name).await?);
+    for name in names {
+        println!("{}", identity::token(&pool, name).await?);
+    }
     Ok(())
 }
 
@@ -392,34 +366,6 @@ async fn api_gateway(args: &[String]) -> Result<(), Error> {
     let listener = tokio::net::TcpListener::bind(("127.0.0.1", port)).await?;
     tokio::select! {
         () = gateway.serve(listener) => {}
-        () = shutdown() => {}
-    }
-    Ok(())
-}
-
-/// The HTTP API's CORS handling before `cargo lambda watch`, as deployed.
-async fn cors_front(args: &[String]) -> Result<(), Error> {
-    let Some((port, flags)) = args.split_first() else {
-        return Err(USAGE.into());
-    };
-    let port: u16 = port.parse().map_err(|_| USAGE)?;
-    let (mut upstream, mut origins) = (None, None);
-    let mut flags = flags.iter();
-    while let Some(flag) = flags.next() {
-        match (flag.as_str(), flags.next()) {
-            ("--upstream", Some(url)) => upstream = Some(url.clone()),
-            ("--origins", Some(list)) => origins = Some(list.clone()),
-            _ => return Err(USAGE.into()),
-        }
-    }
-    let upstream = upstream.ok_or(USAGE)?;
-    let template = std::fs::read_to_string("template.yaml")
-        .map_err(|e| format!("template.yaml (run from the repository's root): {e}"))?;
-    let cors = local::cors_front::cors_from_template(&template, origins.as_deref())?;
-    let listener = tokio::net::TcpListener::bind(("127.0.0.1", port)).await?;
-    tracing::info!(port, %upstream, ?cors, "CORS front listening");
-    tokio::select! {
-        () = local::cors_front::serve(listener, upstream, cors) => {}
         () = shutdown() => {}
     }
     Ok(())

@@ -17,7 +17,7 @@ struct NewComment {
 
 /// C3 `POST /posts/{postId}/comments`: needs a profile (403) and the post (404).
 pub async fn create_comment(app: &App, req: Request) -> ApiResult {
-    let caller = request::caller(app, &req)?;
+    let caller = request::caller(&req)?;
     let post = request::path_id(&req, "postId", PostId::parse)?;
     let body: NewComment = request::json_body(&req)?;
     let content = text::comment_content(&body.content)?;
@@ -28,7 +28,7 @@ pub async fn create_comment(app: &App, req: Request) -> ApiResult {
 /// comment's author or the post's author; 204, or 404 when there is no such
 /// comment.
 pub async fn delete_comment(app: &App, req: Request) -> ApiResult {
-    let caller = request::caller(app, &req)?;
+    let caller = request::caller(&req)?;
     let post = request::path_id(&req, "postId", PostId::parse)?;
     let comment = request::path_id(&req, "commentId", CommentId::parse)?;
     request::no_body(&req)?;

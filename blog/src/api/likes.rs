@@ -8,7 +8,7 @@ use crate::{ids::PostId, store::likes::Liked};
 /// C4 `POST /posts/{postId}/likes`: 201 with the new like, or 200 with the one
 /// the caller had already given.
 pub async fn like_post(app: &App, req: Request) -> ApiResult {
-    let caller = request::caller(app, &req)?;
+    let caller = request::caller(&req)?;
     let post = request::path_id(&req, "postId", PostId::parse)?;
     request::no_body(&req)?;
     match app.store.like_post(&post, &caller).await? {
@@ -20,7 +20,7 @@ pub async fn like_post(app: &App, req: Request) -> ApiResult {
 /// C4 taken back, `DELETE /posts/{postId}/likes`: 204 whether or not the
 /// caller had liked the post (taking back twice is taking back once).
 pub async fn unlike_post(app: &App, req: Request) -> ApiResult {
-    let caller = request::caller(app, &req)?;
+    let caller = request::caller(&req)?;
     let post = request::path_id(&req, "postId", PostId::parse)?;
     request::no_body(&req)?;
     app.store.unlike_post(&post, &caller).await?;

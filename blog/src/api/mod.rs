@@ -28,9 +28,6 @@ use crate::{
 #[derive(Debug)]
 pub struct App {
     pub store: Store,
-    /// Honour the `X-User-Id` header as the caller's identity. For local runs
-    /// only, where no JWT authorizer exists: see [`crate::startup`].
-    pub local_identity: bool,
     /// The feed this instance read last (used by `get-feed` only).
     pub feed_cache: FeedCache,
 }

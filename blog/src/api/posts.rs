@@ -26,7 +26,7 @@ struct EditedPost {
 
 /// C2 `POST /posts`: needs a profile (403 without).
 pub async fn create_post(app: &App, req: Request) -> ApiResult {
-    let caller = request::caller(app, &req)?;
+    let caller = request::caller(&req)?;
     let body: NewPost = request::json_body(&req)?;
     let title = text::title(&body.title)?;
     let content = text::post_content(&body.content)?;
@@ -35,7 +35,7 @@ pub async fn create_post(app: &App, req: Request) -> ApiResult {
 
 /// C2 `PUT /posts/{postId}`: only its author (403), at least one field.
 pub async fn update_post(app: &App, req: Request) -> ApiResult {
-    let caller = request::caller(app, &req)?;
+    let caller = request::caller(&req)?;
     let post = request::path_id(&req, "postId", PostId::parse)?;
     let body: EditedPost = request::json_body(&req)?;
     let edit = PostEdit {
@@ -59,7 +59,7 @@ pub async fn update_post(app: &App, req: Request) -> ApiResult {
 /// 404 when there is no such post. The post and its content go now; its
 /// comments, likes and feed entry follow through the fan-out.
 pub async fn delete_post(app: &App, req: Request) -> ApiResult {
-    let caller = request::caller(app, &req)?;
+    let caller = request::caller(&req)?;
     let post = request::path_id(&req, "postId", PostId::parse)?;
     request::no_body(&req)?;
     app.store.delete_post(&post, &caller).await?;

@@ -4,7 +4,7 @@
 use lambda_http::{Body, Request, RequestExt, request::RequestContext};
 use serde::de::DeserializeOwned;
 
-use super::{ApiError, App, ErrorCode};
+use super::{ApiError, ErrorCode};
 use crate::ids::{IdError, UserId};
 
 /// Bodies above this are refused before parsing (413).
@@ -12,13 +12,11 @@ pub const MAX_BODY_BYTES: usize = 256 * 1024;
 pub const DEFAULT_LIMIT: usize = 20;
 pub const MAX_LIMIT: usize = 100;
 
-/// The header that stands in for the JWT when [`App::local_identity`] is on.
-pub const LOCAL_IDENTITY_HEADER: &str = "x-user-id";
-
 /// The caller's id: the `sub` claim that API Gateway's JWT authorizer verified,
-/// and nothing else, unless the local stand-in is on.
-pub fn caller(app: &App, req: &Request) -> Result<UserId, ApiError> {
-    let claim = match req.request_context_ref() {
+/// and nothing else (no header, deployed or local: the local API Gateway runs
+/// the same authorizer, `local::api_gateway`).
+pub fn caller(req: &Request) -> Result<UserId, ApiError> {
+    let raw = match req.request_context_ref() {
         Some(RequestContext::ApiGatewayV2(ctx)) => ctx
             .authorizer
             .as_ref()
@@ -26,14 +24,8 @@ pub fn caller(app: &App, req: &Request) -> Result<UserId, ApiError> {
             .and_then(|jwt| jwt.claims.get("sub"))
             .cloned(),
         _ => None,
-    };
-    let local = || {
-        app.local_identity
-            .then(|| req.headers().get(LOCAL_IDENTITY_HEADER))
-            .flatten()
-            .map(|value| value.to_str().unwrap_or_default().to_owned())
-    };
-    let raw = claim.or_else(local).ok_or(ApiError::Unauthorized)?;
+    }
+    .ok_or(ApiError::Unauthorized)?;
     UserId::parse(&raw).map_err(|_| ApiError::Unauthorized)
 }
 

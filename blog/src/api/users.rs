@@ -14,7 +14,7 @@ struct UsernameBody {
 
 /// C1 `POST /users`: creates the caller's own profile (409 the second time).
 pub async fn create_user(app: &App, req: Request) -> ApiResult {
-    let caller = request::caller(app, &req)?;
+    let caller = request::caller(&req)?;
     let body: UsernameBody = request::json_body(&req)?;
     let username = text::Username::parse(&body.username)?;
     Reply::created(&app.store.create_user(&caller, &username).await?)
@@ -22,7 +22,7 @@ pub async fn create_user(app: &App, req: Request) -> ApiResult {
 
 /// C1 `PUT /users/{userId}`: renames the caller (403 for anyone else).
 pub async fn update_user(app: &App, req: Request) -> ApiResult {
-    let caller = request::caller(app, &req)?;
+    let caller = request::caller(&req)?;
     let user = request::path_id(&req, "userId", UserId::parse)?;
     if user != caller {
         return Err(ApiError::Forbidden("you can only change your own profile"));

@@ -1,5 +1,5 @@
 //! The authorization matrix, as deployed: identity comes only from the JWT
-//! authorizer's verified `sub` (the local X-User-Id stand-in is off). Every
+//! authorizer's verified `sub`, never from a header. Every
 //! write route is tried with no identity, as another user and as the owner;
 //! a rejected request leaves the table as it was.
 
@@ -24,7 +24,7 @@ async fn write(
 
 #[tokio::test]
 async fn every_write_route_admits_only_its_owner() {
-    let api = TestApi::start_with(false).await;
+    let api = TestApi::start().await;
     // owner: has a profile and owns the post; other: has a profile; stranger: has none.
     let (owner, other, stranger) = ("owner-sub", "other-sub", "stranger-sub");
     for (sub, name) in [(owner, "owner"), (other, "other")] {
@@ -147,7 +147,7 @@ async fn every_write_route_admits_only_its_owner() {
 
 #[tokio::test]
 async fn identity_never_comes_from_the_body_the_path_or_a_header() {
-    let api = TestApi::start_with(false).await;
+    let api = TestApi::start().await;
     let (status, body) = write(
         &api,
         "POST",
@@ -180,7 +180,7 @@ async fn identity_never_comes_from_the_body_the_path_or_a_header() {
     for (method, path, body) in attempts {
         for headers in [
             vec![],
-            vec![("x-user-id", "victim-sub")],
+            vec![("x-forwarded-user", "victim-sub")],
             vec![("authorization", "Bearer victim-sub")],
         ] {
             let (status, _) = api

@@ -10,7 +10,7 @@ async fn raw(api: &TestApi, method: &str, path: &str, user: &str, body: Vec<u8>)
     let resp = api
         .http
         .request(method.parse().expect("method"), api.url(path))
-        .header("x-user-id", user)
+        .header(crate::support::JWT_SUB, user)
         .header("content-type", "application/json")
         .body(body)
         .send()

@@ -147,7 +147,9 @@ async fn public_reads_may_be_cached_briefly_and_writes_and_errors_never() {
             .http
             .request(method.parse().expect("method"), api.url(&path));
         if let Some(who) = who {
-            request = request.header("x-user-id", who).body(r#"{"content":"hi"}"#);
+            request = request
+                .header(crate::support::JWT_SUB, who)
+                .body(r#"{"content":"hi"}"#);
         }
         async move {
             let response = request.send().await.expect("send");

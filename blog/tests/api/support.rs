@@ -72,26 +72,21 @@ pub struct TestApi {
 }
 
 impl TestApi {
-    /// A new table and a gateway in front of it, with the local identity
-    /// stand-in (`X-User-Id`) on.
+    /// A new table and a gateway in front of it.
     pub async fn start() -> Self {
-        Self::start_with(true).await
-    }
-
-    pub async fn start_with(local_identity: bool) -> Self {
-        Self::start_full(local_identity, None).await
+        Self::start_full(None).await
     }
 
     /// A new table behind a client that sends its requests through `http`.
     pub async fn start_with_http(http: SharedHttpClient) -> Self {
-        Self::start_full(true, Some(http)).await
+        Self::start_full(Some(http)).await
     }
 
-    async fn start_full(local_identity: bool, http: Option<SharedHttpClient>) -> Self {
+    async fn start_full(http: Option<SharedHttpClient>) -> Self {
         let meter = CapacityMeter::default();
         let client = client(&endpoint(), &meter, http);
         let name = new_table(&client).await;
-        Self::serve(Store::new(client, name), meter, local_identity).await
+        Self::serve(Store::new(client, name), meter).await
     }
 
     /// A new table whose feed keeps only `capacity` posts.
@@ -99,12 +94,7 @@ impl TestApi {
         let meter = CapacityMeter::default();
         let client = client(&endpoint(), &meter, None);
         let name = new_table(&client).await;
-        Self::serve(
-            Store::new(client, name).with_feed_capacity(capacity),
-            meter,
-            true,
-        )
-        .await
+        Self::serve(Store::new(client, name).with_feed_capacity(capacity), meter).await
     }
 
     /// A new table in the DynamoDB at `endpoint`.
@@ -112,7 +102,7 @@ impl TestApi {
         let meter = CapacityMeter::default();
         let client = client(endpoint, &meter, None);
         let name = new_table(&client).await;
-        Self::serve(Store::new(client, name), meter, true).await
+        Self::serve(Store::new(client, name), meter).await
     }
 
     /// A new table in the DynamoDB at `endpoint` (a hostile proxy), through a
@@ -130,7 +120,7 @@ impl TestApi {
         let store = Store::new(client, name)
             .with_backoff(backoff)
             .with_gsi_lag_bound(gsi_lag_bound);
-        Self::serve(store, meter, true).await
+        Self::serve(store, meter).await
     }
 
     /// A gateway whose DynamoDB is at `endpoint`, with no table set up.
@@ -139,7 +129,6 @@ impl TestApi {
         Self::serve(
             Store::new(client(endpoint, &meter, None), "unreachable"),
             meter,
-            true,
         )
         .await
     }
@@ -150,21 +139,16 @@ impl TestApi {
         let meter = CapacityMeter::default();
         let client = client(&endpoint(), &meter, None);
         let name = new_table(&client).await;
-        Self::serve_with(Store::new(client, name), meter, true, cache).await
+        Self::serve_with(Store::new(client, name), meter, cache).await
     }
 
-    async fn serve(store: Store, meter: CapacityMeter, local_identity: bool) -> Self {
+    async fn serve(store: Store, meter: CapacityMeter) -> Self {
         // Tests read the feed right after changing it; the cache has its own
         // test.
-        Self::serve_with(store, meter, local_identity, FeedCache::off()).await
+        Self::serve_with(store, meter, FeedCache::off()).await
     }
 
-    async fn serve_with(
-        store: Store,
-        meter: CapacityMeter,
-        local_identity: bool,
-        feed_cache: FeedCache,
-    ) -> Self {
+    async fn serve_with(store: Store, meter: CapacityMeter, feed_cache: FeedCache) -> Self {
         // DynamoDB Local's GSI is synchronous: no wait for it to catch up
         // (the hostile tests give their own bound).
         let store = if store.gsi_lag_bound() == blog::store::GSI_LAG_BOUND {
@@ -172,14 +156,10 @@ impl TestApi {
         } else {
             store
         };
-        let app: &'static App = Box::leak(Box::new(App {
-            store,
-            local_identity,
-            feed_cache,
-        }));
+        let app: &'static App = Box::leak(Box::new(App { store, feed_cache }));
         let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
         let addr = listener.local_addr().expect("local addr");
-        tokio::spawn(local_gateway::serve(listener, app, Some(JWT_SUB)));
+        tokio::spawn(local_gateway::serve(listener, app, JWT_SUB));
         Self {
             base: format!("http://{addr}"),
             http: reqwest::Client::new(),
@@ -192,7 +172,8 @@ impl TestApi {
         format!("{}{}", self.base, path)
     }
 
-    /// Sends a request as `user` (through X-User-Id) with an optional JSON body.
+    /// Sends a request as `user` (the JWT `sub` the authorizer would hand the
+    /// function) with an optional JSON body.
     pub async fn call(
         &self,
         method: &str,
@@ -204,7 +185,7 @@ impl TestApi {
             .http
             .request(method.parse().expect("method"), self.url(path));
         if let Some(user) = user {
-            req = req.header("x-user-id", user);
+            req = req.header(JWT_SUB, user);
         }
         if let Some(body) = body {
             req = req.body(body.to_string());

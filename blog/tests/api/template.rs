@@ -197,13 +197,7 @@ fn every_function_is_deployed_and_has_a_sample_event() {
 #[test]
 fn no_local_only_setting_is_deployed() {
     let text = template_text().to_lowercase();
-    for local in [
-        "blog_local_identity",
-        "x-user-id",
-        "dynamodb_endpoint",
-        "localhost",
-        "127.0.0.1",
-    ] {
+    for local in ["dynamodb_endpoint", "localhost", "127.0.0.1"] {
         assert!(!text.contains(local), "template.yaml mentions {local}");
     }
 }
@@ -211,9 +205,9 @@ fn no_local_only_setting_is_deployed() {
 /// What `cargo lambda build -p functions` (and so `sam build`) compiles the
 /// shared library with: its default features only. The bulk loader
 /// (benchmark, fixtures), the admin code (audit, migration, replay, table
-/// creation, item sizes, one-process dispatch) and the trusted `X-User-Id`
-/// header (local stack) are features that only other packages of the
-/// workspace turn on, so no request or stream Lambda compiles them.
+/// creation, item sizes, one-process dispatch) are features that only other
+/// packages of the workspace turn on, so no request or stream Lambda compiles
+/// them.
 #[test]
 fn a_deployment_build_has_no_local_only_feature() {
     let output = std::process::Command::new(env!("CARGO"))
@@ -229,7 +223,7 @@ fn a_deployment_build_has_no_local_only_feature() {
         .filter_map(|line| line.split("blog feature \"").nth(1))
         .filter_map(|rest| rest.split('"').next())
         .collect();
-    for local_only in ["admin", "bulk", "local-identity"] {
+    for local_only in ["admin", "bulk"] {
         assert!(!features.contains(local_only), "{local_only}: {tree}");
     }
     assert_eq!(features, BTreeSet::from(["default"]), "{tree}");

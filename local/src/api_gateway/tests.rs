@@ -530,7 +530,7 @@ async fn preflights_are_answered_by_the_gateway_from_the_template() {
     );
     assert_eq!(headers["access-control-max-age"], "600");
     for (asked, origin) in [
-        ("x-user-id", "https://app.example"),
+        ("x-custom-header", "https://app.example"),
         ("authorization", "https://evil.example"),
     ] {
         let (status, headers, _) = gateway.send(preflight(asked, origin)).await;
