@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Every check and test:
 # 1. formatting and lints;
-# 2. the deployment template: cfn-lint, `sam validate --lint`, and the IAM
+# 2. the deployment template: cfn-lint in every commercial region (and the
+#    budget's template), `sam validate --lint`, and the IAM
 #    roles as SAM expands them (infra/check_roles.py);
 # 3. unit tests, and the integration tests against a fresh in-memory DynamoDB
 #    Local on a free port (each test makes its own table, so they run in
@@ -34,8 +35,15 @@ log "cargo fmt --check"
 cargo fmt --all -- --check
 log "cargo clippy"
 cargo clippy --workspace --all-targets --locked -- -D warnings
-log "cfn-lint and sam validate"
-cfn-lint template.yaml
+log "cfn-lint in every commercial region, and sam validate"
+# A resource type one region lacks fails the whole stack there, conditions or
+# not: the template must deploy to every region cfn-lint knows but China,
+# GovCloud and the isolated partitions. The budget's own stack goes to
+# us-east-1 only (README, Deploy).
+read -ra regions < <("$TOOLS_VENV/bin/python" -c 'import cfnlint.helpers as h
+print(" ".join(r for r in h.REGIONS if not r.startswith(("cn-", "us-gov-", "us-iso", "eu-isoe", "eusc-"))))')
+cfn-lint --regions "${regions[@]}" -- template.yaml
+cfn-lint --regions us-east-1 -- infra/budget.yaml
 sam validate --lint --region us-east-1 >/dev/null
 log "the IAM roles as the SAM transform expands them"
 "$TOOLS_VENV/bin/python" infra/check_roles.py
