@@ -33,6 +33,10 @@ SEQUENCE = [
     ("list-comments", 200, lambda b: len(b["items"]) == 1),
     ("like-post", 201, lambda b: b["username"] == "alice_2"),
     ("list-likes", 200, lambda b: len(b["items"]) == 1),
+    # Alice's export: her comment, her like and her two posts, in full.
+    ("export-user", 200, lambda b: b["profile"]["username"] == "alice_2"
+     and sorted(next(iter(i)) for i in b["items"]) == ["comment", "like", "post", "post"]
+     and b["nextCursor"] is None),
     ("unlike-post", 204, lambda b: b is None),
     ("delete-comment", 204, lambda b: b is None),
     ("get-feed", 200, lambda b: isinstance(b["items"], list)),

@@ -77,3 +77,24 @@ pub struct Page<T> {
 pub struct Feed {
     pub items: Vec<PostSummary>,
 }
+
+/// One thing a user wrote, in their export: `{"post": {...}}`,
+/// `{"comment": {...}}` or `{"like": {...}}`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum Exported {
+    Post(Post),
+    Comment(Comment),
+    Like(Like),
+}
+
+/// One page of a user's export: their profile on every page, then what
+/// they wrote (comments, then likes, then posts, each oldest first).
+/// `next_cursor` is `null` on the last page.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ExportPage {
+    pub profile: User,
+    pub items: Vec<Exported>,
+    pub next_cursor: Option<String>,
+}

@@ -1,6 +1,6 @@
 //! The HTTP contract: every route, the function that serves it, and whether it
-//! needs an identity. `cargo lambda watch`'s router (Cargo.toml) and the HTTP
-//! API (template.yaml) must list exactly these; tests hold them to it.
+//! needs an identity. The HTTP API (template.yaml, which the local API Gateway
+//! also reads) and openapi.yaml must list exactly these; tests hold them to it.
 
 #[cfg(feature = "admin")]
 use {
@@ -33,11 +33,12 @@ const fn route(
     }
 }
 
-pub const ROUTES: [Route; 16] = [
+pub const ROUTES: [Route; 17] = [
     route("POST", "/users", "create-user", true),
     route("GET", "/users", "find-user", false),
     route("PUT", "/users/{userId}", "update-user", true),
     route("GET", "/users/{userId}", "get-user", false),
+    route("GET", "/users/{userId}/export", "export-user", true),
     route("POST", "/posts", "create-post", true),
     route("PUT", "/posts/{postId}", "update-post", true),
     route("GET", "/posts/{postId}", "get-post", false),
@@ -76,6 +77,7 @@ pub async fn dispatch(function: &str, app: &App, req: Request) -> Option<ApiResu
         "create-user" => api::users::create_user(app, req).await,
         "update-user" => api::users::update_user(app, req).await,
         "get-user" => api::users::get_user(app, req).await,
+        "export-user" => api::users::export_user(app, req).await,
         "find-user" => api::users::find_user(app, req).await,
         "create-post" => api::posts::create_post(app, req).await,
         "update-post" => api::posts::update_post(app, req).await,

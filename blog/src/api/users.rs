@@ -1,6 +1,7 @@
-//! C1 create / edit a user, Q1 get a user.
+//! C1 create / edit a user, Q1 get a user, and a user's export of
+//! everything they wrote.
 
-use lambda_http::Request;
+use lambda_http::{Request, RequestExt};
 use serde::Deserialize;
 
 use super::{ApiError, ApiResult, App, ErrorCode, Reply, request};
@@ -51,3 +52,40 @@ pub async fn get_user(app: &App, req: Request) -> ApiResult {
         None => Err(ApiError::NotFound("no such user")),
     }
 }
+
+/// The most a page of an export holds: a post comes with its full content
+/// (up to 40,000 characters), and a page must stay well inside Lambda's 6 MB
+/// response.
+pub const EXPORT_MAX_LIMIT: usize = 25;
+
+/// `GET /users/{userId}/export`: the caller's own profile and everything they
+/// wrote, a page at a time (`limit` 1–25, default 10; `cursor`). Only the
+/// user themself (403 for anyone else; 404 without a profile).
+pub async fn export_user(app: &App, req: Request) -> ApiResult {
+    let caller = request::caller(&req)?;
+    let user = request::path_id(&req, "userId", UserId::parse)?;
+    if user != caller {
+        return Err(ApiError::Forbidden("you can only export your own data"));
+    }
+    let (limit, cursor) = request::page(&req)?;
+    let limit = match req.query_string_parameters().first("limit") {
+        None => EXPORT_DEFAULT_LIMIT,
+        Some(_) if limit <= EXPORT_MAX_LIMIT => limit,
+        Some(_) => {
+            return Err(ApiError::bad_request(
+                ErrorCode::BadLimit,
+                format!("an export's limit is an integer from 1 to {EXPORT_MAX_LIMIT}"),
+            ));
+        }
+    };
+    match app
+        .store
+        .export_page(&user, limit, cursor.as_deref())
+        .await?
+    {
+        Some(page) => Reply::ok(&page),
+        None => Err(ApiError::NotFound("no such user")),
+    }
+}
+
+const EXPORT_DEFAULT_LIMIT: usize = 10;

@@ -16,6 +16,7 @@ pub mod comments;
 pub mod cursor;
 pub mod deletion;
 mod error;
+pub mod export;
 pub mod feed;
 pub mod likes;
 pub mod meter;

@@ -1,5 +1,6 @@
-//! The route table, `cargo lambda watch`'s router and the function binaries
-//! must describe the same API.
+//! The route table and the function binaries describe the same API, and
+//! nothing else lists routes (template.yaml's are held to the table by
+//! template.rs).
 
 use std::collections::BTreeSet;
 
@@ -11,31 +12,22 @@ fn manifest(path: &str) -> toml::Table {
     text.parse().expect("parse manifest")
 }
 
+/// template.yaml is the one list of routes: the local API Gateway reads it,
+/// and `cargo lambda watch` routes nothing (a router in Cargo.toml would be
+/// one more list to keep equal, and watch would serve requests without the
+/// authorizer).
 #[test]
-fn the_local_router_serves_exactly_the_contracts_routes() {
+fn no_second_list_of_routes_for_watch() {
     let root = manifest("Cargo.toml");
-    let router = root["workspace"]["metadata"]["lambda"]["watch"]["router"]
-        .as_table()
-        .expect("router");
-    let mut local = BTreeSet::new();
-    for (path, entries) in router {
-        for entry in entries.as_array().expect("route list") {
-            let method = entry["method"].as_str().expect("method");
-            let function = entry["function"].as_str().expect("function");
-            local.insert((method.to_owned(), path.clone(), function.to_owned()));
-        }
-    }
-    let contract: BTreeSet<_> = ROUTES
-        .iter()
-        .map(|r| {
-            (
-                r.method.to_owned(),
-                r.path.to_owned(),
-                r.function.to_owned(),
-            )
-        })
-        .collect();
-    assert_eq!(local, contract);
+    let metadata = root["workspace"].get("metadata");
+    assert!(
+        metadata
+            .and_then(|m| m.get("lambda"))
+            .and_then(|l| l.get("watch"))
+            .and_then(|w| w.get("router"))
+            .is_none(),
+        "Cargo.toml has a watch router"
+    );
 }
 
 #[test]

@@ -11,6 +11,7 @@ mod contract;
 mod deletes;
 mod errors;
 mod exactness;
+mod export;
 mod fanout;
 mod faults;
 mod feed;

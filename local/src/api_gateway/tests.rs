@@ -205,7 +205,7 @@ impl Running {
 #[test]
 fn the_routes_and_the_authorizer_are_the_templates() {
     let api = ApiConfig::from_template(&template(), &HashMap::new()).expect("the API");
-    assert_eq!(api.routes.len(), 16);
+    assert_eq!(api.routes.len(), blog::routes::ROUTES.len());
     let key = |method: &str, path: &str| {
         api.routes
             .iter()
@@ -219,12 +219,17 @@ fn the_routes_and_the_authorizer_are_the_templates() {
         Some(("unlike-post", true))
     );
     assert_eq!(
+        key("GET", "/users/{userId}/export"),
+        Some(("export-user", true))
+    );
+    assert_eq!(
         api.issuer("eu-west-1", "eu-west-1_abc"),
         "https://cognito-idp.eu-west-1.amazonaws.com/eu-west-1_abc"
     );
-    // The template's defaults: 100 a second a write route, 1,000 a read
-    // route, 5,000 the feed.
+    // The template's defaults: 100 a second a write route (and the export),
+    // 1,000 a public read route, 5,000 the feed.
     assert_eq!(api.throttle("POST /posts").rate, 100.0);
+    assert_eq!(api.throttle("GET /users/{userId}/export").rate, 100.0);
     assert_eq!(api.throttle("GET /posts/{postId}").rate, 1000.0);
     assert_eq!(api.throttle("GET /feed").burst, 5000.0);
     assert_eq!(api.cors.allow_headers, ["authorization", "content-type"]);

@@ -376,6 +376,18 @@ impl Query {
         self
     }
 
+    /// Only sort keys after `sk`.
+    pub fn after(mut self, sk: String) -> Self {
+        let attr = self.sort_key();
+        self.key = Expr {
+            text: format!("{} AND #sk > :after", self.key.text),
+            ..self.key
+        }
+        .name("#sk", attr)
+        .value(":after", s(sk));
+        self
+    }
+
     pub fn newest_first(mut self) -> Self {
         self.forward = false;
         self
@@ -769,9 +781,9 @@ impl Table {
         })
     }
 
-    #[cfg(feature = "admin")]
-    /// Strongly consistent BatchGetItem of up to 100 `keys` (admin only: the
-    /// audit's profiles), resending what DynamoDB leaves unprocessed. Returns
+    /// Strongly consistent BatchGetItem of up to 100 `keys` (the audit's
+    /// profiles; a page of a user's export), resending what DynamoDB leaves
+    /// unprocessed. Returns
     /// the items found and the read units spent.
     pub async fn batch_get(
         &self,
