@@ -54,8 +54,8 @@ pub async fn get_user(app: &App, req: Request) -> ApiResult {
 }
 
 /// The most a page of an export holds: a post comes with its full content
-/// (up to 40,000 characters), and a page must stay well inside Lambda's 6 MB
-/// response.
+/// (up to 50,000 characters, at most 200 KB of UTF-8), and 25 such posts
+/// (about 5 MB) stay inside Lambda's 6 MB response.
 pub const EXPORT_MAX_LIMIT: usize = 25;
 
 /// `GET /users/{userId}/export`: the caller's own profile and everything they
