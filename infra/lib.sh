@@ -28,7 +28,11 @@ export SAM_CLI_TELEMETRY=0
 export AWS_ACCESS_KEY_ID=local AWS_SECRET_ACCESS_KEY=local AWS_REGION=us-east-1
 export AWS_EC2_METADATA_DISABLED=true
 
-log() { printf '\033[1m[%s]\033[0m %s\n' "$(basename "$0")" "$*" >&2; }
+# Each step says how long the script has run (minutes:seconds), so that a
+# long wait says what it is for.
+log() {
+  printf '\033[1m[%s %d:%02d]\033[0m %s\n' "$(basename "$0")" $((SECONDS / 60)) $((SECONDS % 60)) "$*" >&2
+}
 
 ensure_java() {
   command -v java >/dev/null && return
