@@ -29,9 +29,10 @@ enum Entry {
 }
 
 impl Entry {
-    /// From the index item: its GSI1 sort key names the kind and the id, and
-    /// the projected `postId` the post a comment or a like is on.
-    fn of(item: &Item) -> Result<Self, StoreError> {
+    /// From the index item, with its GSI1 sort key (the cursor's place): the
+    /// key names the kind and the id, and the projected `postId` the post a
+    /// comment or a like is on.
+    fn of(item: &Item) -> Result<(String, Self), StoreError> {
         let text = |name: &str| item.get(name).and_then(|v| v.as_s().ok());
         let sk = text(keys::GSI1SK).ok_or_else(|| StoreError::Internal("no GSI1SK".into()))?;
         let post = || {
@@ -40,43 +41,36 @@ impl Entry {
                 .ok_or_else(|| StoreError::Internal(format!("{sk}: no postId")))
         };
         let bad = |_| StoreError::Internal(format!("bad GSI1SK {sk}"));
-        if let Some(id) = sk.strip_prefix(POST_PREFIX) {
-            Ok(Entry::Post(PostId::parse(id).map_err(bad)?))
+        let entry = if let Some(id) = sk.strip_prefix(POST_PREFIX) {
+            Entry::Post(PostId::parse(id).map_err(bad)?)
         } else if let Some(id) = sk.strip_prefix(COMMENT_PREFIX) {
-            Ok(Entry::Comment(post()?, CommentId::parse(id).map_err(bad)?))
+            Entry::Comment(post()?, CommentId::parse(id).map_err(bad)?)
         } else if let Some(id) = sk.strip_prefix(LIKE_PREFIX) {
-            Ok(Entry::Like(post()?, LikeId::parse(id).map_err(bad)?))
+            Entry::Like(post()?, LikeId::parse(id).map_err(bad)?)
         } else {
-            Err(StoreError::Internal(format!("unexpected GSI1SK {sk}")))
-        }
+            return Err(StoreError::Internal(format!("unexpected GSI1SK {sk}")));
+        };
+        Ok((sk.clone(), entry))
     }
 
-    /// The table items that hold it in full.
-    fn keys(&self) -> Vec<Key> {
+    /// The table item that holds it: the post item, the comment, the like.
+    fn item_key(&self) -> Key {
         match self {
-            Entry::Post(post) => vec![
-                Key::new(keys::post_pk(post), keys::POST_SK),
-                Key::new(keys::post_pk(post), keys::POST_CONTENT_SK),
-            ],
+            Entry::Post(post) => Key::new(keys::post_pk(post), keys::POST_SK),
             Entry::Comment(post, comment) => {
-                vec![Key::new(keys::post_pk(post), keys::comment_sk(comment))]
+                Key::new(keys::post_pk(post), keys::comment_sk(comment))
             }
-            Entry::Like(post, like) => vec![Key::new(keys::post_pk(post), keys::like_sk(like))],
+            Entry::Like(post, like) => Key::new(keys::post_pk(post), keys::like_sk(like)),
         }
     }
-}
 
-/// The one table item of a comment or a like, if it is still there.
-fn one<E: Entity>(
-    entry: &Entry,
-    take: &mut impl FnMut(Key) -> Option<Item>,
-) -> Result<Option<E>, StoreError> {
-    entry
-        .keys()
-        .pop()
-        .and_then(take)
-        .map(E::from_item)
-        .transpose()
+    /// A post's content item, beside it.
+    fn content_key(&self) -> Option<Key> {
+        match self {
+            Entry::Post(post) => Some(Key::new(keys::post_pk(post), keys::POST_CONTENT_SK)),
+            Entry::Comment(..) | Entry::Like(..) => None,
+        }
+    }
 }
 
 /// The cursor's namespace: one user's export.
@@ -125,18 +119,11 @@ impl Store {
         let entries: Vec<(String, Entry)> = index
             .iter()
             .take(limit)
-            .map(|item| {
-                let sk = item
-                    .get(keys::GSI1SK)
-                    .and_then(|v| v.as_s().ok())
-                    .cloned()
-                    .unwrap_or_default();
-                Entry::of(item).map(|entry| (sk, entry))
-            })
+            .map(Entry::of)
             .collect::<Result<_, _>>()?;
         let wanted: Vec<Item> = entries
             .iter()
-            .flat_map(|(_, entry)| entry.keys())
+            .flat_map(|(_, entry)| std::iter::once(entry.item_key()).chain(entry.content_key()))
             .map(|key| key.item())
             .collect();
         let mut found: HashMap<Key, Item> = HashMap::new();
@@ -148,30 +135,23 @@ impl Store {
         }
         let mut items = Vec::with_capacity(entries.len());
         for (_, entry) in &entries {
-            let mut take = |key: Key| found.remove(&key);
-            let exported = match entry {
-                Entry::Post(post) => {
-                    let [item, content] = <[Key; 2]>::try_from(entry.keys())
-                        .map_err(|_| StoreError::Internal("post keys".into()))?;
-                    match take(item) {
-                        Some(item) => {
-                            let content =
-                                take(content).map(PostContentItem::from_item).transpose()?;
-                            let item = PostItem::from_item(item)?;
-                            debug_assert_eq!(&item.post_id, post);
-                            Some(Exported::Post(Post::from(StoredPost { item, content })))
-                        }
-                        None => None,
-                    }
-                }
-                Entry::Comment(..) => {
-                    one::<CommentItem>(entry, &mut take)?.map(|c| Exported::Comment(c.into()))
-                }
-                Entry::Like(..) => {
-                    one::<LikeItem>(entry, &mut take)?.map(|l| Exported::Like(l.into()))
-                }
+            // Gone since the index was read: deleted just now.
+            let Some(item) = found.remove(&entry.item_key()) else {
+                continue;
             };
-            items.extend(exported);
+            items.push(match entry {
+                Entry::Post(_) => {
+                    let content = entry
+                        .content_key()
+                        .and_then(|key| found.remove(&key))
+                        .map(PostContentItem::from_item)
+                        .transpose()?;
+                    let item = PostItem::from_item(item)?;
+                    Exported::Post(Post::from(StoredPost { item, content }))
+                }
+                Entry::Comment(..) => Exported::Comment(CommentItem::from_item(item)?.into()),
+                Entry::Like(..) => Exported::Like(LikeItem::from_item(item)?.into()),
+            });
         }
         let next_cursor = match entries.last() {
             Some((sk, _)) if more => Some(cursor::encode(&list(user), sk)),

@@ -351,41 +351,40 @@ impl Query {
         if self.index.is_some() { GSI1SK } else { SK }
     }
 
-    /// Only sort keys that begin with `prefix`.
-    pub fn begins_with(mut self, prefix: &str) -> Self {
+    /// Adds `condition` on the sort key (`#sk`) with its `values`.
+    fn and_sort_key(mut self, condition: &str, values: &[(&str, String)]) -> Self {
         let sk = self.sort_key();
-        self.key = Expr {
-            text: format!("{} AND begins_with(#sk, :prefix)", self.key.text),
+        let mut key = Expr {
+            text: format!("{} AND {condition}", self.key.text),
             ..self.key
         }
-        .name("#sk", sk)
-        .value(":prefix", s(prefix));
+        .name("#sk", sk);
+        for (placeholder, value) in values {
+            key = key.value(placeholder, s(value.clone()));
+        }
+        self.key = key;
         self
+    }
+
+    /// Only sort keys that begin with `prefix`.
+    pub fn begins_with(self, prefix: &str) -> Self {
+        self.and_sort_key(
+            "begins_with(#sk, :prefix)",
+            &[(":prefix", prefix.to_owned())],
+        )
     }
 
     /// Only sort keys in `[low, high]`.
-    pub fn between(mut self, low: String, high: String) -> Self {
-        let sk = self.sort_key();
-        self.key = Expr {
-            text: format!("{} AND #sk BETWEEN :low AND :high", self.key.text),
-            ..self.key
-        }
-        .name("#sk", sk)
-        .value(":low", s(low))
-        .value(":high", s(high));
-        self
+    pub fn between(self, low: String, high: String) -> Self {
+        self.and_sort_key(
+            "#sk BETWEEN :low AND :high",
+            &[(":low", low), (":high", high)],
+        )
     }
 
     /// Only sort keys after `sk`.
-    pub fn after(mut self, sk: String) -> Self {
-        let attr = self.sort_key();
-        self.key = Expr {
-            text: format!("{} AND #sk > :after", self.key.text),
-            ..self.key
-        }
-        .name("#sk", attr)
-        .value(":after", s(sk));
-        self
+    pub fn after(self, sk: String) -> Self {
+        self.and_sort_key("#sk > :after", &[(":after", sk)])
     }
 
     pub fn newest_first(mut self) -> Self {
