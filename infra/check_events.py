@@ -44,6 +44,9 @@ SEQUENCE = [
     ("park-failures", None, lambda b: b["batchItemFailures"] == []),
     ("delete-post", 204, lambda b: b is None),
     ("get-post", 404, lambda b: b["error"]["code"] == "not_found"),
+    # Alice leaves: her profile and name go at once, the rest in the fan-out.
+    ("delete-user", 204, lambda b: b is None),
+    ("get-user", 404, lambda b: b["error"]["code"] == "not_found"),
 ]
 
 

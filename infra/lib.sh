@@ -129,11 +129,11 @@ start_dynamodb_local() {
   local storage=(-inMemory)
   [ -n "$data" ] && { mkdir -p "$data"; storage=(-dbPath "$data"); }
   java -Djava.library.path="$DDB_HOME/DynamoDBLocal_lib" -jar "$DDB_HOME/DynamoDBLocal.jar" \
-    -port "$port" -sharedDb -disableTelemetry "${storage[@]}" >"$LOCAL/dynamodb-local.log" 2>&1 &
+    -port "$port" -sharedDb -disableTelemetry "${storage[@]}" >"$LOCAL/dynamodb-local-$port.log" 2>&1 &
   DDB_PID=$!
   local tries=0
   until curl -s -o /dev/null "http://127.0.0.1:$port"; do
-    kill -0 "$DDB_PID" 2>/dev/null || { log "DynamoDB Local did not start:"; cat "$LOCAL/dynamodb-local.log" >&2; exit 1; }
+    kill -0 "$DDB_PID" 2>/dev/null || { log "DynamoDB Local did not start:"; cat "$LOCAL/dynamodb-local-$port.log" >&2; exit 1; }
     tries=$((tries + 1))
     [ "$tries" -lt 100 ] || { log "DynamoDB Local is not answering on port $port"; exit 1; }
     sleep 0.2

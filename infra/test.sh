@@ -50,10 +50,23 @@ log "the IAM roles as the SAM transform expands them"
 
 pids=()
 trap 'for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done' EXIT
-port=$(free_port)
-start_dynamodb_local "$port"
-pids+=("$DDB_PID")
-export DYNAMODB_ENDPOINT="http://127.0.0.1:$port" DYNAMODB_LOCAL_HOME="$DDB_HOME"
+# Several DynamoDB Locals for the tests, each test on one of them (chosen by
+# its name, blog/tests/api/support.rs): an instance serves one request at a
+# time and slows down with every table and stream it holds, so one instance
+# would leave a core idle and serve the last tests several times slower than
+# the first.
+endpoints=()
+ddb_pids=()
+for _ in 1 2 3; do
+  port=$(free_port)
+  start_dynamodb_local "$port"
+  pids+=("$DDB_PID")
+  ddb_pids+=("$DDB_PID")
+  endpoints+=("http://127.0.0.1:$port")
+done
+export DYNAMODB_ENDPOINTS
+DYNAMODB_ENDPOINTS=$(IFS=,; echo "${endpoints[*]}")
+export DYNAMODB_ENDPOINT="${endpoints[0]}" DYNAMODB_LOCAL_HOME="$DDB_HOME"
 
 log "cargo test"
 mkdir -p "$LOCAL"
@@ -65,7 +78,8 @@ set -e
 # A fresh DynamoDB Local for what follows: the hundreds of tables the tests
 # leave behind (each with a stream) slow an instance down several times over,
 # which no user of the local stack meets.
-kill "$DDB_PID" 2>/dev/null || true
+kill "${ddb_pids[@]}" 2>/dev/null || true
+unset DYNAMODB_ENDPOINTS
 port=$(free_port)
 start_dynamodb_local "$port"
 pids+=("$DDB_PID")

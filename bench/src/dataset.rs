@@ -62,13 +62,7 @@ pub fn username(index: usize) -> Username {
 
 pub fn user(index: usize) -> UserItem {
     let joined = timestamp_at(NOW_MS - 400 * DAY_MS);
-    UserItem {
-        user_id: user_id(index),
-        username: username(index),
-        created_at: joined.clone(),
-        updated_at: joined,
-        version: 1,
-    }
+    UserItem::new(&user_id(index), &username(index), &joined)
 }
 
 /// Everything user `index` wrote as posts, with the replies each post got from

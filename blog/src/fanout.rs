@@ -6,6 +6,8 @@
 //! | post, comment or like INSERT | the author's current username, if the profile moved on since the item was written (a rename whose walk read GSI1 before the index showed the item) | update only where `userVersion` is older |
 //! | post MODIFY (short form changed) | the feed entry's copy of it | update only if the entry exists and is older |
 //! | user MODIFY (username changed) | the username onto every post, comment and like the user wrote, page by page, its place saved (`store::rename`); near the deadline it stops and the record is reported failed, so that the retry goes on from there | update only where `userVersion` is older; an older rename's walk stops once a newer one exists |
+//! | user REMOVE (erased) | everything the user wrote out, page by page under GSI1 `USER#u`: each post as `DELETE /posts/{id}` deletes it, each comment and like with its post's count one down; near the deadline it stops and the record is reported failed, so that the retry deletes what is left (`store::erasure`) | deleting what is gone is a no-op; the erased user can write nothing new, and what they had in flight is taken out by the INSERT rule |
+//! | post, comment or like INSERT of an erased author (in flight when the erasure committed) | the item out, with its count (as the erasure's walk does) | deleting what is gone is a no-op |
 //! | post REMOVE (deleted) | its feed entry out (the count one down; the reserve's next newest shows in its place), then every comment, like and marker of its partition, a page at a time; near the deadline it stops and the record is reported failed, so that the retry deletes what is left (`store::deletion`) | deleting what is gone is a no-op; nothing can be added to a deleted post; a late INSERT finds no post and takes its entry back out |
 //! | anything else | nothing | – |
 //!
@@ -36,10 +38,11 @@ use crate::{
     store::{
         ItemType, Store, StoreError,
         deletion::Removal,
+        erasure::{ErasureStep, Written},
         feed::{Copied, FeedEntryItem},
         posts::PostItem,
         rename::{Deadline, RenameStep},
-        users::UserItem,
+        users::{Author, UserItem},
     },
 };
 
@@ -152,6 +155,7 @@ enum Rule {
     NewReply,
     ChangedPost,
     ChangedUser,
+    RemovedUser,
     RemovedPost,
 }
 
@@ -162,6 +166,7 @@ impl Rule {
             (Change::Insert, ItemType::Comment | ItemType::Like) => Some(Rule::NewReply),
             (Change::Modify, ItemType::Post) => Some(Rule::ChangedPost),
             (Change::Modify, ItemType::User) => Some(Rule::ChangedUser),
+            (Change::Remove, ItemType::User) => Some(Rule::RemovedUser),
             (Change::Remove, ItemType::Post) => Some(Rule::RemovedPost),
             _ => None,
         }
@@ -170,7 +175,7 @@ impl Rule {
 
 /// Whether [`apply`] may change a copy for this record: what template.yaml's
 /// `FilterCriteria` lets through to the function (new posts, comments and
-/// likes; changed posts and profiles; deleted posts). Records of any other
+/// likes; changed posts and profiles; deleted posts and profiles). Records of any other
 /// kind are [`Outcome::Ignored`], so recovery need not keep them.
 pub fn applies_to(record: &EventRecord) -> bool {
     Rule::of(record).is_some()
@@ -194,12 +199,10 @@ pub async fn apply(
 ) -> Result<Outcome, FanoutError> {
     match Rule::of(record) {
         Some(Rule::NewPost) => new_post(store, record).await,
-        Some(Rule::NewReply) => Ok(match catch_up_username(store, record).await? {
-            None => Outcome::Ignored,
-            Some(_) => Outcome::Written { writes: 1 },
-        }),
+        Some(Rule::NewReply) => new_reply(store, record).await,
         Some(Rule::ChangedPost) => changed_post(store, record).await,
         Some(Rule::ChangedUser) => changed_user(store, record, deadline).await,
+        Some(Rule::RemovedUser) => removed_user(store, record, deadline).await,
         Some(Rule::RemovedPost) => removed_post(store, record, deadline).await,
         None => Ok(Outcome::Ignored),
     }
@@ -208,7 +211,11 @@ pub async fn apply(
 /// A post INSERT: the post's name caught up, its feed entry, the feed trimmed.
 async fn new_post(store: &Store, record: &EventRecord) -> Result<Outcome, FanoutError> {
     let mut post: PostItem = decode(&record.change.new_image, "new")?;
-    let renamed = catch_up_username(store, record).await?;
+    let renamed = match author_of(store, record).await? {
+        Author::Erased => return erased_author(store, record).await,
+        Author::Renamed(profile) => Some(profile),
+        Author::Current => None,
+    };
     // The feed gets the name the post has now.
     if let Some(profile) = &renamed {
         post.username.clone_from(&profile.username);
@@ -226,6 +233,63 @@ async fn new_post(store: &Store, record: &EventRecord) -> Result<Outcome, Fanout
     Ok(match (entered, renamed) {
         (Copied::Written, _) | (_, Some(_)) => Outcome::Written { writes },
         _ => Outcome::Stale { writes },
+    })
+}
+
+/// A comment or like INSERT: its author's name caught up, or the item out
+/// if its author was erased meanwhile.
+async fn new_reply(store: &Store, record: &EventRecord) -> Result<Outcome, FanoutError> {
+    Ok(match author_of(store, record).await? {
+        Author::Current => Outcome::Ignored,
+        Author::Renamed(_) => Outcome::Written { writes: 1 },
+        Author::Erased => return erased_author(store, record).await,
+    })
+}
+
+/// A new item whose author's account was erased while it was written: out
+/// it goes, as the erasure's walk would have taken it.
+async fn erased_author(store: &Store, record: &EventRecord) -> Result<Outcome, FanoutError> {
+    let key: Key = decode(&record.change.new_image, "new")?;
+    let item: Authored = decode(&record.change.new_image, "new")?;
+    let written = Written::of(&key).ok_or_else(|| FanoutError::Malformed {
+        image: "new",
+        reason: format!("{}/{} is not a post, comment or like", key.pk, key.sk),
+    })?;
+    let erased = store.erase_written(&item.user_id, written).await?;
+    tracing::info!(pk = %key.pk, sk = %key.sk, "an erased author's late item taken out");
+    Ok(match erased.total() {
+        0 => Outcome::Stale { writes: 1 },
+        writes => Outcome::Written { writes },
+    })
+}
+
+/// A user REMOVE: everything the erased user wrote, out.
+async fn removed_user(
+    store: &Store,
+    record: &EventRecord,
+    deadline: &Deadline,
+) -> Result<Outcome, FanoutError> {
+    let old: UserItem = decode(&record.change.old_image, "old")?;
+    let step = store.erase_items(&old.user_id, deadline).await?;
+    let (erased, paused, finished) = match step {
+        ErasureStep::Paused(e) => (e.total(), 1.0, 0.0),
+        ErasureStep::Done(e) => (e.total(), 0.0, 1.0),
+        ErasureStep::Stale => (0, 0.0, 0.0),
+    };
+    metrics::emit(
+        &[],
+        &[
+            ("ErasedItems", erased as f64, Unit::Count),
+            ("ErasuresPaused", paused, Unit::Count),
+            ("ErasuresFinished", finished, Unit::Count),
+        ],
+    );
+    Ok(match step {
+        ErasureStep::Paused(e) => Outcome::Paused { writes: e.total() },
+        ErasureStep::Done(e) => Outcome::Written {
+            writes: e.total() + 2,
+        },
+        ErasureStep::Stale => Outcome::Stale { writes: 0 },
     })
 }
 
@@ -306,23 +370,22 @@ async fn removed_post(
     )
 }
 
-/// A new item that copies its author's username: see
-/// [`Store::catch_up_username`].
-async fn catch_up_username(
-    store: &Store,
-    record: &EventRecord,
-) -> Result<Option<UserItem>, FanoutError> {
-    #[derive(Deserialize)]
-    #[serde(rename_all = "camelCase")]
-    struct Authored {
-        user_id: UserId,
-        user_version: u64,
-    }
+/// Who wrote a new item that copies its author's username: see
+/// [`Store::author_of_new_item`].
+async fn author_of(store: &Store, record: &EventRecord) -> Result<Author, FanoutError> {
     let key: Key = decode(&record.change.new_image, "new")?;
     let item: Authored = decode(&record.change.new_image, "new")?;
     Ok(store
-        .catch_up_username(&key.pk, &key.sk, &item.user_id, item.user_version)
+        .author_of_new_item(&key, &item.user_id, item.user_version)
         .await?)
+}
+
+/// What a post, comment or like says of its author.
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct Authored {
+    user_id: UserId,
+    user_version: u64,
 }
 
 #[derive(Deserialize)]

@@ -12,6 +12,7 @@
 //! | feed entry      | `FEED`              | `POST#<postId>`     | –             | –                   |
 //! | feed floor      | `FEED`              | `FLOOR`             | –             | –                   |
 //! | rename progress | `USER#<userId>`     | `RENAME`            | –             | –                   |
+//! | erasure mark    | `USER#<userId>`     | `ERASED`            | –             | –                   |
 //! | parked record   | `PARKED`            | `RECORD#<seq>#<shardId>` | –        | –                   |
 //!
 //! A post's partition holds the post, its content, its comments and its likes
@@ -52,6 +53,7 @@ pub const PROFILE_SK: &str = "PROFILE";
 pub const USERNAME_SK: &str = "USERNAME";
 /// Where a rename's fan-out walk is, in the user's partition.
 pub const RENAME_SK: &str = "RENAME";
+pub const ERASED_SK: &str = "ERASED";
 pub const POST_SK: &str = "POST";
 pub const POST_CONTENT_SK: &str = "POST#CONTENT";
 /// What the post item's and the content item's sort keys, and nothing else in
@@ -81,6 +83,11 @@ pub fn user_pk(user: &UserId) -> String {
 /// A user's profile: the item every write of content reads first.
 pub fn profile(user: &UserId) -> Key {
     Key::new(user_pk(user), PROFILE_SK)
+}
+
+/// The mark an erased account leaves (`store::erasure`).
+pub fn erasure(user: &UserId) -> Key {
+    Key::new(user_pk(user), ERASED_SK)
 }
 
 /// Usernames are unique case-insensitively: the claim's key is the lower-cased name.
@@ -168,6 +175,9 @@ pub enum ItemType {
     FeedFloor,
     /// Where a rename's fan-out walk is (`USER#u / RENAME`).
     RenameProgress,
+    /// What is left of an erased account (`USER#u / ERASED`,
+    /// [`crate::store::erasure`]).
+    Erasure,
     /// A stream record the fan-out gave up on, kept until replayed
     /// (`PARKED / RECORD#…`, [`crate::store::parked`]).
     ParkedRecord,

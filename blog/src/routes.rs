@@ -33,11 +33,12 @@ const fn route(
     }
 }
 
-pub const ROUTES: [Route; 17] = [
+pub const ROUTES: [Route; 18] = [
     route("POST", "/users", "create-user", true),
     route("GET", "/users", "find-user", false),
     route("PUT", "/users/{userId}", "update-user", true),
     route("GET", "/users/{userId}", "get-user", false),
+    route("DELETE", "/users/{userId}", "delete-user", true),
     route("GET", "/users/{userId}/export", "export-user", true),
     route("POST", "/posts", "create-post", true),
     route("PUT", "/posts/{postId}", "update-post", true),
@@ -78,6 +79,7 @@ pub async fn dispatch(function: &str, app: &App, req: Request) -> Option<ApiResu
         "update-user" => api::users::update_user(app, req).await,
         "get-user" => api::users::get_user(app, req).await,
         "export-user" => api::users::export_user(app, req).await,
+        "delete-user" => api::users::delete_user(app, req).await,
         "find-user" => api::users::find_user(app, req).await,
         "create-post" => api::posts::create_post(app, req).await,
         "update-post" => api::posts::update_post(app, req).await,

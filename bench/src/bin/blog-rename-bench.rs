@@ -61,13 +61,7 @@ async fn main() -> Result<(), Error> {
     // The user and everything they wrote, in its final state.
     let user_id = UserId::parse("prolific-writer")?;
     let now = timestamp::now();
-    let mut author = UserItem {
-        user_id: user_id.clone(),
-        username: Username::parse("prolific")?,
-        created_at: now.clone(),
-        updated_at: now.clone(),
-        version: 1,
-    };
+    let mut author = UserItem::new(&user_id, &Username::parse("prolific")?, &now);
     let loading = Instant::now();
     let mut loaded = 0;
     let mut all = bulk::user_items(&author)?;

@@ -21,6 +21,7 @@ pub enum ErrorCode {
     NotFound,
     UsernameTaken,
     ProfileExists,
+    BeingErased,
     PayloadTooLarge,
     Unavailable,
     Internal,
@@ -40,6 +41,7 @@ impl ErrorCode {
             Self::NotFound => "not_found",
             Self::UsernameTaken => "username_taken",
             Self::ProfileExists => "profile_exists",
+            Self::BeingErased => "being_erased",
             Self::PayloadTooLarge => "payload_too_large",
             Self::Unavailable => "unavailable",
             Self::Internal => "internal",
@@ -146,6 +148,10 @@ impl From<StoreError> for ApiError {
             },
             StoreError::ProfileExists => Self::Conflict {
                 code: ErrorCode::ProfileExists,
+                message,
+            },
+            StoreError::BeingErased => Self::Conflict {
+                code: ErrorCode::BeingErased,
                 message,
             },
             StoreError::NoProfile => Self::Forbidden("create your profile first (POST /users)"),

@@ -1,5 +1,5 @@
-//! C1 create / edit a user, Q1 get a user, and a user's export of
-//! everything they wrote.
+//! C1 create / edit a user, Q1 get a user, a user's export of everything
+//! they wrote, and the erasure of their account.
 
 use lambda_http::{Request, RequestExt};
 use serde::Deserialize;
@@ -31,6 +31,21 @@ pub async fn update_user(app: &App, req: Request) -> ApiResult {
     let body: UsernameBody = request::json_body(&req)?;
     let username = text::Username::parse(&body.username)?;
     Reply::ok(&app.store.rename_user(&user, &username).await?)
+}
+
+/// `DELETE /users/{userId}`: erases the caller's account (403 for anyone
+/// else; 404 without a profile; 204 again for an account already erased).
+/// The profile and the username go at once; everything the user wrote
+/// follows in the fan-out (`store::erasure`).
+pub async fn delete_user(app: &App, req: Request) -> ApiResult {
+    let caller = request::caller(&req)?;
+    let user = request::path_id(&req, "userId", UserId::parse)?;
+    if user != caller {
+        return Err(ApiError::Forbidden("you can only delete your own account"));
+    }
+    request::no_body(&req)?;
+    app.store.erase_user(&user).await?;
+    Reply::no_content()
 }
 
 /// Q1 by name, `GET /users?username=<name>`: the profile whose username is

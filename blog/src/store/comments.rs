@@ -116,6 +116,35 @@ impl Store {
         }
     }
 
+    /// Erasure (fan-out): `comment` out of `post` with the post's
+    /// `commentCount` one down, in one transaction, as its author deleting it
+    /// would; `false` when it is gone already. When the post is gone (its
+    /// own deletion clears its partition) the comment goes alone.
+    pub(super) async fn erase_comment(
+        &self,
+        post: &PostId,
+        comment: &CommentId,
+    ) -> Result<bool, StoreError> {
+        let key = CommentItem::key_of(post, comment).item();
+        let exists = Expr::new("attribute_exists(PK)");
+        let mut tx = self.db.transaction("erase comment");
+        let remove = Write::delete(key.clone()).when(exists).landed_if_gone();
+        let removed = tx.add("comment", remove);
+        let counted = tx.add("post", PostItem::count(post, Counter::Comments, Step::Down));
+        match tx.commit().await? {
+            TxOutcome::Committed => Ok(true),
+            TxOutcome::ConditionFailed(failed) if failed.failed(removed) => Ok(false),
+            TxOutcome::ConditionFailed(failed) if failed.failed(counted) => {
+                let alone = Write::delete(key);
+                self.db
+                    .write("erase comment of a deleted post", &alone)
+                    .await?;
+                Ok(true)
+            }
+            TxOutcome::ConditionFailed(failed) => Err(failed.unexpected("erase comment")),
+        }
+    }
+
     /// C3 (request): the comment and the post's `commentCount` change commit
     /// together, so the count is exact however many comment at once (the
     /// seeds' stored procedure, as one single-partition transaction).

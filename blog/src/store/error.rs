@@ -15,6 +15,8 @@ pub enum StoreError {
     ProfileExists,
     #[error("the caller has no profile yet")]
     NoProfile,
+    #[error("this user's earlier account is still being erased")]
+    BeingErased,
     #[error("no such user")]
     UserNotFound,
     #[error("no such post")]

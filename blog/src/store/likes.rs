@@ -244,6 +244,49 @@ impl Store {
         ))
     }
 
+    /// Erasure (fan-out): the like `like` of `liker`, its marker (when it
+    /// names this like: a new account of the same user may have liked since)
+    /// and one off the post's `likeCount`, in one transaction, as unliking
+    /// would; `false` when the like is gone already. When the post is gone
+    /// (its own deletion clears its partition) the like goes alone.
+    pub(super) async fn erase_like(
+        &self,
+        post: &PostId,
+        like: &LikeId,
+        liker: &UserId,
+    ) -> Result<bool, StoreError> {
+        let like_key = Key::new(keys::post_pk(post), keys::like_sk(like)).item();
+        let mut with_marker = true;
+        let mut with_count = true;
+        loop {
+            let mut tx = self.db.transaction("erase like");
+            let exists = Expr::new("attribute_exists(PK)");
+            let remove = Write::delete(like_key.clone())
+                .when(exists)
+                .landed_if_gone();
+            let removed = tx.add("like", remove);
+            let marker = with_marker.then(|| {
+                let names_it = Expr::new("attribute_not_exists(PK) OR likeId = :like")
+                    .value(":like", s(like.to_string()));
+                let key = LikerMarker::key_of(post, liker).item();
+                tx.add("liker marker", Write::delete(key).when(names_it))
+            });
+            let counted = with_count
+                .then(|| tx.add("post", PostItem::count(post, Counter::Likes, Step::Down)));
+            match tx.commit().await? {
+                TxOutcome::Committed => return Ok(true),
+                TxOutcome::ConditionFailed(failed) if failed.failed(removed) => return Ok(false),
+                TxOutcome::ConditionFailed(failed) if marker.is_some_and(|m| failed.failed(m)) => {
+                    with_marker = false;
+                }
+                TxOutcome::ConditionFailed(failed) if counted.is_some_and(|c| failed.failed(c)) => {
+                    with_count = false;
+                }
+                TxOutcome::ConditionFailed(failed) => return Err(failed.unexpected("erase like")),
+            }
+        }
+    }
+
     /// Q5 (request): one Query in the post's partition, newest first.
     pub async fn list_likes(
         &self,

@@ -15,6 +15,7 @@ mod client;
 pub mod comments;
 pub mod cursor;
 pub mod deletion;
+pub mod erasure;
 mod error;
 pub mod export;
 pub mod feed;

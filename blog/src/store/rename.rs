@@ -141,7 +141,7 @@ pub enum RenameStep {
 /// Where a rename's walk is: `USER#u / RENAME`.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
-struct RenameProgress {
+pub(super) struct RenameProgress {
     /// Whose rename it is (in its key, and stored).
     user_id: UserId,
     /// The profile version being copied.
@@ -170,7 +170,7 @@ enum Phase {
 }
 
 impl RenameProgress {
-    fn key(user: &UserId) -> Item {
+    pub(super) fn key(user: &UserId) -> Item {
         Key::new(keys::user_pk(user), keys::RENAME_SK).item()
     }
 

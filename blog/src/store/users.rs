@@ -27,6 +27,19 @@ pub struct UserItem {
     pub created_at: String,
     pub updated_at: String,
     pub version: u64,
+    /// The version this profile started at: 1, or one past the version of
+    /// an erased account of the same user, so that what that account wrote
+    /// (`userVersion` below this) is never taken for this one's.
+    #[serde(default = "first_version", skip_serializing_if = "is_first_version")]
+    pub first_version: u64,
+}
+
+fn first_version() -> u64 {
+    1
+}
+
+fn is_first_version(version: &u64) -> bool {
+    *version == 1
 }
 
 impl UserItem {
@@ -38,6 +51,16 @@ impl UserItem {
             created_at: at.to_owned(),
             updated_at: at.to_owned(),
             version: 1,
+            first_version: 1,
+        }
+    }
+
+    /// The same profile starting at `version` (after an erasure).
+    pub fn starting_at(self, version: u64) -> Self {
+        Self {
+            version,
+            first_version: version,
+            ..self
         }
     }
 
@@ -123,13 +146,21 @@ impl Entity for UsernameClaim {
 }
 
 impl Store {
-    /// C1 (request): creates the caller's profile and claims its username, atomically.
+    /// C1 (request): creates the caller's profile and claims its username,
+    /// atomically. A user whose earlier account was erased starts past its
+    /// version, once the erasure's walk is done (strongly consistent read of
+    /// the erasure mark first).
     pub async fn create_user(
         &self,
         user: &UserId,
         username: &Username,
     ) -> Result<User, StoreError> {
-        let item = UserItem::new(user, username, &timestamp::now());
+        let first = match self.erasure_mark(user).await? {
+            Some(mark) if !mark.done => return Err(StoreError::BeingErased),
+            Some(mark) => mark.version + 1,
+            None => 1,
+        };
+        let item = UserItem::new(user, username, &timestamp::now()).starting_at(first);
         let mut tx = self.db.transaction("create user");
         let profile = tx.add("profile", Write::create(&item)?);
         let claim = tx.add("username claim", Write::create(&UsernameClaim::of(&item))?);
@@ -250,28 +281,36 @@ fn renamed_profile(current: &UserItem, renamed: &UserItem) -> Write {
 }
 
 impl Store {
-    /// Fan-out of a new post, comment or like whose copied username may be
-    /// stale: written under profile version `user_version`, it may have been
-    /// missed by a rename whose walk read GSI1 before the index showed it. If
-    /// the profile has moved on since, copies its current name, and returns
-    /// that profile (the copy landed, or a newer one did); `None` when the
-    /// item is up to date.
-    pub async fn catch_up_username(
+    /// Fan-out of a new post, comment or like, written under profile version
+    /// `user_version` (one strongly consistent read of the profile):
+    /// - its copied username may be stale: it may have been missed by a
+    ///   rename whose walk read GSI1 before the index showed it. If the
+    ///   profile has moved on since, copies its current name and answers
+    ///   [`Author::Renamed`] (the copy landed, or a newer one did);
+    /// - its author's account may have been erased while it was being
+    ///   written (the write had read the profile before): then it is the
+    ///   erased account's, [`Author::Erased`], and the caller removes it.
+    pub async fn author_of_new_item(
         &self,
-        pk: &str,
-        sk: &str,
+        key: &Key,
         user: &UserId,
         user_version: u64,
-    ) -> Result<Option<UserItem>, StoreError> {
+    ) -> Result<Author, StoreError> {
         let Some(profile) = self.read_profile(user, true).await? else {
-            return Ok(None);
+            let mark = self.erasure_mark(user).await?;
+            return Ok(match mark {
+                Some(mark) if user_version <= mark.version => Author::Erased,
+                _ => Author::Current,
+            });
         };
-        if profile.version <= user_version {
-            return Ok(None);
+        if user_version < profile.first_version {
+            return Ok(Author::Erased);
         }
-        let item = Key::new(pk.to_owned(), sk).item();
-        self.copy_username_onto(item, &profile).await?;
-        Ok(Some(profile))
+        if profile.version <= user_version {
+            return Ok(Author::Current);
+        }
+        self.copy_username_onto(key.item(), &profile).await?;
+        Ok(Author::Renamed(profile))
     }
 
     /// One username copy; `false` when the item already had this version (or
@@ -289,7 +328,10 @@ impl Store {
             username: &user.username,
             version: user.version,
         };
-        self.write_username(key, copy, Overwrite::Older).await
+        let over = Overwrite::Older {
+            since: user.first_version,
+        };
+        self.write_username(key, copy, over).await
     }
 
     /// Writes a profile's username onto the item at `key`, as `over` allows:
@@ -305,7 +347,11 @@ impl Store {
             .value(":name", s(copy.username))
             .value(":uv", n(copy.version));
         let condition = match over {
-            Overwrite::Older => Expr::new("attribute_exists(PK) AND userVersion < :uv"),
+            // Never onto what an erased account of the same user wrote.
+            Overwrite::Older { since } => {
+                Expr::new("attribute_exists(PK) AND userVersion < :uv AND userVersion >= :since")
+                    .value(":since", n(since))
+            }
             Overwrite::Repair { stored } => {
                 Expr::new("username = :stored AND userVersion <= :uv").value(":stored", s(stored))
             }
@@ -314,6 +360,17 @@ impl Store {
         let outcome = self.db.write("copy username", &write).await?;
         Ok(matches!(outcome, Outcome::Done(_)))
     }
+}
+
+/// Who wrote a new item, as the fan-out finds it.
+#[derive(Debug)]
+pub enum Author {
+    /// The profile it copied is the current one.
+    Current,
+    /// The profile was renamed since; its name is on the item now.
+    Renamed(UserItem),
+    /// The account that wrote it has been erased.
+    Erased,
 }
 
 /// A profile's name and version, as copied onto what the user wrote.
@@ -326,8 +383,9 @@ pub(crate) struct UsernameCopy<'a> {
 /// Which copies a username write may replace.
 #[derive(Debug, Clone, Copy)]
 pub(crate) enum Overwrite<'a> {
-    /// One of an older profile version (the fan-out: in order, once).
-    Older,
+    /// One of an older profile version, not older than the profile's first
+    /// (the fan-out: in order, once).
+    Older { since: u64 },
     /// The value `stored` the audit read, at this profile version or an older
     /// one (it also mends a copy that disagrees at the same version).
     // Only the audit (the `admin` feature) repairs.

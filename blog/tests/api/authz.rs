@@ -120,12 +120,18 @@ async fn every_write_route_admits_only_its_owner() {
             None,
             [(None, 401), (Some(stranger), 403), (Some(owner), 204)],
         ),
-        // Last: the post goes.
         (
             "DELETE",
             format!("/posts/{post}"),
             None,
             [(None, 401), (Some(other), 403), (Some(owner), 204)],
+        ),
+        // Last: an account goes; only its owner may erase it.
+        (
+            "DELETE",
+            format!("/users/{other}"),
+            None,
+            [(None, 401), (Some(owner), 403), (Some(other), 204)],
         ),
     ];
     for (method, path, body, cases) in matrix {

@@ -9,6 +9,7 @@ mod comments;
 mod conflicts;
 mod contract;
 mod deletes;
+mod erasure;
 mod errors;
 mod exactness;
 mod export;

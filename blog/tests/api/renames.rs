@@ -31,13 +31,11 @@ use crate::support::{TestApi, endpoint, user_id};
 async fn prolific(api: &TestApi, username: &str, posts: usize, comments: usize) -> String {
     let user = api.user(username).await;
     let now = timestamp::now();
-    let author = UserItem {
-        user_id: UserId::parse(&user).expect("user id"),
-        username: Username::parse(username).expect("username"),
-        created_at: now.clone(),
-        updated_at: now.clone(),
-        version: 1,
-    };
+    let author = UserItem::new(
+        &UserId::parse(&user).expect("user id"),
+        &Username::parse(username).expect("username"),
+        &now,
+    );
     let new_id = || ulid::Ulid::generate().to_string();
     let mut items = Vec::new();
     let mut post_items = Vec::new();

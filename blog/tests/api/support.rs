@@ -25,9 +25,23 @@ use tokio::net::TcpListener;
 /// Gateway's JWT authorizer would after checking a real token.
 pub const JWT_SUB: &str = "x-test-jwt-sub";
 
+/// The DynamoDB Local this test uses. infra/test.sh starts several (each
+/// serves its requests one at a time, and slows down with every table it
+/// holds) and lists them in `DYNAMODB_ENDPOINTS`; a test keeps to one, chosen
+/// by its name (libtest runs each test on a thread named after it), so that
+/// its tables, streams and proxies meet.
 pub fn endpoint() -> String {
-    std::env::var("DYNAMODB_ENDPOINT")
-        .expect("DYNAMODB_ENDPOINT is not set: run the integration tests through infra/test.sh")
+    let listed = std::env::var("DYNAMODB_ENDPOINTS")
+        .or_else(|_| std::env::var("DYNAMODB_ENDPOINT"))
+        .expect("DYNAMODB_ENDPOINT is not set: run the integration tests through infra/test.sh");
+    let endpoints: Vec<&str> = listed.split(',').filter(|e| !e.is_empty()).collect();
+    let test = std::thread::current().name().unwrap_or_default().to_owned();
+    // FNV-1a: stable across runs and Rust versions, unlike `DefaultHasher`.
+    let hash = test.bytes().fold(0xcbf2_9ce4_8422_2325_u64, |h, b| {
+        (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
+    });
+    let index = usize::try_from(hash % endpoints.len() as u64).unwrap_or_default();
+    endpoints[index].to_owned()
 }
 
 pub fn client(endpoint: &str, meter: &CapacityMeter, http: Option<SharedHttpClient>) -> Client {

@@ -1,0 +1,312 @@
+//! Erasing a user (`DELETE /users/{userId}`, GDPR article 17).
+//!
+//! The request deletes the profile and the username claim (the name is free
+//! at once) and puts a small mark, `USER#u / ERASED`, in one transaction:
+//! from then on every write of the user answers 403, as for a caller with no
+//! profile. The fan-out, on the profile's REMOVE record, deletes everything
+//! the user wrote, found under their GSI1 partition, a page at a time:
+//! - a post as `DELETE /posts/{id}` deletes it (its REMOVE then clears its
+//!   partition and its feed entry, and the feed's reserve shows the next);
+//! - a comment or a like on someone's post with that post's count one down,
+//!   in one transaction, as deleting the comment or unliking does.
+//!
+//! Each page it deletes is gone from the next Query, so the walk needs no
+//! saved place: stopped near the deadline (the record is reported failed) or
+//! killed, it goes on from what is left when the record comes again. Once
+//! GSI1 has had [`Store::gsi_lag_bound`] to show what was written before the
+//! erasure and the partition reads empty, the mark says `done`, and the same
+//! user may make a new profile, which starts past the erased one's version.
+//!
+//! A write that had read the profile before the erasure may commit after it
+//! (a like in flight): the fan-out's INSERT rule finds its author erased
+//! (`Store::author_of_new_item`: no profile and a mark at or above the
+//! item's `userVersion`, or a new profile that started above it) and removes
+//! it the same way. The mark stays (about 100 bytes) so that such a late item
+//! is known for what it is, and so that a second `DELETE` is a no-op.
+
+use aws_sdk_dynamodb::types::AttributeValue;
+use futures::StreamExt;
+use serde::{Deserialize, Serialize};
+
+use super::{
+    Busy, ItemType, Store, StoreError, n,
+    rename::{Deadline, RenameProgress},
+    s,
+    table::{Expr, Query, TxOutcome, Write},
+    users::{UserItem, UsernameClaim},
+};
+use crate::{
+    ids::{CommentId, LikeId, PostId, UserId},
+    keys::{self, Entity, Key, PK, SK},
+    timestamp,
+};
+
+/// How often the request re-reads a profile renamed under it.
+const ATTEMPTS: usize = 5;
+/// How many of the user's items one page of the walk reads.
+const PAGE: i32 = 100;
+/// How many items the walk deletes at once.
+const CONCURRENCY: usize = 16;
+
+/// What is left of an erased account: the version its profile had (every
+/// item it wrote carries a `userVersion` at most this), when, and whether
+/// the fan-out has deleted everything it wrote.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ErasureMark {
+    pub user_id: UserId,
+    pub version: u64,
+    pub erased_at: String,
+    pub done: bool,
+}
+
+impl Entity for ErasureMark {
+    const TYPE: ItemType = ItemType::Erasure;
+    /// Each erasure of the same user has its own time.
+    const OWN: &'static [&'static str] = &["erasedAt"];
+
+    fn key(&self) -> Key {
+        keys::erasure(&self.user_id)
+    }
+}
+
+/// What `DELETE /users/{userId}` did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Erased {
+    /// The profile was erased by this request.
+    Now,
+    /// It had been erased before (a repeated request).
+    Already,
+}
+
+/// What one invocation of the walk deleted.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct Erasing {
+    pub posts: usize,
+    pub comments: usize,
+    pub likes: usize,
+}
+
+impl Erasing {
+    pub fn total(&self) -> usize {
+        self.posts + self.comments + self.likes
+    }
+}
+
+impl std::ops::AddAssign for Erasing {
+    fn add_assign(&mut self, other: Self) {
+        self.posts += other.posts;
+        self.comments += other.comments;
+        self.likes += other.likes;
+    }
+}
+
+/// How an invocation of the walk ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ErasureStep {
+    /// Nothing the user wrote is left; the mark says so.
+    Done(Erasing),
+    /// Stopped before the deadline: the record must come again.
+    Paused(Erasing),
+    /// There is no erasure to walk (no mark, or its walk was done before).
+    Stale,
+}
+
+/// One of the user's items, as GSI1 lists it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Written {
+    Post(PostId),
+    Comment(PostId, CommentId),
+    Like(PostId, LikeId),
+}
+
+impl Written {
+    /// What the item at `key` (a table key) is, if the user wrote it.
+    pub fn of(key: &Key) -> Option<Self> {
+        let post = keys::post_of_pk(&key.pk)?;
+        if key.sk == keys::POST_SK {
+            return Some(Self::Post(post));
+        }
+        if let Some(id) = key.sk.strip_prefix(keys::COMMENT_PREFIX) {
+            return CommentId::parse(id).ok().map(|c| Self::Comment(post, c));
+        }
+        let id = key.sk.strip_prefix(keys::LIKE_PREFIX)?;
+        LikeId::parse(id).ok().map(|l| Self::Like(post, l))
+    }
+}
+
+impl Store {
+    /// `DELETE /users/{userId}` (request): the profile and its username
+    /// claim go, and the mark is put, in one transaction (strongly consistent
+    /// read of the profile first; a rename in between makes it read again).
+    /// Without a profile: [`Erased::Already`] if a mark says it was erased,
+    /// else [`StoreError::UserNotFound`].
+    pub async fn erase_user(&self, user: &UserId) -> Result<Erased, StoreError> {
+        for _ in 0..ATTEMPTS {
+            let Some(profile) = self.read_profile(user, true).await? else {
+                return match self.erasure_mark(user).await? {
+                    Some(_) => Ok(Erased::Already),
+                    None => Err(StoreError::UserNotFound),
+                };
+            };
+            let mark = ErasureMark {
+                user_id: user.clone(),
+                version: profile.version,
+                erased_at: timestamp::now(),
+                done: false,
+            };
+            let unchanged = Expr::new("version = :seen").value(":seen", n(profile.version));
+            let theirs = Expr::new("userId = :me").value(":me", s(user.as_str()));
+            let mut tx = self.db.transaction("erase user");
+            let removed = tx.add(
+                "profile",
+                Write::delete(UserItem::key(user))
+                    .when(unchanged)
+                    .landed_if_gone(),
+            );
+            let claim = UsernameClaim::key(&profile.username);
+            tx.add("username claim", Write::delete(claim).when(theirs));
+            tx.add("erasure mark", Write::put(&mark)?);
+            match tx.commit().await? {
+                TxOutcome::Committed => return Ok(Erased::Now),
+                // Renamed (or erased) since it was read: read it again.
+                TxOutcome::ConditionFailed(failed) if failed.failed(removed) => continue,
+                TxOutcome::ConditionFailed(failed) => return Err(failed.unexpected("erase user")),
+            }
+        }
+        Err(StoreError::busy(
+            Busy::Conflict,
+            "the profile kept changing during the erasure",
+        ))
+    }
+
+    /// The mark of `user`'s erased account, if any (strongly consistent:
+    /// requests and the fan-out decide on it).
+    pub async fn erasure_mark(&self, user: &UserId) -> Result<Option<ErasureMark>, StoreError> {
+        self.db.get_entity(keys::erasure(user).item(), true).await
+    }
+
+    /// Fan-out of an erased profile: deletes everything `user` wrote, a page
+    /// of GSI1 at a time, until none is left or `deadline` is near; then the
+    /// rename walk's place, and the mark says `done`.
+    pub async fn erase_items(
+        &self,
+        user: &UserId,
+        deadline: &Deadline,
+    ) -> Result<ErasureStep, StoreError> {
+        let Some(mark) = self.erasure_mark(user).await? else {
+            return Ok(ErasureStep::Stale);
+        };
+        if mark.done {
+            return Ok(ErasureStep::Stale);
+        }
+        let mut done = Erasing::default();
+        let mut first = true;
+        loop {
+            // At least one page per invocation, however short its time.
+            if !first && deadline.near() {
+                return Ok(ErasureStep::Paused(done));
+            }
+            first = false;
+            let query = Query::gsi1(keys::user_items_pk(user))
+                .project(Expr::new("#k1, #k2").name("#k1", PK).name("#k2", SK));
+            let page = self.db.query_page("erasure walk", &query, None, Some(PAGE));
+            let page = page.await?;
+            if page.items.is_empty() {
+                if self.wait_for_index(&mark).await? {
+                    continue;
+                }
+                break;
+            }
+            done += self.erase_page(user, page.items).await?;
+        }
+        let progress = Write::delete(RenameProgress::key(user));
+        self.db
+            .write("erasure: the rename's place", &progress)
+            .await?;
+        let finished = Write::update(
+            keys::erasure(user).item(),
+            Expr::new("SET done = :yes").value(":yes", AttributeValue::Bool(true)),
+        )
+        .when(Expr::new("erasedAt = :at").value(":at", s(&mark.erased_at)));
+        self.db.write("erasure done", &finished).await?;
+        tracing::info!(user_id = %user, version = mark.version, "erasure walked everything");
+        Ok(ErasureStep::Done(done))
+    }
+
+    /// Whether the walk must look once more: GSI1 has not yet had its lag
+    /// bound since the erasure to show items written just before it. Waits
+    /// out the rest of the bound first.
+    async fn wait_for_index(&self, mark: &ErasureMark) -> Result<bool, StoreError> {
+        let erased_at = timestamp::parse(&mark.erased_at).ok_or_else(|| {
+            StoreError::Internal(format!(
+                "erasure mark has a bad erasedAt {}",
+                mark.erased_at
+            ))
+        })?;
+        let wait = erased_at + self.gsi_lag_bound() - time::OffsetDateTime::now_utc();
+        if !wait.is_positive() {
+            return Ok(false);
+        }
+        tokio::time::sleep(wait.unsigned_abs()).await;
+        Ok(true)
+    }
+
+    /// Deletes one page of the user's items, [`CONCURRENCY`] at a time.
+    async fn erase_page(
+        &self,
+        user: &UserId,
+        keys: Vec<super::Item>,
+    ) -> Result<Erasing, StoreError> {
+        let results: Vec<Result<Erasing, StoreError>> = futures::stream::iter(keys)
+            .map(|item| async move {
+                let key = Key::of(&item)?;
+                let written = Written::of(&key).ok_or_else(|| {
+                    StoreError::Internal(format!("GSI1 lists {}/{} under a user", key.pk, key.sk))
+                })?;
+                self.erase_written(user, written).await
+            })
+            .buffer_unordered(CONCURRENCY)
+            .collect()
+            .await;
+        let mut done = Erasing::default();
+        for result in results {
+            done += result?;
+        }
+        Ok(done)
+    }
+
+    /// Deletes one item `user` wrote (fan-out: the walk, and the INSERT of an
+    /// item whose author was erased meanwhile); nothing when it is gone.
+    ///
+    /// Its transactions take their tokens from the item, not from the stream
+    /// record: one record's walk runs many of them, in an order that differs
+    /// between deliveries, and the same item must replay under the same
+    /// tokens whichever delivery erases it.
+    pub async fn erase_written(
+        &self,
+        user: &UserId,
+        written: Written,
+    ) -> Result<Erasing, StoreError> {
+        let seed = format!("{}/erase/{user}/{written:?}", self.table());
+        super::request_scope(seed, self.erase_one(user, written)).await
+    }
+
+    async fn erase_one(&self, user: &UserId, written: Written) -> Result<Erasing, StoreError> {
+        let mut done = Erasing::default();
+        match written {
+            Written::Post(post) => match self.delete_post(&post, user).await {
+                Ok(()) => done.posts += 1,
+                Err(StoreError::PostNotFound) => {}
+                Err(err) => return Err(err),
+            },
+            Written::Comment(post, comment) => {
+                done.comments += usize::from(self.erase_comment(&post, &comment).await?);
+            }
+            Written::Like(post, like) => {
+                done.likes += usize::from(self.erase_like(&post, &like, user).await?);
+            }
+        }
+        Ok(done)
+    }
+}

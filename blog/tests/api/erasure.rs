@@ -1,0 +1,413 @@
+//! Erasing an account (`DELETE /users/{userId}`): the profile and the name go
+//! at once; everything the user wrote follows in the fan-out, resumably, with
+//! every count on other users' posts and their copies exact; what was in
+//! flight is taken out too; the same person may start again, empty.
+
+use aws_lambda_events::event::dynamodb::{Event, EventRecord};
+use aws_sdk_dynamodb::types::AttributeValue;
+use serde_json::{Value, json};
+
+use blog::{
+    fanout,
+    ids::{CommentId, LikeId, PostId},
+    keys::{self, ItemType},
+    store::{
+        Item,
+        comments::CommentItem,
+        likes::LikeItem,
+        posts::{Counter, PostContentItem, PostItem, Step},
+        rename::Deadline,
+        table::Write,
+        users::UserItem,
+    },
+};
+
+use crate::support::{TestApi, post_id, table_snapshot, user_id};
+
+fn event(records: Vec<EventRecord>) -> Event {
+    let mut event = Event::default();
+    event.records = records;
+    event
+}
+
+fn text<'a>(item: &'a Item, name: &str) -> Option<&'a str> {
+    item.get(name)
+        .and_then(|v| v.as_s().ok())
+        .map(String::as_str)
+}
+
+/// Every item that names `user`: its own partition (`USER#u`), and anything
+/// whose `userId` is theirs.
+async fn items_of(api: &TestApi, user: &str) -> Vec<Item> {
+    let pk = keys::user_pk(&user_id(user));
+    table_snapshot(api)
+        .await
+        .into_iter()
+        .filter(|i| text(i, keys::PK) == Some(&pk) || text(i, "userId") == Some(user))
+        .collect()
+}
+
+/// The only thing an erased account leaves: its mark.
+async fn assert_only_the_mark_is_left(api: &TestApi, user: &str) {
+    let left = items_of(api, user).await;
+    assert_eq!(left.len(), 1, "{left:#?}");
+    assert_eq!(ItemType::of(&left[0]), Some(ItemType::Erasure), "{left:#?}");
+    assert_eq!(left[0].get("done"), Some(&AttributeValue::Bool(true)));
+}
+
+/// A post's counts as Q2 and the feed show them.
+async fn counts(api: &TestApi, post: &str) -> (Value, Value) {
+    let (status, body) = api.get(&format!("/posts/{post}")).await;
+    assert_eq!(status, 200, "{body}");
+    (body["likeCount"].clone(), body["commentCount"].clone())
+}
+
+async fn feed_counts(api: &TestApi, post: &str) -> Option<(Value, Value)> {
+    let feed = api.get("/feed").await.1;
+    let items = feed["items"].as_array().expect("feed items").clone();
+    items
+        .into_iter()
+        .find(|i| i["postId"] == json!(post))
+        .map(|i| (i["likeCount"].clone(), i["commentCount"].clone()))
+}
+
+async fn erase(api: &TestApi, user: &str) {
+    let (status, body) = api
+        .call("DELETE", &format!("/users/{user}"), Some(user), None)
+        .await;
+    assert_eq!((status, &body), (204, &Value::Null), "erase {user}");
+}
+
+async fn audit_is_clean(api: &TestApi) {
+    let audit = api.app.store.audit(false).await.expect("audit");
+    assert_eq!(audit.findings, vec![], "{:#?}", audit.findings);
+}
+
+#[tokio::test]
+async fn an_erased_user_leaves_only_a_mark_and_every_count_stays_exact() {
+    let api = TestApi::start().await;
+    let mut poller = api.poller();
+    let gone = api.user("leaving").await;
+    let alice = api.user("alice").await;
+    let bob = api.user("bob").await;
+    let theirs = api.post(&gone, "Mine", "soon gone").await;
+    let other = api.post(&gone, "Also mine", "also gone").await;
+    let kept = api.post(&alice, "Alice's", "stays").await;
+    // Others on the erased user's posts, and the erased user on others'.
+    api.like(&alice, &theirs).await;
+    api.comment(&bob, &theirs, "reply to a post that goes")
+        .await;
+    api.like(&gone, &kept).await;
+    api.comment(&gone, &kept, "goes").await;
+    api.comment(&gone, &kept, "goes too").await;
+    api.like(&bob, &kept).await;
+    api.comment(&bob, &kept, "stays").await;
+    api.settle(&mut poller).await;
+    assert_eq!(counts(&api, &kept).await, (json!(2), json!(3)));
+
+    // Nobody else, and nobody unnamed, may; nothing changes.
+    let before = table_snapshot(&api).await;
+    let path = format!("/users/{gone}");
+    for (who, expected) in [(Some(bob.as_str()), 403), (None, 401)] {
+        let (status, body) = api.call("DELETE", &path, who, None).await;
+        assert_eq!(status, expected, "{who:?}: {body}");
+    }
+    let (status, _) = api
+        .call(
+            "DELETE",
+            &format!("/users/{}", "nobody-here"),
+            Some("nobody-here"),
+            None,
+        )
+        .await;
+    assert_eq!(status, 404, "no profile, no erasure");
+    assert_eq!(table_snapshot(&api).await, before);
+
+    erase(&api, &gone).await;
+    // At once: no profile, no name, nothing new accepted.
+    assert_eq!(api.get(&path).await.0, 404);
+    assert_eq!(api.get("/users?username=LEAVING").await.0, 404);
+    let (status, body) = api
+        .call(
+            "POST",
+            "/posts",
+            Some(&gone),
+            Some(json!({"title": "t", "content": "c"})),
+        )
+        .await;
+    assert_eq!(
+        (status, body["error"]["code"].clone()),
+        (403, json!("forbidden"))
+    );
+    let (status, _) = api
+        .call("POST", &format!("/posts/{kept}/likes"), Some(&gone), None)
+        .await;
+    assert_eq!(status, 403);
+    // The name is anyone's now.
+    let newcomer = api.user("Leaving").await;
+
+    api.settle(&mut poller).await;
+    // Everything the user wrote is gone, on their posts and others'.
+    for post in [&theirs, &other] {
+        assert_eq!(api.get(&format!("/posts/{post}")).await.0, 404);
+    }
+    assert_eq!(counts(&api, &kept).await, (json!(1), json!(1)));
+    assert_eq!(feed_counts(&api, &kept).await, Some((json!(1), json!(1))));
+    let comments = api.get(&format!("/posts/{kept}/comments")).await.1;
+    assert_eq!(comments["items"].as_array().map(Vec::len), Some(1));
+    assert_eq!(comments["items"][0]["userId"], json!(bob));
+    let likes = api.get(&format!("/posts/{kept}/likes")).await.1;
+    assert_eq!(likes["items"][0]["userId"], json!(bob));
+    let feed = api.get("/feed").await.1;
+    let shown: Vec<&Value> = feed["items"].as_array().expect("items").iter().collect();
+    assert_eq!(shown.len(), 1, "only Alice's post is left: {feed}");
+    // Alice's like and Bob's comment went with the erased user's post.
+    let partitions: Vec<String> = [&theirs, &other]
+        .iter()
+        .map(|p| keys::post_pk(&post_id(p)))
+        .collect();
+    let snapshot = table_snapshot(&api).await;
+    assert!(
+        !snapshot
+            .iter()
+            .any(|i| partitions.iter().any(|p| text(i, keys::PK) == Some(p))),
+        "nothing of the erased posts' partitions is left"
+    );
+    assert_only_the_mark_is_left(&api, &gone).await;
+    audit_is_clean(&api).await;
+
+    // Again: a no-op.
+    let before = table_snapshot(&api).await;
+    erase(&api, &gone).await;
+    assert_eq!(table_snapshot(&api).await, before);
+
+    // The same person starts again, empty; the newcomer keeps the old name.
+    let (status, body) = api
+        .call(
+            "POST",
+            "/users",
+            Some(&gone),
+            Some(json!({"username": "back_again"})),
+        )
+        .await;
+    assert_eq!(status, 201, "{body}");
+    let posts = api.get(&format!("/users/{gone}/posts")).await.1;
+    assert_eq!(posts["items"], json!([]));
+    let (status, export) = api
+        .call("GET", &format!("/users/{gone}/export"), Some(&gone), None)
+        .await;
+    assert_eq!((status, export["items"].clone()), (200, json!([])));
+    assert_eq!(
+        api.get("/users?username=leaving").await.1["userId"],
+        json!(newcomer)
+    );
+    api.settle(&mut poller).await;
+    audit_is_clean(&api).await;
+}
+
+/// The transactions a like, a comment and a post commit after reading
+/// `profile`: what a request that read the profile just before the erasure
+/// commits just after it.
+async fn in_flight(api: &TestApi, profile: &UserItem, on: &PostId) -> (LikeId, CommentId, PostId) {
+    let db = api.app.store.db();
+    let like = LikeItem::new(*on, LikeId::generate(), profile);
+    let mut tx = db.transaction("a like in flight");
+    tx.add("like", Write::create(&like).expect("like"));
+    tx.add("post", PostItem::count(on, Counter::Likes, Step::Up));
+    tx.commit().await.expect("like committed");
+    let comment = CommentItem::new(*on, CommentId::generate(), profile, "in flight");
+    let mut tx = db.transaction("a comment in flight");
+    tx.add("comment", Write::create(&comment).expect("comment"));
+    tx.add("post", PostItem::count(on, Counter::Comments, Step::Up));
+    tx.commit().await.expect("comment committed");
+    let post = PostId::generate();
+    let at = post.created_at();
+    let mut tx = db.transaction("a post in flight");
+    let item = PostItem::new(post, profile, "In flight", "text", &at);
+    tx.add("post", Write::create(&item).expect("post"));
+    let content = PostContentItem::new(post, "text", &at);
+    tx.add("content", Write::create(&content).expect("content"));
+    tx.commit().await.expect("post committed");
+    (like.like_id, comment.comment_id, post)
+}
+
+async fn profile(api: &TestApi, user: &str) -> UserItem {
+    let key = keys::profile(&user_id(user)).item();
+    let found = api.app.store.db().get_entity::<UserItem>(key, true);
+    found.await.expect("read").expect("profile")
+}
+
+#[tokio::test]
+async fn what_was_in_flight_when_the_erasure_committed_is_taken_out_with_its_counts() {
+    let api = TestApi::start().await;
+    let mut poller = api.poller();
+    let gone = api.user("leaving").await;
+    let alice = api.user("alice").await;
+    let kept = api.post(&alice, "Alice's", "stays").await;
+    api.comment(&alice, &kept, "her own").await;
+    api.settle(&mut poller).await;
+    let old = profile(&api, &gone).await;
+
+    erase(&api, &gone).await;
+    api.settle(&mut poller).await;
+    assert_only_the_mark_is_left(&api, &gone).await;
+    // Writes that read the profile before the erasure land after its walk.
+    in_flight(&api, &old, &post_id(&kept)).await;
+    assert_eq!(counts(&api, &kept).await, (json!(1), json!(2)));
+    api.settle(&mut poller).await;
+    assert_eq!(counts(&api, &kept).await, (json!(0), json!(1)));
+    assert_eq!(feed_counts(&api, &kept).await, Some((json!(0), json!(1))));
+    assert_eq!(
+        api.get("/feed").await.1["items"].as_array().map(Vec::len),
+        Some(1)
+    );
+    assert_only_the_mark_is_left(&api, &gone).await;
+
+    // Back with a new profile, which starts past the erased one: a late write
+    // of the old account still goes, the new account's stay.
+    let (status, body) = api
+        .call(
+            "POST",
+            "/users",
+            Some(&gone),
+            Some(json!({"username": "returned"})),
+        )
+        .await;
+    assert_eq!(status, 201, "{body}");
+    let new = profile(&api, &gone).await;
+    assert_eq!(
+        (new.version, new.first_version),
+        (old.version + 1, old.version + 1)
+    );
+    api.like(&gone, &kept).await;
+    let (_, _, late_post) = in_flight(&api, &old, &post_id(&kept)).await;
+    api.settle(&mut poller).await;
+    assert_eq!(counts(&api, &kept).await, (json!(1), json!(1)));
+    assert_eq!(api.get(&format!("/posts/{late_post}")).await.0, 404);
+    let likes = api.get(&format!("/posts/{kept}/likes")).await.1;
+    assert_eq!(likes["items"][0]["username"], json!("returned"));
+    // A rename of the new account reaches none of the old one's items.
+    api.rename(&gone, "returned_2").await;
+    api.settle(&mut poller).await;
+    let old_items = table_snapshot(&api)
+        .await
+        .into_iter()
+        .filter(|i| text(i, "userId") == Some(gone.as_str()))
+        .filter(|i| {
+            i.get("userVersion")
+                .and_then(|v| v.as_n().ok())
+                .and_then(|n| n.parse::<u64>().ok())
+                .is_some_and(|v| v < new.first_version)
+        })
+        .count();
+    assert_eq!(old_items, 0);
+    audit_is_clean(&api).await;
+}
+
+/// The REMOVE record of `user`'s profile, as the fan-out receives it.
+async fn profile_removal(api: &TestApi) -> Vec<EventRecord> {
+    let records = api.stream_records().await;
+    let removal: Vec<EventRecord> = records
+        .into_iter()
+        .filter(|r| r.event_name == "REMOVE" && fanout::applies_to(r))
+        .filter(|r| serde_dynamo::from_item::<_, UserItem>(r.change.old_image.clone()).is_ok())
+        .collect();
+    assert_eq!(removal.len(), 1, "the profile's REMOVE");
+    removal
+}
+
+#[tokio::test]
+async fn a_long_walk_goes_on_over_short_invocations_while_others_keep_writing() {
+    let api = TestApi::start().await;
+    let mut poller = api.poller();
+    let gone = api.user("prolific").await;
+    let alice = api.user("alice").await;
+    let bob = api.user("bob").await;
+    let hers = api.post(&alice, "Alice's", "stays").await;
+    let mine = api.post(&gone, "Prolific's", "goes").await;
+    // 250 comments and a like on Alice's post, and a post: three pages.
+    let store = &api.app.store;
+    let (on, writer) = (post_id(&hers), user_id(&gone));
+    for i in 0..250 {
+        store
+            .create_comment(&on, &writer, &format!("comment {i}"))
+            .await
+            .expect("comment");
+    }
+    api.like(&gone, &hers).await;
+    api.comment(&bob, &hers, "Bob's stays").await;
+    api.settle(&mut poller).await;
+    assert_eq!(counts(&api, &hers).await, (json!(1), json!(251)));
+
+    erase(&api, &gone).await;
+    let removal = profile_removal(&api).await;
+    // One page per invocation.
+    let invoke = || async {
+        let response = fanout::handle_until(
+            &api.app.store,
+            event(removal.clone()),
+            Deadline::after_checks(0),
+        )
+        .await;
+        !response.batch_item_failures.is_empty()
+    };
+    assert!(invoke().await, "the first invocation pauses after one page");
+    // Meanwhile: the same person may not start again yet; a second erasure
+    // changes nothing; others reply to the erased user's post.
+    let (status, body) = api
+        .call(
+            "POST",
+            "/users",
+            Some(&gone),
+            Some(json!({"username": "too_soon"})),
+        )
+        .await;
+    assert_eq!(
+        (status, body["error"]["code"].clone()),
+        (409, json!("being_erased"))
+    );
+    let before = table_snapshot(&api).await;
+    erase(&api, &gone).await;
+    assert_eq!(table_snapshot(&api).await, before);
+    if api.get(&format!("/posts/{mine}")).await.0 == 200 {
+        api.like(&bob, &mine).await;
+        api.comment(&alice, &mine, "to a post on its way out").await;
+    }
+
+    let mut invocations = 1;
+    while invoke().await {
+        invocations += 1;
+        assert!(invocations < 20, "the walk never finished");
+    }
+    assert!(
+        invocations >= 3,
+        "{invocations} invocations for three pages"
+    );
+    api.settle(&mut poller).await;
+    assert_eq!(counts(&api, &hers).await, (json!(0), json!(1)));
+    assert_eq!(feed_counts(&api, &hers).await, Some((json!(0), json!(1))));
+    assert_eq!(api.get(&format!("/posts/{mine}")).await.0, 404);
+    let partition = keys::post_pk(&post_id(&mine));
+    assert!(
+        !table_snapshot(&api)
+            .await
+            .iter()
+            .any(|i| text(i, keys::PK) == Some(&partition)),
+        "nothing is left of the erased user's post"
+    );
+    assert_only_the_mark_is_left(&api, &gone).await;
+    // Its record again, late: nothing changes.
+    let before = table_snapshot(&api).await;
+    assert!(!invoke().await);
+    assert_eq!(table_snapshot(&api).await, before);
+    let (status, _) = api
+        .call(
+            "POST",
+            "/users",
+            Some(&gone),
+            Some(json!({"username": "now_then"})),
+        )
+        .await;
+    assert_eq!(status, 201);
+    audit_is_clean(&api).await;
+}
