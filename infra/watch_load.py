@@ -12,7 +12,10 @@ Each answer's status is checked against what the route must answer (201 for a
 new post, 200 for a read, ...), reads' bodies are checked for their shape, and
 at the end, once the fan-out has caught up, every post's like and comment
 counts must equal the likes and comments this run made on it, and the feed
-must list the newest posts with their authors' current names. Responses are
+must list the newest posts with their authors' current names. At the end one
+user erases their account (`DELETE /users/{userId}`): their posts must answer
+404 and leave the feed, and the counts on everyone else's posts must fall by
+their likes and comments, exactly. Responses are
 large on purpose (a full feed is about 40 KB, some posts 30 KB): the 500s of
 cargo-lambda 1.9.2's watch came from responses over 16 KB.
 """
@@ -39,6 +42,8 @@ statuses = collections.Counter()
 failures = []
 likes_made = collections.Counter()
 comments_made = collections.Counter()
+likes_by = set()  # (post, user) of every like this run made
+comments_by = collections.Counter()  # (post, user) -> comments this run made
 liked = set()
 posts = []  # (post id, author index)
 renames = collections.Counter()
@@ -158,6 +163,7 @@ def one_request(rng):
         if status == 201:
             with lock:
                 comments_made[post] += 1
+                comments_by[(post, user)] += 1
     elif kind == "like":
         with lock:
             fresh = (post, user) not in liked
@@ -166,6 +172,7 @@ def one_request(rng):
         if status == 201 and fresh:
             with lock:
                 likes_made[post] += 1
+                likes_by.add((post, user))
     elif kind == "new-post":
         status, body = call("POST", "/posts", user, {"title": "another", "content": "short " * 400},
                             expect=(201,))
@@ -190,6 +197,29 @@ def worker(seed, count):
     rng = random.Random(seed)
     for _ in range(count):
         one_request(rng)
+
+
+def erase(leaver):
+    """`leaver` erases their account: what they wrote leaves the expected
+    counts and posts; the posts they wrote are returned, to answer 404."""
+    call("DELETE", f"/users/{ids[leaver]}", leaver, expect=(204,))
+    gone = [p for p, author in posts if author == leaver]
+    posts[:] = [(p, author) for p, author in posts if author != leaver]
+    for post, _ in posts:
+        likes_made[post] -= int((post, leaver) in likes_by)
+        comments_made[post] -= comments_by[(post, leaver)]
+    return gone
+
+
+def settled_erasure(leaver, gone):
+    """The erased user and their posts answer 404."""
+    wrong = []
+    if call("GET", f"/users/{ids[leaver]}", expect=(404,))[0] != 404:
+        wrong.append("the erased user's profile is still there")
+    for post in gone:
+        if call("GET", f"/posts/{post}", expect=(200, 404))[0] != 404:
+            wrong.append(f"the erased user's post {post} is still there")
+    return wrong
 
 
 def settled_counts():
@@ -218,8 +248,11 @@ def settled_feed():
     for item in feed["items"]:
         user = item["userId"]
         if user not in names:
-            names[user] = call("GET", f"/users/{user}")[1]["username"]
-        if item["username"] != names[user]:
+            status, profile = call("GET", f"/users/{user}", expect=(200, 404))
+            names[user] = profile["username"] if status == 200 else None
+        if names[user] is None:
+            wrong.append(f"feed entry {item['postId']} is by an erased user")
+        elif item["username"] != names[user]:
             wrong.append(f"feed entry {item['postId']} shows {item['username']}, not {names[user]}")
     return wrong
 
@@ -241,10 +274,13 @@ def main():
         t.join()
     print(f"watch load: {sum(statuses.values()) - sequential} requests {THREADS} at a time "
           f"in {time.time() - concurrent_started:.0f} s")
+    leaver = USERS - 1
+    gone = erase(leaver)
+    print(f"watch load: user {leaver} erased their account ({len(gone)} posts)")
     # The fan-out runs behind the writes: give it time to catch up.
     settling = time.time()
     while True:
-        wrong = settled_counts() + settled_feed()
+        wrong = settled_counts() + settled_feed() + settled_erasure(leaver, gone)
         if not wrong or time.time() > settling + 300:
             break
         time.sleep(2)

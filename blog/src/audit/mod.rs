@@ -31,6 +31,7 @@ use crate::{
     store::{
         Item, ItemType, Store, StoreError,
         deletion::Removal,
+        erasure::ErasureStep,
         feed::FeedEntryItem,
         posts::{Counter, PostItem},
         rename::Deadline,
@@ -80,6 +81,9 @@ pub enum Finding {
     /// The feed holds a post that is not among the newest and its slack (or
     /// does not exist).
     ExtraFeedEntry { post: PostId },
+    /// An erased user's posts, comments or likes are still there, or their
+    /// erasure's walk never finished (its fan-out has not run, or failed).
+    Unerased { user: UserId, items: u64 },
     /// The feed's floor is above the newest post outside the newest: it could
     /// keep one of them out.
     Floor {
@@ -137,6 +141,12 @@ impl fmt::Display for Finding {
             ),
             Self::StaleFeedEntry { post } => {
                 write!(f, "feed entry of post {post} differs from the post")
+            }
+            Self::Unerased { user, items } => {
+                write!(
+                    f,
+                    "user {user} was erased, but {items} of their items are left"
+                )
             }
             Self::MissingFeedEntry { post } => {
                 write!(f, "post {post} is among the newest but not in the feed")
@@ -334,6 +344,11 @@ impl Store {
                 None => Ok(false),
             },
             Finding::ExtraFeedEntry { post } => self.remove_feed_entry(post).await.map(|()| true),
+            // What the fan-out's walk does, to its end.
+            Finding::Unerased { user, .. } => Ok(matches!(
+                self.finish_erasure(user).await?,
+                ErasureStep::Done(_)
+            )),
             Finding::Floor { expected, .. } => self.set_feed_floor(expected).await,
         }
     }
@@ -395,7 +410,7 @@ fn shown(entry: &FeedEntryItem) -> FeedEntryItem {
 
 /// The attributes the audit reads: everything but a post's content, which
 /// nothing copies (it is never sent over the wire to the audit).
-const READ: [&str; 17] = [
+const READ: [&str; 18] = [
     "PK",
     "SK",
     "GSI1PK",
@@ -413,6 +428,8 @@ const READ: [&str; 17] = [
     "updatedAt",
     "version",
     "floorPostId",
+    // An erasure mark's: whether its walk is done.
+    "done",
 ];
 
 /// [`READ`] as a projection expression (every name through a placeholder,

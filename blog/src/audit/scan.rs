@@ -47,6 +47,10 @@ struct Seen {
     /// Distinct usernames seen on the user's items that are not (or, before
     /// the profile was read, not known to be) the profile's.
     names: Vec<String>,
+    /// The user's posts, comments and likes.
+    items: u64,
+    /// Their erasure mark, if any: whether its walk is done.
+    erasure: Option<bool>,
 }
 
 impl Seen {
@@ -65,6 +69,18 @@ impl Seen {
     /// Whether any of the user's items showed another name than the profile.
     fn stale(&self) -> bool {
         self.profile.is_some() && !self.names.is_empty()
+    }
+
+    /// What an erasure left undone: the items of a user who has no profile
+    /// but an erasure mark, or a mark whose walk never said it was done.
+    fn unerased(&self) -> Option<u64> {
+        let mark = self.erasure?;
+        let left = if self.profile.is_none() {
+            self.items
+        } else {
+            0
+        };
+        (left > 0 || !mark).then_some(left)
     }
 }
 
@@ -98,10 +114,13 @@ struct Segment {
 struct PageNames {
     profiles: Vec<(UserId, Username, u64)>,
     copies: HashMap<UserId, Vec<String>>,
+    items: HashMap<UserId, u64>,
+    marks: Vec<(UserId, bool)>,
 }
 
 impl PageNames {
     fn saw(&mut self, user: UserId, name: &str) {
+        *self.items.entry(user.clone()).or_default() += 1;
         let names = self.copies.entry(user).or_default();
         if !names.iter().any(|n| n == name) {
             names.push(name.to_owned());
@@ -118,6 +137,12 @@ impl PageNames {
             for name in names {
                 seen.saw(&name);
             }
+        }
+        for (user, items) in self.items {
+            users.entry(user).or_default().items += items;
+        }
+        for (user, done) in self.marks {
+            users.entry(user).or_default().erasure = Some(done);
         }
     }
 }
@@ -163,6 +188,15 @@ fn read_item(
             done.floor = text(&item, "floorPostId").and_then(|p| PostId::parse(p).ok());
         }
         Some(ItemType::Liker | ItemType::PostContent) => collection.others += 1,
+        Some(ItemType::Erasure) => {
+            let done = matches!(
+                item.get("done"),
+                Some(aws_sdk_dynamodb::types::AttributeValue::Bool(true))
+            );
+            if let Some(user) = user {
+                names.marks.push((user, done));
+            }
+        }
         // Claims, rename progress, parked records, and whatever a newer
         // version writes: nothing to compare.
         _ => {}
@@ -245,6 +279,17 @@ impl Store {
             report.items_read += items;
             report.read_units += read_units;
             report.pages += pages;
+        }
+
+        // Erasures left undone: what the fan-out's walk would have deleted.
+        for (user, seen) in &users {
+            if let Some(items) = seen.unerased() {
+                let finding = Finding::Unerased {
+                    user: user.clone(),
+                    items,
+                };
+                sink.found(self, finding, None).await?;
+            }
         }
 
         // The feed: what it should hold, with the authors' names as now.

@@ -194,12 +194,32 @@ impl Store {
         user: &UserId,
         deadline: &Deadline,
     ) -> Result<ErasureStep, StoreError> {
-        let Some(mark) = self.erasure_mark(user).await? else {
-            return Ok(ErasureStep::Stale);
-        };
-        if mark.done {
+        match self.erasure_mark(user).await? {
+            Some(mark) if !mark.done => self.walk_erasure(&mark, deadline).await,
+            _ => Ok(ErasureStep::Stale),
+        }
+    }
+
+    /// The audit's repair (admin): the walk of `user`'s erasure to its end,
+    /// done or not; nothing without a mark, or while the user has a profile
+    /// again (the walk would take their new items).
+    #[cfg(feature = "admin")]
+    pub async fn finish_erasure(&self, user: &UserId) -> Result<ErasureStep, StoreError> {
+        if self.read_profile(user, true).await?.is_some() {
             return Ok(ErasureStep::Stale);
         }
+        match self.erasure_mark(user).await? {
+            Some(mark) => self.walk_erasure(&mark, &Deadline::NONE).await,
+            None => Ok(ErasureStep::Stale),
+        }
+    }
+
+    async fn walk_erasure(
+        &self,
+        mark: &ErasureMark,
+        deadline: &Deadline,
+    ) -> Result<ErasureStep, StoreError> {
+        let user = &mark.user_id;
         let mut done = Erasing::default();
         let mut first = true;
         loop {
@@ -213,7 +233,7 @@ impl Store {
             let page = self.db.query_page("erasure walk", &query, None, Some(PAGE));
             let page = page.await?;
             if page.items.is_empty() {
-                if self.wait_for_index(&mark).await? {
+                if self.wait_for_index(mark).await? {
                     continue;
                 }
                 break;

@@ -88,7 +88,8 @@ async fn every_request_costs_what_the_data_model_says() {
             Some("newbie"),
             Some(json!({ "username": "newbie" })),
             201,
-            &[("TransactWriteItems", 4.0, 0.0)],
+            // Whether an erasure of the same user is still walking.
+            &[("GetItem", 1.0, 0.0), ("TransactWriteItems", 4.0, 0.0)],
         ),
         write(
             "C1 rename",
@@ -217,6 +218,27 @@ async fn every_request_costs_what_the_data_model_says() {
             None,
             204,
             &[("GetItem", 1.0, 0.0), ("TransactWriteItems", 8.0, 4.0)],
+        ),
+        // The profile, then the profile, the name's claim and the erasure
+        // mark in one transaction; the rest goes in the fan-out.
+        write(
+            "erase user",
+            "DELETE",
+            "/users/newbie".into(),
+            Some("newbie"),
+            None,
+            204,
+            &[("GetItem", 1.0, 0.0), ("TransactWriteItems", 4.0, 0.0)],
+        ),
+        // Erased already: the profile, then the mark.
+        write(
+            "erase user again",
+            "DELETE",
+            "/users/newbie".into(),
+            Some("newbie"),
+            None,
+            204,
+            &[("GetItem", 1.0, 0.0), ("GetItem", 1.0, 0.0)],
         ),
     ];
     for case in cases {

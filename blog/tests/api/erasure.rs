@@ -12,8 +12,9 @@ use blog::{
     ids::{CommentId, LikeId, PostId},
     keys::{self, ItemType},
     store::{
-        Item,
+        Item, bulk,
         comments::CommentItem,
+        feed::{FEED_CAPACITY, feed_reserve},
         likes::LikeItem,
         posts::{Counter, PostContentItem, PostItem, Step},
         rename::Deadline,
@@ -410,4 +411,234 @@ async fn a_long_walk_goes_on_over_short_invocations_while_others_keep_writing() 
         .await;
     assert_eq!(status, 201);
     audit_is_clean(&api).await;
+}
+
+#[tokio::test]
+async fn the_audit_finds_an_erasure_left_undone_and_finishes_it() {
+    let api = TestApi::start().await;
+    let mut poller = api.poller();
+    let gone = api.user("leaving").await;
+    let alice = api.user("alice").await;
+    let bob = api.user("bob").await;
+    let hers = api.post(&alice, "Alice's", "stays").await;
+    let mine = api.post(&gone, "Mine", "goes").await;
+    for text in ["one", "two", "three"] {
+        api.comment(&gone, &hers, text).await;
+    }
+    api.like(&bob, &mine).await;
+    api.settle(&mut poller).await;
+    erase(&api, &gone).await;
+    // The fan-out never ran (its records were lost, say): the audit finds
+    // the four items the user wrote and the walk not done.
+    let found = api.app.store.audit(false).await.expect("audit");
+    let unerased: Vec<String> = found.findings.iter().map(ToString::to_string).collect();
+    assert_eq!(
+        unerased,
+        vec![format!(
+            "user {gone} was erased, but 4 of their items are left"
+        )]
+    );
+    let repaired = api.app.store.audit(true).await.expect("audit --repair");
+    assert_eq!(repaired.repaired, 1, "{:#?}", repaired.findings);
+    // The deleted post's REMOVE clears its partition, as it would have.
+    api.settle(&mut poller).await;
+    assert_eq!(counts(&api, &hers).await, (json!(0), json!(0)));
+    assert_eq!(api.get(&format!("/posts/{mine}")).await.0, 404);
+    assert_only_the_mark_is_left(&api, &gone).await;
+    audit_is_clean(&api).await;
+}
+
+/// A thread as the API and the fan-out would have left it.
+fn thread(
+    post: PostItem,
+    comments: Vec<CommentItem>,
+    likes: Vec<LikeItem>,
+) -> bulk::PostWithReplies {
+    let content = PostContentItem::new(post.post_id, "text", &post.created_at);
+    bulk::PostWithReplies::new(post, content, comments, likes)
+}
+
+/// Posts and replies for the 5,000-item erasure, loaded in bulk: the leaver
+/// wrote 100 posts with 25 comments of their own each (2,600 items), and on
+/// each of 400 posts by 20 other users a like and 5 comments (2,400); the
+/// others wrote a comment and a like on each of the leaver's posts and of
+/// each other's. The 15 newest posts are the leaver's, so the erasure takes
+/// them out of the feed's top and its reserve (20) must show the next.
+async fn five_thousand(
+    api: &TestApi,
+    leaver: &UserItem,
+    others: &[UserItem],
+) -> (Vec<PostId>, Vec<PostId>) {
+    let new_post = |author: &UserItem, n: usize| {
+        let id = PostId::generate();
+        PostItem::new(id, author, &format!("post {n}"), "text", &id.created_at())
+    };
+    let comment = |on: PostId, by: &UserItem| CommentItem::new(on, CommentId::generate(), by, "hi");
+    let like = |on: PostId, by: &UserItem| LikeItem::new(on, LikeId::generate(), by);
+    let mut threads = Vec::new();
+    let (mut mine, mut theirs) = (Vec::new(), Vec::new());
+    // Ids are time-ordered: 85 of the leaver's posts, the others' 400, then
+    // the leaver's 15 newest.
+    let mut leavers = |threads: &mut Vec<bulk::PostWithReplies>, range: std::ops::Range<usize>| {
+        for n in range {
+            let post = new_post(leaver, n);
+            let reader = &others[n % others.len()];
+            let mut comments: Vec<CommentItem> =
+                (0..25).map(|_| comment(post.post_id, leaver)).collect();
+            comments.push(comment(post.post_id, reader));
+            let likes = vec![like(post.post_id, reader)];
+            mine.push(post.post_id);
+            threads.push(thread(post, comments, likes));
+        }
+    };
+    // A few milliseconds apart: ids made in the same millisecond are in no
+    // particular order.
+    let apart = || tokio::time::sleep(std::time::Duration::from_millis(3));
+    leavers(&mut threads, 0..85);
+    apart().await;
+    for n in 0..400 {
+        let author = &others[n % others.len()];
+        let reader = &others[(n + 1) % others.len()];
+        let post = new_post(author, n);
+        let mut comments: Vec<CommentItem> =
+            (0..5).map(|_| comment(post.post_id, leaver)).collect();
+        comments.push(comment(post.post_id, reader));
+        let likes = vec![like(post.post_id, leaver), like(post.post_id, reader)];
+        theirs.push(post.post_id);
+        threads.push(thread(post, comments, likes));
+    }
+    apart().await;
+    leavers(&mut threads, 85..100);
+    let mut items = Vec::new();
+    for thread in &threads {
+        items.extend(bulk::post_items(thread).expect("items"));
+    }
+    let posts: Vec<&PostItem> = threads.iter().map(|t| &t.post).collect();
+    let capacity = FEED_CAPACITY + feed_reserve(FEED_CAPACITY);
+    items.extend(bulk::feed_items(&posts, capacity).expect("feed"));
+    let store = &api.app.store;
+    bulk::put_items(store.client(), store.table(), items)
+        .await
+        .expect("load");
+    (mine, theirs)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn five_thousand_items_go_over_many_short_invocations_while_others_write() {
+    let api = TestApi::start().await;
+    let mut poller = api.poller();
+    let leaving = api.user("prolific").await;
+    let mut others = Vec::new();
+    for i in 0..20 {
+        others.push(api.user(&format!("other_{i:02}")).await);
+    }
+    api.settle(&mut poller).await;
+    let leaver = profile(&api, &leaving).await;
+    let mut other_profiles = Vec::new();
+    for other in &others {
+        other_profiles.push(profile(&api, other).await);
+    }
+    let (mine, theirs) = five_thousand(&api, &leaver, &other_profiles).await;
+    // Loaded as the fan-out would have left it: its records are not news.
+    api.pass_over(&mut poller).await;
+    let listed = keys::user_items_pk(&user_id(&leaving));
+    let written = table_snapshot(&api)
+        .await
+        .iter()
+        .filter(|i| text(i, keys::GSI1PK) == Some(&listed))
+        .count();
+    assert_eq!(written, 5_000);
+
+    erase(&api, &leaving).await;
+    let removal = profile_removal(&api).await;
+    // Others keep liking and commenting, on the leaver's posts too, while the
+    // walk goes on in invocations of two pages each.
+    let writers = {
+        let api = &api;
+        let others = &others;
+        let (mine, theirs) = (&mine, &theirs);
+        async move {
+            let mut made = Vec::new();
+            for round in 0..40 {
+                let who = &others[round % others.len()];
+                let on = if round % 4 == 0 {
+                    mine[round]
+                } else {
+                    theirs[round * 7]
+                };
+                let path = format!("/posts/{on}/comments");
+                let body = json!({ "content": format!("during the walk {round}") });
+                let (status, _) = api.call("POST", &path, Some(who), Some(body)).await;
+                assert!(status == 201 || status == 404, "{status}");
+                let (status, _) = api
+                    .call("POST", &format!("/posts/{on}/likes"), Some(who), None)
+                    .await;
+                assert!([200, 201, 404].contains(&status), "{status}");
+                made.push(on);
+            }
+            made
+        }
+    };
+    let walk = async {
+        let mut invocations = 0;
+        loop {
+            invocations += 1;
+            assert!(invocations < 200, "the walk never finished");
+            let response = fanout::handle_until(
+                &api.app.store,
+                event(removal.clone()),
+                Deadline::after_checks(1),
+            )
+            .await;
+            if response.batch_item_failures.is_empty() {
+                return invocations;
+            }
+        }
+    };
+    let (_, invocations) = tokio::join!(writers, walk);
+    assert!(invocations >= 20, "{invocations} invocations for 50 pages");
+    api.settle(&mut poller).await;
+
+    assert_only_the_mark_is_left(&api, &leaving).await;
+    for post in &mine {
+        assert_eq!(api.get(&format!("/posts/{post}")).await.0, 404);
+    }
+    // Every remaining post's counts, on the post and its feed copy, are
+    // what its partition holds (the audit's count check), and the feed is
+    // the newest 100 of the others' posts.
+    audit_is_clean(&api).await;
+    let feed = api.get("/feed?limit=100").await.1;
+    let shown: Vec<String> = feed["items"]
+        .as_array()
+        .expect("items")
+        .iter()
+        .map(|i| i["postId"].as_str().unwrap_or_default().to_owned())
+        .collect();
+    let mut newest: Vec<String> = theirs.iter().map(ToString::to_string).collect();
+    newest.sort_unstable_by(|a, b| b.cmp(a));
+    newest.truncate(100);
+    assert_eq!(shown, newest);
+    let sample = theirs[7].to_string();
+    let (status, body) = api.get(&format!("/posts/{sample}")).await;
+    assert_eq!(status, 200);
+    let comments = api
+        .get(&format!("/posts/{sample}/comments?limit=100"))
+        .await
+        .1;
+    let likes = api.get(&format!("/posts/{sample}/likes?limit=100")).await.1;
+    assert_eq!(
+        body["commentCount"],
+        json!(comments["items"].as_array().map(Vec::len))
+    );
+    assert_eq!(
+        body["likeCount"],
+        json!(likes["items"].as_array().map(Vec::len))
+    );
+    assert!(
+        comments["items"]
+            .as_array()
+            .expect("items")
+            .iter()
+            .all(|c| c["userId"] != json!(leaving))
+    );
 }

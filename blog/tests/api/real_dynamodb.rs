@@ -11,7 +11,9 @@
 //! Then, once the fan-out has drained what it had (without starting the
 //! stream over): no 5xx but 503, nothing left behind by a 503, every count
 //! exact on every copy, the feed exactly the newest 100 posts, every copy of
-//! a renamed user's name the latest, and an audit that finds nothing.
+//! a renamed user's name the latest, and an audit that finds nothing. Two
+//! users erase their accounts midway, while they and others are still
+//! writing: nothing of theirs is left but the erasure mark.
 
 use std::{
     collections::{BTreeMap, BTreeSet, HashMap},
@@ -356,6 +358,10 @@ const RENAMED_USERS: usize = 12;
 const TAKERS: usize = 6;
 const TAKE_BACKS: usize = 80;
 const READS: usize = 600;
+/// Users who post, like and comment, then erase their account, in any order
+/// with the rest (their writes after it answer 403; others' on their posts,
+/// once those are gone, 404).
+const LEAVERS: usize = 2;
 const CONCURRENCY: usize = 8;
 /// How often a client sends a request that got 503 before it gives up.
 const CLIENT_TRIES: usize = 12;
@@ -375,6 +381,56 @@ struct Outcomes {
     comments: HashMap<String, BTreeSet<String>>,
     /// postId → likers.
     likes: HashMap<String, BTreeSet<String>>,
+    /// commentId → its author.
+    comment_authors: HashMap<String, String>,
+    /// Users whose erasure answered 204.
+    erased: BTreeSet<String>,
+}
+
+impl Outcomes {
+    /// Whether `post` is (or was) by a user who leaves.
+    fn by_leaver(&self, post: &str, users: &[String]) -> bool {
+        self.posts
+            .get(post)
+            .is_some_and(|author| leavers(users).contains(author))
+    }
+
+    /// What is left once the erasures have run: nothing the erased users
+    /// wrote, nor anything on their posts.
+    fn forget_erased(&mut self) {
+        let erased = self.erased.clone();
+        let gone: BTreeSet<String> = self
+            .posts
+            .iter()
+            .filter(|(_, author)| erased.contains(*author))
+            .map(|(post, _)| post.clone())
+            .collect();
+        self.posts.retain(|post, _| !gone.contains(post));
+        self.comments.retain(|post, _| !gone.contains(post));
+        self.likes.retain(|post, _| !gone.contains(post));
+        for ids in self.comments.values_mut() {
+            ids.retain(|id| {
+                !self
+                    .comment_authors
+                    .get(id)
+                    .is_some_and(|author| erased.contains(author))
+            });
+        }
+        for likers in self.likes.values_mut() {
+            likers.retain(|liker| !erased.contains(liker));
+        }
+        self.comments.retain(|_, ids| !ids.is_empty());
+        self.likes.retain(|_, likers| !likers.is_empty());
+        self.names.retain(|user, _| !erased.contains(user));
+    }
+}
+
+fn leavers(users: &[String]) -> &[String] {
+    &users[USERS + TAKERS..]
+}
+
+fn is_leaver(users: &[String], user: &str) -> bool {
+    leavers(users).iter().any(|u| u == user)
 }
 
 /// One operation of the workload.
@@ -402,6 +458,10 @@ enum Op {
     },
     /// Two renames of the same user, one after the other.
     Rename {
+        user: usize,
+    },
+    /// The user erases their account.
+    Leave {
         user: usize,
     },
     Read {
@@ -450,9 +510,37 @@ fn workload(seed: u64) -> Vec<Op> {
         pick: rng.usize(..),
         kind: rng.u8(..4),
     }));
+    for leaver in USERS + TAKERS..USERS + TAKERS + LEAVERS {
+        ops.extend((0..3).map(|n| Op::Post {
+            author: leaver,
+            n: POSTS + leaver * 3 + n,
+        }));
+        ops.extend((0..4).map(|_| Op::Like {
+            liker: leaver,
+            pick: rng.usize(..),
+        }));
+        ops.extend((0..4).map(|n| Op::Comment {
+            author: leaver,
+            pick: rng.usize(..),
+            n: COMMENTS + leaver * 4 + n,
+        }));
+        ops.push(Op::Leave { user: leaver });
+    }
     // The first posts go first, so likes and comments have something to hit.
     rng.shuffle(&mut ops[8..]);
     ops
+}
+
+/// Whether `status` is what an erasure explains: a leaver's write after
+/// their erasure (403), or a write on a leaver's post once it is gone (404).
+fn erasure_answer(
+    status: u16,
+    me: &str,
+    post: &str,
+    users: &[String],
+    outcomes: &Outcomes,
+) -> bool {
+    (status == 403 && is_leaver(users, me)) || (status == 404 && outcomes.by_leaver(post, users))
 }
 
 /// Sends a request until it gets something other than 503 (a real client's
@@ -489,6 +577,16 @@ async fn run(api: &TestApi, users: &[String], op: Op, outcomes: &Mutex<Outcomes>
         let posts: Vec<&String> = outcomes.posts.keys().collect();
         (!posts.is_empty()).then(|| posts[pick % posts.len()].clone())
     };
+    // A post whose author stays: taking back and reading expect it there.
+    let pick_kept = |pick: usize| {
+        let outcomes = outcomes.lock().expect("lock");
+        let posts: Vec<&String> = outcomes
+            .posts
+            .keys()
+            .filter(|post| !outcomes.by_leaver(post, users))
+            .collect();
+        (!posts.is_empty()).then(|| posts[pick % posts.len()].clone())
+    };
     match op {
         Op::Post { author, n } => {
             let body = json!({ "title": format!("post {n}"), "content": format!("本文 {n} 🎉") });
@@ -496,6 +594,10 @@ async fn run(api: &TestApi, users: &[String], op: Op, outcomes: &Mutex<Outcomes>
             if let Some((status, reply)) =
                 send(api, outcomes, "POST", "/posts", Some(me), Some(body)).await
             {
+                // A leaver's, after their erasure: 403.
+                if status == 403 && is_leaver(users, me) {
+                    return;
+                }
                 assert_eq!(status, 201, "{reply}");
                 let id = reply["postId"].as_str().expect("postId").to_owned();
                 outcomes.lock().expect("lock").posts.insert(id, me.clone());
@@ -512,8 +614,11 @@ async fn run(api: &TestApi, users: &[String], op: Op, outcomes: &Mutex<Outcomes>
             let path = format!("/posts/{post}/likes");
             if let Some((status, reply)) = send(api, outcomes, "POST", &path, Some(me), None).await
             {
-                assert!(status == 201 || status == 200, "{status}: {reply}");
                 let mut outcomes = outcomes.lock().expect("lock");
+                if erasure_answer(status, me, &post, users, &outcomes) {
+                    return;
+                }
+                assert!(status == 201 || status == 200, "{status}: {reply}");
                 outcomes.likes.entry(post).or_default().insert(me.clone());
             }
         }
@@ -525,14 +630,18 @@ async fn run(api: &TestApi, users: &[String], op: Op, outcomes: &Mutex<Outcomes>
             if let Some((status, reply)) =
                 send(api, outcomes, "POST", &path, Some(me), Some(body)).await
             {
+                let mut outcomes = outcomes.lock().expect("lock");
+                if erasure_answer(status, me, &post, users, &outcomes) {
+                    return;
+                }
                 assert_eq!(status, 201, "{reply}");
                 let id = reply["commentId"].as_str().expect("commentId").to_owned();
-                let mut outcomes = outcomes.lock().expect("lock");
+                outcomes.comment_authors.insert(id.clone(), me.clone());
                 outcomes.comments.entry(post).or_default().insert(id);
             }
         }
         Op::TakeBack { taker, pick, n } => {
-            let Some(post) = pick_post(pick) else { return };
+            let Some(post) = pick_kept(pick) else { return };
             let me = &users[taker];
             let likes = format!("/posts/{post}/likes");
             if let Some((status, reply)) = send(api, outcomes, "POST", &likes, Some(me), None).await
@@ -588,8 +697,19 @@ async fn run(api: &TestApi, users: &[String], op: Op, outcomes: &Mutex<Outcomes>
                 }
             }
         }
+        Op::Leave { user } => {
+            let me = &users[user];
+            let path = format!("/users/{me}");
+            if let Some((status, reply)) =
+                send(api, outcomes, "DELETE", &path, Some(me), None).await
+            {
+                // A second erasure after a lost answer: 204 too.
+                assert_eq!(status, 204, "{reply}");
+                outcomes.lock().expect("lock").erased.insert(me.clone());
+            }
+        }
         Op::Read { pick, kind } => {
-            let post = pick_post(pick);
+            let post = pick_kept(pick);
             let path = match (kind, post) {
                 (0, _) | (_, None) => "/feed?limit=100".to_owned(),
                 (1, Some(post)) => format!("/posts/{post}"),
@@ -620,7 +740,7 @@ async fn a_hostile_dynamodb_loses_nothing_and_leaves_every_copy_exact() {
 
     // Profiles, concurrently, retried through 503s like everything else.
     let outcomes = Mutex::new(Outcomes::default());
-    let ids: Vec<String> = (0..USERS + TAKERS)
+    let ids: Vec<String> = (0..USERS + TAKERS + LEAVERS)
         .map(|i| format!("hostile-{i:02}"))
         .collect();
     futures::stream::iter(ids.iter().enumerate())
@@ -673,7 +793,9 @@ async fn a_hostile_dynamodb_loses_nothing_and_leaves_every_copy_exact() {
     let _ = std::fs::remove_file(&checkpoint);
     println!("drained after {:.1?}", started.elapsed());
 
-    let outcomes = outcomes.into_inner().expect("lock");
+    let mut outcomes = outcomes.into_inner().expect("lock");
+    assert_eq!(outcomes.erased.len(), LEAVERS, "every erasure answered");
+    outcomes.forget_erased();
     let sent: usize = outcomes.statuses.values().sum();
     println!(
         "hostile workload: {sent} requests in {elapsed:.1?}, statuses {:?}, {} abandoned; \
@@ -757,6 +879,13 @@ async fn check_table(api: &TestApi, outcomes: &Outcomes) {
         of_type("like").count(),
         "a marker per like"
     );
+    // Of an erased user, only the mark, its walk done.
+    let marks: BTreeSet<String> = of_type("erasure").map(|i| text(i, "userId")).collect();
+    assert_eq!(marks, outcomes.erased, "a mark per erased user");
+    for user in &outcomes.erased {
+        let theirs = items.iter().filter(|i| text(i, "userId") == *user).count();
+        assert_eq!(theirs, 1, "{user}: only the mark is left");
+    }
 
     for post in of_type("post") {
         let id = text(post, "postId");
