@@ -63,7 +63,8 @@ pub enum Outcome {
     Stale { writes: usize },
     /// The record changes nothing that is copied.
     Ignored,
-    /// A rename's walk stopped before the deadline, its place saved: the
+    /// A walk (a rename's, a deleted post's, an erasure's) stopped before
+    /// the deadline, its place saved or none needed: the
     /// record must come again.
     Paused { writes: usize },
 }
@@ -99,7 +100,7 @@ pub async fn handle_until(
                 stats.count(outcome);
                 tracing::info!(
                     event_id = %record.event_id,
-                    "rename paused before the deadline; it goes on when the record comes again"
+                    "walk paused before the deadline; it goes on when the record comes again"
                 );
                 response.batch_item_failures.push(failure(record));
                 break;

@@ -516,10 +516,7 @@ async fn five_thousand(
     let posts: Vec<&PostItem> = threads.iter().map(|t| &t.post).collect();
     let capacity = FEED_CAPACITY + feed_reserve(FEED_CAPACITY);
     items.extend(bulk::feed_items(&posts, capacity).expect("feed"));
-    let store = &api.app.store;
-    bulk::put_items(store.client(), store.table(), items)
-        .await
-        .expect("load");
+    crate::support::load(api, items).await;
     (mine, theirs)
 }
 

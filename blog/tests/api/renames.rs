@@ -55,10 +55,7 @@ async fn prolific(api: &TestApi, username: &str, posts: usize, comments: usize) 
     }
     let newest: Vec<&PostItem> = post_items.iter().collect();
     items.extend(bulk::feed_items(&newest, FEED_CAPACITY).expect("feed"));
-    let store = &api.app.store;
-    bulk::put_items(store.client(), store.table(), items)
-        .await
-        .expect("load");
+    crate::support::load(api, items).await;
     user
 }
 

@@ -305,6 +305,20 @@ impl TestApi {
     }
 }
 
+/// Loads `items` in bulk into the test's table, as the API and the fan-out
+/// would have left them. Unconditional puts, so a batch that timed out (a
+/// DynamoDB Local busy with the other tests' tables) is simply sent again.
+pub async fn load(api: &TestApi, items: Vec<blog::store::Item>) {
+    let store = &api.app.store;
+    for attempt in 1..=3 {
+        match blog::store::bulk::put_items(store.client(), store.table(), items.clone()).await {
+            Ok(()) => return,
+            Err(err) if attempt < 3 => eprintln!("bulk load, attempt {attempt}: {err}"),
+            Err(err) => panic!("bulk load: {err}"),
+        }
+    }
+}
+
 /// A post's id from a reply, typed as [`blog::keys`] takes it.
 pub fn post_id(id: &str) -> PostId {
     PostId::parse(id).expect("post id")
