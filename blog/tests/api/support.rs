@@ -62,7 +62,9 @@ pub fn client(endpoint: &str, meter: &CapacityMeter, http: Option<SharedHttpClie
         .timeout_config(
             aws_sdk_dynamodb::config::timeout::TimeoutConfig::builder()
                 .connect_timeout(std::time::Duration::from_secs(2))
-                .operation_timeout(std::time::Duration::from_secs(10))
+                // A DynamoDB Local busy with other tests' tables and scans
+                // can hold a 25-item batch for over 10 s.
+                .operation_timeout(std::time::Duration::from_secs(30))
                 .build(),
         )
         .build();
