@@ -232,12 +232,6 @@ async fn in_flight(api: &TestApi, profile: &UserItem, on: &PostId) -> (LikeId, C
     (like.like_id, comment.comment_id, post)
 }
 
-async fn profile(api: &TestApi, user: &str) -> UserItem {
-    let key = keys::profile(&user_id(user)).item();
-    let found = api.app.store.db().get_entity::<UserItem>(key, true);
-    found.await.expect("read").expect("profile")
-}
-
 #[tokio::test]
 async fn what_was_in_flight_when_the_erasure_committed_is_taken_out_with_its_counts() {
     let api = TestApi::start().await;
@@ -247,7 +241,7 @@ async fn what_was_in_flight_when_the_erasure_committed_is_taken_out_with_its_cou
     let kept = api.post(&alice, "Alice's", "stays").await;
     api.comment(&alice, &kept, "her own").await;
     api.settle(&mut poller).await;
-    let old = profile(&api, &gone).await;
+    let old = api.profile(&gone).await;
 
     erase(&api, &gone).await;
     api.settle(&mut poller).await;
@@ -275,7 +269,7 @@ async fn what_was_in_flight_when_the_erasure_committed_is_taken_out_with_its_cou
         )
         .await;
     assert_eq!(status, 201, "{body}");
-    let new = profile(&api, &gone).await;
+    let new = api.profile(&gone).await;
     assert_eq!(
         (new.version, new.first_version),
         (old.version + 1, old.version + 1)
@@ -530,10 +524,10 @@ async fn five_thousand_items_go_over_many_short_invocations_while_others_write()
         others.push(api.user(&format!("other_{i:02}")).await);
     }
     api.settle(&mut poller).await;
-    let leaver = profile(&api, &leaving).await;
+    let leaver = api.profile(&leaving).await;
     let mut other_profiles = Vec::new();
     for other in &others {
-        other_profiles.push(profile(&api, other).await);
+        other_profiles.push(api.profile(other).await);
     }
     let (mine, theirs) = five_thousand(&api, &leaver, &other_profiles).await;
     // Loaded as the fan-out would have left it: its records are not news.

@@ -3,6 +3,17 @@
 
 use std::collections::BTreeSet;
 
+use blog::{
+    ids::{CommentId, LikeId, PostId},
+    store::{
+        bulk,
+        comments::CommentItem,
+        feed::FEED_CAPACITY,
+        likes::LikeItem,
+        posts::{PostContentItem, PostItem},
+        users::UserItem,
+    },
+};
 use serde_json::{Value, json};
 
 use crate::support::TestApi;
@@ -144,4 +155,127 @@ async fn only_the_user_may_export_and_a_page_is_three_calls() {
     assert_eq!(body["items"].as_array().map(Vec::len), Some(2));
     let operations: Vec<String> = api.meter.take().into_iter().map(|c| c.operation).collect();
     assert_eq!(operations, ["GetItem", "Query", "BatchGetItem"]);
+}
+
+/// A thread as the API and the fan-out would have left it.
+fn thread(
+    post: PostItem,
+    content: &str,
+    comments: Vec<CommentItem>,
+    likes: Vec<LikeItem>,
+) -> bulk::PostWithReplies {
+    let content = PostContentItem::new(post.post_id, content, &post.created_at);
+    bulk::PostWithReplies::new(post, content, comments, likes)
+}
+
+/// 1,000 things by `me`, loaded in bulk: 400 posts of 2,000 characters, and
+/// on each of 100 posts by `others` 5 comments and a like. Returns the ids
+/// the export must list: posts, comments, likes.
+async fn a_thousand(
+    api: &TestApi,
+    me: &UserItem,
+    others: &[UserItem],
+) -> [BTreeSet<String>; 3] {
+    let new_post = |author: &UserItem, n: usize, content: &str| {
+        let id = PostId::generate();
+        PostItem::new(id, author, &format!("post {n}"), content, &id.created_at())
+    };
+    let long = "y".repeat(2_000);
+    let mut threads = Vec::new();
+    let mut ids: [BTreeSet<String>; 3] = Default::default();
+    for n in 0..400 {
+        let post = new_post(me, n, &long);
+        ids[0].insert(post.post_id.to_string());
+        threads.push(thread(post, &long, Vec::new(), Vec::new()));
+    }
+    for n in 0..100 {
+        let post = new_post(&others[n % others.len()], n, "theirs");
+        let comments: Vec<CommentItem> = (0..5)
+            .map(|_| CommentItem::new(post.post_id, CommentId::generate(), me, "mine"))
+            .collect();
+        let like = LikeItem::new(post.post_id, LikeId::generate(), me);
+        ids[1].extend(comments.iter().map(|c| c.comment_id.to_string()));
+        ids[2].insert(post.post_id.to_string());
+        threads.push(thread(post, "theirs", comments, vec![like]));
+    }
+    let mut items = Vec::new();
+    for thread in &threads {
+        items.extend(bulk::post_items(thread).expect("items"));
+    }
+    let posts: Vec<&PostItem> = threads.iter().map(|t| &t.post).collect();
+    items.extend(bulk::feed_items(&posts, FEED_CAPACITY).expect("feed"));
+    crate::support::load(api, items).await;
+    ids
+}
+
+#[tokio::test]
+async fn an_export_of_a_thousand_items_lists_each_once_within_three_calls_a_page() {
+    let api = TestApi::start().await;
+    let me = api.user("archivist").await;
+    let mut others = Vec::new();
+    for i in 0..5 {
+        let other = api.user(&format!("reader_{i}")).await;
+        others.push(api.profile(&other).await);
+    }
+    let expected = a_thousand(&api, &api.profile(&me).await, &others).await;
+
+    let mut seen: [Vec<String>; 3] = Default::default();
+    let mut cursor: Option<String> = None;
+    let mut pages = 0;
+    loop {
+        let mut path = format!("/users/{me}/export?limit=25");
+        if let Some(c) = &cursor {
+            path.push_str(&format!("&cursor={c}"));
+        }
+        api.meter.take();
+        let (status, body) = api.call("GET", &path, Some(&me), None).await;
+        assert_eq!(status, 200, "{path}: {body}");
+        pages += 1;
+        let items = body["items"].as_array().expect("items");
+        assert_eq!(items.len(), 25, "page {pages}: every page is full");
+        // What the page read from the table: a post is its item and its
+        // content, a comment or a like one item, each under 4 KB.
+        let mut table_items = 0.0;
+        for item in items {
+            if let Some(post) = item.get("post") {
+                assert_eq!(post["content"].as_str().map(str::len), Some(2_000));
+                seen[0].push(post["postId"].as_str().expect("id").to_owned());
+                table_items += 2.0;
+            } else if let Some(comment) = item.get("comment") {
+                assert_eq!(comment["content"], json!("mine"));
+                seen[1].push(comment["commentId"].as_str().expect("id").to_owned());
+                table_items += 1.0;
+            } else if let Some(like) = item.get("like") {
+                seen[2].push(like["postId"].as_str().expect("id").to_owned());
+                table_items += 1.0;
+            } else {
+                panic!("unknown item {item}");
+            }
+        }
+        // docs/data-model.md: GetItem the profile (1 unit, strong), Query
+        // GSI1 (0.5 per 4 KB: 26 entries of at most 2,331 bytes, 7.5 at most;
+        // here the posts' summaries fill most of it), BatchGetItem (strong:
+        // 1 per 4 KB of each item).
+        let calls = api.meter.take();
+        let operations: Vec<&str> = calls.iter().map(|c| c.operation.as_str()).collect();
+        assert_eq!(operations, ["GetItem", "Query", "BatchGetItem"], "page {pages}");
+        assert_eq!(calls[0].total(), 1.0, "page {pages}: the profile");
+        assert!(calls[1].total() <= 7.5, "page {pages}: {:?}", calls[1]);
+        assert_eq!(calls[2].total(), table_items, "page {pages}: the items");
+        cursor = body["nextCursor"].as_str().map(str::to_owned);
+        if cursor.is_none() {
+            break;
+        }
+        assert!(pages < 40, "a 41st page");
+    }
+    assert_eq!(pages, 40);
+    for (kind, (seen, expected)) in ["posts", "comments", "likes"]
+        .iter()
+        .zip(seen.iter_mut().zip(&expected))
+    {
+        let listed = seen.len();
+        let unique: BTreeSet<String> = seen.drain(..).collect();
+        assert_eq!(listed, unique.len(), "{kind}: each listed once");
+        assert_eq!(&unique, expected, "{kind}");
+    }
 }

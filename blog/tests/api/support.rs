@@ -253,6 +253,13 @@ impl TestApi {
         self.user(&username).await
     }
 
+    /// `user`'s profile item, read strongly from the table (it must exist).
+    pub async fn profile(&self, user: &str) -> blog::store::users::UserItem {
+        let key = keys::profile(&user_id(user)).item();
+        let found = self.app.store.db().get_entity(key, true);
+        found.await.expect("read").expect("profile")
+    }
+
     /// Creates a post by `user` and returns its id.
     pub async fn post(&self, user: &str, title: impl Into<String>, content: &str) -> String {
         let title: String = title.into();
