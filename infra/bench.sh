@@ -8,6 +8,9 @@
 #
 #   ./infra/bench.sh --rename [--items N]   the rename fan-out of one user who
 #                                           wrote N items (100,000), instead
+#   ./infra/bench.sh --account [--users N] [--runs N]
+#                                           the export's pages and erasures
+#                                           at S and 10×S (V3 only), instead
 #   ./infra/bench.sh --audit [--users N] [--segments 1,4,8]
 #                                           `blog-admin audit` on the data set
 #                                           at 10×S (V3 only), instead
@@ -37,15 +40,22 @@ fi
 
 ensure_tools
 
-if [ "${1:-}" = "--rename" ]; then
+# run_alone BIN ARGS...: builds the bench's BIN and runs it on a DynamoDB
+# Local of its own.
+run_alone() {
+  local bin=$1
   shift
-  cargo build --release --locked -p bench --bin blog-rename-bench
+  cargo build --release --locked -p bench --bin "$bin"
   port=$(free_port)
   start_dynamodb_local "$port"
   trap 'kill "$DDB_PID" 2>/dev/null || true' EXIT
-  target/release/blog-rename-bench --endpoint "http://127.0.0.1:$port" "$@"
-  exit
-fi
+  "target/release/$bin" --endpoint "http://127.0.0.1:$port" "$@"
+}
+
+case "${1:-}" in
+  --account) shift; run_alone blog-account-bench "$@"; exit ;;
+  --rename) shift; run_alone blog-rename-bench "$@"; exit ;;
+esac
 
 log "building the arm64 Lambda zips (cargo lambda) and this machine's release binaries"
 cargo lambda build --release --arm64 --output-format zip -p functions

@@ -29,12 +29,16 @@ if [ -n "${CI:-}" ]; then export CARGO_INCREMENTAL=0; fi
 ensure_java
 ensure_chromium
 ensure_dynamodb_local
-ensure_tools
+# The Python tools (two minutes on a fresh clone, mostly downloads) install
+# while clippy builds; cfn-lint is the first to need them.
+ensure_tools &
+tools_pid=$!
 
 log "cargo fmt --check"
 cargo fmt --all -- --check
 log "cargo clippy"
 cargo clippy --workspace --all-targets --locked -- -D warnings
+wait "$tools_pid" || { log "installing the Python tools failed"; exit 1; }
 log "cfn-lint in every commercial region, and sam validate"
 # A resource type one region lacks fails the whole stack there, conditions or
 # not: the template must deploy to every region cfn-lint knows but China,
@@ -50,9 +54,9 @@ log "the IAM roles as the SAM transform expands them"
 
 pids=()
 trap 'for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done' EXIT
-# Several DynamoDB Locals for the tests, each test on one of them (chosen by
-# its name, blog/tests/api/support.rs): an instance serves one request at a
-# time and slows down with every table and stream it holds (even deleted
+# Several DynamoDB Locals for the tests, each test on one of them (the one
+# with the fewest tests running when it starts, blog/tests/api/support.rs):
+# an instance serves one request at a time and slows down with every table and stream it holds (even deleted
 # ones), so one instance would leave a core idle and serve the last tests
 # several times slower than the first. Three on two cores: with five (a fifth
 # for the benchmark's tests), the tests' contended writes ran out of their

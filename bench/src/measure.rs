@@ -5,7 +5,7 @@
 
 use std::time::{Duration, Instant};
 
-use aws_sdk_dynamodb::Client;
+use aws_sdk_dynamodb::{Client, types::AttributeValue};
 use blog::{
     api::{App, FeedCache},
     fanout,
@@ -176,6 +176,34 @@ pub struct Rename {
     pub fanout: Cost,
 }
 
+/// An account's erasure (`DELETE /users/{userId}`): the request, then the
+/// fan-out's walk over everything the user wrote, drained to its end.
+#[derive(Debug, Clone)]
+pub struct Erasure {
+    /// Posts, comments and likes the user wrote: what the walk erases.
+    pub items: usize,
+    pub command: Cost,
+    pub fanout: Cost,
+    /// Write units as DynamoDB bills them; the walk's at most (see
+    /// `Scale::erasures`).
+    pub billed: Billed,
+}
+
+/// The pages of one user's export (`GET /users/{userId}/export?limit=25`).
+#[derive(Debug, Clone)]
+pub struct Export {
+    /// What the pages listed: posts, comments and likes.
+    pub items: usize,
+    pub pages: usize,
+    /// Mean calls and read units per page.
+    pub per_page: Cost,
+    /// The costliest page.
+    pub max_calls: usize,
+    pub max_units: f64,
+    /// Each page served in turn, unmetered.
+    pub latency: Stats,
+}
+
 #[derive(Debug, Clone)]
 pub struct ScaleResult {
     pub label: String,
@@ -187,6 +215,17 @@ pub struct ScaleResult {
     pub renames: Vec<Rename>,
     /// From a post's creation to its appearance in the feed.
     pub lag: Option<Stats>,
+}
+
+/// The account requests at one scale (`blog-account-bench`).
+#[derive(Debug, Clone)]
+pub struct AccountResult {
+    pub label: String,
+    pub loaded: Loaded,
+    /// The reference user's export.
+    pub export: Export,
+    /// The erasures of the users with the fewest posts and a median number.
+    pub erasures: Vec<Erasure>,
 }
 
 impl ScaleResult {
@@ -294,27 +333,7 @@ pub async fn measure_scale(
         loaded.v2_items,
         loaded.seconds
     );
-    let app = |client: &Client| App {
-        store: Store::new(client.clone(), &v3_table),
-        // Each Q6 measured is the Query it makes, not a cache hit.
-        feed_cache: FeedCache::off(),
-    };
-    let mut scale = Scale {
-        clients: clients.clone(),
-        metered: app(&clients.requests),
-        plain: app(&clients.plain),
-        fanout_store: Store::new(clients.fanout.clone(), &v3_table),
-        poller: StreamPoller::new(
-            Store::new(clients.plain.clone(), &v3_table),
-            clients.streams.clone(),
-            None,
-        ),
-        prefix: prefix.to_owned(),
-        rng: Rng::with_seed(users as u64),
-        fresh_users: Default::default(),
-        created: 0,
-        loaded,
-    };
+    let mut scale = Scale::new(clients, prefix, users, loaded);
     let mut rows = Vec::new();
     // Reads first, while the feed and the reference targets are as loaded.
     for request in Request::ALL.into_iter().filter(|r| !r.is_command()) {
@@ -342,7 +361,8 @@ pub async fn measure_scale(
     }
     println!("  latency: done");
     scale.drain(false).await?;
-    let renames = scale.renames().await?;
+    let renamed = scale.renamed_users();
+    let renames = scale.renames(&renamed).await?;
     let lag = match settings.lag_samples {
         0 => None,
         n => Some(scale.lag(n).await?),
@@ -358,7 +378,64 @@ pub async fn measure_scale(
     })
 }
 
+/// Loads `users` users' data into the V3 table alone (named after `prefix`),
+/// then measures the reference user's export (`timed_runs` pages timed) and
+/// the erasures of the users with the fewest posts and a median number.
+pub async fn measure_account(
+    clients: &Clients,
+    label: &str,
+    prefix: &str,
+    users: usize,
+    timed_runs: usize,
+) -> Result<AccountResult, Error> {
+    println!("{label}: {users} users");
+    let loaded = load::load_v3(&clients.plain, &format!("{prefix}-v3"), users).await?;
+    println!(
+        "  loaded {} posts, {} comments, {} likes: {} items in {:.0} s",
+        loaded.posts, loaded.comments, loaded.likes, loaded.v3_items, loaded.seconds
+    );
+    let mut scale = Scale::new(clients, prefix, users, loaded);
+    let export = scale.export(timed_runs).await?;
+    println!("  export: done");
+    let users = scale.renamed_users();
+    let erasures = scale.erasures(&users[..2]).await?;
+    println!("  erasures: done");
+    Ok(AccountResult {
+        label: label.to_owned(),
+        loaded: scale.loaded,
+        export,
+        erasures,
+    })
+}
+
 impl Scale {
+    /// The V3 table of `prefix`, loaded as `loaded` says, with its clients
+    /// and a stream poller at the stream's start.
+    fn new(clients: &Clients, prefix: &str, users: usize, loaded: Loaded) -> Self {
+        let v3_table = format!("{prefix}-v3");
+        let app = |client: &Client| App {
+            store: Store::new(client.clone(), &v3_table),
+            // Each Q6 measured is the Query it makes, not a cache hit.
+            feed_cache: FeedCache::off(),
+        };
+        Self {
+            clients: clients.clone(),
+            metered: app(&clients.requests),
+            plain: app(&clients.plain),
+            fanout_store: Store::new(clients.fanout.clone(), &v3_table),
+            poller: StreamPoller::new(
+                Store::new(clients.plain.clone(), &v3_table),
+                clients.streams.clone(),
+                None,
+            ),
+            prefix: prefix.to_owned(),
+            rng: Rng::with_seed(users as u64),
+            fresh_users: Default::default(),
+            created: 0,
+            loaded,
+        }
+    }
+
     /// The target a read's calls and capacity are measured on.
     fn reference_target(&self, request: Request) -> Target {
         match request {
@@ -911,24 +988,26 @@ impl Scale {
         Ok(())
     }
 
-    /// Renames of users with few and with many items: the command, then the
-    /// fan-out's copies of the new name.
-    async fn renames(&mut self) -> Result<Vec<Rename>, Error> {
+    /// The users renamed: the one with the fewest posts, a median one and the
+    /// reference user (the first two are then erased).
+    fn renamed_users(&self) -> [usize; 3] {
         let mut posts_of = std::collections::BTreeMap::<usize, usize>::new();
         for (_, author) in &self.loaded.post_ids {
             *posts_of.entry(*author).or_default() += 1;
         }
         let mut by_posts: Vec<(usize, usize)> = posts_of.into_iter().collect();
         by_posts.sort_by_key(|(author, n)| (*n, *author));
-        let chosen = [
-            by_posts.first().map(|(a, _)| *a),
-            by_posts.get(by_posts.len() / 2).map(|(a, _)| *a),
-            Some(dataset::REFERENCE_USER),
-        ];
+        let at = |i: usize| by_posts.get(i).map_or(dataset::REFERENCE_USER, |(a, _)| *a);
+        [at(0), at(by_posts.len() / 2), dataset::REFERENCE_USER]
+    }
+
+    /// Renames of users with few and with many items: the command, then the
+    /// fan-out's copies of the new name.
+    async fn renames(&mut self, chosen: &[usize]) -> Result<Vec<Rename>, Error> {
         let mut renames = Vec::new();
-        for (n, user) in chosen.into_iter().flatten().enumerate() {
+        for (n, &user) in chosen.iter().enumerate() {
             let id = dataset::user_id(user);
-            let items = self.authored_items(&id).await?;
+            let items = self.written_by(&id).await?.len();
             self.clients.request_meter.take();
             self.clients.fanout_meter.take();
             let req = event(
@@ -951,9 +1030,152 @@ impl Scale {
         Ok(renames)
     }
 
-    /// How many items a user wrote (their GSI1 partition).
-    async fn authored_items(&self, user: &UserId) -> Result<usize, Error> {
-        let mut count = 0;
+    /// The reference user's export, 25 a page: each page's calls and read
+    /// units, then `runs` pages served in turn, timed.
+    async fn export(&mut self, runs: usize) -> Result<Export, Error> {
+        let user = dataset::user_id(dataset::REFERENCE_USER);
+        let page = |cursor: &Option<String>| {
+            let query = match cursor {
+                Some(cursor) => format!("limit=25&cursor={cursor}"),
+                None => "limit=25".to_owned(),
+            };
+            let params = [("userId", user.to_string())];
+            event("export-user", &params, &query, None, Some(user.as_str()))
+        };
+        let (mut cursors, mut cursor) = (Vec::new(), None);
+        let (mut items, mut calls, mut max_calls, mut max_units) = (0, Vec::new(), 0, 0.0_f64);
+        loop {
+            self.clients.request_meter.take();
+            let (_, body) = run_v3(&self.metered, "export-user", page(&cursor)?).await?;
+            let page_calls = self.clients.request_meter.take();
+            max_calls = max_calls.max(page_calls.len());
+            max_units = max_units.max(Cost::per_request(&page_calls, 1).total());
+            calls.extend(page_calls);
+            let body: serde_json::Value = serde_json::from_str(&body)?;
+            items += body["items"].as_array().map_or(0, Vec::len);
+            cursors.push(cursor);
+            cursor = body["nextCursor"].as_str().map(str::to_owned);
+            if cursor.is_none() {
+                break;
+            }
+        }
+        let mut seconds = Vec::with_capacity(runs);
+        for n in 0..runs {
+            let req = page(&cursors[n % cursors.len()])?;
+            seconds.push(run_v3(&self.plain, "export-user", req).await?.0);
+        }
+        Ok(Export {
+            items,
+            pages: cursors.len(),
+            per_page: Cost::per_request(&calls, cursors.len()),
+            max_calls,
+            max_units,
+            latency: Stats::of(seconds),
+        })
+    }
+
+    /// Erasures of `users`: the request, then its fan-out drained to the end
+    /// of the walk. Billed: the request as the transaction it is; the walk
+    /// from every partition it can touch (the user's, their name's, the feed
+    /// and each post they wrote or replied to), read before and after, with
+    /// the user's own items, their like markers and the posts whose counts
+    /// fell at the transactional rate (each comment or like goes in one
+    /// transaction with its post's count, each post in one with its content)
+    /// and the rest at the standard rate: at most what DynamoDB bills, as a
+    /// reply of theirs on their own post may go with the post's partition,
+    /// at the standard rate.
+    async fn erasures(&mut self, users: &[usize]) -> Result<Vec<Erasure>, Error> {
+        use blog::keys;
+        let mut erasures = Vec::new();
+        for &user in users {
+            let id = dataset::user_id(user);
+            let written = self.written_by(&id).await?;
+            let profile = self
+                .plain
+                .store
+                .db()
+                .get_entity::<blog::store::users::UserItem>(keys::profile(&id).item(), true)
+                .await?
+                .ok_or("an erased user has no profile")?;
+            let mut pks: Vec<String> = written.iter().map(|(pk, _)| pk.clone()).collect();
+            pks.sort();
+            pks.dedup();
+            let post_pks: std::collections::BTreeSet<String> = pks.iter().cloned().collect();
+            pks.extend([
+                keys::user_pk(&id),
+                keys::username_pk(&profile.username),
+                keys::FEED_PK.to_owned(),
+            ]);
+            let (table, shape) = (self.plain.store.table().to_owned(), Shape::single_table());
+            let client = self.clients.plain.clone();
+            let snapshot = || Snapshot::partitions(&client, &table, &shape, &pks);
+            let before = snapshot().await?;
+            self.clients.request_meter.take();
+            self.clients.fanout_meter.take();
+            let req = event(
+                "delete-user",
+                &[("userId", id.to_string())],
+                "",
+                None,
+                Some(id.as_str()),
+            )?;
+            run_v3(&self.metered, "delete-user", req).await?;
+            let request_calls = self.clients.request_meter.take();
+            let answered = snapshot().await?;
+            self.drain(true).await?;
+            let fanout = self.clients.fanout_meter.take();
+            let settled = snapshot().await?;
+            let own_posts: std::collections::BTreeSet<String> = written
+                .iter()
+                .filter(|(_, sk)| sk == keys::POST_SK)
+                .map(|(pk, _)| pk.clone())
+                .collect();
+            let marker = keys::liker_sk(&id);
+            let mut transactional = answered.keys_where(
+                |item| matches!(item.get("userId"), Some(AttributeValue::S(u)) if u == id.as_str()),
+            );
+            let transactional_too = |pk: &str, sk: &str| {
+                sk == marker
+                    || (own_posts.contains(pk) && sk == keys::POST_CONTENT_SK)
+                    || (post_pks.contains(pk) && sk == keys::POST_SK)
+            };
+            transactional.extend(
+                answered
+                    .keys_where(|_| true)
+                    .into_iter()
+                    .filter(|(pk, sk)| transactional_too(pk, sk)),
+            );
+            let at = |pk: &str, sk: &str| transactional.contains(&(pk.to_owned(), sk.to_owned()));
+            let part = |snapshot: &Snapshot, tx: bool| snapshot.filter(|pk, sk| at(pk, sk) == tx);
+            let billed = Billed {
+                request: (billed_writes(&shape, &before, &answered, Rate::Transactional)
+                    + refused(&request_calls)) as f64,
+                fanout: (billed_writes(
+                    &shape,
+                    &part(&answered, true),
+                    &part(&settled, true),
+                    Rate::Transactional,
+                ) + billed_writes(
+                    &shape,
+                    &part(&answered, false),
+                    &part(&settled, false),
+                    Rate::Standard,
+                ) + refused(&fanout)) as f64,
+            };
+            erasures.push(Erasure {
+                items: written.len(),
+                command: Cost::per_request(&request_calls, 1),
+                fanout: Cost::per_request(&fanout, 1),
+                billed,
+            });
+        }
+        Ok(erasures)
+    }
+
+    /// The table keys (partition, sort) of everything `user` wrote: their
+    /// GSI1 partition, read to its end.
+    async fn written_by(&self, user: &UserId) -> Result<Vec<(String, String)>, Error> {
+        let mut keys = Vec::new();
         let mut start = None;
         loop {
             let page = self
@@ -965,16 +1187,23 @@ impl Scale {
                 .key_condition_expression("GSI1PK = :pk")
                 .expression_attribute_values(
                     ":pk",
-                    aws_sdk_dynamodb::types::AttributeValue::S(blog::keys::user_items_pk(user)),
+                    AttributeValue::S(blog::keys::user_items_pk(user)),
                 )
-                .select(aws_sdk_dynamodb::types::Select::Count)
+                .projection_expression("PK, SK")
                 .set_exclusive_start_key(start)
                 .send()
                 .await?;
-            count += usize::try_from(page.count).unwrap_or(0);
+            for item in page.items.unwrap_or_default() {
+                match (item.get("PK"), item.get("SK")) {
+                    (Some(AttributeValue::S(pk)), Some(AttributeValue::S(sk))) => {
+                        keys.push((pk.clone(), sk.clone()));
+                    }
+                    _ => return Err("a GSI1 entry without its table keys".into()),
+                }
+            }
             start = page.last_evaluated_key;
             if start.is_none() {
-                return Ok(count);
+                return Ok(keys);
             }
         }
     }

@@ -4,7 +4,7 @@ use std::fmt::Write;
 
 use crate::{
     lambda::FunctionFigures,
-    measure::{Model, POST_LENGTHS, Row, ScaleResult, Stats},
+    measure::{AccountResult, Model, POST_LENGTHS, Row, ScaleResult, Stats},
     requests::Request,
 };
 
@@ -575,4 +575,55 @@ fn functions(out: &mut String, functions: &[FunctionFigures]) {
         );
     }
     let _ = writeln!(out);
+}
+
+/// The account requests' tables (`blog-account-bench`): the erasures, then
+/// the export's pages, at each scale.
+pub fn account(results: &[AccountResult]) -> String {
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "| erasure of a user with N items | scale | request (calls, capacity; billed WCU) | fan-out (calls, capacity; billed WCU at most) | fan-out per item (calls, capacity; billed WCU) |\n|---|---|---|---|---|"
+    );
+    for scale in results {
+        for erasure in &scale.erasures {
+            let n = erasure.items.max(1) as f64;
+            let _ = writeln!(
+                out,
+                "| N = {} | {} | {:.0}, {}; {} | {:.0}, {}; {} | {:.2}, {:.2}; {:.2} |",
+                erasure.items,
+                scale.label,
+                erasure.command.calls,
+                units(erasure.command.total()),
+                units(erasure.billed.request),
+                erasure.fanout.calls,
+                units(erasure.fanout.total()),
+                units(erasure.billed.fanout),
+                erasure.fanout.calls / n,
+                erasure.fanout.total() / n,
+                erasure.billed.fanout / n
+            );
+        }
+    }
+    let _ = writeln!(
+        out,
+        "\n| export of the reference user, 25 a page | scale | items, pages | per page: calls, read units (mean) | costliest page: calls, read units | page p50 ms (p99) |\n|---|---|---|---|---|---|"
+    );
+    for scale in results {
+        let export = &scale.export;
+        let _ = writeln!(
+            out,
+            "| `GET /users/{{userId}}/export?limit=25` | {} | {}, {} | {:.1}, {} | {}, {} | {} ({}) |",
+            scale.label,
+            export.items,
+            export.pages,
+            export.per_page.calls,
+            units(export.per_page.total()),
+            export.max_calls,
+            units(export.max_units),
+            ms(export.latency.p50),
+            ms(export.latency.p99)
+        );
+    }
+    out
 }

@@ -143,6 +143,27 @@ impl Snapshot {
         self.0.len()
     }
 
+    /// The items whose primary key (partition, sort) `keep` accepts: a
+    /// snapshot cut in parts billed at different rates.
+    pub fn filter(&self, keep: impl Fn(&str, &str) -> bool) -> Self {
+        Self(
+            self.0
+                .iter()
+                .filter(|((pk, sk), _)| keep(pk, sk))
+                .map(|(key, item)| (key.clone(), item.clone()))
+                .collect(),
+        )
+    }
+
+    /// The primary keys (partition, sort) of the items `pick` accepts.
+    pub fn keys_where(&self, pick: impl Fn(&Item) -> bool) -> BTreeSet<(String, String)> {
+        self.0
+            .iter()
+            .filter(|(_, item)| pick(item))
+            .map(|(key, _)| key.clone())
+            .collect()
+    }
+
     pub fn is_empty(&self) -> bool {
         self.0.is_empty()
     }

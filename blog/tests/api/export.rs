@@ -171,11 +171,7 @@ fn thread(
 /// 1,000 things by `me`, loaded in bulk: 400 posts of 2,000 characters, and
 /// on each of 100 posts by `others` 5 comments and a like. Returns the ids
 /// the export must list: posts, comments, likes.
-async fn a_thousand(
-    api: &TestApi,
-    me: &UserItem,
-    others: &[UserItem],
-) -> [BTreeSet<String>; 3] {
+async fn a_thousand(api: &TestApi, me: &UserItem, others: &[UserItem]) -> [BTreeSet<String>; 3] {
     let new_post = |author: &UserItem, n: usize, content: &str| {
         let id = PostId::generate();
         PostItem::new(id, author, &format!("post {n}"), content, &id.created_at())
@@ -258,7 +254,11 @@ async fn an_export_of_a_thousand_items_lists_each_once_within_three_calls_a_page
         // 1 per 4 KB of each item).
         let calls = api.meter.take();
         let operations: Vec<&str> = calls.iter().map(|c| c.operation.as_str()).collect();
-        assert_eq!(operations, ["GetItem", "Query", "BatchGetItem"], "page {pages}");
+        assert_eq!(
+            operations,
+            ["GetItem", "Query", "BatchGetItem"],
+            "page {pages}"
+        );
         assert_eq!(calls[0].total(), 1.0, "page {pages}: the profile");
         assert!(calls[1].total() <= 7.5, "page {pages}: {:?}", calls[1]);
         assert_eq!(calls[2].total(), table_items, "page {pages}: the items");

@@ -115,18 +115,6 @@ async fn liking_needs_an_identity_a_profile_and_no_stray_fields() {
     assert_eq!(table_snapshot(&api).await, before);
 }
 
-/// Likes at `path` as `who`, sending it again on 503 as a client would.
-async fn like_until_answered(api: &TestApi, path: &str, who: &str) -> u16 {
-    for _ in 0..5 {
-        let status = api.call("POST", path, Some(who), None).await.0;
-        if status != 503 {
-            return status;
-        }
-        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
-    }
-    503
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn concurrent_likes_and_repeats_are_counted_exactly() {
     let api = TestApi::start().await;
@@ -138,11 +126,11 @@ async fn concurrent_likes_and_repeats_are_counted_exactly() {
     // Under that much conflict a like may run out of the store's retries and
     // answer 503 (nothing written), as on DynamoDB; its client then sends it
     // again, as a client does.
-    let results = join_all(
-        fans.iter()
-            .chain(fans.iter())
-            .map(|who| like_until_answered(&api, &path, who)),
-    )
+    let results = join_all(fans.iter().chain(fans.iter()).map(|who| async {
+        api.call_until_answered("POST", &path, Some(who), None)
+            .await
+            .0
+    }))
     .await;
     assert_eq!(
         results.iter().filter(|s| **s == 201).count(),

@@ -114,7 +114,8 @@ async fn old_shape_posts_are_served_then_migrated_while_the_api_serves() {
         "an edit leaves the new shape"
     );
 
-    // The migration runs while likes and content edits go on.
+    // The migration runs while likes and content edits go on (a 503, the
+    // store's retries run out under the contention, is sent again).
     let store = api.app.store.clone();
     let migration = tokio::spawn(async move { store.migrate().await });
     let traffic = join_all(posts.iter().enumerate().flat_map(|(i, post)| {
@@ -124,10 +125,10 @@ async fn old_shape_posts_are_served_then_migrated_while_the_api_serves() {
         (0..fans.len()).map(move |f| async move {
             if f == 0 && i % 3 == 2 {
                 let body = json!({ "content": format!("edited {i}") });
-                api.call("PUT", &format!("/posts/{post}"), Some(author), Some(body))
+                api.call_until_answered("PUT", &format!("/posts/{post}"), Some(author), Some(body))
                     .await
             } else {
-                api.call(
+                api.call_until_answered(
                     "POST",
                     &format!("/posts/{post}/likes"),
                     Some(&fans[f]),

@@ -28,21 +28,60 @@ pub const JWT_SUB: &str = "x-test-jwt-sub";
 
 /// The DynamoDB Local this test uses. infra/test.sh starts several (each
 /// serves its requests one at a time, and slows down with every table it
-/// holds) and lists them in `DYNAMODB_ENDPOINTS`; a test keeps to one, chosen
-/// by its name (libtest runs each test on a thread named after it), so that
-/// its tables, streams and proxies meet.
+/// holds) and lists them in `DYNAMODB_ENDPOINTS`. A test keeps to one, so that
+/// its tables, streams and proxies meet: the first call on its thread (libtest
+/// runs each test on a thread of its own) takes the instance with the fewest
+/// tests running, then the fewest served, and the thread's end gives it back.
 pub fn endpoint() -> String {
-    let listed = std::env::var("DYNAMODB_ENDPOINTS")
-        .or_else(|_| std::env::var("DYNAMODB_ENDPOINT"))
-        .expect("DYNAMODB_ENDPOINT is not set: run the integration tests through infra/test.sh");
-    let endpoints: Vec<&str> = listed.split(',').filter(|e| !e.is_empty()).collect();
-    let test = std::thread::current().name().unwrap_or_default().to_owned();
-    // FNV-1a: stable across runs and Rust versions, unlike `DefaultHasher`.
-    let hash = test.bytes().fold(0xcbf2_9ce4_8422_2325_u64, |h, b| {
-        (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
-    });
-    let index = usize::try_from(hash % endpoints.len() as u64).unwrap_or_default();
-    endpoints[index].to_owned()
+    CHOSEN.with(|chosen| {
+        chosen
+            .get_or_init(|| {
+                let listed = std::env::var("DYNAMODB_ENDPOINTS")
+                    .or_else(|_| std::env::var("DYNAMODB_ENDPOINT"))
+                    .expect(
+                        "DYNAMODB_ENDPOINT is not set: run the integration tests through infra/test.sh",
+                    );
+                let endpoints: Vec<&str> = listed.split(',').filter(|e| !e.is_empty()).collect();
+                let mut load = LOAD.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+                load.resize(endpoints.len(), (0, 0));
+                let index = (0..endpoints.len())
+                    .min_by_key(|&i| load[i])
+                    .unwrap_or_default();
+                load[index].0 += 1;
+                load[index].1 += 1;
+                Chosen {
+                    index,
+                    endpoint: endpoints[index].to_owned(),
+                }
+            })
+            .endpoint
+            .clone()
+    })
+}
+
+/// Per instance of `DYNAMODB_ENDPOINTS`: the tests running on it, and all
+/// it has served.
+static LOAD: std::sync::Mutex<Vec<(usize, usize)>> = std::sync::Mutex::new(Vec::new());
+
+thread_local! {
+    static CHOSEN: std::cell::OnceCell<Chosen> = const { std::cell::OnceCell::new() };
+}
+
+/// The instance a test's thread took, given back when the thread ends.
+struct Chosen {
+    index: usize,
+    endpoint: String,
+}
+
+impl Drop for Chosen {
+    fn drop(&mut self) {
+        let mut load = LOAD
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let Some((running, _)) = load.get_mut(self.index) {
+            *running = running.saturating_sub(1);
+        }
+    }
 }
 
 pub fn client(endpoint: &str, meter: &CapacityMeter, http: Option<SharedHttpClient>) -> Client {
@@ -211,6 +250,27 @@ impl TestApi {
     }
 
     /// Sends a request with the given headers, e.g. a verified JWT `sub`.
+    /// [`Self::call`], sent again after a 503 (nothing written: the store ran
+    /// out of retries under contention, as on DynamoDB), as a client would,
+    /// up to five times in all; the last answer.
+    pub async fn call_until_answered(
+        &self,
+        method: &str,
+        path: &str,
+        sub: Option<&str>,
+        body: Option<Value>,
+    ) -> (u16, Value) {
+        let mut answer = (0, Value::Null);
+        for _ in 0..5 {
+            answer = self.call(method, path, sub, body.clone()).await;
+            if answer.0 != 503 {
+                break;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+        }
+        answer
+    }
+
     pub async fn call_with(
         &self,
         method: &str,
