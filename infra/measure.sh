@@ -9,6 +9,9 @@
 #                                (GET /feed 200), fresh
 #   infra/measure.sh sam-build   sam build, fresh; then after a one-line
 #                                change to one handler
+#   infra/measure.sh profiles    the release profile's candidates, each
+#                                built from nothing: build time, sizes,
+#                                start-up, first answer, warm invocations
 #
 # Each takes as long as what it measures (the test command and sam build
 # take tens of minutes on a 2-core machine); run one at a time, with nothing
@@ -16,7 +19,7 @@
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 
-what=${1:?"what to measure: test, run-local or sam-build"}
+what=${1:?"what to measure: test, run-local, sam-build or profiles"}
 scratch=$(mktemp -d)
 trap 'rm -rf "$scratch"' EXIT
 git clone -q "$ROOT" "$scratch/blog"
@@ -61,8 +64,47 @@ case "$what" in
     sam build >"$scratch/sam.log" 2>&1 || { tail -40 "$scratch/sam.log"; exit 1; }
     row "\`sam build\` after a one-line change to one handler" "$(since "$start")"
     ;;
+  profiles)
+    # Each candidate builds the 20 functions (x86_64, this machine's: the
+    # arm64 binaries cannot run here) in one cargo invocation from nothing,
+    # in a target directory of its own; blog-bench --functions-only then
+    # starts each binary 25 times and serves 1,000 invocations on the S data
+    # set. Candidates: today's profile (fat LTO, 1 codegen unit),
+    # cargo-lambda's defaults (thin LTO, 1 codegen unit), and no cross-crate
+    # LTO with cargo's default 16 codegen units; all keep opt-level 3, strip
+    # and panic = "abort".
+    ensure_java
+    ensure_dynamodb_local
+    # The benchmark itself, built once (its profile does not matter here).
+    CARGO_TARGET_DIR="$scratch/target-bench" CARGO_PROFILE_RELEASE_LTO=off \
+      CARGO_PROFILE_RELEASE_CODEGEN_UNITS=16 cargo build --quiet --release --locked -p bench --bin blog-bench
+    for candidate in "off 16" "thin 1" "fat 1"; do
+      read -r lto units <<<"$candidate"
+      dir="$scratch/target-$lto-$units"
+      start=$(date +%s)
+      CARGO_TARGET_DIR="$dir" CARGO_PROFILE_RELEASE_LTO=$lto CARGO_PROFILE_RELEASE_CODEGEN_UNITS=$units \
+        cargo build --quiet --release --locked -p functions
+      row "release build of the 20 functions, lto = $lto, codegen-units = $units" "$(since "$start")"
+      zips=()
+      for binary in $(cargo metadata --format-version 1 --no-deps |
+        python3 -c 'import json,sys; print(" ".join(t["name"] for p in json.load(sys.stdin)["packages"] if p["name"] == "functions" for t in p["targets"]))'); do
+        mkdir -p "$dir/zips/$binary"
+        cp "$dir/release/$binary" "$dir/zips/$binary/bootstrap"
+        (cd "$dir/zips/$binary" && zip -q -9 bootstrap.zip bootstrap)
+        zips+=("$(stat -c %s "$dir/zips/$binary/bootstrap.zip")")
+      done
+      row "lto = $lto: zips (x86_64) smallest, largest" \
+        "$(printf '%s\n' "${zips[@]}" | sort -n | sed -n '1p;$p' | paste -sd' ' | awk '{printf "%.2f MB, %.2f MB", $1/1e6, $2/1e6}')"
+      port=$(free_port)
+      start_dynamodb_local "$port"
+      "$scratch/target-bench/release/blog-bench" --endpoint "http://127.0.0.1:$port" --functions-only \
+        --functions "$dir/release" --zips "$dir/zips" | sed -n '/^| function/,$p'
+      kill "$DDB_PID"
+      wait "$DDB_PID" 2>/dev/null || true
+    done
+    ;;
   *)
-    echo "unknown measurement: $what (test, run-local or sam-build)" >&2
+    echo "unknown measurement: $what (test, run-local, sam-build or profiles)" >&2
     exit 2
     ;;
 esac

@@ -36,6 +36,9 @@ pub struct FunctionFigures {
     pub first_answer: Stats,
     /// Peak resident memory (VmHWM) after the invocations, in KiB.
     pub peak_kib: Option<u64>,
+    /// An invocation of the warm process, from handing out its event to its
+    /// response: the handler and the runtime around it.
+    pub invocation: Stats,
     pub invocations: usize,
     /// Invocations that failed (posted to `/error`, or answered non-2xx),
     /// the cold starts' included.
@@ -47,6 +50,10 @@ struct State {
     events: VecDeque<String>,
     first_poll: Option<Instant>,
     first_answer: Option<Instant>,
+    /// When the event being served was handed out.
+    handed_out: Option<Instant>,
+    /// Seconds from each event handed out to its response.
+    served: Vec<f64>,
     answered: usize,
     failed: usize,
 }
@@ -77,7 +84,11 @@ impl RuntimeApi {
             let event = {
                 let mut state = self.state();
                 state.first_poll.get_or_insert_with(Instant::now);
-                state.events.pop_front()
+                let event = state.events.pop_front();
+                if event.is_some() {
+                    state.handed_out = Some(Instant::now());
+                }
+                event
             };
             self.changed.notify_waiters();
             let Some(event) = event else {
@@ -123,6 +134,9 @@ impl RuntimeApi {
             {
                 let mut state = self.state();
                 state.first_answer.get_or_insert_with(Instant::now);
+                if let Some(handed_out) = state.handed_out.take() {
+                    state.served.push(handed_out.elapsed().as_secs_f64());
+                }
                 state.answered += 1;
                 if path.ends_with("/error") || status.is_some_and(|s| s >= 300) {
                     state.failed += 1;
@@ -253,12 +267,15 @@ pub async fn measure(
     child.kill().await?;
     server.abort();
     let failed = api.state().failed + cold_failed;
+    // The first invocation opened the process's connections: warm ones only.
+    let invocation = Stats::of(api.state().served.iter().skip(1).copied().collect());
     Ok(FunctionFigures {
         name: name.to_owned(),
         zip_bytes: std::fs::metadata(zip).ok().map(|m| m.len()),
         startup: Stats::of(to_poll),
         first_answer: Stats::of(to_answer),
         peak_kib,
+        invocation,
         invocations,
         failed,
     })

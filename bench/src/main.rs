@@ -5,8 +5,13 @@
 //!
 //! ```text
 //! blog-bench --endpoint URL [--users S] [--functions DIR] [--zips DIR]
-//!            [--events DIR] [--out FILE] [--quick]
+//!            [--events DIR] [--out FILE] [--quick] [--functions-only]
 //! ```
+//!
+//! `--functions-only` loads S in the V3 table alone and measures the
+//! functions in `--functions` (start-up, first answer, warm invocations,
+//! memory), printing their table and writing nothing: how a build profile
+//! is compared (`infra/measure.sh profiles`).
 
 use std::{path::PathBuf, time::Duration};
 
@@ -37,6 +42,7 @@ struct Options {
     events: PathBuf,
     out: PathBuf,
     quick: bool,
+    functions_only: bool,
 }
 
 fn options() -> Result<Options, Error> {
@@ -48,6 +54,7 @@ fn options() -> Result<Options, Error> {
         events: "events".into(),
         out: "docs/benchmarks.md".into(),
         quick: false,
+        functions_only: false,
     };
     let mut args = std::env::args().skip(1);
     while let Some(arg) = args.next() {
@@ -60,6 +67,7 @@ fn options() -> Result<Options, Error> {
             "--events" => options.events = value()?.into(),
             "--out" => options.out = value()?.into(),
             "--quick" => options.quick = true,
+            "--functions-only" => options.functions_only = true,
             other => return Err(format!("unknown option {other}").into()),
         }
     }
@@ -96,6 +104,15 @@ async fn main() -> Result<(), Error> {
         }
     };
     let small_prefix = format!("bench-{}", options.users);
+    if options.functions_only {
+        let table = format!("{small_prefix}-v3");
+        let loaded = bench::load::load_v3(&clients.plain, &table, options.users).await?;
+        let figures = measure_functions(&clients, &table, &loaded, &options).await?;
+        let mut out = String::new();
+        report::functions(&mut out, &figures);
+        println!("{out}");
+        return Ok(());
+    }
     let small =
         measure::measure_scale(&clients, "S", &small_prefix, options.users, &settings).await?;
     let large_settings = Settings {
@@ -111,36 +128,13 @@ async fn main() -> Result<(), Error> {
         &large_settings,
     )
     .await?;
-
-    println!("functions: {STARTS} starts and {INVOCATIONS} invocations each");
-    let table = format!("{small_prefix}-v3");
-    let env = lambda::Environment {
-        table: &table,
-        endpoint: &options.endpoint,
-    };
-    // Makes what the take-backs' events delete.
-    let app = App {
-        store: Store::new(clients.plain.clone(), &table),
-        feed_cache: FeedCache::off(),
-    };
-    let invocations = if options.quick { 20 } else { INVOCATIONS };
-    let starts = if options.quick { 3 } else { STARTS };
-    let mut figures = Vec::new();
-    for name in functions() {
-        // Distinct events for the cold starts, so that none repeats one the
-        // 1,000 invocations make (a second create-user of the same id is 409).
-        let mut events =
-            invocation_events(name, invocations + starts, &small, &app, &options).await?;
-        let cold = events.split_off(invocations);
-        let binary = options.functions.join(name);
-        let zip = options.zips.join(name).join("bootstrap.zip");
-        let measured = lambda::measure(name, &binary, &zip, &env, cold, events).await?;
-        println!(
-            "  {name}: start-up {:.1} ms, first answer {:.1} ms, peak {:?} KiB, {} failed",
-            measured.startup.p50, measured.first_answer.p50, measured.peak_kib, measured.failed
-        );
-        figures.push(measured);
-    }
+    let figures = measure_functions(
+        &clients,
+        &format!("{small_prefix}-v3"),
+        &small.loaded,
+        &options,
+    )
+    .await?;
 
     let run = report::Run {
         small: &small,
@@ -157,23 +151,63 @@ async fn main() -> Result<(), Error> {
     Ok(())
 }
 
+/// Each function's start-ups, first answers, warm invocations and memory, as
+/// built in `options.functions`, against the S data set in `table`.
+async fn measure_functions(
+    clients: &Clients,
+    table: &str,
+    loaded: &bench::load::Loaded,
+    options: &Options,
+) -> Result<Vec<lambda::FunctionFigures>, Error> {
+    println!("functions: {STARTS} starts and {INVOCATIONS} invocations each");
+    let env = lambda::Environment {
+        table,
+        endpoint: &options.endpoint,
+    };
+    // Makes what the take-backs' events delete.
+    let app = App {
+        store: Store::new(clients.plain.clone(), table),
+        feed_cache: FeedCache::off(),
+    };
+    let invocations = if options.quick { 20 } else { INVOCATIONS };
+    let starts = if options.quick { 3 } else { STARTS };
+    let mut figures = Vec::new();
+    for name in functions() {
+        // Distinct events for the cold starts, so that none repeats one the
+        // 1,000 invocations make (a second create-user of the same id is 409).
+        let mut events =
+            invocation_events(name, invocations + starts, loaded, &app, options).await?;
+        let cold = events.split_off(invocations);
+        let binary = options.functions.join(name);
+        let zip = options.zips.join(name).join("bootstrap.zip");
+        let measured = lambda::measure(name, &binary, &zip, &env, cold, events).await?;
+        println!(
+            "  {name}: start-up {:.1} ms, first answer {:.1} ms, peak {:?} KiB, {} failed",
+            measured.startup.p50, measured.first_answer.p50, measured.peak_kib, measured.failed
+        );
+        figures.push(measured);
+    }
+    Ok(figures)
+}
+
 /// The events a function serves in the memory run: real requests on the S
 /// data set (new users, then likes by them and their take-backs; reads of the
-/// reference targets; deletions of comments and posts made for them), and for
+/// reference targets and the reference user's export; deletions of comments,
+/// posts and users made for them), and for
 /// the fan-out and park-failures their samples in `events/`.
 async fn invocation_events(
     name: &str,
     count: usize,
-    small: &measure::ScaleResult,
+    loaded: &bench::load::Loaded,
     app: &App,
     options: &Options,
 ) -> Result<Vec<String>, Error> {
-    let user = small.loaded.reference_user.to_string();
-    let post = small.loaded.reference_post.to_string();
+    let user = loaded.reference_user.to_string();
+    let post = loaded.reference_post.to_string();
     let writer = dataset::user_id(1).to_string();
     let member = |i: usize| format!("lambda-user-{i:06}");
     if name == "update-post" {
-        return update_post_events(name, count, &writer, small);
+        return update_post_events(name, count, &writer, loaded);
     }
     let mut to_delete = match name {
         "delete-post" => {
@@ -192,6 +226,19 @@ async fn invocation_events(
                 count,
             )
             .await?
+        }
+        // Users of their own, made through create-user, each then erased.
+        "delete-user" => {
+            let mut made = Vec::with_capacity(count);
+            for i in 0..count {
+                let leaver = format!("lambda-leaver-{i:06}");
+                let body = json!({ "username": format!("leaver_{i:06}") });
+                let req =
+                    bench::requests::event("create-user", &[], "", Some(body), Some(&leaver))?;
+                run_v3(app, "create-user", req).await?;
+                made.push(leaver);
+            }
+            made
         }
         _ => Vec::new(),
     }
@@ -214,6 +261,18 @@ async fn invocation_events(
                 Some(&member(0)),
             )?,
             "get-user" => event_json(name, &[("userId", user.clone())], "", None, None)?,
+            "delete-user" => {
+                let leaver = to_delete.next().ok_or("too few users made")?;
+                event_json(name, &[("userId", leaver.clone())], "", None, Some(&leaver))?
+            }
+            // The first page of the reference user's export.
+            "export-user" => event_json(
+                name,
+                &[("userId", user.clone())],
+                "limit=25",
+                None,
+                Some(&user),
+            )?,
             // A member create-user made (its events run first) and
             // update-user does not rename, asked for in capitals.
             "find-user" => event_json(name, &[], "username=LAMBDA_000001", None, None)?,
@@ -321,10 +380,9 @@ fn update_post_events(
     name: &str,
     count: usize,
     writer: &str,
-    small: &measure::ScaleResult,
+    loaded: &bench::load::Loaded,
 ) -> Result<Vec<String>, Error> {
-    let (post, _) = small
-        .loaded
+    let (post, _) = loaded
         .post_ids
         .iter()
         .find(|(_, author)| *author == 1)

@@ -552,16 +552,16 @@ fn fanout(out: &mut String, run: &Run<'_>) {
     let _ = writeln!(out);
 }
 
-fn functions(out: &mut String, functions: &[FunctionFigures]) {
+pub fn functions(out: &mut String, functions: &[FunctionFigures]) {
     let _ = writeln!(
         out,
-        "### Functions\n\nStart-up: process start to the first poll of the Runtime API. First answer: process start to the first invocation's response (start-up, then one sample event on fresh connections to DynamoDB Local over plain HTTP; in AWS add a TLS handshake and Lambda's own set-up).\n\n| function | zip (release, arm64) | start-up median (p99) | first answer median (p99) | peak memory after {} invocations | failed invocations |\n|---|---|---|---|---|---|",
+        "### Functions\n\nStart-up: process start to the first poll of the Runtime API. First answer: process start to the first invocation's response (start-up, then one sample event on fresh connections to DynamoDB Local over plain HTTP; in AWS add a TLS handshake and Lambda's own set-up).\n\n| function | zip (release, arm64) | start-up median (p99) | first answer median (p99) | warm invocation p50 (p99) | peak memory after {} invocations | failed invocations |\n|---|---|---|---|---|---|---|",
         functions.first().map_or(0, |f| f.invocations)
     );
     for f in functions {
         let _ = writeln!(
             out,
-            "| {} | {} | {} ms ({} ms) | {} ms ({} ms) | {} | {} |",
+            "| {} | {} | {} ms ({} ms) | {} ms ({} ms) | {} ms ({} ms) | {} | {} |",
             f.name,
             f.zip_bytes
                 .map_or("–".into(), |z| format!("{:.2} MB", z as f64 / 1e6)),
@@ -569,6 +569,8 @@ fn functions(out: &mut String, functions: &[FunctionFigures]) {
             ms(f.startup.p99),
             ms(f.first_answer.p50),
             ms(f.first_answer.p99),
+            ms(f.invocation.p50),
+            ms(f.invocation.p99),
             f.peak_kib
                 .map_or("–".into(), |k| format!("{:.1} MiB", k as f64 / 1024.0)),
             f.failed
