@@ -1100,7 +1100,6 @@ impl Scale {
             let mut pks: Vec<String> = written.iter().map(|(pk, _)| pk.clone()).collect();
             pks.sort();
             pks.dedup();
-            let post_pks: std::collections::BTreeSet<String> = pks.iter().cloned().collect();
             pks.extend([
                 keys::user_pk(&id),
                 keys::username_pk(&profile.username),
@@ -1125,26 +1124,7 @@ impl Scale {
             self.drain(true).await?;
             let fanout = self.clients.fanout_meter.take();
             let settled = snapshot().await?;
-            let own_posts: std::collections::BTreeSet<String> = written
-                .iter()
-                .filter(|(_, sk)| sk == keys::POST_SK)
-                .map(|(pk, _)| pk.clone())
-                .collect();
-            let marker = keys::liker_sk(&id);
-            let mut transactional = answered.keys_where(
-                |item| matches!(item.get("userId"), Some(AttributeValue::S(u)) if u == id.as_str()),
-            );
-            let transactional_too = |pk: &str, sk: &str| {
-                sk == marker
-                    || (own_posts.contains(pk) && sk == keys::POST_CONTENT_SK)
-                    || (post_pks.contains(pk) && sk == keys::POST_SK)
-            };
-            transactional.extend(
-                answered
-                    .keys_where(|_| true)
-                    .into_iter()
-                    .filter(|(pk, sk)| transactional_too(pk, sk)),
-            );
+            let transactional = written_in_transactions(&answered, &id, &written);
             let at = |pk: &str, sk: &str| transactional.contains(&(pk.to_owned(), sk.to_owned()));
             let part = |snapshot: &Snapshot, tx: bool| snapshot.filter(|pk, sk| at(pk, sk) == tx);
             let billed = Billed {
@@ -1274,6 +1254,41 @@ pub const POST_LENGTHS: [usize; 2] = [2 * 1024, 40 * 1024];
 const POST_CHAR: &str = "本";
 
 /// Writes refused by their condition: billed, though no capacity is reported.
+/// The items of `snapshot` (a user's partitions before their erasure's walk)
+/// that the walk writes in transactions: whatever `user` wrote, their like
+/// markers, the contents of their posts (deleted with the post) and the post
+/// items of the partitions `written` names (their counts fall with each
+/// comment or like, in its transaction).
+fn written_in_transactions(
+    snapshot: &Snapshot,
+    user: &UserId,
+    written: &[(String, String)],
+) -> std::collections::BTreeSet<(String, String)> {
+    use blog::keys;
+    let own_posts: std::collections::BTreeSet<&str> = written
+        .iter()
+        .filter(|(_, sk)| sk == keys::POST_SK)
+        .map(|(pk, _)| pk.as_str())
+        .collect();
+    let replied_to: std::collections::BTreeSet<&str> =
+        written.iter().map(|(pk, _)| pk.as_str()).collect();
+    let marker = keys::liker_sk(user);
+    let mut keys = snapshot.keys_where(
+        |item| matches!(item.get("userId"), Some(AttributeValue::S(u)) if u == user.as_str()),
+    );
+    keys.extend(
+        snapshot
+            .keys_where(|_| true)
+            .into_iter()
+            .filter(|(pk, sk)| {
+                *sk == marker
+                    || (own_posts.contains(pk.as_str()) && sk == keys::POST_CONTENT_SK)
+                    || (replied_to.contains(pk.as_str()) && sk == keys::POST_SK)
+            }),
+    );
+    keys
+}
+
 fn refused(calls: &[blog::store::meter::Call]) -> u64 {
     calls.iter().filter(|c| c.failed_condition()).count() as u64
 }

@@ -249,7 +249,6 @@ impl TestApi {
         decode(req.send().await.expect("send")).await
     }
 
-    /// Sends a request with the given headers, e.g. a verified JWT `sub`.
     /// [`Self::call`], sent again after a 503 (nothing written: the store ran
     /// out of retries under contention, as on DynamoDB), as a client would,
     /// up to five times in all; the last answer.
@@ -271,6 +270,7 @@ impl TestApi {
         answer
     }
 
+    /// Sends a request with the given headers, e.g. a verified JWT `sub`.
     pub async fn call_with(
         &self,
         method: &str,
