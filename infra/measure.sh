@@ -69,10 +69,10 @@ case "$what" in
     # arm64 binaries cannot run here) in one cargo invocation from nothing,
     # in a target directory of its own; blog-bench --functions-only then
     # starts each binary 25 times and serves 1,000 invocations on the S data
-    # set. Candidates: today's profile (fat LTO, 1 codegen unit),
-    # cargo-lambda's defaults (thin LTO, 1 codegen unit), and no cross-crate
-    # LTO with cargo's default 16 codegen units; all keep opt-level 3, strip
-    # and panic = "abort".
+    # set. Candidates: the workspace's profile (no cross-crate LTO, cargo's
+    # default 16 codegen units), cargo-lambda's defaults (thin LTO, 1 codegen
+    # unit), and the profile before 2026-11-25 (fat LTO, 1 codegen unit); all
+    # keep opt-level 3, strip and panic = "abort".
     ensure_java
     ensure_dynamodb_local
     # The benchmark itself, built once (its profile does not matter here).
