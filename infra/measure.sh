@@ -50,7 +50,8 @@ case "$what" in
       sleep 1
     done
     row "\`./infra/run-local.sh\` to its first answer, fresh clone" "$(since "$start")"
-    kill -INT "$pid"
+    # SIGTERM: a background job of a non-interactive shell ignores SIGINT.
+    kill -TERM "$pid"
     wait "$pid" || true
     ;;
   sam-build)
