@@ -23,7 +23,7 @@ use blog::{
     },
 };
 
-use crate::support::{TestApi, post_id, table_snapshot, user_id};
+use crate::support::{TestApi, post_id, table_snapshot, thread, user_id};
 
 fn event(records: Vec<EventRecord>) -> Event {
     let mut event = Event::default();
@@ -442,16 +442,6 @@ async fn the_audit_finds_an_erasure_left_undone_and_finishes_it() {
     audit_is_clean(&api).await;
 }
 
-/// A thread as the API and the fan-out would have left it.
-fn thread(
-    post: PostItem,
-    comments: Vec<CommentItem>,
-    likes: Vec<LikeItem>,
-) -> bulk::PostWithReplies {
-    let content = PostContentItem::new(post.post_id, "text", &post.created_at);
-    bulk::PostWithReplies::new(post, content, comments, likes)
-}
-
 /// Posts and replies for the 5,000-item erasure, loaded in bulk: the leaver
 /// wrote 100 posts with 25 comments of their own each (2,600 items), and on
 /// each of 400 posts by 20 other users a like and 5 comments (2,400); the
@@ -482,7 +472,7 @@ async fn five_thousand(
             comments.push(comment(post.post_id, reader));
             let likes = vec![like(post.post_id, reader)];
             mine.push(post.post_id);
-            threads.push(thread(post, comments, likes));
+            threads.push(thread(post, "text", comments, likes));
         }
     };
     // A few milliseconds apart: ids made in the same millisecond are in no
@@ -499,7 +489,7 @@ async fn five_thousand(
         comments.push(comment(post.post_id, reader));
         let likes = vec![like(post.post_id, leaver), like(post.post_id, reader)];
         theirs.push(post.post_id);
-        threads.push(thread(post, comments, likes));
+        threads.push(thread(post, "text", comments, likes));
     }
     apart().await;
     leavers(&mut threads, 85..100);

@@ -6,17 +6,13 @@ use std::collections::BTreeSet;
 use blog::{
     ids::{CommentId, LikeId, PostId},
     store::{
-        bulk,
-        comments::CommentItem,
-        feed::FEED_CAPACITY,
-        likes::LikeItem,
-        posts::{PostContentItem, PostItem},
+        bulk, comments::CommentItem, feed::FEED_CAPACITY, likes::LikeItem, posts::PostItem,
         users::UserItem,
     },
 };
 use serde_json::{Value, json};
 
-use crate::support::TestApi;
+use crate::support::{TestApi, thread};
 
 /// Follows `nextCursor` from the first page to the last, `limit` at a time,
 /// and returns each page's body (every one asserted 200).
@@ -155,17 +151,6 @@ async fn only_the_user_may_export_and_a_page_is_three_calls() {
     assert_eq!(body["items"].as_array().map(Vec::len), Some(2));
     let operations: Vec<String> = api.meter.take().into_iter().map(|c| c.operation).collect();
     assert_eq!(operations, ["GetItem", "Query", "BatchGetItem"]);
-}
-
-/// A thread as the API and the fan-out would have left it.
-fn thread(
-    post: PostItem,
-    content: &str,
-    comments: Vec<CommentItem>,
-    likes: Vec<LikeItem>,
-) -> bulk::PostWithReplies {
-    let content = PostContentItem::new(post.post_id, content, &post.created_at);
-    bulk::PostWithReplies::new(post, content, comments, likes)
 }
 
 /// 1,000 things by `me`, loaded in bulk: 400 posts of 2,000 characters, and

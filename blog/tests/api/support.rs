@@ -388,6 +388,18 @@ pub async fn load(api: &TestApi, items: Vec<blog::store::Item>) {
     }
 }
 
+/// A post with `content` and its replies, as the API and the fan-out would
+/// have left them, for [`load`].
+pub fn thread(
+    post: blog::store::posts::PostItem,
+    content: &str,
+    comments: Vec<blog::store::comments::CommentItem>,
+    likes: Vec<blog::store::likes::LikeItem>,
+) -> blog::store::bulk::PostWithReplies {
+    let content = blog::store::posts::PostContentItem::new(post.post_id, content, &post.created_at);
+    blog::store::bulk::PostWithReplies::new(post, content, comments, likes)
+}
+
 /// A post's id from a reply, typed as [`blog::keys`] takes it.
 pub fn post_id(id: &str) -> PostId {
     PostId::parse(id).expect("post id")
