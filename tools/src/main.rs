@@ -137,11 +137,23 @@ async fn create_table() -> Result<(), Error> {
 async fn migrate() -> Result<(), Error> {
     let store = store_from_env().await?;
     let done = store.migrate().await?;
-    tracing::info!(found = done.found, moved = done.moved, "migration finished");
+    tracing::info!(
+        found = done.found,
+        moved = done.moved,
+        busy = done.busy,
+        "migration finished"
+    );
     println!(
         "{} post(s) in the old shape, {} moved",
         done.found, done.moved
     );
+    if done.busy > 0 {
+        return Err(format!(
+            "{} post(s) left in the old shape: DynamoDB stayed busy on them; run `blog-admin migrate` again",
+            done.busy
+        )
+        .into());
+    }
     Ok(())
 }
 

@@ -4,8 +4,12 @@
 //! Idempotent and resumable: it scans only for post items that still carry
 //! `content`, and each move ([`Store::migrate_post`]) is one conditional
 //! transaction, so a run stopped anywhere is finished by running it again,
-//! and a post an edit moved meanwhile is left alone. Until a table is
-//! migrated, every read and write serves both shapes.
+//! and a post an edit moved meanwhile is left alone. A post whose move
+//! DynamoDB keeps refusing (throttling, conflicts with the traffic on the
+//! post) until the retry budget runs out is counted as `busy` and skipped: the
+//! run goes on with the others instead of stopping at the first hot post, and
+//! the next run moves it. Until a table is migrated, every read and write
+//! serves both shapes.
 
 use serde::Deserialize;
 
@@ -22,10 +26,12 @@ pub struct Migrated {
     pub found: usize,
     /// Moved by this run.
     pub moved: usize,
+    /// Left in the old shape because DynamoDB stayed busy on them: run again.
+    pub busy: usize,
 }
 
 impl Store {
-    /// Moves every post of the old shape into the new one.
+    /// Admin: moves every post of the old shape into the new one.
     pub async fn migrate(&self) -> Result<Migrated, StoreError> {
         #[derive(Deserialize)]
         #[serde(rename_all = "camelCase")]
@@ -45,11 +51,22 @@ impl Store {
             let old: Vec<Old> = from_items(page.items)?;
             for post in old {
                 done.found += 1;
-                if self.migrate_post(&post.post_id).await? {
-                    done.moved += 1;
+                match self.migrate_post(&post.post_id).await {
+                    Ok(true) => done.moved += 1,
+                    Ok(false) => {}
+                    Err(StoreError::Busy { cause, detail }) => {
+                        tracing::warn!(post = %post.post_id, cause = cause.as_str(), %detail, "post left for the next run");
+                        done.busy += 1;
+                    }
+                    Err(other) => return Err(other),
                 }
             }
-            tracing::info!(found = done.found, moved = done.moved, "migration progress");
+            tracing::info!(
+                found = done.found,
+                moved = done.moved,
+                busy = done.busy,
+                "migration progress"
+            );
             start = page.next;
             if start.is_none() {
                 return Ok(done);

@@ -7,12 +7,13 @@ use aws_sdk_dynamodb::types::AttributeValue;
 use blog::{
     ids::PostId,
     keys::{self, PK, POST_CONTENT_SK, POST_SK, SK},
-    store::Item,
+    store::{Item, migrate::Migrated},
 };
 use futures::future::join_all;
+use hostile::Faults;
 use serde_json::json;
 
-use crate::support::{TestApi, table_snapshot};
+use crate::support::{TestApi, behind_proxy, fast_full_backoff, table_snapshot};
 
 fn key(pk: String, sk: &str) -> Item {
     Item::from([
@@ -142,10 +143,28 @@ async fn old_shape_posts_are_served_then_migrated_while_the_api_serves() {
     for (status, reply) in &traffic {
         assert!(*status == 200 || *status == 201, "{status}: {reply}");
     }
+    // A post DynamoDB stayed busy on is left (counted) for the next run, as
+    // the operator runs `blog-admin migrate` again; the traffic is over, so
+    // the next run moves it.
     let first = migration.await.expect("task").expect("migrate");
-    assert!(first.found <= 9 && first.moved <= first.found, "{first:?}");
+    assert!(
+        first.found <= 9 && first.moved + first.busy <= first.found,
+        "{first:?}"
+    );
+    if first.busy > 0 {
+        let second = api
+            .app
+            .store
+            .migrate()
+            .await
+            .expect("migrate the busy ones");
+        assert!(
+            second.found <= first.busy && second.moved == second.found && second.busy == 0,
+            "the posts left busy (those an edit did not move since) moved by the next run: {first:?} then {second:?}"
+        );
+    }
     let again = api.app.store.migrate().await.expect("migrate again");
-    assert_eq!((again.found, again.moved), (0, 0), "nothing left");
+    assert_eq!(again, Migrated::default(), "nothing left");
     assert_eq!(shape(&table_snapshot(&api).await), (0, 10), "all new");
 
     for (i, post) in posts.iter().enumerate() {
@@ -165,4 +184,65 @@ async fn old_shape_posts_are_served_then_migrated_while_the_api_serves() {
     api.settle(&mut poller).await;
     let audit = api.app.store.audit(false).await.expect("audit");
     assert_eq!(audit.findings, vec![], "{:#?}", audit.findings);
+}
+
+/// A post whose move DynamoDB keeps cancelling (every transaction cancelled,
+/// as under a storm of conflicts) does not stop the run: each is sent 8
+/// times, counted `busy` and left in the old shape, where it is still served;
+/// the next run, DynamoDB calm again, moves them all.
+#[tokio::test]
+async fn posts_dynamodb_stays_busy_on_are_left_for_the_next_run() {
+    let (proxy, api) = behind_proxy(fast_full_backoff()).await;
+    let author = api.user("stormy").await;
+    let mut posts = Vec::new();
+    for i in 0..3 {
+        let post = api.post(&author, format!("post {i}"), "old text").await;
+        into_old_shape(&api, &post).await;
+        posts.push(post);
+    }
+
+    proxy.set_faults(Faults {
+        transaction_cancel: 1.0,
+        ..Faults::none()
+    });
+    let before = proxy.stats();
+    let stormy = api.app.store.migrate().await.expect("a run that finishes");
+    assert_eq!(
+        stormy,
+        Migrated {
+            found: 3,
+            moved: 0,
+            busy: 3
+        }
+    );
+    let after = proxy.stats();
+    assert_eq!(
+        after.transaction_cancel - before.transaction_cancel,
+        3 * 8,
+        "each post's move sent 8 times, no more"
+    );
+    assert_eq!(
+        after.forwarded("TransactWriteItems"),
+        before.forwarded("TransactWriteItems"),
+        "none reached DynamoDB"
+    );
+    assert_eq!(shape(&table_snapshot(&api).await), (3, 0), "all still old");
+    let (status, got) = api.get(&format!("/posts/{}", posts[2])).await;
+    assert_eq!(
+        (status, &got["content"]),
+        (200, &json!("old text")),
+        "{got}"
+    );
+
+    proxy.set_faults(Faults::none());
+    let calm = api.app.store.migrate().await.expect("migrate");
+    assert_eq!(
+        calm,
+        Migrated {
+            found: 3,
+            moved: 3,
+            busy: 0
+        }
+    );
+    assert_eq!(shape(&table_snapshot(&api).await), (0, 3), "all new");
 }

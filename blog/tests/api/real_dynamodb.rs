@@ -24,20 +24,10 @@ use std::{
 use aws_lambda_events::event::dynamodb::Event;
 use blog::store::Backoff;
 use futures::StreamExt;
-use hostile::{Faults, Proxy};
+use hostile::Faults;
 use serde_json::{Value, json};
 
-use crate::support::{TestApi, endpoint, table_snapshot};
-
-/// A proxy in front of this run's DynamoDB Local.
-async fn proxy(faults: Faults) -> Proxy {
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-        .await
-        .expect("bind");
-    Proxy::start(listener, endpoint(), faults)
-        .await
-        .expect("proxy")
-}
+use crate::support::{TestApi, behind_proxy, fast_full_backoff, proxy, table_snapshot};
 
 /// Retries that give up quickly, so that a test sees the 503 soon.
 fn impatient() -> Backoff {
@@ -54,13 +44,7 @@ fn impatient() -> Backoff {
 /// read as for a transaction, and then answers 503.
 #[tokio::test]
 async fn a_call_throttled_on_every_attempt_is_sent_eight_times_at_most() {
-    let proxy = proxy(Faults::none()).await;
-    let fast = Backoff {
-        base: Duration::from_millis(1),
-        cap: Duration::from_millis(2),
-        ..Backoff::default()
-    };
-    let api = TestApi::start_behind(&proxy.url(), fast, Duration::ZERO).await;
+    let (proxy, api) = behind_proxy(fast_full_backoff()).await;
     let author = api.user("throttled").await;
     let post = api.post(&author, "t", "c").await;
     proxy.set_faults(Faults {

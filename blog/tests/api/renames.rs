@@ -21,9 +21,9 @@ use blog::{
     text::Username,
     timestamp,
 };
-use hostile::{Faults, Proxy};
+use hostile::Faults;
 
-use crate::support::{TestApi, endpoint, user_id};
+use crate::support::{TestApi, behind_proxy, fast_full_backoff, user_id};
 
 /// A user (made through the API) who wrote `posts` posts with `comments`
 /// comments of their own on each, loaded in bulk as the API and the fan-out
@@ -269,31 +269,13 @@ async fn a_second_rename_during_the_first_stops_the_first_and_wins() {
     assert!(audit.findings.is_empty(), "{:?}", audit.findings);
 }
 
-/// A test app whose DynamoDB is behind a fault-injecting proxy (no faults
-/// yet), its calls retried by `backoff`.
-async fn behind_proxy(backoff: Backoff) -> (Proxy, TestApi) {
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-        .await
-        .expect("bind");
-    let proxy = Proxy::start(listener, endpoint(), Faults::none())
-        .await
-        .expect("proxy");
-    let api = TestApi::start_behind(&proxy.url(), backoff, Duration::ZERO).await;
-    (proxy, api)
-}
-
 /// The walk's pacing shares the one retry budget: a username copy that stays
 /// busy (every single-item write refused as held by a transaction) is sent 8
 /// times in all, over the walk's rounds, before the record fails; nothing is
 /// left half-done and the next delivery finishes the walk.
 #[tokio::test]
 async fn a_copy_that_stays_busy_is_sent_eight_times_at_most_before_the_record_fails() {
-    let fast = Backoff {
-        base: Duration::from_millis(1),
-        cap: Duration::from_millis(2),
-        ..Backoff::default()
-    };
-    let (proxy, api) = behind_proxy(fast).await;
+    let (proxy, api) = behind_proxy(fast_full_backoff()).await;
     // One post and two comments of their own: three copies to write.
     let user = prolific(&api, "held", 1, 2).await;
     api.rename(&user, "released").await;

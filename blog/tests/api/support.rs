@@ -84,6 +84,33 @@ impl Drop for Chosen {
     }
 }
 
+/// A fault-injecting proxy (the `hostile` crate) in front of this test's
+/// DynamoDB Local, with `faults` to start with.
+pub async fn proxy(faults: hostile::Faults) -> hostile::Proxy {
+    let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+    hostile::Proxy::start(listener, endpoint(), faults)
+        .await
+        .expect("proxy")
+}
+
+/// A test app whose DynamoDB is behind a fault-injecting proxy (no faults
+/// yet), its calls retried by `backoff`.
+pub async fn behind_proxy(backoff: blog::store::Backoff) -> (hostile::Proxy, TestApi) {
+    let proxy = proxy(hostile::Faults::none()).await;
+    let api = TestApi::start_behind(&proxy.url(), backoff, std::time::Duration::ZERO).await;
+    (proxy, api)
+}
+
+/// The deployed retry budget's attempts (8), with waits of a millisecond or
+/// two so that a test that exhausts it stays quick.
+pub fn fast_full_backoff() -> blog::store::Backoff {
+    blog::store::Backoff {
+        base: std::time::Duration::from_millis(1),
+        cap: std::time::Duration::from_millis(2),
+        ..blog::store::Backoff::default()
+    }
+}
+
 pub fn client(endpoint: &str, meter: &CapacityMeter, http: Option<SharedHttpClient>) -> Client {
     let mut config = aws_sdk_dynamodb::Config::builder();
     if let Some(http) = http {
