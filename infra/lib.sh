@@ -63,13 +63,21 @@ ensure_dynamodb_local() {
   rm -rf "$tmp"
 }
 
+# ensure_tools [NAME...]: the pinned packages named (cargo-lambda, moto, ...;
+# every one when none is named) installed into $TOOLS_VENV, each only once:
+# run-local.sh needs two of the six, and installs only those.
 ensure_tools() {
-  local stamp="$TOOLS_VENV/.installed"
-  [ -f "$stamp" ] && [ "$(cat "$stamp")" = "${TOOLS_PACKAGES[*]}" ] && return
-  log "installing ${TOOLS_PACKAGES[*]} from PyPI into $TOOLS_VENV"
-  python3 -m venv "$TOOLS_VENV"
-  "$TOOLS_VENV/bin/pip" install --quiet --disable-pip-version-check "${TOOLS_PACKAGES[@]}"
-  echo "${TOOLS_PACKAGES[*]}" >"$stamp"
+  local stamp="$TOOLS_VENV/.installed" wanted=() spec
+  for spec in "${TOOLS_PACKAGES[@]}"; do
+    if [ $# -eq 0 ] || [[ " $* " == *" ${spec%%[[=]*} "* ]]; then
+      grep -qxF -- "$spec" "$stamp" 2>/dev/null || wanted+=("$spec")
+    fi
+  done
+  [ ${#wanted[@]} -eq 0 ] && return
+  log "installing ${wanted[*]} from PyPI into $TOOLS_VENV"
+  [ -x "$TOOLS_VENV/bin/pip" ] || python3 -m venv "$TOOLS_VENV"
+  "$TOOLS_VENV/bin/pip" install --quiet --disable-pip-version-check "${wanted[@]}"
+  printf '%s\n' "${wanted[@]}" >>"$stamp"
 }
 
 # start_identity_provider PORT: moto's Cognito emulator on PORT (ids made
@@ -123,14 +131,26 @@ free_port() {
   python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
 }
 
-# start_dynamodb_local PORT [DATA_DIR]: in memory without DATA_DIR. Sets DDB_PID.
+# start_dynamodb_local PORT [DATA_DIR]: in RAM without DATA_DIR. Sets DDB_PID.
 start_dynamodb_local() {
   local port=$1 data=${2:-}
-  local storage=(-inMemory)
-  [ -n "$data" ] && { mkdir -p "$data"; storage=(-dbPath "$data"); }
+  # Without a data directory the database lives in RAM (/dev/shm) rather
+  # than -inMemory: the same speed, but a file, which lets
+  # infra/dynamodb_local_indexes.py index its stream records (without them
+  # every request scans every stream record the instance holds).
+  local scratch=
+  if [ -z "$data" ]; then
+    scratch=$(mktemp -d "$(test -w /dev/shm && echo /dev/shm || echo "${TMPDIR:-/tmp}")/blog-dynamodb-XXXXXX")
+    data=$scratch
+  fi
+  mkdir -p "$data" "$LOCAL"
   java -Djava.library.path="$DDB_HOME/DynamoDBLocal_lib" -jar "$DDB_HOME/DynamoDBLocal.jar" \
-    -port "$port" -sharedDb -disableTelemetry "${storage[@]}" >"$LOCAL/dynamodb-local-$port.log" 2>&1 &
+    -port "$port" -sharedDb -disableTelemetry -dbPath "$data" >"$LOCAL/dynamodb-local-$port.log" 2>&1 &
   DDB_PID=$!
+  # The RAM directory goes when the instance does, however the script ends.
+  if [ -n "$scratch" ]; then
+    (while kill -0 "$DDB_PID" 2>/dev/null; do sleep 2; done; rm -rf "$scratch") &
+  fi
   local tries=0
   until curl -s -o /dev/null "http://127.0.0.1:$port"; do
     kill -0 "$DDB_PID" 2>/dev/null || { log "DynamoDB Local did not start:"; cat "$LOCAL/dynamodb-local-$port.log" >&2; exit 1; }
@@ -138,5 +158,12 @@ start_dynamodb_local() {
     [ "$tries" -lt 100 ] || { log "DynamoDB Local is not answering on port $port"; exit 1; }
     sleep 0.2
   done
+  # The first request makes the database file; then the indexes.
+  curl -s -o /dev/null "http://127.0.0.1:$port" -H 'Content-Type: application/x-amz-json-1.0' \
+    -H 'X-Amz-Target: DynamoDB_20120810.ListTables' \
+    -H "Authorization: AWS4-HMAC-SHA256 Credential=$AWS_ACCESS_KEY_ID/20260101/$AWS_REGION/dynamodb/aws4_request, SignedHeaders=host, Signature=0" \
+    -d '{}'
+  python3 "$ROOT/infra/dynamodb_local_indexes.py" "$data/shared-local-instance.db"
   log "DynamoDB Local on http://127.0.0.1:$port (pid $DDB_PID)"
 }
+

@@ -39,14 +39,26 @@ export DYNAMODB_ENDPOINT="http://127.0.0.1:$DDB_PORT"
 
 ensure_java
 ensure_dynamodb_local
-ensure_tools
 
 trap stop_started EXIT INT TERM
+
+# Of the pinned Python tools only cargo-lambda (watch) and moto (the user
+# pool) serve the local stack; they install while cargo builds.
+ensure_tools cargo-lambda moto &
+tools_pid=$!
+pids=("$tools_pid")
 
 start_dynamodb_local "$DDB_PORT" "$LOCAL/dynamodb-data"
 pids+=("$DDB_PID")
 
+# blog-admin, then the functions as watch builds them (the blog library
+# without the admin feature): watch then only starts them. A first build
+# from nothing takes a few minutes on two cores.
+log "building blog-admin and the functions (debug)"
 cargo build --quiet -p tools --bin blog-admin
+cargo build --quiet -p functions --bins
+wait "$tools_pid" || { log "installing cargo-lambda and moto failed"; exit 1; }
+unset 'pids[0]'
 if [ "${BLOG_HOSTILE_DYNAMODB:-0}" = 1 ]; then
   read -ra hostile_args <<<"${BLOG_HOSTILE_ARGS:-}"
   hostile_port=$(free_port)
