@@ -1,4 +1,5 @@
-"""Adds two indexes to a running DynamoDB Local's SQLite database (-dbPath).
+"""Indexes a running DynamoDB Local's SQLite database (-dbPath), and puts it
+in write-ahead-log mode.
 
 DynamoDB Local keeps the stream records of every table in one SQLite table,
 `us`, keyed by sequence number alone, and on every request it looks up the
@@ -7,9 +8,16 @@ WHERE StreamID = ?`, when it describes the table to itself). Without an index
 on StreamID that is a scan of every stream record the instance holds (24
 hours of them, deleted tables' included), so each request gets slower with
 everything written before it: the test suite's instances ended up spending
-most of their time there. With the indexes the lookups are a search;
+most of their time there (the API suite took 870 s without the indexes, 322 s
+with them, on the same binary and machine). With the indexes the lookups are a search;
 nothing else changes (the same jar, the same answers: an index changes query
 plans, not results).
+
+DynamoDB Local leaves SQLite's default rollback journal, which creates and
+deletes a journal file around every write: with -inMemory there is none, and
+a file database spent half its CPU time in those system calls. A write-ahead
+log appends instead. The mode is kept in the file, so DynamoDB Local's own
+connection takes it up at its next transaction.
 
 SQLite lets a second connection change the schema of a database another
 process has open; DynamoDB Local's prepared statements pick up the new plans.
@@ -44,6 +52,7 @@ def main(path: str) -> None:
         if time.monotonic() > deadline:
             sys.exit(f"{path}: no DynamoDB Local database with a stream table")
         time.sleep(0.1)
+    db.execute("PRAGMA journal_mode = WAL")
     with db:
         for name, columns in INDEXES.items():
             db.execute(f'CREATE INDEX IF NOT EXISTS "{name}" ON {columns}')

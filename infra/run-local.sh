@@ -48,17 +48,18 @@ ensure_tools cargo-lambda moto &
 tools_pid=$!
 pids=("$tools_pid")
 
-start_dynamodb_local "$DDB_PORT" "$LOCAL/dynamodb-data"
+launch_dynamodb_local "$DDB_PORT" "$LOCAL/dynamodb-data"
 pids+=("$DDB_PID")
+ddb_pid=$DDB_PID
 
-# blog-admin, then the functions as watch builds them (the blog library
-# without the admin feature): watch then only starts them. A first build
-# from nothing takes a few minutes on two cores.
+# blog-admin and the functions, built as watch builds them (`cargo run --bin`
+# at the workspace root: the workspace's features), so that watch only starts
+# them. A first build from nothing takes a few minutes on two cores.
 log "building blog-admin and the functions (debug)"
-cargo build --quiet -p tools --bin blog-admin
-cargo build --quiet -p functions --bins
+cargo build --quiet --workspace --bins
 wait "$tools_pid" || { log "installing cargo-lambda and moto failed"; exit 1; }
 unset 'pids[0]'
+await_dynamodb_local "$DDB_PORT" "$ddb_pid"
 if [ "${BLOG_HOSTILE_DYNAMODB:-0}" = 1 ]; then
   read -ra hostile_args <<<"${BLOG_HOSTILE_ARGS:-}"
   hostile_port=$(free_port)

@@ -4,9 +4,9 @@
 # 2. the deployment template: cfn-lint in every commercial region (and the
 #    budget's template), `sam validate --lint`, and the IAM
 #    roles as SAM expands them (infra/check_roles.py);
-# 3. unit tests, and the integration tests against a fresh in-memory DynamoDB
-#    Local on a free port (each test makes its own table, so they run in
-#    parallel);
+# 3. unit tests, and the integration tests against fresh DynamoDB Locals in
+#    RAM (each test makes its own table, so they run in parallel); the
+#    benchmark's cost tests run on one of their own beside step 4;
 # 4. every function invoked with its sample event through `cargo lambda invoke`
 #    against `cargo lambda watch`, wired to the same DynamoDB Local; then the
 #    stack as run-local.sh runs it: the local API Gateway from template.yaml
@@ -34,58 +34,103 @@ ensure_dynamodb_local
 ensure_tools &
 tools_pid=$!
 
+pids=()
+trap 'for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done' EXIT
+# Several DynamoDB Locals for the API suite, each test on one of them (the
+# one with the fewest tests running when it starts,
+# blog/tests/api/support.rs): an instance serves one request at a time, so
+# one instance would leave a core idle. Three on two cores: with five, the
+# tests' contended writes ran out of their retries and a bulk load timed out.
+# Their JVMs start while clippy builds.
+api_ports=()
+api_pids=()
+for _ in 1 2 3; do
+  port=$(free_port)
+  launch_dynamodb_local "$port"
+  pids+=("$DDB_PID")
+  api_pids+=("$DDB_PID")
+  api_ports+=("$port")
+done
+
 log "cargo fmt --check"
 cargo fmt --all -- --check
 log "cargo clippy"
 cargo clippy --workspace --all-targets --locked -- -D warnings
 wait "$tools_pid" || { log "installing the Python tools failed"; exit 1; }
-log "cfn-lint in every commercial region, and sam validate"
-# A resource type one region lacks fails the whole stack there, conditions or
-# not: the template must deploy to every region cfn-lint knows but China,
-# GovCloud and the isolated partitions. The budget's own stack goes to
-# us-east-1 only (README, Deploy).
-read -ra regions < <("$TOOLS_VENV/bin/python" -c 'import cfnlint.helpers as h
-print(" ".join(r for r in h.REGIONS if not r.startswith(("cn-", "us-gov-", "us-iso", "eu-isoe", "eusc-"))))')
-cfn-lint --regions "${regions[@]}" -- template.yaml
-cfn-lint --regions us-east-1 -- infra/budget.yaml
-sam validate --lint --region us-east-1 >/dev/null
-log "the IAM roles as the SAM transform expands them"
-"$TOOLS_VENV/bin/python" infra/check_roles.py
 
-pids=()
-trap 'for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done' EXIT
-# Several DynamoDB Locals for the tests, each test on one of them (the one
-# with the fewest tests running when it starts, blog/tests/api/support.rs):
-# an instance serves one request at a time and slows down with every table and stream it holds (even deleted
-# ones), so one instance would leave a core idle and serve the last tests
-# several times slower than the first. Three on two cores: with five (a fifth
-# for the benchmark's tests), the tests' contended writes ran out of their
-# retries and a bulk load timed out.
+log "the template checks, while the tests build: cfn-lint in every commercial region, sam validate, the IAM roles"
+template_checks() {
+  # A resource type one region lacks fails the whole stack there, conditions
+  # or not: the template must deploy to every region cfn-lint knows but
+  # China, GovCloud and the isolated partitions. The budget's own stack goes
+  # to us-east-1 only (README, Deploy).
+  local regions
+  read -ra regions < <("$TOOLS_VENV/bin/python" -c 'import cfnlint.helpers as h
+print(" ".join(r for r in h.REGIONS if not r.startswith(("cn-", "us-gov-", "us-iso", "eu-isoe", "eusc-"))))')
+  cfn-lint --regions "${regions[@]}" -- template.yaml
+  cfn-lint --regions us-east-1 -- infra/budget.yaml
+  sam validate --lint --region us-east-1 >/dev/null
+  # The IAM roles as the SAM transform expands them.
+  "$TOOLS_VENV/bin/python" infra/check_roles.py
+}
+(set -e; template_checks) >"$LOCAL/template-checks.log" 2>&1 &
+template_pid=$!
+
+log "building the tests, blog-admin and the functions"
+mkdir -p "$LOCAL"
+cargo test --workspace --locked --no-run
+# As watch builds a function (`cargo run --bin` at the workspace root), so
+# that it only starts them.
+cargo build --quiet --locked --workspace --bins
+
+# Every test target but the benchmark's cost tests, which run later beside
+# the stack checks (the same packages selected, so the same features: no
+# second build).
+read -ra test_targets < <(cargo metadata --no-deps --format-version 1 --locked | python3 -c '
+import json, sys
+targets = {t["name"] for p in json.load(sys.stdin)["packages"] for t in p["targets"] if "test" in t["kind"]}
+print(" ".join(f"--test {t}" for t in sorted(targets - {"costs"})))')
+[[ " ${test_targets[*]} " == *" api "* ]] || { log "no API suite among the test targets: ${test_targets[*]}"; exit 1; }
+for i in "${!api_ports[@]}"; do await_dynamodb_local "${api_ports[$i]}" "${api_pids[$i]}"; done
 endpoints=()
-ddb_pids=()
-for _ in 1 2 3; do
-  port=$(free_port)
-  start_dynamodb_local "$port"
-  pids+=("$DDB_PID")
-  ddb_pids+=("$DDB_PID")
-  endpoints+=("http://127.0.0.1:$port")
-done
+for port in "${api_ports[@]}"; do endpoints+=("http://127.0.0.1:$port"); done
 export DYNAMODB_ENDPOINTS
 DYNAMODB_ENDPOINTS=$(IFS=,; echo "${endpoints[*]}")
 export DYNAMODB_ENDPOINT="${endpoints[0]}" DYNAMODB_LOCAL_HOME="$DDB_HOME"
 
-log "cargo test"
-mkdir -p "$LOCAL"
+log "cargo test: unit tests, doc tests and the API suite (${test_targets[*]})"
 set +e
-cargo test --workspace --locked 2>&1 | tee "$LOCAL/test.log"
+{ cargo test --workspace --locked --lib --bins "${test_targets[@]}" && cargo test --workspace --locked --doc; } 2>&1 | tee "$LOCAL/test.log"
 status=${PIPESTATUS[0]}
 set -e
-
-# A fresh DynamoDB Local for what follows: the hundreds of tables the tests
-# leave behind (each with a stream) slow an instance down several times over,
-# which no user of the local stack meets.
-kill "${ddb_pids[@]}" 2>/dev/null || true
+kill "${api_pids[@]}" 2>/dev/null || true
 unset DYNAMODB_ENDPOINTS
+
+set +e
+wait "$template_pid"
+template_status=$?
+set -e
+log "the template checks: $([ "$template_status" -eq 0 ] && echo passed || echo FAILED)"
+cat "$LOCAL/template-checks.log"
+[ "$template_status" -eq 0 ] || exit 1
+
+# The benchmark's cost tests, on a DynamoDB Local of their own, while the
+# stack checks below run on another (the tests use about one core, the stack
+# checks' requests about one).
+log "the benchmark's cost tests, in the background while the stack checks run"
+costs_port=$(free_port)
+start_dynamodb_local "$costs_port" memory
+pids+=("$DDB_PID")
+# The test binary itself: `cargo test` would hold the build directory's lock
+# while it ran, and watch's `cargo run` would wait for it.
+costs_test=$(cargo test --workspace --locked --test costs --no-run --message-format=json 2>/dev/null |
+  python3 -c 'import json, sys
+print(next(m["executable"] for m in map(json.loads, sys.stdin) if m.get("executable") and m["target"]["name"] == "costs"))')
+(cd bench && DYNAMODB_ENDPOINT="http://127.0.0.1:$costs_port" "$costs_test") >"$LOCAL/costs.log" 2>&1 &
+costs_pid=$!
+pids+=("$costs_pid")
+
+# A fresh DynamoDB Local for the stack, as run-local.sh has.
 port=$(free_port)
 start_dynamodb_local "$port"
 pids+=("$DDB_PID")
@@ -93,7 +138,6 @@ export DYNAMODB_ENDPOINT="http://127.0.0.1:$port"
 
 log "sample events through cargo lambda invoke"
 export TABLE_NAME=invoke-check
-cargo build --quiet --locked --workspace --bins
 ./target/debug/blog-admin create-table
 watch_port=$(free_port)
 # watch is the Lambda runtime, as run-local.sh runs it: sample events go to
@@ -171,9 +215,16 @@ set -e
 awk '/ generated, / { generated = $1; failed = 0; for (i = 1; i < NF; i++) if ($(i + 1) ~ /^unique/) failed = $i }
      END { printf "fuzz: %d passed, %d failed\n", generated - failed, failed }' "$LOCAL/fuzz.log" | tee -a "$LOCAL/test.log"
 
+set +e
+wait "$costs_pid"
+costs_status=$?
+set -e
+log "the benchmark's cost tests: $([ "$costs_status" -eq 0 ] && echo passed || echo FAILED)"
+cat "$LOCAL/costs.log" | tee -a "$LOCAL/test.log"
+
 # cargo prints one result line per test binary (the last is often an empty
 # doc-test run) and the invoke check one of its own: close with the totals.
 awk '/^test result:/ { passed += $4; failed += $6 }
      /^(invoke|fuzz|load|metrics|cors|gateway|browser):/ { passed += $2; failed += $4 }
      END { printf "total: %d passed, %d failed\n", passed, failed }' "$LOCAL/test.log"
-[ "$status" -eq 0 ] && [ "$invoke_status" -eq 0 ] && [ "$load_status" -eq 0 ] && [ "$metrics_status" -eq 0 ] && [ "$cors_status" -eq 0 ] && [ "$gateway_status" -eq 0 ] && [ "$browser_status" -eq 0 ] && [ "$fuzz_status" -eq 0 ]
+[ "$status" -eq 0 ] && [ "$costs_status" -eq 0 ] && [ "$invoke_status" -eq 0 ] && [ "$load_status" -eq 0 ] && [ "$metrics_status" -eq 0 ] && [ "$cors_status" -eq 0 ] && [ "$gateway_status" -eq 0 ] && [ "$browser_status" -eq 0 ] && [ "$fuzz_status" -eq 0 ]
