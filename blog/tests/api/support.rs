@@ -27,8 +27,8 @@ use tokio::net::TcpListener;
 pub const JWT_SUB: &str = "x-test-jwt-sub";
 
 /// The DynamoDB Local this test uses. infra/test.sh starts several (each
-/// serves its requests one at a time, and slows down with every table it
-/// holds) and lists them in `DYNAMODB_ENDPOINTS`. A test keeps to one, so that
+/// serves its requests one at a time) and lists them in
+/// `DYNAMODB_ENDPOINTS`. A test keeps to one, so that
 /// its tables, streams and proxies meet: the first call on its thread (libtest
 /// runs each test on a thread of its own) takes the instance with the fewest
 /// tests running, then the fewest served, and the thread's end gives it back.
