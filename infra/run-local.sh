@@ -52,11 +52,12 @@ launch_dynamodb_local "$DDB_PORT" "$LOCAL/dynamodb-data"
 pids+=("$DDB_PID")
 ddb_pid=$DDB_PID
 
-# blog-admin and the functions, built as watch builds them (`cargo run --bin`
-# at the workspace root: the workspace's features), so that watch only starts
-# them. A first build from nothing takes a few minutes on two cores.
-log "building blog-admin and the functions (debug)"
-cargo build --quiet --workspace --bins
+# blog-admin and the feed's function first (the other functions build once
+# the API answers), as watch builds a function (`cargo run --bin` at the
+# workspace root: the workspace's features), so that watch only starts it. A
+# first build from nothing takes two to three minutes on two cores.
+log "building blog-admin and get-feed (debug)"
+cargo build --quiet --workspace --bin blog-admin --bin get-feed
 wait "$tools_pid" || { log "installing cargo-lambda and moto failed"; exit 1; }
 unset 'pids[0]'
 await_dynamodb_local "$DDB_PORT" "$ddb_pid"
@@ -89,8 +90,16 @@ pids+=("$!")
 wait_for_ok "http://127.0.0.1:$API_PORT/feed" "${pids[-1]}"
 log "API on http://127.0.0.1:$API_PORT; a token for a local user: ./target/debug/blog-admin token alice"
 
+# The other functions, in one build (watch would build each on its first
+# request, one after another); a request meanwhile waits for it.
+log "building the other functions in the background"
+cargo build --quiet --workspace --bins &
+build_pid=$!
+
 ./target/debug/blog-admin stream-poller --checkpoint "$LOCAL/stream-checkpoint.json" \
   --invoke "http://127.0.0.1:$WATCH_PORT/2015-03-31/functions/fan-out/invocations" \
   --failures "http://127.0.0.1:$WATCH_PORT/2015-03-31/functions/park-failures/invocations" &
 pids+=("$!")
-wait -n "${pids[@]}"
+services=("${pids[@]}")
+pids+=("$build_pid")
+wait -n "${services[@]}"
