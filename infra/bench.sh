@@ -32,7 +32,7 @@ if [ "${1:-}" = "--audit" ]; then
   usage=$("$bin/blog-admin" 2>&1 || true)
   [[ $usage == *--segments* ]] || { log "blog-admin was rebuilt from another tree meanwhile; run again"; exit 1; }
   port=$(free_port)
-  start_dynamodb_local "$port"
+  start_dynamodb_local "$port" memory
   trap 'kill "$DDB_PID" 2>/dev/null || true' EXIT
   "$bin/blog-audit-bench" --endpoint "http://127.0.0.1:$port" --admin "$bin/blog-admin" "$@"
   exit
@@ -47,7 +47,7 @@ run_alone() {
   shift
   cargo build --release --locked -p bench --bin "$bin"
   port=$(free_port)
-  start_dynamodb_local "$port"
+  start_dynamodb_local "$port" memory
   trap 'kill "$DDB_PID" 2>/dev/null || true' EXIT
   "target/release/$bin" --endpoint "http://127.0.0.1:$port" "$@"
 }
@@ -62,7 +62,7 @@ cargo lambda build --release --arm64 --output-format zip -p functions
 cargo build --release --locked -p functions -p bench
 
 port=$(free_port)
-start_dynamodb_local "$port"
+start_dynamodb_local "$port" memory
 trap 'kill "$DDB_PID" 2>/dev/null || true' EXIT
 
 log "running the benchmark"

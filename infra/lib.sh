@@ -131,7 +131,8 @@ free_port() {
   python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
 }
 
-# start_dynamodb_local PORT [DATA_DIR]: in RAM without DATA_DIR; returns when
+# start_dynamodb_local PORT [DATA_DIR | memory]: in RAM as a file without
+# DATA_DIR, -inMemory with `memory` (see launch_dynamodb_local); returns when
 # it answers. Sets DDB_PID.
 start_dynamodb_local() {
   launch_dynamodb_local "$@"
@@ -193,4 +194,3 @@ await_dynamodb_local() {
   python3 "$ROOT/infra/dynamodb_local_indexes.py" "${DDB_DATA[$port]}/shared-local-instance.db"
   log "DynamoDB Local on http://127.0.0.1:$port (pid $pid)"
 }
-

@@ -97,7 +97,7 @@ case "$what" in
       row "lto = $lto: zips (x86_64) smallest, largest" \
         "$(printf '%s\n' "${zips[@]}" | sort -n | sed -n '1p;$p' | paste -sd' ' | awk '{printf "%.2f MB, %.2f MB", $1/1e6, $2/1e6}')"
       port=$(free_port)
-      start_dynamodb_local "$port"
+      start_dynamodb_local "$port" memory
       "$scratch/target-bench/release/blog-bench" --endpoint "http://127.0.0.1:$port" --functions-only \
         --functions "$dir/release" --zips "$dir/zips" | sed -n '/^| function/,$p'
       kill "$DDB_PID"
