@@ -161,7 +161,13 @@ launch_dynamodb_local() {
   # the instance holds).
   local scratch=
   if [ -z "$data" ]; then
-    scratch=$(mktemp -d "$(test -w /dev/shm && echo /dev/shm || echo "${TMPDIR:-/tmp}")/blog-dynamodb-XXXXXX")
+    # /dev/shm when it has room (a container's is often 64 MB): an API suite
+    # instance ends with up to about 200 MB.
+    local ram=/dev/shm
+    if ! [ -w "$ram" ] || [ "$(df --output=avail -k "$ram" 2>/dev/null | tail -1)" -lt 2000000 ] 2>/dev/null; then
+      ram=${TMPDIR:-/tmp}
+    fi
+    scratch=$(mktemp -d "$ram/blog-dynamodb-XXXXXX")
     data=$scratch
   fi
   mkdir -p "$data" "$LOCAL"
