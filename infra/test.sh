@@ -226,7 +226,7 @@ wait "$costs_pid"
 costs_status=$?
 set -e
 log "the benchmark's cost tests: $([ "$costs_status" -eq 0 ] && echo passed || echo FAILED)"
-cat "$LOCAL/costs.log" | tee -a "$LOCAL/test.log"
+tee -a "$LOCAL/test.log" <"$LOCAL/costs.log"
 
 # cargo prints one result line per test binary (the last is often an empty
 # doc-test run) and the invoke check one of its own: close with the totals.
