@@ -97,8 +97,7 @@ cargo build --quiet --workspace --bins &
 build_pid=$!
 
 ./target/debug/blog-admin stream-poller --checkpoint "$LOCAL/stream-checkpoint.json" \
-  --invoke "http://127.0.0.1:$WATCH_PORT/2015-03-31/functions/fan-out/invocations" \
-  --failures "http://127.0.0.1:$WATCH_PORT/2015-03-31/functions/park-failures/invocations" &
+  --functions "http://127.0.0.1:$WATCH_PORT" &
 pids+=("$!")
 services=("${pids[@]}")
 pids+=("$build_pid")

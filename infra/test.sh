@@ -169,8 +169,7 @@ wait_for_ok "http://127.0.0.1:$api_port/feed" "${pids[-1]}"
 
 log "5,000 requests with tokens through the API Gateway and watch, with the stream fan-out"
 ./target/debug/blog-admin stream-poller \
-  --invoke "http://127.0.0.1:$watch_port/2015-03-31/functions/fan-out/invocations" \
-  --failures "http://127.0.0.1:$watch_port/2015-03-31/functions/park-failures/invocations" >"$LOCAL/poller.log" 2>&1 &
+  --functions "http://127.0.0.1:$watch_port" >"$LOCAL/poller.log" 2>&1 &
 pids+=("$!")
 set +e
 "$TOOLS_VENV/bin/python" infra/watch_load.py "$api_port" --pool "$pool_file" --requests 5000 | tee "$LOCAL/watch-load.log"

@@ -161,15 +161,41 @@ enum Rule {
 }
 
 impl Rule {
+    /// Every item type has its decision here, for every change: a new type
+    /// does not compile until it has one, and template.yaml's
+    /// `FilterCriteria` must let through exactly what gets a rule (the
+    /// API suite's `stream_filter` tests hold the two together).
     fn of(record: &EventRecord) -> Option<Rule> {
-        match (Change::of(record)?, kind_of(record)?) {
-            (Change::Insert, ItemType::Post) => Some(Rule::NewPost),
-            (Change::Insert, ItemType::Comment | ItemType::Like) => Some(Rule::NewReply),
-            (Change::Modify, ItemType::Post) => Some(Rule::ChangedPost),
-            (Change::Modify, ItemType::User) => Some(Rule::ChangedUser),
-            (Change::Remove, ItemType::User) => Some(Rule::RemovedUser),
-            (Change::Remove, ItemType::Post) => Some(Rule::RemovedPost),
-            _ => None,
+        let change = Change::of(record)?;
+        match kind_of(record)? {
+            ItemType::Post => Some(match change {
+                Change::Insert => Rule::NewPost,
+                Change::Modify => Rule::ChangedPost,
+                Change::Remove => Rule::RemovedPost,
+            }),
+            // A reply is never edited; its removal changed its post's count
+            // in the same transaction (a post MODIFY).
+            ItemType::Comment | ItemType::Like => match change {
+                Change::Insert => Some(Rule::NewReply),
+                Change::Modify | Change::Remove => None,
+            },
+            // A profile is created with nothing to copy yet.
+            ItemType::User => match change {
+                Change::Insert => None,
+                Change::Modify => Some(Rule::ChangedUser),
+                Change::Remove => Some(Rule::RemovedUser),
+            },
+            // The copies the fan-out keeps and its own bookkeeping: nothing
+            // is copied from them.
+            ItemType::Username
+            | ItemType::PostContent
+            | ItemType::Liker
+            | ItemType::FeedEntry
+            | ItemType::FeedFloor
+            | ItemType::RenameProgress
+            | ItemType::Erasure
+            | ItemType::ParkedRecord
+            | ItemType::Other => None,
         }
     }
 }

@@ -159,11 +159,27 @@ pub type Item = std::collections::HashMap<String, AttributeValue>;
 /// The name of the attribute that holds an item's [`ItemType`].
 pub const TYPE: &str = "type";
 
-/// Which kind of entity an item is; stored as `type` so that stream records and
-/// offline tools can tell items apart without parsing keys.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub enum ItemType {
+/// Declares [`ItemType`] and [`ItemType::ALL`] from one list, so that no
+/// type can be missing from `ALL` (what the stream filter's test walks).
+macro_rules! item_types {
+    ($($(#[$meta:meta])* $variant:ident,)*) => {
+        /// Which kind of entity an item is; stored as `type` so that stream
+        /// records and offline tools can tell items apart without parsing
+        /// keys.
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+        #[serde(rename_all = "camelCase")]
+        pub enum ItemType {
+            $($(#[$meta])* $variant,)*
+        }
+
+        impl ItemType {
+            /// Every type, in declaration order.
+            pub const ALL: &[ItemType] = &[$(ItemType::$variant,)*];
+        }
+    };
+}
+
+item_types! {
     User,
     Username,
     Post,

@@ -61,13 +61,29 @@ pub struct BatchInfo {
 impl FailureNotice {
     /// The notice Lambda sends once a batch's retries are exhausted.
     pub fn retries_exhausted(batch: BatchInfo, invocations: u32) -> Self {
+        Self::given_up(batch, "RetryAttemptsExhausted", invocations)
+    }
+
+    /// The notice Lambda sends for records older than the mapping's
+    /// `MaximumRecordAgeInSeconds`, after `invocations` failed deliveries.
+    pub fn record_age_exceeded(batch: BatchInfo, invocations: u32) -> Self {
+        Self::given_up(batch, "RecordAgeExceeded", invocations)
+    }
+
+    fn given_up(batch: BatchInfo, condition: &str, invocations: u32) -> Self {
         Self {
             request_context: json!({
-                "condition": "RetryAttemptsExhausted",
+                "condition": condition,
                 "approximateInvokeCount": invocations,
             }),
             batch,
         }
+    }
+
+    /// Why the records were given up on (`RetryAttemptsExhausted`,
+    /// `RecordAgeExceeded`).
+    pub fn condition(&self) -> Option<&str> {
+        self.request_context["condition"].as_str()
     }
 }
 

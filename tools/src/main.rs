@@ -35,12 +35,16 @@
 //!     print a fresh ID token of each local user NAME (NAME@example.com,
 //!     signed up and confirmed if new), one a line, from the pool FILE names
 //!     (.local/identity.json)
-//! blog-admin stream-poller [--checkpoint FILE] [--invoke URL] [--failures URL]
-//!     deliver the table's stream to the fan-out until Ctrl-C: in this process,
-//!     or, with --invoke, through a Lambda Invoke API such as
-//!     `cargo lambda watch`'s http://127.0.0.1:9000/2015-03-31/functions/fan-out/invocations;
-//!     a batch it gives up on is parked in this process, or, with --failures,
-//!     its failure notice goes as an SQS event to that function (park-failures)
+//! blog-admin stream-poller [--checkpoint FILE] [--functions URL]
+//!     deliver the table's stream to the function of template.yaml's DynamoDB
+//!     stream event until Ctrl-C, as that event source mapping does (its
+//!     filters, batch size and window, retries, bisection, maximum record age
+//!     and failure destination; see `local::stream_poller`): in this process
+//!     (the fan-out's code, records given up on parked here), or, with
+//!     --functions, through the Lambda Invoke API at URL (`cargo lambda
+//!     watch`'s, e.g. http://127.0.0.1:9001), the notices of records given
+//!     up on going as an SQS event to the function that reads the mapping's
+//!     failure queue (park-failures)
 //! blog-admin hostile-dynamodb PORT --upstream URL [--seed N] [--rate KIND=P ...] [--gsi-lag-ms N]
 //!     serve on 127.0.0.1:PORT a proxy to the DynamoDB Local at URL that fails
 //!     requests the way real DynamoDB does under load (the `hostile` crate),
@@ -60,7 +64,7 @@ use blog::{
     recovery::{self, FailureNotice, Replayed},
     store::{self, Store, table},
 };
-use local::stream_poller::StreamPoller;
+use local::stream_poller::{InvokeError, StreamPoller, mapping::StreamMapping};
 
 mod identity;
 
@@ -74,7 +78,7 @@ const USAGE: &str = concat!(
     "       blog-admin api-gateway PORT --functions URL --idp URL --user-pool ID --client ID [--region R] [--origins LIST] [--param NAME=VALUE ...]\n",
     "       blog-admin identity-provider URL [--region R] [--save FILE]\n",
     "       blog-admin token NAME... [--pool FILE]\n",
-    "       blog-admin stream-poller [--checkpoint FILE] [--invoke URL] [--failures URL]\n",
+    "       blog-admin stream-poller [--checkpoint FILE] [--functions URL]\n",
     "       blog-admin hostile-dynamodb PORT --upstream URL [--seed N] [--rate KIND=P ...] [--gsi-lag-ms N]",
 );
 
@@ -456,24 +460,44 @@ async fn shutdown() {
 
 async fn stream_poller(args: &[String]) -> Result<(), Error> {
     let mut checkpoint = None;
-    let mut invoke = None;
-    let mut failures = None;
+    let mut functions = None;
     let mut rest = args.iter();
     while let Some(flag) = rest.next() {
         match (flag.as_str(), rest.next()) {
             ("--checkpoint", Some(path)) => checkpoint = Some(PathBuf::from(path)),
-            ("--invoke", Some(url)) => invoke = Some(url.clone()),
-            ("--failures", Some(url)) => failures = Some(url.clone()),
+            ("--functions", Some(url)) => functions = Some(url.trim_end_matches('/').to_owned()),
             _ => return Err(USAGE.into()),
         }
     }
+    let template = std::fs::read_to_string("template.yaml")
+        .map_err(|e| format!("template.yaml (run from the repository's root): {e}"))?;
+    let mapping = StreamMapping::from_template(&template)?;
     let env = env().await?;
     let store = Store::new(
         store::dynamodb_client(&env.sdk, env.endpoint.as_deref()),
         env.table.clone(),
     );
     let streams = blog::store::streams_client(&env.sdk, env.endpoint.as_deref());
-    let mut poller = StreamPoller::new(store.clone(), streams, checkpoint);
+    let invocations = |function: &str| {
+        functions
+            .as_ref()
+            .map(|base| format!("{base}/2015-03-31/functions/{function}/invocations"))
+    };
+    let invoke = invocations(&mapping.function);
+    let failures = mapping
+        .on_failure
+        .as_ref()
+        .and_then(|d| d.consumer.as_deref())
+        .and_then(invocations);
+    tracing::info!(
+        table = %env.table,
+        function = %mapping.function,
+        invoke = invoke.as_deref().unwrap_or("in-process"),
+        batch_size = mapping.batch_size,
+        batching_window_s = mapping.batching_window.as_secs(),
+        "stream poller started"
+    );
+    let mut poller = StreamPoller::new(store.clone(), streams, mapping, checkpoint);
     if let Some(url) = failures {
         let http = reqwest::Client::new();
         poller = poller.with_failure_sink(Box::new(move |notice| {
@@ -484,7 +508,6 @@ async fn stream_poller(args: &[String]) -> Result<(), Error> {
         let _ = tokio::signal::ctrl_c().await;
     };
     let idle = Duration::from_millis(200);
-    tracing::info!(table = %env.table, invoke = invoke.as_deref().unwrap_or("in-process"), "stream poller started");
     match invoke {
         None => {
             let deliver = |event: Event| {
@@ -534,14 +557,43 @@ async fn send_notice(
     }
 }
 
-/// Invokes the fan-out through the Lambda Invoke API, as the event source
-/// mapping does, and reads its partial-batch response.
+/// Invokes the mapping's function through the Lambda Invoke API, as the
+/// event source mapping does, and reads its partial-batch response. The
+/// function's own failure (an error answer, the Invoke API's
+/// `X-Amz-Function-Error`, an answer that is no response) is a
+/// [`InvokeError::Function`]; an invocation that never ran (no connection, or
+/// a timeout: locally the first invocation may wait on watch building the
+/// function) is [`InvokeError::Unreachable`], tried again without counting.
 async fn invoke_function(
     http: &reqwest::Client,
     url: &str,
     event: Event,
-) -> Result<DynamoDbEventResponse, String> {
-    invoke(http, url, &event).await
+) -> Result<DynamoDbEventResponse, InvokeError> {
+    let response = http
+        .post(url)
+        .json(&event)
+        .timeout(Duration::from_secs(120))
+        .send()
+        .await
+        .map_err(|e| InvokeError::Unreachable(e.to_string()))?;
+    let status = response.status();
+    let function_error = response.headers().contains_key("x-amz-function-error");
+    let body = response
+        .text()
+        .await
+        .map_err(|e| InvokeError::Unreachable(e.to_string()))?;
+    let error_payload = serde_json::from_str::<serde_json::Value>(&body)
+        .is_ok_and(|v| v.get("errorType").is_some() || v.get("errorMessage").is_some());
+    if function_error || error_payload {
+        return Err(InvokeError::Function(format!("{status}: {body}")));
+    }
+    if !status.is_success() {
+        return Err(InvokeError::Unreachable(format!(
+            "{url} answered {status}: {body}"
+        )));
+    }
+    serde_json::from_str(&body)
+        .map_err(|e| InvokeError::Function(format!("not a batch response {body:?}: {e}")))
 }
 
 /// Invokes a function through the Lambda Invoke API at `url` with `event`

@@ -26,6 +26,7 @@ mod posts;
 mod real_dynamodb;
 mod recovery;
 mod renames;
+mod stream_filter;
 mod support;
 mod template;
 mod users;

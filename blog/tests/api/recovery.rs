@@ -14,12 +14,15 @@ use blog::{
     recovery::{self, FailureNotice, ReplayReport, Replayed},
     store::parked::ParkedRecordItem,
 };
+use local::stream_poller::InvokeError;
 use serde_json::json;
 
 use crate::support::{TestApi, endpoint, streams_client};
 
 /// A fan-out that fails every record, every time.
-fn failing_everything(event: Event) -> std::future::Ready<Result<DynamoDbEventResponse, String>> {
+fn failing_everything(
+    event: Event,
+) -> std::future::Ready<Result<DynamoDbEventResponse, InvokeError>> {
     let mut response = DynamoDbEventResponse::default();
     for record in &event.records {
         let mut failure = DynamoDbBatchItemFailure::default();
@@ -71,7 +74,7 @@ async fn records_the_fan_out_gave_up_on_are_parked_and_replay_applies_them_once(
         "the post, the comment and the like, and the post's two count changes"
     );
 
-    // Eleven deliveries, all failed: the poller gives the batch up and its
+    // The template's eleven deliveries, all failed: the poller gives the batch up and its
     // failure destination (in process here) parks the records.
     // (It may also read the parked items' own records, which change no copy,
     // and give them up too: they park nothing.)

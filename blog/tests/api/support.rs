@@ -18,7 +18,10 @@ use blog::{
     keys,
     store::{Store, meter::CapacityMeter, table},
 };
-use local::{local_gateway, stream_poller::StreamPoller};
+use local::{
+    local_gateway,
+    stream_poller::{StreamPoller, mapping::StreamMapping},
+};
 use serde_json::{Value, json};
 use tokio::net::TcpListener;
 
@@ -490,7 +493,22 @@ impl TestApi {
         endpoint: &str,
         checkpoint: Option<std::path::PathBuf>,
     ) -> StreamPoller {
-        StreamPoller::new(self.app.store.clone(), streams_client(endpoint), checkpoint)
+        self.poller_with(stream_mapping(), endpoint, checkpoint)
+    }
+
+    /// A poller of this test's table doing what `mapping` does.
+    pub fn poller_with(
+        &self,
+        mapping: StreamMapping,
+        endpoint: &str,
+        checkpoint: Option<std::path::PathBuf>,
+    ) -> StreamPoller {
+        StreamPoller::new(
+            self.app.store.clone(),
+            streams_client(endpoint),
+            mapping,
+            checkpoint,
+        )
     }
 
     /// Runs the fan-out in the background through `poller`, as Lambda would
@@ -512,15 +530,15 @@ impl TestApi {
         RunningFanOut { stop, task }
     }
 
-    /// Every record the table's stream holds, as the fan-out would receive
-    /// them, without applying any.
+    /// Every record the table's stream holds (the filtered ones too), as
+    /// Lambda's event carries them, without applying any.
     pub async fn stream_records(&self) -> Vec<aws_lambda_events::event::dynamodb::EventRecord> {
         let records = std::sync::Mutex::new(Vec::new());
         let collect = |event: aws_lambda_events::event::dynamodb::Event| {
             records.lock().expect("lock").extend(event.records);
             async { Ok(Default::default()) }
         };
-        let mut poller = self.poller();
+        let mut poller = self.poller_with(stream_mapping().unfiltered(), &endpoint(), None);
         while poller.poll_once(&collect).await.expect("read the stream") > 0 {}
         records.into_inner().expect("lock")
     }
@@ -572,6 +590,20 @@ impl TestApi {
         }
         panic!("the stream never reached {count} records");
     }
+}
+
+/// The fan-out's event source mapping as template.yaml deploys it: its
+/// filters, batch size, retries, bisection, maximum record age and failure
+/// destination; but no batching window, which would only make each test
+/// wait for batches to fill (a batch may hold anything from one record to the
+/// batch size either way; `poller.rs` tests the window itself).
+pub fn stream_mapping() -> StreamMapping {
+    static MAPPING: std::sync::OnceLock<StreamMapping> = std::sync::OnceLock::new();
+    let mut mapping = MAPPING
+        .get_or_init(|| StreamMapping::of_repository().expect("template.yaml's stream mapping"))
+        .clone();
+    mapping.batching_window = std::time::Duration::ZERO;
+    mapping
 }
 
 /// The fan-out running in the background: see [`TestApi::run_fan_out`].

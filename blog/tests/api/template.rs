@@ -638,21 +638,3 @@ fn the_openapi_document_describes_exactly_the_contract() {
         .collect();
     assert_eq!(described, contract, "(method, path, needs identity)");
 }
-
-/// The local poller gives a failing batch up after as many deliveries as
-/// Lambda does with the template's settings, so that a rename that takes
-/// several invocations behaves locally as deployed.
-#[test]
-fn the_local_poller_retries_as_the_deployed_stream_does() {
-    let template = template();
-    let fan_out =
-        &template["Resources"]["FanOutFunction"]["Properties"]["Events"]["Stream"]["Properties"];
-    let retries = fan_out["MaximumRetryAttempts"]
-        .as_u64()
-        .expect("MaximumRetryAttempts");
-    assert_eq!(
-        u64::from(local::stream_poller::MAX_ATTEMPTS),
-        retries + 1,
-        "the first delivery and the retries"
-    );
-}

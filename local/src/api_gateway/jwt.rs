@@ -22,8 +22,8 @@ const REFETCH_AFTER: Duration = Duration::from_secs(30);
 pub enum Refusal {
     #[error("no Authorization header")]
     NoHeader,
-    #[error("the Authorization header is not `Bearer <token>`")]
-    NotBearer,
+    #[error("the Authorization header is neither `<token>` nor `Bearer <token>`")]
+    NoToken,
     #[error("the token cannot be read: {0}")]
     Malformed(String),
     #[error("the token is not signed with RS256")]
@@ -89,7 +89,7 @@ impl Authorizer {
     /// Checks the request's `Authorization` header value.
     pub async fn verify(&self, authorization: Option<&str>) -> Result<Verified, Refusal> {
         let header = authorization.ok_or(Refusal::NoHeader)?;
-        let token = bearer(header).ok_or(Refusal::NotBearer)?;
+        let token = token_of(header).ok_or(Refusal::NoToken)?;
         let head =
             jsonwebtoken::decode_header(token).map_err(|e| Refusal::Malformed(e.to_string()))?;
         if head.alg != Algorithm::RS256 {
@@ -173,12 +173,19 @@ impl Authorizer {
     }
 }
 
-/// The token of `Bearer <token>` (the scheme in any case).
-fn bearer(header: &str) -> Option<&str> {
-    let (scheme, token) = header.trim().split_once(' ')?;
-    let token = token.trim();
-    (scheme.eq_ignore_ascii_case("bearer") && !token.is_empty() && !token.contains(' '))
-        .then_some(token)
+/// The token of the header: the header itself or what follows `Bearer `
+/// (the scheme in any case), as the HTTP API's JWT authorizer takes it ("The
+/// identitySource can include only the token, or the token prefixed with
+/// Bearer"). Anything else (`Basic …`, two words, nothing) has no token; API
+/// Gateway would fail to decode it, so it is refused all the same.
+fn token_of(header: &str) -> Option<&str> {
+    let header = header.trim();
+    let token = match header.split_once(' ') {
+        Some((scheme, token)) if scheme.eq_ignore_ascii_case("bearer") => token.trim(),
+        Some(_) => return None,
+        None => header,
+    };
+    (!token.is_empty() && !token.contains(' ')).then_some(token)
 }
 
 fn now_secs() -> u64 {

@@ -267,7 +267,11 @@ async fn tokens_the_authorizer_refuses_never_reach_a_function() {
     };
     let refused: Vec<(&str, Option<String>)> = vec![
         ("no header", None),
-        ("not Bearer", Some(format!("Basic {good}"))),
+        ("another scheme", Some(format!("Basic {good}"))),
+        ("Bearer and nothing", Some("Bearer ".into())),
+        ("two tokens", Some(format!("Bearer {good} {good}"))),
+        ("a bare malformed token", Some("not.a.token".into())),
+        ("a bare tampered token", Some(tampered.clone())),
         ("malformed", Some("Bearer not.a.token".into())),
         ("one byte changed", Some(format!("Bearer {tampered}"))),
         ("alg none", Some(format!("Bearer {unsigned}"))),
@@ -330,6 +334,36 @@ async fn tokens_the_authorizer_refuses_never_reach_a_function() {
         );
     }
     assert_eq!(gateway.functions.invocations(), [], "nothing invoked");
+}
+
+/// The authorizer takes the token alone or after `Bearer ` (in any case),
+/// as AWS documents the HTTP API's identity source: a client written for the
+/// deployed API works unchanged.
+#[tokio::test]
+async fn a_token_is_accepted_bare_or_after_bearer() {
+    let gateway = Running::default().await;
+    let good = token(&id_claims("alice-sub"));
+    for authorization in [
+        good.clone(),
+        format!("Bearer {good}"),
+        format!("bearer {good}"),
+        format!("  BEARER   {good}  "),
+    ] {
+        let (status, body) = gateway.create_post(Some(authorization.clone())).await;
+        assert_eq!(
+            (status, body.as_str()),
+            (200, r#"{"ok":true}"#),
+            "{authorization:?}"
+        );
+    }
+    let invoked = gateway.functions.invocations();
+    assert_eq!(invoked.len(), 4, "each one invoked the function");
+    for (_, event) in &invoked {
+        assert_eq!(
+            event["requestContext"]["authorizer"]["jwt"]["claims"]["sub"],
+            "alice-sub"
+        );
+    }
 }
 
 /// An ID token and an access token, as the template configures the

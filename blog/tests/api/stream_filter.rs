@@ -1,0 +1,239 @@
+//! template.yaml's `FilterCriteria` and the fan-out's rules agree: Lambda
+//! hands the fan-out a record exactly when `fanout::applies_to` says the
+//! fan-out changes something for it. A pattern too narrow loses copies,
+//! counts or erasures in AWS with nothing parked (a filtered record is no
+//! failure); one too wide wakes the function for nothing.
+//!
+//! Checked twice: on every item type the table knows (`ItemType::ALL`, so a
+//! new type is checked as soon as it exists; `fanout::Rule::of` makes it
+//! decide at compile time) with every event kind, and on the records a real
+//! workload writes to DynamoDB Local's stream, with their images as the
+//! stream writes them.
+
+use std::collections::BTreeSet;
+
+use aws_lambda_events::event::dynamodb::EventRecord;
+use blog::{fanout, keys::ItemType, store::parked::ParkedRecordItem};
+use local::stream_poller::mapping::StreamMapping;
+use serde_json::{Value, json};
+
+use crate::support::TestApi;
+
+fn deployed() -> StreamMapping {
+    StreamMapping::of_repository().expect("template.yaml's stream mapping")
+}
+
+/// Whether the filters and the rules agree on `record` (JSON as Lambda's
+/// event carries it); a description of the disagreement otherwise.
+fn disagreement(mapping: &StreamMapping, record: &Value) -> Option<String> {
+    let passes = mapping.filters.admits(record);
+    let parsed: EventRecord = serde_json::from_value(record.clone()).expect("a stream record");
+    let applies = fanout::applies_to(&parsed);
+    (passes != applies).then(|| {
+        format!(
+            "{} of a {}: the filters {} it, the fan-out's rules {}",
+            record["eventName"],
+            kind(record),
+            if passes { "let through" } else { "drop" },
+            if applies { "apply" } else { "do not apply" },
+        )
+    })
+}
+
+/// The record's item type as its image says (the old one for a REMOVE).
+fn kind(record: &Value) -> String {
+    let image = if record["eventName"] == "REMOVE" {
+        "OldImage"
+    } else {
+        "NewImage"
+    };
+    record["dynamodb"][image]["type"]["S"]
+        .as_str()
+        .unwrap_or("(untyped)")
+        .to_owned()
+}
+
+/// A record of `event` on an item of type `kind`, with the images a
+/// NEW_AND_OLD_IMAGES stream carries for it.
+fn synthetic(kind: ItemType, event: &str) -> Value {
+    let name = serde_json::to_value(kind).expect("a type name");
+    let image = json!({
+        "PK": {"S": "X#1"}, "SK": {"S": "Y"}, "type": {"S": name}, "version": {"N": "2"}
+    });
+    let mut change = json!({
+        "ApproximateCreationDateTime": 1_700_000_000.0,
+        "Keys": {"PK": {"S": "X#1"}, "SK": {"S": "Y"}},
+        "SequenceNumber": "100",
+        "SizeBytes": 80,
+        "StreamViewType": "NEW_AND_OLD_IMAGES",
+    });
+    if event != "REMOVE" {
+        change["NewImage"] = image.clone();
+    }
+    if event != "INSERT" {
+        change["OldImage"] = image;
+    }
+    json!({
+        "eventID": "1",
+        "eventName": event,
+        "eventVersion": "1.1",
+        "eventSource": "aws:dynamodb",
+        "awsRegion": "us-east-1",
+        "dynamodb": change,
+        "eventSourceARN": "arn:aws:dynamodb:us-east-1:000000000000:table/t/stream/now",
+    })
+}
+
+#[test]
+fn every_item_type_and_event_kind_is_filtered_as_the_rules_decide() {
+    let mapping = deployed();
+    let mut disagreements = Vec::new();
+    let mut delivered = 0;
+    for &kind in ItemType::ALL {
+        for event in ["INSERT", "MODIFY", "REMOVE"] {
+            let record = synthetic(kind, event);
+            delivered += usize::from(mapping.filters.admits(&record));
+            disagreements.extend(disagreement(&mapping, &record));
+        }
+    }
+    assert_eq!(disagreements, Vec::<String>::new());
+    // A filter that let nothing through would agree with rules that apply to
+    // nothing: the fan-out has its rules.
+    assert_eq!(
+        delivered, 7,
+        "a post's three changes, a profile's change and removal, new comments and likes"
+    );
+}
+
+/// The check above fails when a pattern goes: the template without any one
+/// of its filters disagrees with the rules.
+#[test]
+fn each_of_the_templates_filters_is_needed() {
+    let template =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../template.yaml"))
+            .expect("template.yaml");
+    let patterns: Vec<&str> = template
+        .lines()
+        .filter_map(|line| line.trim().strip_prefix("- Pattern: "))
+        .collect();
+    assert_eq!(patterns.len(), 3, "{patterns:?}");
+    for dropped in &patterns {
+        let narrower = template.replace(&format!("- Pattern: {dropped}"), "");
+        let mapping = StreamMapping::from_template(&narrower).expect("a narrower mapping");
+        let disagree = ItemType::ALL.iter().any(|&kind| {
+            ["INSERT", "MODIFY", "REMOVE"]
+                .iter()
+                .any(|event| disagreement(&mapping, &synthetic(kind, event)).is_some())
+        });
+        assert!(disagree, "nothing notices the filter {dropped} gone");
+    }
+}
+
+/// Every record a workload of every write leaves in the stream, with its
+/// images as DynamoDB writes them: profiles created, renamed and erased;
+/// posts written, edited, liked, commented and deleted; comments and likes
+/// taken back; the fan-out's own copies, feed entries, rename progress and
+/// erasure mark; parked records kept and replayed.
+#[tokio::test]
+async fn the_records_a_real_workload_streams_are_filtered_as_the_rules_decide() {
+    let api = TestApi::start().await;
+    let mut poller = api.poller();
+    let author = api.user("author").await;
+    let fan = api.user("fan").await;
+    let leaver = api.user("leaver").await;
+    let post = api.post(&author, "kept", "text").await;
+    let gone = api.post(&author, "deleted", "text").await;
+    api.like(&fan, &post).await;
+    api.like(&leaver, &post).await;
+    let comment = api.comment(&fan, &post, "hello").await;
+    api.comment(&leaver, &post, "bye").await;
+    api.comment(&fan, &gone, "soon gone").await;
+    api.settle(&mut poller).await;
+    for (method, path, who, body) in [
+        (
+            "PUT",
+            format!("/posts/{post}"),
+            &author,
+            Some(json!({"title": "edited", "content": "new text"})),
+        ),
+        ("DELETE", format!("/posts/{post}/likes"), &fan, None),
+        (
+            "DELETE",
+            format!("/posts/{post}/comments/{comment}"),
+            &fan,
+            None,
+        ),
+        ("DELETE", format!("/posts/{gone}"), &author, None),
+        ("DELETE", format!("/users/{leaver}"), &leaver, None),
+    ] {
+        let (status, answer) = api.call(method, &path, Some(who), body).await;
+        assert!(status < 300, "{method} {path}: {status} {answer}");
+    }
+    api.rename(&fan, "fan_renamed").await;
+    api.settle(&mut poller).await;
+
+    // A parked record, kept and then taken back as replay does.
+    let records = api.stream_records().await;
+    let parked = ParkedRecordItem::new("shard", &records[0], "2026-01-01T00:00:00Z".into())
+        .expect("a parked record");
+    api.app.store.park(&parked).await.expect("park");
+    api.app.store.unpark(&parked).await.expect("unpark");
+    api.settle(&mut poller).await;
+
+    let records = api.stream_records().await;
+    let mapping = deployed();
+    let mut seen = BTreeSet::new();
+    let mut disagreements = Vec::new();
+    for record in &records {
+        let json = serde_json::to_value(record).expect("a record as JSON");
+        seen.insert((
+            kind(&json),
+            json["eventName"].as_str().unwrap_or_default().to_owned(),
+        ));
+        disagreements.extend(disagreement(&mapping, &json));
+    }
+    assert_eq!(disagreements, Vec::<String>::new());
+    // The workload reached what it set out to: every kind of item and change
+    // the product writes (comments and likes are never modified).
+    let expected = [
+        ("user", "INSERT"),
+        ("user", "MODIFY"),
+        ("user", "REMOVE"),
+        ("username", "INSERT"),
+        ("username", "REMOVE"),
+        ("post", "INSERT"),
+        ("post", "MODIFY"),
+        ("post", "REMOVE"),
+        ("postContent", "INSERT"),
+        ("postContent", "MODIFY"),
+        ("postContent", "REMOVE"),
+        ("comment", "INSERT"),
+        ("comment", "REMOVE"),
+        ("like", "INSERT"),
+        ("like", "REMOVE"),
+        ("liker", "INSERT"),
+        ("liker", "REMOVE"),
+        ("feedEntry", "INSERT"),
+        ("feedEntry", "MODIFY"),
+        ("feedEntry", "REMOVE"),
+        ("feedFloor", "INSERT"),
+        ("feedFloor", "MODIFY"),
+        ("renameProgress", "INSERT"),
+        ("erasure", "INSERT"),
+        ("erasure", "MODIFY"),
+        ("parkedRecord", "INSERT"),
+        ("parkedRecord", "REMOVE"),
+    ];
+    let missing: Vec<_> = expected
+        .iter()
+        .filter(|(k, e)| !seen.contains(&((*k).to_owned(), (*e).to_owned())))
+        .collect();
+    assert!(
+        missing.is_empty(),
+        "not in the stream: {missing:?}; seen {seen:?}"
+    );
+    assert!(
+        !seen.iter().any(|(kind, _)| kind == "(untyped)"),
+        "every image read as DynamoDB JSON, as the filters see it: {seen:?}"
+    );
+}
