@@ -4,9 +4,10 @@
 watch`, with tokens from the local Cognito user pool (moto). A client does
 what it would do against AWS: signs up, confirms and signs in with the AWS
 CLI (only the endpoint changed) or takes a token from `blog-admin token`,
-and sends `Authorization: Bearer <token>`. Refused tokens are API Gateway's
+and sends `Authorization: Bearer <token>` (or the bare token, which API
+Gateway takes too). Refused tokens are API Gateway's
 401 and write nothing. Arguments: the API's port, the identity provider's
-URL, the pool file (.local/identity.json). Prints one total line; exits 1 on
+URL, the pool file (identity.json in the stack's data directory). Prints one total line; exits 1 on
 any failure."""
 import http.client
 import json
@@ -75,6 +76,12 @@ def main():
     check("a public read without a token: 200, the author from the token's sub",
           status == 200 and isinstance(body, dict) and body.get("userId") == walker, f"{status} {body}")
 
+    # AWS: "The identitySource can include only the token, or the token
+    # prefixed with Bearer."
+    status, body = call(port, "POST", "/posts", body={"title": "A bare token", "content": "c"},
+                        headers={"Authorization": access})
+    check("a bare token, without Bearer: 201", status == 201, f"{status} {body}")
+
     unauthorized = {"message": "Unauthorized"}
     for what, headers in [("no Authorization header", {}),
                           ("not Bearer", {"Authorization": f"Basic {access}"}),
@@ -85,7 +92,8 @@ def main():
         check(f"{what}: 401 from the gateway", (status, body) == (401, unauthorized), f"{status} {body}")
     status, body = call(port, "GET", f"/users/{walker}/posts")
     titles = [p.get("title") for p in body.get("items", [])] if isinstance(body, dict) else body
-    check("the refused writes wrote nothing", titles == ["Through the gateway"], f"{titles}")
+    check("the refused writes wrote nothing", titles == ["A bare token", "Through the gateway"],
+          f"{titles}")
 
     status, body = call(port, "GET", "/nowhere")
     check("an unknown route: 404 from the gateway", (status, body) == (404, {"message": "Not Found"}),

@@ -86,7 +86,7 @@ ensure_tools() {
 start_identity_provider() {
   local port=$1
   MOTO_COGNITO_IDP_USER_POOL_ID_STRATEGY=HASH MOTO_COGNITO_IDP_USER_POOL_CLIENT_ID_STRATEGY=HASH \
-    "$TOOLS_VENV/bin/moto_server" -H 127.0.0.1 -p "$port" >"$LOCAL/identity-provider.log" 2>&1 &
+    "$TOOLS_VENV/bin/moto_server" -H 127.0.0.1 -p "$port" >"$LOCAL/identity-provider-$port.log" 2>&1 &
   IDP_PID=$!
   pids+=("$IDP_PID")
   IDP_ENDPOINT="http://127.0.0.1:$port"

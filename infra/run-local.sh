@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# The whole stack on this machine: DynamoDB Local (data kept in .local/), the
+# The whole stack on this machine: DynamoDB Local (data kept in .local/ or
+# BLOG_DATA_DIR), the
 # table, a Cognito user pool as template.yaml makes it (moto's emulator), the
 # functions under `cargo lambda watch`, the local API Gateway in front of them
 # (`blog-admin api-gateway`: template.yaml's routes, CORS, throttles and JWT
@@ -13,6 +14,14 @@
 #   IDP_PORT       the Cognito emulator      (default 9229)
 #   DYNAMODB_PORT  DynamoDB Local port       (default 8000)
 #   TABLE_NAME     table name          (default blog)
+#   BLOG_DATA_DIR  where the stack keeps what outlives it: DynamoDB Local's
+#                  database (dynamodb-data/), the local user pool's ids
+#                  (identity.json) and the stream position
+#                  (stream-checkpoint.json)    (default .local)
+#                  One stack per data directory: a second run-local.sh on
+#                  the same one stops at once, naming the running one, and
+#                  touches nothing. A second stack beside the first needs a
+#                  data directory and ports of its own.
 #   BLOG_HOSTILE_DYNAMODB=1
 #                  put `blog-admin hostile-dynamodb` (the `hostile` crate)
 #                  between everything and DynamoDB Local, on a free port: it
@@ -36,6 +45,22 @@ IDP_PORT=${IDP_PORT:-9229}
 DDB_PORT=${DYNAMODB_PORT:-8000}
 export TABLE_NAME=${TABLE_NAME:-blog}
 export DYNAMODB_ENDPOINT="http://127.0.0.1:$DDB_PORT"
+mkdir -p "${BLOG_DATA_DIR:-$LOCAL}"
+DATA=$(cd "${BLOG_DATA_DIR:-$LOCAL}" && pwd)
+export BLOG_DATA_DIR=$DATA
+
+# One stack per data directory, before anything touches it: two DynamoDB
+# Locals on one database file corrupt each other's writes. The lock is held
+# as long as this script, or anything it started, runs.
+exec {lock_fd}>>"$DATA/run-local.lock"
+if ! flock -n "$lock_fd"; then
+  log "another run-local.sh is using $DATA: $(cat "$DATA/run-local.lock" 2>/dev/null || echo '(no description)')"
+  log "stop it first, or give this one a data directory and ports of its own, e.g." \
+    "BLOG_DATA_DIR=.local/stack2 BLOG_PORT=9100 WATCH_PORT=9101 IDP_PORT=9329 DYNAMODB_PORT=8100 ./infra/run-local.sh"
+  exit 1
+fi
+printf 'pid %s since %s: API on http://127.0.0.1:%s, DynamoDB Local on port %s, watch on port %s\n' \
+  "$$" "$(date -u +%FT%TZ)" "$API_PORT" "$DDB_PORT" "$WATCH_PORT" >"$DATA/run-local.lock"
 
 ensure_java
 ensure_dynamodb_local
@@ -48,7 +73,7 @@ ensure_tools cargo-lambda moto &
 tools_pid=$!
 pids=("$tools_pid")
 
-launch_dynamodb_local "$DDB_PORT" "$LOCAL/dynamodb-data"
+launch_dynamodb_local "$DDB_PORT" "$DATA/dynamodb-data"
 pids+=("$DDB_PID")
 ddb_pid=$DDB_PID
 
@@ -74,8 +99,8 @@ fi
 ./target/debug/blog-admin create-table
 
 start_identity_provider "$IDP_PORT"
-read -r USER_POOL CLIENT < <(./target/debug/blog-admin identity-provider "$IDP_ENDPOINT")
-log "user pool $USER_POOL, app client $CLIENT at $IDP_ENDPOINT (saved in .local/identity.json)"
+read -r USER_POOL CLIENT < <(./target/debug/blog-admin identity-provider "$IDP_ENDPOINT" --save "$DATA/identity.json")
+log "user pool $USER_POOL, app client $CLIENT at $IDP_ENDPOINT (saved in $DATA/identity.json)"
 
 # watch is the Lambda runtime (its own HTTP routing unused); the API Gateway
 # in front of it is blog-admin's, and identity comes only from its JWT
@@ -96,7 +121,7 @@ log "building the other functions in the background"
 cargo build --quiet --workspace --bins &
 build_pid=$!
 
-./target/debug/blog-admin stream-poller --checkpoint "$LOCAL/stream-checkpoint.json" \
+./target/debug/blog-admin stream-poller --checkpoint "$DATA/stream-checkpoint.json" \
   --functions "http://127.0.0.1:$WATCH_PORT" &
 pids+=("$!")
 services=("${pids[@]}")

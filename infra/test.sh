@@ -50,6 +50,13 @@ done
 log "cargo fmt --check"
 cargo fmt --all -- --check
 
+log "run-local.sh refuses a second stack on a data directory in use"
+mkdir -p "$LOCAL"
+set +e
+./infra/check_run_local_lock.sh 2>&1 | tee "$LOCAL/run-local-lock.log"
+runlocal_status=${PIPESTATUS[0]}
+set -e
+
 template_checks() {
   # A resource type one region lacks fails the whole stack there, conditions
   # or not: the template must deploy to every region cfn-lint knows but
@@ -106,7 +113,8 @@ export DYNAMODB_ENDPOINT="${endpoints[0]}" DYNAMODB_LOCAL_HOME="$DDB_HOME"
 
 log "cargo test: unit tests, doc tests and the API suite (${test_targets[*]})"
 set +e
-{ cargo test --workspace --locked --lib --bins "${test_targets[@]}" && cargo test --workspace --locked --doc; } 2>&1 | tee "$LOCAL/test.log"
+tail -1 "$LOCAL/run-local-lock.log" >"$LOCAL/test.log"
+{ cargo test --workspace --locked --lib --bins "${test_targets[@]}" && cargo test --workspace --locked --doc; } 2>&1 | tee -a "$LOCAL/test.log"
 status=${PIPESTATUS[0]}
 set -e
 kill "${api_pids[@]}" 2>/dev/null || true
@@ -230,6 +238,6 @@ tee -a "$LOCAL/test.log" <"$LOCAL/costs.log"
 # cargo prints one result line per test binary (the last is often an empty
 # doc-test run) and the invoke check one of its own: close with the totals.
 awk '/^test result:/ { passed += $4; failed += $6 }
-     /^(invoke|fuzz|load|metrics|cors|gateway|browser):/ { passed += $2; failed += $4 }
+     /^(runlocal|invoke|fuzz|load|metrics|cors|gateway|browser):/ { passed += $2; failed += $4 }
      END { printf "total: %d passed, %d failed\n", passed, failed }' "$LOCAL/test.log"
-[ "$status" -eq 0 ] && [ "$costs_status" -eq 0 ] && [ "$invoke_status" -eq 0 ] && [ "$load_status" -eq 0 ] && [ "$metrics_status" -eq 0 ] && [ "$cors_status" -eq 0 ] && [ "$gateway_status" -eq 0 ] && [ "$browser_status" -eq 0 ] && [ "$fuzz_status" -eq 0 ]
+[ "$status" -eq 0 ] && [ "$runlocal_status" -eq 0 ] && [ "$costs_status" -eq 0 ] && [ "$invoke_status" -eq 0 ] && [ "$load_status" -eq 0 ] && [ "$metrics_status" -eq 0 ] && [ "$cors_status" -eq 0 ] && [ "$gateway_status" -eq 0 ] && [ "$browser_status" -eq 0 ] && [ "$fuzz_status" -eq 0 ]

@@ -30,11 +30,11 @@
 //! blog-admin identity-provider URL [--region R] [--save FILE]
 //!     create template.yaml's user pool and app client in the Cognito
 //!     emulator at URL (moto's server, started by infra/lib.sh) and save
-//!     where they are to FILE (.local/identity.json)
+//!     where they are to FILE ($BLOG_DATA_DIR/identity.json, .local/ by default)
 //! blog-admin token NAME... [--pool FILE]
 //!     print a fresh ID token of each local user NAME (NAME@example.com,
 //!     signed up and confirmed if new), one a line, from the pool FILE names
-//!     (.local/identity.json)
+//!     ($BLOG_DATA_DIR/identity.json, .local/ by default)
 //! blog-admin stream-poller [--checkpoint FILE] [--functions URL]
 //!     deliver the table's stream to the function of template.yaml's DynamoDB
 //!     stream event until Ctrl-C, as that event source mapping does (its
@@ -291,15 +291,22 @@ fn peak_memory_kib() -> Option<u64> {
     line.split_whitespace().nth(1)?.parse().ok()
 }
 
-/// Where `identity-provider` saves the local pool, and `token` reads it.
-const LOCAL_POOL: &str = ".local/identity.json";
+/// Where `identity-provider` saves the local pool, and `token` reads it:
+/// `identity.json` in the local stack's data directory (`BLOG_DATA_DIR`, as
+/// run-local.sh sets it; `.local` by default).
+fn local_pool() -> PathBuf {
+    std::env::var_os("BLOG_DATA_DIR")
+        .filter(|dir| !dir.is_empty())
+        .map_or_else(|| PathBuf::from(".local"), PathBuf::from)
+        .join("identity.json")
+}
 
 /// template.yaml's user pool in the local Cognito emulator.
 async fn identity_provider(args: &[String]) -> Result<(), Error> {
     let Some((endpoint, flags)) = args.split_first() else {
         return Err(USAGE.into());
     };
-    let (mut region, mut save) = ("us-east-1".to_owned(), PathBuf::from(LOCAL_POOL));
+    let (mut region, mut save) = ("us-east-1".to_owned(), local_pool());
     let mut flags = flags.iter();
     while let Some(flag) = flags.next() {
         match (flag.as_str(), flags.next()) {
@@ -320,7 +327,7 @@ async fn identity_provider(args: &[String]) -> Result<(), Error> {
 async fn token(args: &[String]) -> Result<(), Error> {
     let (names, file) = match args {
         [names @ .., flag, file] if flag == "--pool" => (names, PathBuf::from(file)),
-        names => (names, PathBuf::from(LOCAL_POOL)),
+        names => (names, local_pool()),
     };
     if names.is_empty() || names.iter().any(|name| name.starts_with("--")) {
         return Err(USAGE.into());
