@@ -326,7 +326,7 @@ impl StreamPoller {
             }
             let full = gathered.admitted.len() >= self.mapping.batch_size;
             let waited = first_read.map_or(Duration::ZERO, |t| t.elapsed());
-            if full || gathered.read == 0 && caught_up || waited >= window {
+            if full || (gathered.read == 0 && caught_up) || waited >= window {
                 break;
             }
             if caught_up {
