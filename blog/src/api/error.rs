@@ -18,6 +18,7 @@ pub enum ErrorCode {
     MissingUsername,
     Unauthorized,
     Forbidden,
+    AccountErased,
     NotFound,
     UsernameTaken,
     ProfileExists,
@@ -38,6 +39,7 @@ impl ErrorCode {
             Self::MissingUsername => "missing_username",
             Self::Unauthorized => "unauthorized",
             Self::Forbidden => "forbidden",
+            Self::AccountErased => "account_erased",
             Self::NotFound => "not_found",
             Self::UsernameTaken => "username_taken",
             Self::ProfileExists => "profile_exists",
@@ -63,6 +65,9 @@ pub enum ApiError {
     Unauthorized,
     #[error("{0}")]
     Forbidden(&'static str),
+    /// The caller's account was erased: it can write nothing (403).
+    #[error("this account was erased (DELETE /users/{{userId}}): it can write nothing")]
+    AccountErased,
     #[error("{0}")]
     NotFound(&'static str),
     #[error("{message}")]
@@ -92,7 +97,7 @@ impl ApiError {
         match self {
             Self::BadRequest { .. } => StatusCode::BAD_REQUEST,
             Self::Unauthorized => StatusCode::UNAUTHORIZED,
-            Self::Forbidden(_) => StatusCode::FORBIDDEN,
+            Self::Forbidden(_) | Self::AccountErased => StatusCode::FORBIDDEN,
             Self::NotFound(_) => StatusCode::NOT_FOUND,
             Self::Conflict { .. } => StatusCode::CONFLICT,
             Self::PayloadTooLarge { .. } => StatusCode::PAYLOAD_TOO_LARGE,
@@ -106,6 +111,7 @@ impl ApiError {
             Self::BadRequest { code, .. } | Self::Conflict { code, .. } => *code,
             Self::Unauthorized => ErrorCode::Unauthorized,
             Self::Forbidden(_) => ErrorCode::Forbidden,
+            Self::AccountErased => ErrorCode::AccountErased,
             Self::NotFound(_) => ErrorCode::NotFound,
             Self::PayloadTooLarge { .. } => ErrorCode::PayloadTooLarge,
             Self::Unavailable { .. } => ErrorCode::Unavailable,
@@ -155,6 +161,7 @@ impl From<StoreError> for ApiError {
                 message,
             },
             StoreError::NoProfile => Self::Forbidden("create your profile first (POST /users)"),
+            StoreError::AccountErased => Self::AccountErased,
             StoreError::NotAuthor => Self::Forbidden("only the post's author may change it"),
             StoreError::UserNotFound => Self::NotFound("no such user"),
             StoreError::PostNotFound => Self::NotFound("no such post"),

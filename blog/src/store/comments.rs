@@ -80,13 +80,15 @@ impl Store {
     /// C3 taken back (request): removes `comment` from `post` and one from
     /// the post's `commentCount`, in one transaction. Its author may, and so
     /// may the post's author (a strongly consistent read of each, the post's
-    /// only when the caller is not the comment's author).
+    /// only when the caller is not the comment's author); an erased account
+    /// may not, whatever the comment ([`Store::writer`] first).
     pub async fn delete_comment(
         &self,
         post: &PostId,
         comment: &CommentId,
         caller: &UserId,
     ) -> Result<(), StoreError> {
+        self.refuse_erased(caller).await?;
         let comment_key = CommentItem::key_of(post, comment).item();
         let found = self.db.get_entity::<CommentItem>(comment_key.clone(), true);
         let found = found.await?.ok_or(StoreError::CommentNotFound)?;
@@ -154,11 +156,9 @@ impl Store {
         author: &UserId,
         content: &str,
     ) -> Result<Comment, StoreError> {
-        // The caller's profile (403 without one): its name goes onto the item.
-        let profile = self
-            .db
-            .get_entity::<UserItem>(keys::profile(author).item(), true);
-        let profile = profile.await?.ok_or(StoreError::NoProfile)?;
+        // The caller's profile (403 for an erased account, or without one):
+        // its name goes onto the item.
+        let profile = self.writer(author).await?.profile()?;
         let item = CommentItem::new(*post, CommentId::generate(), &profile, content);
         let mut tx = self.db.transaction("comment");
         tx.add("comment", Write::create(&item)?);

@@ -43,15 +43,28 @@ pub enum Removal {
 
 impl Store {
     /// C2 taken back (request): the post and its content, in one
-    /// transaction, by its author only (strongly consistent read of the post
-    /// first, for 404 and 403). The rest goes in the fan-out.
+    /// transaction, by its author only. An erased account is refused first
+    /// ([`Store::writer`]), whatever the post; then the post is read
+    /// (strongly consistent, for 404 and 403). The rest goes in the fan-out.
     pub async fn delete_post(&self, post: &PostId, caller: &UserId) -> Result<(), StoreError> {
+        self.refuse_erased(caller).await?;
+        self.delete_post_by(post, caller).await
+    }
+
+    /// The post and its content, in one transaction, if `author` wrote it:
+    /// the request's deletion once the caller may write, and the erasure's
+    /// walk deleting what an erased account wrote.
+    pub(super) async fn delete_post_by(
+        &self,
+        post: &PostId,
+        author: &UserId,
+    ) -> Result<(), StoreError> {
         let found = self.db.get_entity::<PostItem>(PostItem::key(post), true);
         let found = found.await?.ok_or(StoreError::PostNotFound)?;
-        if &found.user_id != caller {
+        if &found.user_id != author {
             return Err(StoreError::NotAuthor);
         }
-        let mine = Expr::new("userId = :me").value(":me", s(caller.as_str()));
+        let mine = Expr::new("userId = :me").value(":me", s(author.as_str()));
         let content = Key::new(keys::post_pk(post), keys::POST_CONTENT_SK).item();
         let mut tx = self.db.transaction("delete post");
         let remove = Write::delete(PostItem::key(post))

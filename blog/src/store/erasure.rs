@@ -2,9 +2,11 @@
 //!
 //! The request deletes the profile and the username claim (the name is free
 //! at once) and puts a small mark, `USER#u / ERASED`, in one transaction:
-//! from then on every write of the user answers 403, as for a caller with no
-//! profile. The fan-out, on the profile's REMOVE record, deletes everything
-//! the user wrote, found under their GSI1 partition, a page at a time:
+//! from then on every write of the user but the erasure answers 403
+//! `account_erased`, before it looks at its target: each reads the profile
+//! and the mark first, with one strongly consistent Query ([`Store::writer`]).
+//! The fan-out, on the profile's REMOVE record, deletes everything the user
+//! wrote, found under their GSI1 partition, a page at a time:
 //! - a post as `DELETE /posts/{id}` deletes it (its REMOVE then clears its
 //!   partition and its feed entry, and the feed's reserve shows the next);
 //! - a comment or a like on someone's post with that post's count one down,
@@ -33,7 +35,7 @@ use super::{
     rename::{Deadline, RenameProgress},
     s,
     table::{Expr, Query, TxOutcome, Write},
-    users::{UserItem, UsernameClaim},
+    users::{UserItem, UsernameClaim, Writer},
 };
 use crate::{
     ids::{CommentId, LikeId, PostId, UserId},
@@ -137,17 +139,17 @@ impl Written {
 
 impl Store {
     /// `DELETE /users/{userId}` (request): the profile and its username
-    /// claim go, and the mark is put, in one transaction (strongly consistent
-    /// read of the profile first; a rename in between makes it read again).
-    /// Without a profile: [`Erased::Already`] if a mark says it was erased,
-    /// else [`StoreError::UserNotFound`].
+    /// claim go, and the mark is put, in one transaction (the profile and
+    /// the mark read first, by one strongly consistent Query:
+    /// [`Store::writer`]; a rename in between makes it read again). Without
+    /// a profile: [`Erased::Already`] if a mark says it was erased, else
+    /// [`StoreError::UserNotFound`].
     pub async fn erase_user(&self, user: &UserId) -> Result<Erased, StoreError> {
         for _ in 0..ATTEMPTS {
-            let Some(profile) = self.read_profile(user, true).await? else {
-                return match self.erasure_mark(user).await? {
-                    Some(_) => Ok(Erased::Already),
-                    None => Err(StoreError::UserNotFound),
-                };
+            let profile = match self.writer(user).await? {
+                Writer::Active(profile) => profile,
+                Writer::Erased => return Ok(Erased::Already),
+                Writer::NoProfile => return Err(StoreError::UserNotFound),
             };
             let mark = ErasureMark {
                 user_id: user.clone(),
@@ -315,7 +317,7 @@ impl Store {
     async fn erase_one(&self, user: &UserId, written: Written) -> Result<Erasing, StoreError> {
         let mut done = Erasing::default();
         match written {
-            Written::Post(post) => match self.delete_post(&post, user).await {
+            Written::Post(post) => match self.delete_post_by(&post, user).await {
                 Ok(()) => done.posts += 1,
                 Err(StoreError::PostNotFound) => {}
                 Err(err) => return Err(err),

@@ -15,6 +15,10 @@ pub enum StoreError {
     ProfileExists,
     #[error("the caller has no profile yet")]
     NoProfile,
+    /// The caller's account was erased (no profile, an erasure mark): every
+    /// write but the erasure itself answers this.
+    #[error("the caller's account was erased")]
+    AccountErased,
     #[error("this user's earlier account is still being erased")]
     BeingErased,
     #[error("no such user")]

@@ -142,11 +142,9 @@ impl Store {
     /// and changes nothing. The like copies the liker's username as read; a
     /// rename racing with it is caught up by the fan-out's INSERT rule.
     pub async fn like_post(&self, post: &PostId, liker: &UserId) -> Result<Liked, StoreError> {
-        // The caller's profile (403 without one): its name goes onto the item.
-        let profile = self
-            .db
-            .get_entity::<UserItem>(keys::profile(liker).item(), true);
-        let profile = profile.await?.ok_or(StoreError::NoProfile)?;
+        // The caller's profile (403 for an erased account, or without one):
+        // its name goes onto the item.
+        let profile = self.writer(liker).await?.profile()?;
         // A like taken back between the refused put and the read of the
         // existing one: like again.
         for _ in 0..UNLIKE_ATTEMPTS {
@@ -200,8 +198,11 @@ impl Store {
     /// one off the post's `likeCount` go together. `false` when there is no
     /// like to take back (answered 204 all the same); an error if there is
     /// no such post. The marker is deleted only if it still names the like
-    /// read, so a concurrent unlike and like again are read afresh.
+    /// read, so a concurrent unlike and like again are read afresh. An
+    /// erased account's unlike is refused before anything of the post is
+    /// read ([`Store::writer`]).
     pub async fn unlike_post(&self, post: &PostId, liker: &UserId) -> Result<bool, StoreError> {
+        self.refuse_erased(liker).await?;
         let marker_key = LikerMarker::key_of(post, liker).item();
         for _ in 0..UNLIKE_ATTEMPTS {
             let marker = self.db.get_entity::<LikerMarker>(marker_key.clone(), true);

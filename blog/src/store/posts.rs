@@ -253,11 +253,9 @@ impl Store {
         title: &str,
         content: &str,
     ) -> Result<Post, StoreError> {
-        // The caller's profile (403 without one): its name goes onto the item.
-        let profile = self
-            .db
-            .get_entity::<UserItem>(keys::profile(author).item(), true);
-        let profile = profile.await?.ok_or(StoreError::NoProfile)?;
+        // The caller's profile (403 for an erased account, or without one):
+        // its name goes onto the item.
+        let profile = self.writer(author).await?.profile()?;
         let post_id = PostId::generate();
         let now = post_id.created_at();
         let item = PostItem::new(post_id, &profile, title, content, &now);
@@ -311,13 +309,15 @@ impl Store {
     /// changes; one transaction either way. The post item's condition (the
     /// author, and the title and summary as read) makes concurrent edits take
     /// turns, so the summary is always the content's; likes and comments
-    /// meanwhile do not disturb it.
+    /// meanwhile do not disturb it. An erased account's edit is refused
+    /// before the post is read ([`Store::writer`]).
     pub async fn edit_post(
         &self,
         post: &PostId,
         editor: &UserId,
         edit: PostEdit<'_>,
     ) -> Result<Post, StoreError> {
+        self.refuse_erased(editor).await?;
         for _ in 0..EDIT_ATTEMPTS {
             let current = self
                 .read_post(post, true)

@@ -4,11 +4,11 @@ use serde::{Deserialize, Serialize};
 
 use super::{
     Busy, Item, ItemType, Store, StoreError, n, s,
-    table::{Expr, Outcome, TxOutcome, Write},
+    table::{Expr, Outcome, Query, TxOutcome, Write},
 };
 use crate::{
     ids::UserId,
-    keys::{self, Entity, Key, USERNAME_SK},
+    keys::{self, ERASED_SK, Entity, Key, PROFILE_SK, USERNAME_SK},
     model::User,
     text::Username,
     timestamp,
@@ -145,7 +145,70 @@ impl Entity for UsernameClaim {
     }
 }
 
+/// Who is writing, as the caller's own partition tells: the profile, or
+/// the mark an erased account leaves, or neither. Every write request but
+/// `POST /users` reads it first ([`Store::writer`]), before it looks at its
+/// target.
+#[derive(Debug, Clone)]
+pub enum Writer {
+    /// The caller has a profile (a user who signed up again after an
+    /// erasure has one again).
+    Active(UserItem),
+    /// The caller's account was erased: no profile, and its mark. Every
+    /// write answers [`StoreError::AccountErased`].
+    Erased,
+    /// The caller never made a profile (or it is not there yet).
+    NoProfile,
+}
+
+impl Writer {
+    /// The profile of a caller whose write copies it (C2, C3, C4 create):
+    /// [`StoreError::AccountErased`] for an erased account,
+    /// [`StoreError::NoProfile`] without a profile.
+    pub fn profile(self) -> Result<UserItem, StoreError> {
+        match self {
+            Writer::Active(profile) => Ok(profile),
+            Writer::Erased => Err(StoreError::AccountErased),
+            Writer::NoProfile => Err(StoreError::NoProfile),
+        }
+    }
+}
+
 impl Store {
+    /// Who `user` is as a writer (request): one strongly consistent Query of
+    /// their partition, `SK BETWEEN "ERASED" AND "PROFILE"`, which reads the
+    /// profile and the erasure mark (and nothing else: the rename's place,
+    /// `RENAME`, sorts after both) for one read unit, where a GetItem of
+    /// each would cost two.
+    pub async fn writer(&self, user: &UserId) -> Result<Writer, StoreError> {
+        let query = Query::partition(keys::user_pk(user))
+            .between(ERASED_SK.to_owned(), PROFILE_SK.to_owned())
+            .consistent();
+        let (mut profile, mut erased) = (None, false);
+        for found in self.db.query_up_to("writer", &query, None, 2).await? {
+            match Key::of(&found)?.sk.as_str() {
+                PROFILE_SK => profile = Some(UserItem::from_item(found)?),
+                ERASED_SK => erased = true,
+                _ => {}
+            }
+        }
+        Ok(match (profile, erased) {
+            (Some(profile), _) => Writer::Active(profile),
+            (None, true) => Writer::Erased,
+            (None, false) => Writer::NoProfile,
+        })
+    }
+
+    /// Refuses the write of an erased account (request: [`Store::writer`],
+    /// before the write looks at its target). A caller with a profile, or
+    /// without one, goes on to the write's own answers.
+    pub(super) async fn refuse_erased(&self, user: &UserId) -> Result<(), StoreError> {
+        match self.writer(user).await? {
+            Writer::Erased => Err(StoreError::AccountErased),
+            Writer::Active(_) | Writer::NoProfile => Ok(()),
+        }
+    }
+
     /// C1 (request): creates the caller's profile and claims its username,
     /// atomically. A user whose earlier account was erased starts past its
     /// version, once the erasure's walk is done (strongly consistent read of
@@ -211,17 +274,21 @@ impl Store {
     /// C1 (edit; request): renames a user. The profile change, the release of the old
     /// name and the claim of the new one commit together or not at all; the
     /// profile's `version` condition makes a concurrent rename retry instead of
-    /// releasing a name it no longer holds.
+    /// releasing a name it no longer holds. The profile is read with the
+    /// erasure mark ([`Store::writer`]): an erased account, or one erased
+    /// while the rename was under way (its condition then fails and the read
+    /// finds the mark), answers [`StoreError::AccountErased`].
     pub async fn rename_user(
         &self,
         user: &UserId,
         username: &Username,
     ) -> Result<User, StoreError> {
         for _ in 0..OPTIMISTIC_ATTEMPTS {
-            let current = self
-                .read_profile(user, true)
-                .await?
-                .ok_or(StoreError::UserNotFound)?;
+            let current = match self.writer(user).await? {
+                Writer::Active(profile) => profile,
+                Writer::Erased => return Err(StoreError::AccountErased),
+                Writer::NoProfile => return Err(StoreError::UserNotFound),
+            };
             if &current.username == username {
                 return Ok(current.into());
             }
@@ -252,7 +319,7 @@ impl Store {
                 TxOutcome::ConditionFailed(failed) if claim.is_some_and(|c| failed.failed(c)) => {
                     return Err(StoreError::UsernameTaken);
                 }
-                // The profile changed since we read it: read it again.
+                // The profile changed (or went) since we read it: read it again.
                 TxOutcome::ConditionFailed(failed) if failed.failed(profile) => continue,
                 TxOutcome::ConditionFailed(failed) => return Err(failed.unexpected("rename")),
             }
@@ -391,4 +458,18 @@ pub(crate) enum Overwrite<'a> {
     // Only the audit (the `admin` feature) repairs.
     #[cfg_attr(not(feature = "admin"), allow(dead_code))]
     Repair { stored: &'a str },
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::keys::{ERASED_SK, PROFILE_SK, RENAME_SK};
+
+    /// The writer read's range, `ERASED` to `PROFILE`, holds the erasure
+    /// mark and the profile, and not the rename walk's place.
+    #[test]
+    fn the_writer_read_spans_the_mark_and_the_profile_only() {
+        let range = ERASED_SK..=PROFILE_SK;
+        assert!(range.contains(&ERASED_SK) && range.contains(&PROFILE_SK));
+        assert!(!range.contains(&RENAME_SK), "{RENAME_SK} sorts after");
+    }
 }

@@ -36,6 +36,11 @@ fn calls(expected: &[(&str, f64, f64)]) -> Vec<Call> {
         .collect()
 }
 
+/// What every write request but `POST /users` reads first: the caller's
+/// profile and erasure mark, with one strongly consistent Query of their
+/// partition (`Store::writer`); 1 unit, the profile found or the mark.
+const WRITER: (&str, f64, f64) = ("Query", 1.0, 0.0);
+
 /// One request and what it must cost.
 struct Case<'a> {
     name: &'a str,
@@ -72,14 +77,12 @@ async fn every_request_costs_what_the_data_model_says() {
         calls,
     };
     let read = |name, path: String, calls| write(name, "GET", path, None, None, 200, calls);
-    // The author's profile (strongly consistent), then one transaction:
-    // DynamoDB Local reports 2 table units per transaction item and 4 index
-    // units per transaction touching GSI1 (see billed.rs for what DynamoDB
-    // bills).
-    let profile_then_two_items: &[(&str, f64, f64)] =
-        &[("GetItem", 1.0, 0.0), ("TransactWriteItems", 4.0, 4.0)];
-    let profile_then_three_items: &[(&str, f64, f64)] =
-        &[("GetItem", 1.0, 0.0), ("TransactWriteItems", 8.0, 4.0)];
+    // The author's profile and erasure mark (one strongly consistent Query
+    // of their partition, `Store::writer`), then one transaction: DynamoDB
+    // Local reports 2 table units per transaction item and 4 index units per
+    // transaction touching GSI1 (see billed.rs for what DynamoDB bills).
+    let profile_then_two_items: &[(&str, f64, f64)] = &[WRITER, ("TransactWriteItems", 4.0, 4.0)];
+    let profile_then_three_items: &[(&str, f64, f64)] = &[WRITER, ("TransactWriteItems", 8.0, 4.0)];
     let cases = [
         write(
             "C1 create",
@@ -98,7 +101,7 @@ async fn every_request_costs_what_the_data_model_says() {
             other,
             Some(json!({ "username": "renamed" })),
             200,
-            &[("GetItem", 1.0, 0.0), ("TransactWriteItems", 4.0, 0.0)],
+            &[WRITER, ("TransactWriteItems", 4.0, 0.0)],
         ),
         read(
             "Q1",
@@ -121,7 +124,12 @@ async fn every_request_costs_what_the_data_model_says() {
             author,
             Some(json!({ "title": "t2" })),
             200,
-            &[("Query", 1.0, 0.0), ("TransactWriteItems", 4.0, 4.0)],
+            // The writer, then the post and its content (one Query).
+            &[
+                WRITER,
+                ("Query", 1.0, 0.0),
+                ("TransactWriteItems", 4.0, 4.0),
+            ],
         ),
         read("Q2", format!("/posts/{post}"), &[("Query", 0.5, 0.0)]),
         read(
@@ -160,7 +168,7 @@ async fn every_request_costs_what_the_data_model_says() {
             None,
             200,
             &[
-                ("GetItem", 1.0, 0.0),
+                WRITER,
                 ("TransactWriteItems", 0.0, 0.0),
                 ("GetItem", 1.0, 0.0),
                 ("GetItem", 1.0, 0.0),
@@ -173,7 +181,7 @@ async fn every_request_costs_what_the_data_model_says() {
             "/users?username=AUTHOR".into(),
             &[("GetItem", 0.5, 0.0)],
         ),
-        // The marker, then one transaction of three items.
+        // The writer, the marker, then one transaction of three items.
         write(
             "C4 unlike",
             "DELETE",
@@ -181,7 +189,11 @@ async fn every_request_costs_what_the_data_model_says() {
             author,
             None,
             204,
-            profile_then_three_items,
+            &[
+                WRITER,
+                ("GetItem", 1.0, 0.0),
+                ("TransactWriteItems", 8.0, 4.0),
+            ],
         ),
         // No marker: the post, for a 404 if it is missing.
         write(
@@ -191,10 +203,10 @@ async fn every_request_costs_what_the_data_model_says() {
             author,
             None,
             204,
-            &[("GetItem", 1.0, 0.0), ("GetItem", 1.0, 0.0)],
+            &[WRITER, ("GetItem", 1.0, 0.0), ("GetItem", 1.0, 0.0)],
         ),
-        // The comment, the post (the caller is the post's author, not the
-        // comment's), then one transaction of two items.
+        // The writer, the comment, the post (the caller is the post's
+        // author, not the comment's), then one transaction of two items.
         write(
             "C3 delete",
             "DELETE",
@@ -203,13 +215,14 @@ async fn every_request_costs_what_the_data_model_says() {
             None,
             204,
             &[
+                WRITER,
                 ("GetItem", 1.0, 0.0),
                 ("GetItem", 1.0, 0.0),
                 ("TransactWriteItems", 4.0, 4.0),
             ],
         ),
-        // The post (for 404 and 403), then the post and its content in one
-        // transaction; the rest goes in the fan-out.
+        // The writer, the post (for 404 and 403), then the post and its
+        // content in one transaction; the rest goes in the fan-out.
         write(
             "C2 delete",
             "DELETE",
@@ -217,10 +230,14 @@ async fn every_request_costs_what_the_data_model_says() {
             author,
             None,
             204,
-            &[("GetItem", 1.0, 0.0), ("TransactWriteItems", 8.0, 4.0)],
+            &[
+                WRITER,
+                ("GetItem", 1.0, 0.0),
+                ("TransactWriteItems", 8.0, 4.0),
+            ],
         ),
-        // The profile, then the profile, the name's claim and the erasure
-        // mark in one transaction; the rest goes in the fan-out.
+        // The writer (the profile), then the profile, the name's claim and
+        // the erasure mark in one transaction; the rest goes in the fan-out.
         write(
             "erase user",
             "DELETE",
@@ -228,9 +245,9 @@ async fn every_request_costs_what_the_data_model_says() {
             Some("newbie"),
             None,
             204,
-            &[("GetItem", 1.0, 0.0), ("TransactWriteItems", 4.0, 0.0)],
+            &[WRITER, ("TransactWriteItems", 4.0, 0.0)],
         ),
-        // Erased already: the profile, then the mark.
+        // Erased already: the writer finds the mark and no profile.
         write(
             "erase user again",
             "DELETE",
@@ -238,7 +255,39 @@ async fn every_request_costs_what_the_data_model_says() {
             Some("newbie"),
             None,
             204,
-            &[("GetItem", 1.0, 0.0), ("GetItem", 1.0, 0.0)],
+            &[WRITER],
+        ),
+        // Any write of an erased account: the writer, and nothing else
+        // (nothing of the target is read).
+        write(
+            "erased: edit",
+            "PUT",
+            format!("/posts/{post}"),
+            Some("newbie"),
+            Some(json!({ "title": "t3" })),
+            403,
+            &[WRITER],
+        ),
+        // A caller who never made a profile: the writer finds nothing
+        // (DynamoDB Local reports no units for it; the service bills a
+        // strongly consistent Query 1 RCU however little it finds).
+        write(
+            "no profile: post",
+            "POST",
+            "/posts".into(),
+            Some("nobody"),
+            Some(json!({ "title": "t", "content": "c" })),
+            403,
+            &[("Query", 0.0, 0.0)],
+        ),
+        write(
+            "erased: comment",
+            "POST",
+            format!("/posts/{post}/comments"),
+            Some("newbie"),
+            Some(json!({ "content": "c" })),
+            403,
+            &[WRITER],
         ),
     ];
     for case in cases {

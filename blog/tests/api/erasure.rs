@@ -79,6 +79,31 @@ async fn erase(api: &TestApi, user: &str) {
     assert_eq!((status, &body), (204, &Value::Null), "erase {user}");
 }
 
+/// `user` signs up (again) as `username`: the status and the reply.
+async fn sign_up(api: &TestApi, user: &str, username: &str) -> (u16, Value) {
+    let body = json!({ "username": username });
+    api.call("POST", "/users", Some(user), Some(body)).await
+}
+
+/// Signing up again while the erasure's walk runs: 409 `being_erased`,
+/// nothing written.
+async fn assert_too_soon_to_sign_up(api: &TestApi, user: &str) {
+    let before = table_snapshot(api).await;
+    let (status, body) = sign_up(api, user, "too_soon").await;
+    assert_eq!(
+        (status, body["error"]["code"].clone()),
+        (409, json!("being_erased"))
+    );
+    assert_eq!(table_snapshot(api).await, before);
+}
+
+/// Erasing an erased account again: 204, nothing written.
+async fn assert_erased_again_changes_nothing(api: &TestApi, user: &str) {
+    let before = table_snapshot(api).await;
+    erase(api, user).await;
+    assert_eq!(table_snapshot(api).await, before);
+}
+
 async fn audit_is_clean(api: &TestApi) {
     let audit = api.app.store.audit(false).await.expect("audit");
     assert_eq!(audit.findings, vec![], "{:#?}", audit.findings);
@@ -138,12 +163,15 @@ async fn an_erased_user_leaves_only_a_mark_and_every_count_stays_exact() {
         .await;
     assert_eq!(
         (status, body["error"]["code"].clone()),
-        (403, json!("forbidden"))
+        (403, json!("account_erased"))
     );
-    let (status, _) = api
+    let (status, body) = api
         .call("POST", &format!("/posts/{kept}/likes"), Some(&gone), None)
         .await;
-    assert_eq!(status, 403);
+    assert_eq!(
+        (status, body["error"]["code"].clone()),
+        (403, json!("account_erased"))
+    );
     // The name is anyone's now.
     let newcomer = api.user("Leaving").await;
 
@@ -178,19 +206,10 @@ async fn an_erased_user_leaves_only_a_mark_and_every_count_stays_exact() {
     audit_is_clean(&api).await;
 
     // Again: a no-op.
-    let before = table_snapshot(&api).await;
-    erase(&api, &gone).await;
-    assert_eq!(table_snapshot(&api).await, before);
+    assert_erased_again_changes_nothing(&api, &gone).await;
 
     // The same person starts again, empty; the newcomer keeps the old name.
-    let (status, body) = api
-        .call(
-            "POST",
-            "/users",
-            Some(&gone),
-            Some(json!({"username": "back_again"})),
-        )
-        .await;
+    let (status, body) = sign_up(&api, &gone, "back_again").await;
     assert_eq!(status, 201, "{body}");
     let posts = api.get(&format!("/users/{gone}/posts")).await.1;
     assert_eq!(posts["items"], json!([]));
@@ -204,6 +223,232 @@ async fn an_erased_user_leaves_only_a_mark_and_every_count_stays_exact() {
     );
     api.settle(&mut poller).await;
     audit_is_clean(&api).await;
+}
+
+/// A write request: its method, path and body.
+type Attempt = (&'static str, String, Option<Value>);
+
+/// Every write route but the erasure's, as `user` (whose post is `mine`,
+/// whose comment on Alice's post `hers` is `my_comment`, who liked `hers`)
+/// may try it: on their own things, on Alice's (`her_comment`), and on
+/// things that do not exist.
+fn every_write(
+    user: &str,
+    mine: &str,
+    hers: &str,
+    my_comment: &str,
+    her_comment: &str,
+) -> Vec<Attempt> {
+    let missing_post = PostId::generate();
+    let missing_comment = CommentId::generate();
+    let new_post = json!({ "title": "t", "content": "c" });
+    let edit = json!({ "title": "edited" });
+    let comment = json!({ "content": "c" });
+    vec![
+        ("POST", "/posts".into(), Some(new_post)),
+        ("PUT", format!("/posts/{mine}"), Some(edit.clone())),
+        ("PUT", format!("/posts/{hers}"), Some(edit)),
+        ("DELETE", format!("/posts/{mine}"), None),
+        ("DELETE", format!("/posts/{missing_post}"), None),
+        ("DELETE", format!("/posts/{hers}"), None),
+        (
+            "POST",
+            format!("/posts/{hers}/comments"),
+            Some(comment.clone()),
+        ),
+        (
+            "POST",
+            format!("/posts/{missing_post}/comments"),
+            Some(comment),
+        ),
+        (
+            "DELETE",
+            format!("/posts/{hers}/comments/{my_comment}"),
+            None,
+        ),
+        (
+            "DELETE",
+            format!("/posts/{hers}/comments/{missing_comment}"),
+            None,
+        ),
+        (
+            "DELETE",
+            format!("/posts/{hers}/comments/{her_comment}"),
+            None,
+        ),
+        ("POST", format!("/posts/{hers}/likes"), None),
+        ("POST", format!("/posts/{missing_post}/likes"), None),
+        ("DELETE", format!("/posts/{hers}/likes"), None),
+        ("DELETE", format!("/posts/{missing_post}/likes"), None),
+        (
+            "PUT",
+            format!("/users/{user}"),
+            Some(json!({ "username": "renamed" })),
+        ),
+    ]
+}
+
+/// Each of `attempts` as `user` answers 403 `account_erased` and leaves the
+/// table as it was.
+async fn assert_refused(api: &TestApi, user: &str, attempts: &[Attempt], when: &str) {
+    let before = table_snapshot(api).await;
+    for (method, path, body) in attempts {
+        let (status, reply) = api.call(method, path, Some(user), body.clone()).await;
+        assert_eq!(
+            (status, reply["error"]["code"].clone()),
+            (403, json!("account_erased")),
+            "{when}: {method} {path}: {reply}"
+        );
+        assert_eq!(
+            table_snapshot(api).await,
+            before,
+            "{when}: {method} {path} changed the table"
+        );
+    }
+}
+
+#[tokio::test]
+async fn every_write_of_an_erased_account_answers_403_whatever_its_target() {
+    let api = TestApi::start().await;
+    let mut poller = api.poller();
+    let gone = api.user("leaving").await;
+    let alice = api.user("alice").await;
+    let mine = api.post(&gone, "Mine", "soon gone").await;
+    let hers = api.post(&alice, "Alice's", "stays").await;
+    let my_comment = api.comment(&gone, &hers, "mine").await;
+    let her_comment = api.comment(&alice, &hers, "hers").await;
+    api.like(&gone, &hers).await;
+    api.settle(&mut poller).await;
+    let attempts = every_write(&gone, &mine, &hers, &my_comment, &her_comment);
+
+    erase(&api, &gone).await;
+    // The walk has not started (the erasure's records are not applied):
+    // their post, comment and like are all still there.
+    assert_eq!(api.get(&format!("/posts/{mine}")).await.0, 200);
+    assert_eq!(counts(&api, &hers).await, (json!(1), json!(2)));
+    assert_refused(&api, &gone, &attempts, "before the walk").await;
+    // The erasure again answers 204, and signing up again 409, changing
+    // nothing.
+    assert_erased_again_changes_nothing(&api, &gone).await;
+    assert_too_soon_to_sign_up(&api, &gone).await;
+
+    // The walk done: their post, comment and like are gone, and the answers
+    // stay the same.
+    api.settle(&mut poller).await;
+    assert_eq!(api.get(&format!("/posts/{mine}")).await.0, 404);
+    assert_eq!(counts(&api, &hers).await, (json!(0), json!(1)));
+    assert_only_the_mark_is_left(&api, &gone).await;
+    assert_refused(&api, &gone, &attempts, "after the walk").await;
+    assert_erased_again_changes_nothing(&api, &gone).await;
+
+    // Signed up again, the same person is no longer erased: their old post
+    // is simply not there, and they write again.
+    let (status, body) = sign_up(&api, &gone, "back_again").await;
+    assert_eq!(status, 201, "{body}");
+    let (status, body) = api
+        .call("DELETE", &format!("/posts/{mine}"), Some(&gone), None)
+        .await;
+    assert_eq!(
+        (status, body["error"]["code"].clone()),
+        (404, json!("not_found"))
+    );
+    let again = api.post(&gone, "Back", "again").await;
+    api.comment(&gone, &hers, "back").await;
+    api.like(&gone, &hers).await;
+    api.rename(&gone, "back_once_more").await;
+    let (status, body) = api
+        .call("DELETE", &format!("/posts/{again}"), Some(&gone), None)
+        .await;
+    assert_eq!(status, 204, "{body}");
+    api.settle(&mut poller).await;
+    audit_is_clean(&api).await;
+}
+
+#[tokio::test]
+async fn a_caller_who_never_made_a_profile_keeps_the_documented_answers() {
+    let api = TestApi::start().await;
+    let alice = api.user("alice").await;
+    let hers = api.post(&alice, "Alice's", "stays").await;
+    let her_comment = api.comment(&alice, &hers, "hers").await;
+    let stranger = "never-signed-up";
+    let missing = PostId::generate();
+    let before = table_snapshot(&api).await;
+    let cases: [(&str, String, Option<Value>, u16, Value); 9] = [
+        (
+            "POST",
+            "/posts".into(),
+            Some(json!({ "title": "t", "content": "c" })),
+            403,
+            json!("forbidden"),
+        ),
+        (
+            "PUT",
+            format!("/posts/{hers}"),
+            Some(json!({ "title": "defaced" })),
+            403,
+            json!("forbidden"),
+        ),
+        (
+            "PUT",
+            format!("/posts/{missing}"),
+            Some(json!({ "title": "t" })),
+            404,
+            json!("not_found"),
+        ),
+        (
+            "DELETE",
+            format!("/posts/{hers}"),
+            None,
+            403,
+            json!("forbidden"),
+        ),
+        (
+            "DELETE",
+            format!("/posts/{missing}"),
+            None,
+            404,
+            json!("not_found"),
+        ),
+        (
+            "DELETE",
+            format!("/posts/{hers}/comments/{her_comment}"),
+            None,
+            403,
+            json!("forbidden"),
+        ),
+        // Nothing to take back: 204, as for anyone.
+        (
+            "DELETE",
+            format!("/posts/{hers}/likes"),
+            None,
+            204,
+            Value::Null,
+        ),
+        (
+            "PUT",
+            format!("/users/{stranger}"),
+            Some(json!({ "username": "someone" })),
+            404,
+            json!("not_found"),
+        ),
+        (
+            "DELETE",
+            format!("/users/{stranger}"),
+            None,
+            404,
+            json!("not_found"),
+        ),
+    ];
+    for (method, path, body, status, code) in cases {
+        let (got, reply) = api.call(method, &path, Some(stranger), body).await;
+        let got_code = if got == 204 {
+            Value::Null
+        } else {
+            reply["error"]["code"].clone()
+        };
+        assert_eq!((got, got_code), (status, code), "{method} {path}: {reply}");
+        assert_eq!(table_snapshot(&api).await, before, "{method} {path}");
+    }
 }
 
 /// The transactions a like, a comment and a post commit after reading
@@ -260,14 +505,7 @@ async fn what_was_in_flight_when_the_erasure_committed_is_taken_out_with_its_cou
 
     // Back with a new profile, which starts past the erased one: a late write
     // of the old account still goes, the new account's stay.
-    let (status, body) = api
-        .call(
-            "POST",
-            "/users",
-            Some(&gone),
-            Some(json!({"username": "returned"})),
-        )
-        .await;
+    let (status, body) = sign_up(&api, &gone, "returned").await;
     assert_eq!(status, 201, "{body}");
     let new = api.profile(&gone).await;
     assert_eq!(
@@ -349,21 +587,8 @@ async fn a_long_walk_goes_on_over_short_invocations_while_others_keep_writing() 
     assert!(invoke().await, "the first invocation pauses after one page");
     // Meanwhile: the same person may not start again yet; a second erasure
     // changes nothing; others reply to the erased user's post.
-    let (status, body) = api
-        .call(
-            "POST",
-            "/users",
-            Some(&gone),
-            Some(json!({"username": "too_soon"})),
-        )
-        .await;
-    assert_eq!(
-        (status, body["error"]["code"].clone()),
-        (409, json!("being_erased"))
-    );
-    let before = table_snapshot(&api).await;
-    erase(&api, &gone).await;
-    assert_eq!(table_snapshot(&api).await, before);
+    assert_too_soon_to_sign_up(&api, &gone).await;
+    assert_erased_again_changes_nothing(&api, &gone).await;
     if api.get(&format!("/posts/{mine}")).await.0 == 200 {
         api.like(&bob, &mine).await;
         api.comment(&alice, &mine, "to a post on its way out").await;
@@ -395,15 +620,8 @@ async fn a_long_walk_goes_on_over_short_invocations_while_others_keep_writing() 
     let before = table_snapshot(&api).await;
     assert!(!invoke().await);
     assert_eq!(table_snapshot(&api).await, before);
-    let (status, _) = api
-        .call(
-            "POST",
-            "/users",
-            Some(&gone),
-            Some(json!({"username": "now_then"})),
-        )
-        .await;
-    assert_eq!(status, 201);
+    let (status, body) = sign_up(&api, &gone, "now_then").await;
+    assert_eq!(status, 201, "{body}");
     audit_is_clean(&api).await;
 }
 
