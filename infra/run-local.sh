@@ -34,7 +34,9 @@
 #                  DYNAMODB_ENDPOINT. Off by default
 #   BLOG_HOSTILE_ARGS
 #                  its options, e.g. "--seed 7 --rate throttle=0.2
-#                  --gsi-lag-ms 2000" (default: hostile::Faults::hostile())
+#                  --gsi-lag-ms 2000" (default: hostile::Faults::hostile()),
+#                  or "--faults none --partition-scale 0.1" for DynamoDB's
+#                  per-partition limits (scaled) and no faults
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 cd "$ROOT"

@@ -189,22 +189,49 @@ pub(crate) fn error_body(code: &str, message: &str) -> String {
 /// A `TransactionCanceledException` body: one reason per item of the
 /// request, in order, all `None` but `item`'s.
 pub(crate) fn cancellation_body(items: usize, item: usize, conflict: bool) -> String {
-    let (code, message) = if conflict {
+    let reason = if conflict {
         ("TransactionConflict", CONFLICT_MESSAGE)
     } else {
         ("ThrottlingError", GSI_THROTTLE_MESSAGE)
     };
+    cancellation(items, |i| (i == item).then_some(reason))
+}
+
+/// A transaction refused because the partitions of the `throttled` items
+/// are out of capacity.
+pub(crate) fn throttled_cancellation_body(items: usize, throttled: &[usize]) -> String {
+    cancellation(items, |i| {
+        throttled
+            .contains(&i)
+            .then_some(("ThrottlingError", THROUGHPUT_MESSAGE))
+    })
+}
+
+/// A single request refused because a partition it reads or writes is out
+/// of capacity, with DynamoDB's `ThrottlingReasons`.
+pub(crate) fn partition_throttle_body(reasons: serde_json::Value) -> String {
+    json!({
+        "__type": format!("{ERROR_NAMESPACE}ProvisionedThroughputExceededException"),
+        "message": THROUGHPUT_MESSAGE,
+        "ThrottlingReasons": reasons,
+    })
+    .to_string()
+}
+
+/// A `TransactionCanceledException` body whose item `i` has the reason
+/// `reason(i)` (`None` for the others).
+fn cancellation(
+    items: usize,
+    reason: impl Fn(usize) -> Option<(&'static str, &'static str)>,
+) -> String {
     let reasons: Vec<_> = (0..items)
-        .map(|i| {
-            if i == item {
-                json!({ "Code": code, "Message": message })
-            } else {
-                json!({ "Code": "None" })
-            }
+        .map(|i| match reason(i) {
+            Some((code, message)) => json!({ "Code": code, "Message": message }),
+            None => json!({ "Code": "None" }),
         })
         .collect();
     let codes: Vec<&str> = (0..items)
-        .map(|i| if i == item { code } else { "None" })
+        .map(|i| reason(i).map_or("None", |(code, _)| code))
         .collect();
     json!({
         "__type": format!("{ERROR_NAMESPACE}TransactionCanceledException"),

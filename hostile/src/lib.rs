@@ -27,6 +27,10 @@
 //! - `gsi_lag`: a Query on an index does not see items whose `createdAt` is
 //!   more recent than the lag, as a GSI that has not caught up yet.
 //!
+//! And with [`Proxy::set_partition_limits`], it enforces DynamoDB's
+//! per-partition throughput (1,000 WCU and 3,000 RCU a second per partition
+//! key value, of the table and of each index, scaled): see [`partitions`].
+//!
 //! Control-plane operations and DynamoDB Streams requests always pass through
 //! untouched, and [`Faults::none`] makes the proxy transparent. [`Stats`]
 //! counts what was forwarded and what was injected.
@@ -47,9 +51,12 @@
 
 mod faults;
 mod gsi;
+mod limiter;
+pub mod partitions;
 mod proxy;
 mod stats;
 
 pub use faults::{Faults, RATE_KINDS};
+pub use partitions::PartitionLimits;
 pub use proxy::Proxy;
 pub use stats::Stats;

@@ -5,7 +5,7 @@ use std::{
     io,
     net::SocketAddr,
     sync::{
-        Arc, Mutex, PoisonError,
+        Arc, Mutex, PoisonError, RwLock,
         atomic::{AtomicU64, Ordering},
     },
     time::Duration,
@@ -25,8 +25,13 @@ use time::OffsetDateTime;
 use tokio::{net::TcpListener, sync::watch};
 
 use crate::{
-    faults::{self, Committed, Fault, Faults, TARGET_PREFIX, Transaction, error_body},
+    faults::{
+        self, Committed, Fault, Faults, TARGET_PREFIX, Transaction, error_body,
+        partition_throttle_body, throttled_cancellation_body,
+    },
     gsi,
+    limiter::{Admission, Limiter, Upstream},
+    partitions::{Kind, Partition, PartitionLimits, throttling_reasons},
     stats::{Counters, Stats},
 };
 
@@ -57,6 +62,8 @@ struct Shared {
     state: Mutex<State>,
     counters: Counters,
     next_request_id: AtomicU64,
+    /// The partition limits, when enforced.
+    limiter: RwLock<Option<Arc<Limiter>>>,
 }
 
 struct State {
@@ -101,6 +108,7 @@ impl Proxy {
             }),
             counters: Counters::default(),
             next_request_id: AtomicU64::new(1),
+            limiter: RwLock::new(None),
         });
         let (stop, stopped) = watch::channel(());
         tokio::spawn(serve(listener, shared.clone(), stopped));
@@ -127,6 +135,42 @@ impl Proxy {
 
     pub fn faults(&self) -> Faults {
         self.shared.state().faults.clone()
+    }
+
+    /// Enforces DynamoDB's per-partition throughput, scaled by `limits`
+    /// (`None`: no limits, DynamoDB Local's behaviour), from the next request
+    /// on, with every partition's allowance full: see
+    /// [`crate::partitions`].
+    pub fn set_partition_limits(&self, limits: Option<PartitionLimits>) {
+        *self
+            .shared
+            .limiter
+            .write()
+            .unwrap_or_else(PoisonError::into_inner) = limits.map(|l| Arc::new(Limiter::new(l)));
+    }
+
+    /// What the partition of `key` (of `table`, or of its `index`) has left
+    /// of its `kind` allowance now, in units: below zero once a charge took
+    /// more than it had. `None` without limits, or for a partition never
+    /// charged (its allowance is full).
+    pub fn allowance(
+        &self,
+        table: &str,
+        index: Option<&str>,
+        key: &str,
+        kind: Kind,
+    ) -> Option<f64> {
+        let partition = Partition {
+            table: table.to_owned(),
+            index: index.map(str::to_owned),
+            key: key.to_owned(),
+        };
+        self.shared.limiter()?.allowance(&partition, kind)
+    }
+
+    /// The partition limits in force, if any.
+    pub fn partition_limits(&self) -> Option<PartitionLimits> {
+        self.shared.limiter().map(|l| l.limits())
     }
 
     /// Changes the faults from the next request on (switch them off to let a
@@ -205,6 +249,38 @@ impl Shared {
             return self.inject(operation.unwrap_or_default(), fault);
         }
 
+        // The partitions' allowance: a request refused goes no further; one
+        // admitted is charged the rest of its cost once upstream answers.
+        let limiter = self.limiter();
+        let side_calls = SideCalls {
+            shared: self,
+            parts: &parts,
+        };
+        let mut metered = None;
+        if let (Some(limiter), Some(operation)) = (&limiter, operation) {
+            match limiter.admit(&side_calls, operation, &body).await {
+                Admission::Free => {}
+                Admission::Admitted(pending) => metered = Some(pending),
+                Admission::Refused {
+                    refused,
+                    transaction,
+                } => {
+                    self.counters.partition_throttle();
+                    tracing::debug!(operation, ?refused, "hostile proxy: partition throttled");
+                    let body = match transaction {
+                        Some(items) => {
+                            let mut throttled: Vec<usize> =
+                                refused.iter().map(|c| c.item).collect();
+                            throttled.dedup();
+                            throttled_cancellation_body(items, &throttled)
+                        }
+                        None => partition_throttle_body(throttling_reasons(&refused)),
+                    };
+                    return self.respond(StatusCode::BAD_REQUEST, body);
+                }
+            }
+        }
+
         let (status, headers, answer) = match self.forward(&parts, body.clone()).await {
             Ok(forwarded) => forwarded,
             Err(err) => {
@@ -220,6 +296,9 @@ impl Shared {
             None => target,
         });
 
+        if let (Some(limiter), Some(pending), StatusCode::OK) = (&limiter, metered, status) {
+            limiter.settle(&side_calls, pending, &answer).await;
+        }
         if let (Some(token), StatusCode::OK) = (transaction.token, status) {
             self.state().committed.insert(token);
         }
@@ -237,6 +316,13 @@ impl Shared {
             return passed_back(status, headers, Bytes::from(lagged), true);
         }
         passed_back(status, headers, answer, false)
+    }
+
+    fn limiter(&self) -> Option<Arc<Limiter>> {
+        self.limiter
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
     }
 
     /// The fault for this request and the GSI lag, under the lock.
@@ -310,6 +396,36 @@ impl Shared {
         let headers = response.headers().clone();
         let body = response.bytes().await?;
         Ok((status, headers, body))
+    }
+}
+
+/// The limiter's own requests to upstream, with the client's credentials
+/// (DynamoDB Local keys its databases by them unless `-sharedDb`).
+struct SideCalls<'a> {
+    shared: &'a Shared,
+    parts: &'a Parts,
+}
+
+impl Upstream for SideCalls<'_> {
+    async fn call(&self, operation: &str, request: serde_json::Value) -> Option<serde_json::Value> {
+        let mut sent = self
+            .shared
+            .http
+            .post(format!("{}/", self.shared.upstream))
+            .header(CONTENT_TYPE, "application/x-amz-json-1.0")
+            .header("x-amz-target", format!("{TARGET_PREFIX}{operation}"))
+            .body(request.to_string());
+        for name in ["authorization", "x-amz-date"] {
+            if let Some(value) = self.parts.headers.get(name) {
+                sent = sent.header(name, value);
+            }
+        }
+        let answer = sent.send().await.ok()?;
+        if !answer.status().is_success() {
+            tracing::warn!(operation, status = %answer.status(), "hostile proxy: the limiter's read failed");
+            return None;
+        }
+        serde_json::from_slice(&answer.bytes().await.ok()?).ok()
     }
 }
 

@@ -32,8 +32,11 @@ pub struct Stats {
     pub transaction_cancel: u64,
     /// Single-item writes answered with `TransactionConflictException`.
     pub write_conflict: u64,
-    /// Requests answered with a throttling error.
+    /// Requests answered with a throttling error at the fault rate.
     pub throttle: u64,
+    /// Requests refused because a partition they touch was out of its
+    /// allowance (the partition limits).
+    pub partition_throttle: u64,
     /// Committed transactions answered with a 500.
     pub lost_response: u64,
     /// Index queries that had items hidden by the GSI lag.
@@ -49,6 +52,12 @@ impl Stats {
     /// makes answers stale).
     pub fn faults(&self) -> u64 {
         self.transaction_cancel + self.write_conflict + self.throttle + self.lost_response
+    }
+
+    /// Requests refused by the partition limits (not counted in
+    /// [`Stats::faults`]: they are DynamoDB's limits, not injected faults).
+    pub fn partition_throttled(&self) -> u64 {
+        self.partition_throttle
     }
 
     /// Requests forwarded upstream, all operations together.
@@ -77,6 +86,13 @@ impl fmt::Display for Stats {
             self.gsi_hidden_items,
             self.gsi_lagged_queries,
         )?;
+        if self.partition_throttle > 0 {
+            write!(
+                f,
+                "; {} refused by the partition limits",
+                self.partition_throttle
+            )?;
+        }
         if self.upstream_failures > 0 {
             write!(f, "; {} upstream failures", self.upstream_failures)?;
         }
@@ -92,6 +108,7 @@ pub(crate) struct Counters {
     transaction_cancel: AtomicU64,
     write_conflict: AtomicU64,
     throttle: AtomicU64,
+    partition_throttle: AtomicU64,
     lost_response: AtomicU64,
     gsi_lagged_queries: AtomicU64,
     gsi_hidden_items: AtomicU64,
@@ -142,6 +159,10 @@ impl Counters {
         self.gsi_hidden_items.fetch_add(items, Relaxed);
     }
 
+    pub(crate) fn partition_throttle(&self) {
+        self.partition_throttle.fetch_add(1, Relaxed);
+    }
+
     pub(crate) fn upstream_failure(&self) {
         self.upstream_failures.fetch_add(1, Relaxed);
     }
@@ -160,6 +181,7 @@ impl Counters {
             transaction_cancel: self.transaction_cancel.load(Relaxed),
             write_conflict: self.write_conflict.load(Relaxed),
             throttle: self.throttle.load(Relaxed),
+            partition_throttle: self.partition_throttle.load(Relaxed),
             lost_response: self.lost_response.load(Relaxed),
             gsi_lagged_queries: self.gsi_lagged_queries.load(Relaxed),
             gsi_hidden_items: self.gsi_hidden_items.load(Relaxed),

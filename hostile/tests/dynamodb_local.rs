@@ -18,7 +18,7 @@ use aws_sdk_dynamodb::{
         StreamViewType, TransactWriteItem, Update,
     },
 };
-use hostile::{Faults, Proxy};
+use hostile::{Faults, PartitionLimits, Proxy, partitions::Kind};
 use time::{OffsetDateTime, format_description::well_known::Rfc3339};
 
 const INDEX: &str = "byGroup";
@@ -601,5 +601,297 @@ async fn a_concurrent_workload_sees_only_dynamodbs_errors() {
         stats.forwarded_total() + stats.faults() - stats.lost_response,
         "every request was either forwarded or answered by the proxy: {stats}"
     );
+    t.drop_table().await;
+}
+
+// ------------------------------------------------------------ partition limits
+
+/// A proxy enforcing DynamoDB's partition limits times `scale`, without
+/// faults, and a client through it that does not retry.
+async fn limited(upstream: &str, test: &str, scale: f64) -> Setup {
+    let t = Setup::new(upstream, test, Faults::none(), 1).await;
+    t.proxy
+        .set_partition_limits(Some(PartitionLimits::scaled(scale).expect("scale")));
+    t
+}
+
+impl Setup {
+    /// An item of `pk` in index group `group`, with a body of `bytes` bytes
+    /// (the item is about 50 bytes more).
+    fn sized(&self, pk: &str, group: &str, bytes: usize) -> HashMap<String, AttributeValue> {
+        let mut item = self.item(pk, &now_minus(Duration::ZERO));
+        item.insert("group".to_owned(), s(group));
+        item.insert("body".to_owned(), s(&"x".repeat(bytes)));
+        item
+    }
+
+    async fn put(
+        &self,
+        client: &Client,
+        item: HashMap<String, AttributeValue>,
+    ) -> Result<(), String> {
+        client
+            .put_item()
+            .table_name(&self.table)
+            .set_item(Some(item))
+            .send()
+            .await
+            .map(|_| ())
+            .map_err(|e| format!("{:?}", e.into_service_error()))
+    }
+
+    fn allowance(&self, index: Option<&str>, key: &str, kind: Kind) -> f64 {
+        self.proxy
+            .allowance(&self.table, index, key, kind)
+            .unwrap_or_else(|| panic!("{key} was never charged"))
+    }
+}
+
+/// `actual` is `expected`, or a little more: buckets refill as time passes.
+#[track_caller]
+fn about(actual: f64, expected: f64) {
+    assert!(
+        (expected..expected + 0.5).contains(&actual),
+        "{actual} is not {expected} (or a little more)"
+    );
+}
+
+/// At a scale of 0.001 (1 WCU and 3 RCU a second per key) the refill during
+/// the test is small against the charges, so each charge reads off the
+/// partition's allowance: a write 1 WCU per KB of the larger image, twice in
+/// a transaction, and its index entry at the plain rate; a read 4 KB units,
+/// half when eventually consistent.
+#[tokio::test]
+async fn each_request_is_charged_as_dynamodb_bills_it() {
+    let Some(upstream) = upstream() else { return };
+    let t = limited(&upstream, "charges", 0.001).await;
+    let (table, index) = (None, Some(INDEX));
+
+    // A 2.9 KB put: 3 units on its partition and 3 on its index entry's.
+    t.put(&t.through, t.sized("a", "g", 2800))
+        .await
+        .expect("put");
+    about(t.allowance(table, "a", Kind::Write), 1.0 - 3.0);
+    about(t.allowance(index, "g", Kind::Write), 1.0 - 3.0);
+
+    // A small transactional put: 2 units on the table, 1 on the index.
+    let put = Put::builder()
+        .table_name(&t.table)
+        .set_item(Some(t.sized("b", "h", 10)))
+        .build()
+        .expect("put");
+    t.through
+        .transact_write_items()
+        .transact_items(TransactWriteItem::builder().put(put).build())
+        .send()
+        .await
+        .expect("transaction");
+    about(t.allowance(table, "b", Kind::Write), 1.0 - 2.0);
+    about(t.allowance(index, "h", Kind::Write), 1.0 - 1.0);
+
+    // An update that grows a small item to 4.8 KB: the larger image, 5
+    // units, on the table and on the index entry (read back once it took
+    // effect).
+    t.put(&t.direct, t.sized("c", "i", 10))
+        .await
+        .expect("put past the proxy");
+    t.through
+        .update_item()
+        .table_name(&t.table)
+        .key("pk", s("c"))
+        .update_expression("SET body = :big")
+        .expression_attribute_values(":big", s(&"y".repeat(4800)))
+        .send()
+        .await
+        .expect("update");
+    about(t.allowance(table, "c", Kind::Write), 1.0 - 5.0);
+    about(t.allowance(index, "i", Kind::Write), 1.0 - 5.0);
+
+    // Reads: 2.9 KB strongly consistent is 1 unit; 4.8 KB eventually
+    // consistent is 2 units halved; a Query of the index's "g" finds the
+    // 2.9 KB item, eventually consistent: half a unit.
+    let got = t
+        .through
+        .get_item()
+        .table_name(&t.table)
+        .key("pk", s("a"))
+        .consistent_read(true)
+        .send()
+        .await
+        .expect("get");
+    assert!(got.item.is_some());
+    about(t.allowance(table, "a", Kind::Read), 3.0 - 1.0);
+    t.through
+        .get_item()
+        .table_name(&t.table)
+        .key("pk", s("c"))
+        .send()
+        .await
+        .expect("get");
+    about(t.allowance(table, "c", Kind::Read), 3.0 - 1.0);
+    assert_eq!(t.query_index(&t.through).await.1, 1);
+    about(t.allowance(index, "g", Kind::Read), 3.0 - 0.5);
+    assert_eq!(t.proxy.stats().partition_throttled(), 0);
+    t.drop_table().await;
+}
+
+/// A write is refused when a partition it touches, the table's or an
+/// index's, has less than its cost left; the refusal is DynamoDB's, with
+/// its throttling reason, and writes nothing.
+#[tokio::test]
+async fn a_spent_partition_refuses_writes_with_dynamodbs_reason() {
+    let Some(upstream) = upstream() else { return };
+    let t = limited(&upstream, "refusals", 0.001).await;
+
+    // The table's partition: a second write to one key within the second.
+    t.put(&t.through, t.sized("hot", "g1", 10))
+        .await
+        .expect("first put");
+    let refused = t
+        .put(&t.through, t.sized("hot", "g2", 20))
+        .await
+        .expect_err("the partition is spent");
+    assert!(
+        refused.contains("ProvisionedThroughputExceededException"),
+        "{refused}"
+    );
+    assert!(
+        refused.contains("TableWriteKeyRangeThroughputExceeded"),
+        "{refused}"
+    );
+    assert!(
+        t.stored("hot").await.is_some_and(|i| i["group"] == s("g1")),
+        "the refused put wrote nothing"
+    );
+
+    // An index's partition refuses the base write, whose own partition is
+    // fresh.
+    t.put(&t.through, t.sized("one", "shared", 10))
+        .await
+        .expect("put");
+    let refused = t
+        .put(&t.through, t.sized("two", "shared", 10))
+        .await
+        .expect_err("the index partition is spent");
+    assert!(
+        refused.contains("IndexWriteKeyRangeThroughputExceeded"),
+        "{refused}"
+    );
+    assert_eq!(t.stored("two").await, None);
+
+    // A transaction: item by item, ThrottlingError where a partition is
+    // spent, None elsewhere; nothing written.
+    let put = |pk: &str, group: &str| {
+        TransactWriteItem::builder()
+            .put(
+                Put::builder()
+                    .table_name(&t.table)
+                    .set_item(Some(t.sized(pk, group, 10)))
+                    .build()
+                    .expect("put"),
+            )
+            .build()
+    };
+    let err = t
+        .through
+        .transact_write_items()
+        .transact_items(put("hot", "g3"))
+        .transact_items(put("fresh", "g4"))
+        .send()
+        .await
+        .expect_err("cancelled");
+    let TransactWriteItemsError::TransactionCanceledException(cancelled) = err.into_service_error()
+    else {
+        panic!("not a TransactionCanceledException");
+    };
+    let codes: Vec<&str> = cancelled
+        .cancellation_reasons()
+        .iter()
+        .map(|r| r.code().unwrap_or_default())
+        .collect();
+    assert_eq!(codes, ["ThrottlingError", "None"]);
+    assert_eq!(t.stored("fresh").await, None);
+
+    // Reads: a 9 KB item strongly consistent is 3 units, the whole second.
+    t.put(&t.direct, t.sized("big", "g5", 9000))
+        .await
+        .expect("put past the proxy");
+    let get = || {
+        t.through
+            .get_item()
+            .table_name(&t.table)
+            .key("pk", s("big"))
+            .consistent_read(true)
+            .send()
+    };
+    get().await.expect("the first read");
+    let refused = format!("{:?}", get().await.expect_err("spent").into_service_error());
+    assert!(
+        refused.contains("TableReadKeyRangeThroughputExceeded"),
+        "{refused}"
+    );
+    assert_eq!(t.proxy.stats().partition_throttled(), 4);
+    t.drop_table().await;
+}
+
+/// `count` puts of small items to each of `keys`, `per_second` a second
+/// each, each sent on its tick whatever the others' latency; the refused
+/// count per key and the seconds it took.
+async fn offer(t: &Setup, keys: &[&str], per_second: u32, count: usize) -> (Vec<usize>, f64) {
+    let started = std::time::Instant::now();
+    let mut tick = tokio::time::interval(Duration::from_secs(1) / per_second);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let mut sent = tokio::task::JoinSet::new();
+    for n in 0..count {
+        tick.tick().await;
+        for (k, key) in keys.iter().enumerate() {
+            let put = t
+                .through
+                .put_item()
+                .table_name(&t.table)
+                .set_item(Some(t.sized(key, &format!("{key}-{n}"), 10)));
+            sent.spawn(async move { (k, put.send().await.is_err()) });
+        }
+    }
+    let mut refused = vec![0; keys.len()];
+    while let Some(done) = sent.join_next().await {
+        let (k, failed) = done.expect("join");
+        refused[k] += usize::from(failed);
+    }
+    (refused, started.elapsed().as_secs_f64())
+}
+
+/// At 0.01 (10 WCU a second per key), a key offered 20 writes a second is
+/// refused about half the time (less at first: its second of allowance), and
+/// never serves more than its limit.
+#[tokio::test]
+async fn a_key_written_at_twice_its_limit_is_refused_about_half_the_time() {
+    let Some(upstream) = upstream() else { return };
+    let t = limited(&upstream, "twice", 0.01).await;
+    let offered = 120;
+    let (refused, seconds) = offer(&t, &["hot"], 20, offered).await;
+    let served = offered - refused[0];
+    assert!(
+        served as f64 <= 10.0 + 10.0 * seconds + 1.0,
+        "{served} served in {seconds:.1} s: more than the limit"
+    );
+    let share = refused[0] as f64 / offered as f64;
+    assert!(
+        (0.3..=0.6).contains(&share),
+        "refused {share:.2} of {offered}"
+    );
+    assert_eq!(t.proxy.stats().partition_throttled(), refused[0] as u64);
+    t.drop_table().await;
+}
+
+/// Two keys, each written just under its limit, are both served in full:
+/// the limit is a partition's, not the table's.
+#[tokio::test]
+async fn two_keys_at_their_limit_each_are_both_served() {
+    let Some(upstream) = upstream() else { return };
+    let t = limited(&upstream, "two-keys", 0.01).await;
+    let (refused, _) = offer(&t, &["left", "right"], 9, 36).await;
+    assert_eq!(refused, [0, 0]);
+    assert_eq!(t.proxy.stats().partition_throttled(), 0);
     t.drop_table().await;
 }

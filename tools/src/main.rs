@@ -45,13 +45,19 @@
 //!     watch`'s, e.g. http://127.0.0.1:9001), the notices of records given
 //!     up on going as an SQS event to the function that reads the mapping's
 //!     failure queue (park-failures)
-//! blog-admin hostile-dynamodb PORT --upstream URL [--seed N] [--rate KIND=P ...] [--gsi-lag-ms N]
+//! blog-admin hostile-dynamodb PORT --upstream URL [--faults none|hostile] [--seed N] [--rate KIND=P ...]
+//!     [--gsi-lag-ms N] [--partition-scale S [--burst-seconds N]]
 //!     serve on 127.0.0.1:PORT a proxy to the DynamoDB Local at URL that fails
 //!     requests the way real DynamoDB does under load (the `hostile` crate),
-//!     until Ctrl-C: `hostile::Faults::hostile()`'s rates and GSI lag unless
-//!     --rate (KIND: transaction_cancel, write_conflict, throttle,
+//!     until Ctrl-C: `hostile::Faults::hostile()`'s rates and GSI lag (or
+//!     none, with --faults none) unless --rate (KIND: transaction_cancel, write_conflict, throttle,
 //!     lost_response, replay_cancel; P in [0, 1], 0 to switch it off) or --gsi-lag-ms sets
-//!     them. Logs what it injected as it goes and on exit
+//!     them. With --partition-scale S (0 < S <= 1) it also enforces
+//!     DynamoDB's per-partition throughput, 1,000 WCU and 3,000 RCU a second
+//!     per partition key value of the table and of each index, times S
+//!     (`hostile::partitions`), with one second of allowance per partition
+//!     or --burst-seconds N (DynamoDB's burst capacity is 300). Logs what it
+//!     injected and refused as it goes and on exit
 //! ```
 //! The table and endpoint come from the same environment as the functions:
 //! `TABLE_NAME`, and `DYNAMODB_ENDPOINT` for DynamoDB Local.
@@ -79,7 +85,7 @@ const USAGE: &str = concat!(
     "       blog-admin identity-provider URL [--region R] [--save FILE]\n",
     "       blog-admin token NAME... [--pool FILE]\n",
     "       blog-admin stream-poller [--checkpoint FILE] [--functions URL]\n",
-    "       blog-admin hostile-dynamodb PORT --upstream URL [--seed N] [--rate KIND=P ...] [--gsi-lag-ms N]",
+    "       blog-admin hostile-dynamodb PORT --upstream URL [--faults none|hostile] [--seed N] [--rate KIND=P ...] [--gsi-lag-ms N] [--partition-scale S [--burst-seconds N]]",
 );
 
 #[tokio::main]
@@ -403,10 +409,36 @@ async fn hostile_dynamodb(args: &[String]) -> Result<(), Error> {
     let port: u16 = port.parse().map_err(|_| USAGE)?;
     let mut upstream = None;
     let mut faults = hostile::Faults::hostile();
+    let mut partitions: Option<hostile::PartitionLimits> = None;
+    let mut burst = None;
     let mut flags = flags.iter();
     while let Some(flag) = flags.next() {
         match (flag.as_str(), flags.next()) {
             ("--upstream", Some(url)) => upstream = Some(url.clone()),
+            ("--faults", Some(preset)) => {
+                let seed = faults.seed;
+                faults = match preset.as_str() {
+                    "none" => hostile::Faults::none(),
+                    "hostile" => hostile::Faults::hostile(),
+                    _ => return Err(format!("--faults {preset:?}: none or hostile").into()),
+                };
+                faults.seed = seed;
+            }
+            ("--partition-scale", Some(scale)) => {
+                let scale = scale
+                    .parse()
+                    .map_err(|_| format!("--partition-scale {scale:?} is not a number"))?;
+                partitions = Some(hostile::PartitionLimits::scaled(scale)?);
+            }
+            ("--burst-seconds", Some(seconds)) => {
+                let seconds: f64 = seconds
+                    .parse()
+                    .map_err(|_| format!("--burst-seconds {seconds:?} is not a number"))?;
+                if !(1.0..=300.0).contains(&seconds) {
+                    return Err(format!("--burst-seconds {seconds} is not within 1–300").into());
+                }
+                burst = Some(seconds);
+            }
             ("--seed", Some(seed)) => {
                 faults.seed = seed
                     .parse()
@@ -423,12 +455,24 @@ async fn hostile_dynamodb(args: &[String]) -> Result<(), Error> {
         }
     }
     let upstream = upstream.ok_or(USAGE)?;
+    if let (Some(limits), Some(seconds)) = (&mut partitions, burst) {
+        limits.burst_seconds = seconds;
+    } else if burst.is_some() {
+        return Err("--burst-seconds needs --partition-scale".into());
+    }
     let listener = tokio::net::TcpListener::bind(("127.0.0.1", port)).await?;
     let proxy = hostile::Proxy::start(listener, upstream.as_str(), faults.clone()).await?;
-    tracing::info!(url = %proxy.url(), %upstream, ?faults, "hostile DynamoDB proxy listening");
+    proxy.set_partition_limits(partitions);
+    tracing::info!(url = %proxy.url(), %upstream, ?faults, ?partitions, "hostile DynamoDB proxy listening");
     // Report when something was injected since the last report, not on every
     // request: the stream poller alone sends several a second.
-    let injected = |stats: &hostile::Stats| (stats.faults(), stats.gsi_hidden_items);
+    let injected = |stats: &hostile::Stats| {
+        (
+            stats.faults(),
+            stats.gsi_hidden_items,
+            stats.partition_throttled(),
+        )
+    };
     let mut reported = injected(&proxy.stats());
     let mut report = tokio::time::interval(Duration::from_secs(30));
     let stop = shutdown();
