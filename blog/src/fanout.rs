@@ -4,7 +4,7 @@
 //! |---|---|---|
 //! | post INSERT | the post's feed entry and the feed's count; when the count passes 100 and its slack (20), trims the feed to 100 (also when the entry was there already: a first delivery may have died before trimming) | put only if absent and the post is above the feed's floor |
 //! | post, comment or like INSERT | the author's current username, if the profile moved on since the item was written (a rename whose walk read GSI1 before the index showed the item) | update only where `userVersion` is older |
-//! | post MODIFY (short form changed) | the feed entry's copy of it | update only if the entry exists and is older |
+//! | post MODIFY (short form changed) | the feed entry's copy of it, once a batch: a MODIFY followed in the batch by another of the same post is coalesced into that one | update only if the entry exists and is older |
 //! | user MODIFY (username changed) | the username onto every post, comment and like the user wrote, page by page, its place saved (`store::rename`); near the deadline it stops and the record is reported failed, so that the retry goes on from there | update only where `userVersion` is older; an older rename's walk stops once a newer one exists |
 //! | user REMOVE (erased) | everything the user wrote out, page by page under GSI1 `USER#u`: each post as `DELETE /posts/{id}` deletes it, each comment and like with its post's count one down; near the deadline it stops and the record is reported failed, so that the retry deletes what is left (`store::erasure`) | deleting what is gone is a no-op; the erased user can write nothing new, and what they had in flight is taken out by the INSERT rule |
 //! | post, comment or like INSERT of an erased author (in flight when the erasure committed) | the item out, with its count (as the erasure's walk does) | deleting what is gone is a no-op |
@@ -22,7 +22,10 @@
 //! versions, and applying any such schedule gives the table a single clean
 //! application gives.
 
-use std::time::{SystemTime, UNIX_EPOCH};
+use std::{
+    collections::HashSet,
+    time::{SystemTime, UNIX_EPOCH},
+};
 
 use aws_lambda_events::event::{
     dynamodb::{Event, EventRecord},
@@ -63,6 +66,10 @@ pub enum Outcome {
     Stale { writes: usize },
     /// The record changes nothing that is copied.
     Ignored,
+    /// A later record of the same batch carries this one's change: a post
+    /// MODIFY followed by another MODIFY of that post (its new image holds
+    /// every change before it), so the copies are written once a batch.
+    Coalesced,
     /// A walk (a rename's, a deleted post's, an erasure's) stopped before
     /// the deadline, its place saved or none needed: the
     /// record must come again.
@@ -90,11 +97,25 @@ pub async fn handle_until(
         ..BatchStats::default()
     };
     let mut response = DynamoDbEventResponse::default();
-    for record in &event.records {
+    let superseded = superseded_post_changes(&event.records);
+    // Posts some of whose MODIFYs were coalesced: their last one refreshes
+    // the copies even if its own two images show the same short form.
+    let mut coalesced = HashSet::new();
+    for (record, superseded) in event.records.iter().zip(superseded) {
+        if let Some(post) = superseded {
+            stats.count(Outcome::Coalesced);
+            coalesced.insert(post);
+            continue;
+        }
+        let refresh = match post_key(record) {
+            Some(post) if coalesced.contains(&post) => Refresh::Always,
+            _ => Refresh::WhenChanged,
+        };
         // Transactions of a redelivered record reuse their tokens (a token is
         // the account's, so the table is part of the seed).
         let seed = format!("{}/{}", store.table(), record.event_id);
-        let applied = crate::store::request_scope(seed, apply(store, record, &deadline));
+        let applied =
+            crate::store::request_scope(seed, apply_record(store, record, &deadline, refresh));
         match applied.await {
             Ok(outcome @ Outcome::Paused { .. }) => {
                 stats.count(outcome);
@@ -121,6 +142,49 @@ pub async fn handle_until(
     }
     stats.log();
     response
+}
+
+/// For each record of a batch, the post it changes if a later record of the
+/// batch is a MODIFY of the same post (this one's change is in that one's
+/// new image); `None` for every other record.
+///
+/// Lambda delivers a post's records in order and, after a failure, again
+/// from the lowest failed record: a skipped MODIFY sits before the one that
+/// carries it, so whatever comes again includes that one.
+fn superseded_post_changes(records: &[EventRecord]) -> Vec<Option<Key>> {
+    let mut later = HashSet::new();
+    let mut superseded: Vec<Option<Key>> = records
+        .iter()
+        .rev()
+        .map(|record| {
+            if Rule::of(record) != Some(Rule::ChangedPost) {
+                return None;
+            }
+            let post = post_key(record)?;
+            if later.contains(&post) {
+                Some(post)
+            } else {
+                later.insert(post);
+                None
+            }
+        })
+        .collect();
+    superseded.reverse();
+    superseded
+}
+
+/// The record's item key, to tell records of one item apart.
+fn post_key(record: &EventRecord) -> Option<Key> {
+    serde_dynamo::from_item(record.change.keys.clone()).ok()
+}
+
+/// Whether a post MODIFY refreshes its feed entry only when what the feed
+/// shows changed between its two images, or always (earlier MODIFYs of the
+/// post in its batch were coalesced into it).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Refresh {
+    WhenChanged,
+    Always,
 }
 
 fn failure(record: &EventRecord) -> DynamoDbBatchItemFailure {
@@ -224,10 +288,19 @@ pub async fn apply(
     record: &EventRecord,
     deadline: &Deadline,
 ) -> Result<Outcome, FanoutError> {
+    apply_record(store, record, deadline, Refresh::WhenChanged).await
+}
+
+async fn apply_record(
+    store: &Store,
+    record: &EventRecord,
+    deadline: &Deadline,
+    refresh: Refresh,
+) -> Result<Outcome, FanoutError> {
     match Rule::of(record) {
         Some(Rule::NewPost) => new_post(store, record).await,
         Some(Rule::NewReply) => new_reply(store, record).await,
-        Some(Rule::ChangedPost) => changed_post(store, record).await,
+        Some(Rule::ChangedPost) => changed_post(store, record, refresh).await,
         Some(Rule::ChangedUser) => changed_user(store, record, deadline).await,
         Some(Rule::RemovedUser) => removed_user(store, record, deadline).await,
         Some(Rule::RemovedPost) => removed_post(store, record, deadline).await,
@@ -320,11 +393,16 @@ async fn removed_user(
     })
 }
 
-/// A post MODIFY: its feed entry, when what the feed shows changed.
-async fn changed_post(store: &Store, record: &EventRecord) -> Result<Outcome, FanoutError> {
+/// A post MODIFY: its feed entry, when what the feed shows changed (or
+/// `Always`, for the last of a batch's coalesced MODIFYs).
+async fn changed_post(
+    store: &Store,
+    record: &EventRecord,
+    refresh: Refresh,
+) -> Result<Outcome, FanoutError> {
     let old: PostItem = decode(&record.change.old_image, "old")?;
     let new: PostItem = decode(&record.change.new_image, "new")?;
-    if short_form(&old) == short_form(&new) {
+    if refresh == Refresh::WhenChanged && short_form(&old) == short_form(&new) {
         return Ok(Outcome::Ignored);
     }
     Ok(match store.refresh_feed_entry(&new).await? {
@@ -460,6 +538,7 @@ struct BatchStats {
     written: usize,
     stale: usize,
     ignored: usize,
+    coalesced: usize,
     failed: usize,
     paused: usize,
     writes: usize,
@@ -478,6 +557,7 @@ impl BatchStats {
                 self.writes += writes;
             }
             Outcome::Ignored => self.ignored += 1,
+            Outcome::Coalesced => self.coalesced += 1,
             Outcome::Paused { writes } => {
                 self.paused += 1;
                 self.writes += writes;
@@ -491,6 +571,7 @@ impl BatchStats {
             applied = self.written,
             skipped_stale = self.stale,
             ignored = self.ignored,
+            coalesced = self.coalesced,
             failed = self.failed,
             paused = self.paused,
             writes = self.writes,

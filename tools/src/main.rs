@@ -178,7 +178,7 @@ async fn replay(args: &[String]) -> Result<(), Error> {
         let what = match replayed {
             Replayed::Applied(Outcome::Written { .. }) => "applied".to_owned(),
             Replayed::Applied(Outcome::Stale { .. }) => "applied already (or overtaken)".to_owned(),
-            Replayed::Applied(Outcome::Ignored | Outcome::Paused { .. }) => {
+            Replayed::Applied(Outcome::Ignored | Outcome::Coalesced | Outcome::Paused { .. }) => {
                 "nothing to apply".to_owned()
             }
             Replayed::Failed(error) => format!("left parked: {error}"),

@@ -383,3 +383,75 @@ async fn an_entry_from_before_user_versions_takes_a_rename() {
     let (_, feed) = api.get("/feed").await;
     assert_eq!(usernames(&feed), vec!["veteran2".to_owned()]);
 }
+
+/// A batch refreshes each post's feed copy once, however many of its counts
+/// changed in it: 1,000 likes on 10 posts of the feed, their records
+/// delivered as one batch, write 10 feed entries (one per post, with its
+/// last count), where each like used to write one.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_batch_refreshes_each_feed_copy_once_however_many_counts_changed() {
+    let api = TestApi::start().await;
+    let mut poller = api.poller();
+    let author = api.user("author").await;
+    let mut posts = Vec::new();
+    for i in 0..10 {
+        posts.push(api.post(&author, format!("post {i}"), "text").await);
+    }
+    let fans = join_all((0..100).map(|i| api.user_named(format!("fan{i:03}")))).await;
+    api.settle(&mut poller).await;
+    // Everything the likes stream, as one batch of the deployed mapping (its
+    // filters), but for its size: a batch gathers for a second, past
+    // GetRecords' pages of 1,000.
+    let mut mapping = crate::support::stream_mapping();
+    mapping.batch_size = 10_000;
+    mapping.batching_window = std::time::Duration::from_secs(1);
+    let mut one_batch = api.poller_with(mapping, &crate::support::endpoint(), None);
+    api.pass_over(&mut one_batch).await;
+    for fan in &fans {
+        let likes = posts.iter().map(|post| api.like(fan, post));
+        join_all(likes).await;
+    }
+    let batches = std::sync::Mutex::new(Vec::new());
+    let collect = |event: aws_lambda_events::event::dynamodb::Event| {
+        batches.lock().expect("lock").push(event);
+        async { Ok(Default::default()) }
+    };
+    while one_batch.poll_once(&collect).await.expect("poll") > 0 {}
+    let mut batches = batches.into_inner().expect("lock");
+    assert_eq!(batches.len(), 1, "one batch");
+    let batch = batches.remove(0);
+    let modifies = batch
+        .records
+        .iter()
+        .filter(|r| r.event_name == "MODIFY")
+        .count();
+    assert_eq!(modifies, 1_000, "a post MODIFY per like");
+
+    api.meter.take();
+    let response = blog::fanout::handle(&api.app.store, batch).await;
+    assert!(response.batch_item_failures.is_empty());
+    let writes: Vec<_> = api
+        .meter
+        .take()
+        .into_iter()
+        .filter(|call| !call.reads())
+        .collect();
+    assert_eq!(
+        writes.len(),
+        10,
+        "one feed entry write per post: {:?}",
+        writes
+    );
+    let (_, feed) = api.get("/feed").await;
+    let counts: Vec<_> = feed["items"]
+        .as_array()
+        .expect("items")
+        .iter()
+        .map(|entry| entry["likeCount"].as_u64())
+        .collect();
+    assert_eq!(
+        counts,
+        vec![Some(100); 10],
+        "each copy has its post's last count"
+    );
+}
