@@ -638,3 +638,119 @@ fn the_openapi_document_describes_exactly_the_contract() {
         .collect();
     assert_eq!(described, contract, "(method, path, needs identity)");
 }
+
+/// CloudFront in front of the API (docs/scaling.md, step 1) is there only
+/// with `EnableCdn`, caches only what the API's `Cache-Control` allows, keys
+/// cached reads by token and origin, and passes every write through.
+#[test]
+fn the_cdn_is_optional_and_caches_only_what_the_api_allows() {
+    let template = template();
+    assert_eq!(
+        template["Parameters"]["EnableCdn"]["Default"].as_str(),
+        Some("false")
+    );
+    let condition = intrinsic(&template["Conditions"]["CreateCdn"], "Equals");
+    assert!(
+        condition.iter().any(|v| v.as_str() == Some("true")),
+        "CreateCdn: EnableCdn = true, {condition:?}"
+    );
+    let cdn_resources: Vec<&str> = template["Resources"]
+        .as_mapping()
+        .expect("Resources")
+        .iter()
+        .filter(|(_, r)| {
+            r["Type"]
+                .as_str()
+                .is_some_and(|t| t.starts_with("AWS::CloudFront::"))
+        })
+        .map(|(name, r)| {
+            assert_eq!(r["Condition"].as_str(), Some("CreateCdn"), "{name:?}");
+            name.as_str().unwrap_or_default()
+        })
+        .collect();
+    assert_eq!(
+        cdn_resources,
+        ["CdnCachePolicy", "CdnOriginRequestPolicy", "Cdn"]
+    );
+
+    // Nothing kept longer than the API's Cache-Control says: no TTL of its
+    // own (0 when the API says nothing), and at most 5 minutes.
+    let policy = &template["Resources"]["CdnCachePolicy"]["Properties"]["CachePolicyConfig"];
+    assert_eq!(policy["MinTTL"].as_u64(), Some(0));
+    assert_eq!(policy["DefaultTTL"].as_u64(), Some(0));
+    assert!(policy["MaxTTL"].as_u64().is_some_and(|t| t <= 300));
+    let key = &policy["ParametersInCacheKeyAndForwardedToOrigin"];
+    let key_headers: BTreeSet<&str> = key["HeadersConfig"]["Headers"]
+        .as_sequence()
+        .expect("cache key headers")
+        .iter()
+        .filter_map(Value::as_str)
+        .collect();
+    assert_eq!(
+        key_headers,
+        BTreeSet::from(["Authorization", "Origin"]),
+        "a token's answer is never another caller's; CORS answers by origin"
+    );
+    assert_eq!(
+        key["QueryStringsConfig"]["QueryStringBehavior"].as_str(),
+        Some("all"),
+        "limit and cursor"
+    );
+    assert_eq!(
+        key["CookiesConfig"]["CookieBehavior"].as_str(),
+        Some("none")
+    );
+    let forwarded: BTreeSet<&str> =
+        template["Resources"]["CdnOriginRequestPolicy"]["Properties"]["OriginRequestPolicyConfig"]
+            ["HeadersConfig"]["Headers"]
+            .as_sequence()
+            .expect("forwarded headers")
+            .iter()
+            .filter_map(Value::as_str)
+            .collect();
+    for header in [
+        "Content-Type",
+        "Access-Control-Request-Method",
+        "Access-Control-Request-Headers",
+    ] {
+        assert!(forwarded.contains(header), "{header} reaches the API");
+    }
+
+    let config = &template["Resources"]["Cdn"]["Properties"]["DistributionConfig"];
+    let origin = &config["Origins"][0];
+    let domain_text = match &origin["DomainName"] {
+        Value::Tagged(tagged) if tagged.tag == "Sub" => tagged.value.as_str().unwrap_or_default(),
+        other => panic!("expected !Sub: {other:?}"),
+    };
+    assert!(
+        domain_text.starts_with("${HttpApi}.execute-api."),
+        "the HTTP API is the origin: {domain_text}"
+    );
+    assert_eq!(
+        origin["CustomOriginConfig"]["OriginProtocolPolicy"].as_str(),
+        Some("https-only")
+    );
+    let behavior = &config["DefaultCacheBehavior"];
+    assert_eq!(
+        behavior["ViewerProtocolPolicy"].as_str(),
+        Some("https-only")
+    );
+    let methods = |name: &str| -> BTreeSet<&str> {
+        behavior[name]
+            .as_sequence()
+            .expect(name)
+            .iter()
+            .filter_map(Value::as_str)
+            .collect()
+    };
+    let routed: BTreeSet<&str> = ROUTES.iter().map(|r| r.method).collect();
+    assert!(
+        routed.is_subset(&methods("AllowedMethods")),
+        "every route's method passes: {routed:?}"
+    );
+    assert_eq!(methods("CachedMethods"), BTreeSet::from(["GET", "HEAD"]));
+    assert!(
+        template["Outputs"]["CdnUrl"]["Condition"].as_str() == Some("CreateCdn"),
+        "the CDN's URL is an output when it exists"
+    );
+}
