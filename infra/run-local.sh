@@ -14,6 +14,9 @@
 #   IDP_PORT       the Cognito emulator      (default 9229)
 #   DYNAMODB_PORT  DynamoDB Local port       (default 8000)
 #   TABLE_NAME     table name          (default blog)
+#   WATCH_CONCURRENCY
+#                  instances of each function watch may run at once, as
+#                  Lambda runs one per request in flight (default 4)
 #   BLOG_DATA_DIR  where the stack keeps what outlives it: DynamoDB Local's
 #                  database (dynamodb-data/), the local user pool's ids
 #                  (identity.json) and the stream position
@@ -107,7 +110,7 @@ log "user pool $USER_POOL, app client $CLIENT at $IDP_ENDPOINT (saved in $DATA/i
 # watch is the Lambda runtime (its own HTTP routing unused); the API Gateway
 # in front of it is blog-admin's, and identity comes only from its JWT
 # authorizer's claims, as deployed.
-cargo lambda watch --disable-cors \
+cargo lambda watch --disable-cors --concurrency "${WATCH_CONCURRENCY:-4}" \
   --invoke-address 127.0.0.1 --invoke-port "$WATCH_PORT" &
 pids+=("$!")
 wait_for_port "$WATCH_PORT" "${pids[-1]}"

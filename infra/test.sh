@@ -156,7 +156,8 @@ export TABLE_NAME=invoke-check
 watch_port=$(free_port)
 # watch is the Lambda runtime, as run-local.sh runs it: sample events go to
 # its Invoke API, HTTP requests to the local API Gateway in front of it.
-cargo lambda watch --disable-cors --invoke-address 127.0.0.1 --invoke-port "$watch_port" \
+cargo lambda watch --disable-cors --concurrency "${WATCH_CONCURRENCY:-4}" \
+  --invoke-address 127.0.0.1 --invoke-port "$watch_port" \
   >"$LOCAL/watch.log" 2>&1 &
 pids+=("$!")
 wait_for_port "$watch_port" "${pids[-1]}"
