@@ -137,6 +137,29 @@ impl Limiter {
                 write.key = shape.key_of(&write.key);
                 keyed.push((write, shape));
             }
+            // A spent table partition refuses before anything is read: its
+            // least cost is a unit (two in a transaction) whatever the item.
+            let least: Vec<Charge> = keyed
+                .iter()
+                .filter_map(|(write, shape)| {
+                    Some(Charge {
+                        partition: Partition {
+                            table: write.table.clone(),
+                            index: None,
+                            key: write.key.get(&shape.pk).map(partition_value)?,
+                        },
+                        kind: Kind::Write,
+                        units: if transactional { 2.0 } else { 1.0 },
+                        item: write.index,
+                    })
+                })
+                .collect();
+            if let Err(refused) = self.buckets().would_take(&least, Instant::now()) {
+                return Admission::Refused {
+                    refused,
+                    transaction: transaction_items(operation, &request),
+                };
+            }
             let writes: Vec<WriteItem> = keyed.iter().map(|(w, _)| w.clone()).collect();
             let before = self.items_before(upstream, &writes).await;
             for (write, shape) in keyed {
@@ -177,15 +200,10 @@ impl Limiter {
                 item: index,
             });
         }
-        let transaction = match operation {
-            "TransactWriteItems" => request["TransactItems"].as_array().map(Vec::len),
-            "TransactGetItems" => request["TransactItems"].as_array().map(Vec::len),
-            _ => None,
-        };
         match self.buckets().take(&charges, Instant::now()) {
             Err(refused) => Admission::Refused {
                 refused,
-                transaction,
+                transaction: transaction_items(operation, &request),
             },
             Ok(()) => Admission::Admitted(Pending {
                 updates,
@@ -401,6 +419,16 @@ impl Limiter {
             _ => {}
         }
         reads
+    }
+}
+
+/// The number of items of a transaction; `None` for any other request.
+fn transaction_items(operation: &str, request: &Value) -> Option<usize> {
+    match operation {
+        "TransactWriteItems" | "TransactGetItems" => {
+            request["TransactItems"].as_array().map(Vec::len)
+        }
+        _ => None,
     }
 }
 

@@ -410,6 +410,20 @@ impl Buckets {
     /// transactionally is 800 of DynamoDB's 1,000 units) needs a full bucket,
     /// and leaves it below zero.
     pub(crate) fn take(&mut self, charges: &[Charge], now: Instant) -> Result<(), Vec<Charge>> {
+        self.would_take(charges, now)?;
+        for charge in charges {
+            self.refilled(&charge.partition, charge.kind, now).tokens -= charge.units;
+        }
+        Ok(())
+    }
+
+    /// Whether [`Buckets::take`] would take `charges` now, taking nothing
+    /// (the buckets are only brought up to `now`).
+    pub(crate) fn would_take(
+        &mut self,
+        charges: &[Charge],
+        now: Instant,
+    ) -> Result<(), Vec<Charge>> {
         let mut totals: HashMap<(Partition, Kind), f64> = HashMap::new();
         for charge in charges {
             *totals
@@ -424,17 +438,14 @@ impl Buckets {
             })
             .map(|(key, _)| key.clone())
             .collect();
-        if !short.is_empty() {
-            return Err(charges
-                .iter()
-                .filter(|c| short.contains(&(c.partition.clone(), c.kind)))
-                .cloned()
-                .collect());
+        if short.is_empty() {
+            return Ok(());
         }
-        for ((partition, kind), units) in totals {
-            self.refilled(&partition, kind, now).tokens -= units;
-        }
-        Ok(())
+        Err(charges
+            .iter()
+            .filter(|c| short.contains(&(c.partition.clone(), c.kind)))
+            .cloned()
+            .collect())
     }
 
     /// Charges `units` more (or gives back, when negative) once a request's
