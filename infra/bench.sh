@@ -8,6 +8,10 @@
 #
 #   ./infra/bench.sh --rename [--items N]   the rename fan-out of one user who
 #                                           wrote N items (100,000), instead
+#   ./infra/bench.sh --viral [--scale 0.1] [--seconds 20] [--rates 50,100,...]
+#                                           one post liked at rising rates on
+#                                           a DynamoDB that enforces its
+#                                           per-partition limits (scaled)
 #   ./infra/bench.sh --account [--users N] [--runs N]
 #                                           the export's pages and erasures
 #                                           at S and 10×S (V3 only), instead
@@ -53,6 +57,7 @@ run_alone() {
 }
 
 case "${1:-}" in
+  --viral) shift; run_alone blog-viral-bench "$@"; exit ;;
   --account) shift; run_alone blog-account-bench "$@"; exit ;;
   --rename) shift; run_alone blog-rename-bench "$@"; exit ;;
 esac

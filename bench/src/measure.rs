@@ -411,7 +411,7 @@ pub async fn measure_account(
 /// The fan-out's event source mapping as template.yaml deploys it, but for
 /// its batching window: the benchmark measures the requests and the fan-out's
 /// own work, not the time a batch waits to fill.
-fn fan_out_mapping() -> Result<StreamMapping, Error> {
+pub fn fan_out_mapping() -> Result<StreamMapping, Error> {
     let mut mapping = StreamMapping::of_repository()?;
     mapping.batching_window = Duration::ZERO;
     Ok(mapping)

@@ -100,6 +100,11 @@ impl Limiter {
         self.buckets().limits()
     }
 
+    /// What was charged since the last call (see [`Buckets::take_charged`]).
+    pub(crate) fn take_charged(&self) -> crate::partitions::Charged {
+        self.buckets().take_charged()
+    }
+
     /// What a partition has left of `kind` now (`None`: never charged).
     pub(crate) fn allowance(&self, partition: &Partition, kind: Kind) -> Option<f64> {
         self.buckets().tokens(partition, kind, Instant::now())

@@ -338,11 +338,23 @@ fn value_size(value: &Value) -> usize {
     }
 }
 
-/// The buckets of every partition seen.
+/// The buckets of every partition seen, and what each was charged in all.
 #[derive(Debug)]
 pub(crate) struct Buckets {
     limits: PartitionLimits,
     buckets: HashMap<(Partition, Kind), Bucket>,
+    charged: HashMap<(Partition, Kind), f64>,
+}
+
+/// What the partitions were charged since the limits were set (or the
+/// totals taken): the benchmark's billed units.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Charged {
+    pub read_units: f64,
+    pub write_units: f64,
+    /// The partition charged the most write units: its table (and index)
+    /// and key, and the units.
+    pub hottest_write: Option<(String, f64)>,
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -356,6 +368,7 @@ impl Buckets {
         Self {
             limits,
             buckets: HashMap::new(),
+            charged: HashMap::new(),
         }
     }
 
@@ -412,7 +425,7 @@ impl Buckets {
     pub(crate) fn take(&mut self, charges: &[Charge], now: Instant) -> Result<(), Vec<Charge>> {
         self.would_take(charges, now)?;
         for charge in charges {
-            self.refilled(&charge.partition, charge.kind, now).tokens -= charge.units;
+            self.adjust(&charge.partition, charge.kind, charge.units, now);
         }
         Ok(())
     }
@@ -452,6 +465,33 @@ impl Buckets {
     /// true cost is known; a bucket may go below zero.
     pub(crate) fn adjust(&mut self, partition: &Partition, kind: Kind, units: f64, now: Instant) {
         self.refilled(partition, kind, now).tokens -= units;
+        *self.charged.entry((partition.clone(), kind)).or_default() += units;
+    }
+
+    /// The totals charged since the last call, which starts them again.
+    pub(crate) fn take_charged(&mut self) -> Charged {
+        let charged = std::mem::take(&mut self.charged);
+        let mut totals = Charged::default();
+        for ((partition, kind), units) in charged {
+            match kind {
+                Kind::Read => totals.read_units += units,
+                Kind::Write => {
+                    totals.write_units += units;
+                    if totals
+                        .hottest_write
+                        .as_ref()
+                        .is_none_or(|(_, most)| units > *most)
+                    {
+                        let name = match &partition.index {
+                            Some(index) => format!("{}/{index}/{}", partition.table, partition.key),
+                            None => format!("{}/{}", partition.table, partition.key),
+                        };
+                        totals.hottest_write = Some((name, units));
+                    }
+                }
+            }
+        }
+        totals
     }
 }
 

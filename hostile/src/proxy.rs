@@ -31,7 +31,7 @@ use crate::{
     },
     gsi,
     limiter::{Admission, Limiter, Upstream},
-    partitions::{Kind, Partition, PartitionLimits, throttling_reasons},
+    partitions::{Charged, Kind, Partition, PartitionLimits, throttling_reasons},
     stats::{Counters, Stats},
 };
 
@@ -166,6 +166,13 @@ impl Proxy {
             key: key.to_owned(),
         };
         self.shared.limiter()?.allowance(&partition, kind)
+    }
+
+    /// The units the partition limits charged since they were set or this
+    /// was last called (which starts the totals again); `None` without
+    /// limits.
+    pub fn take_charged(&self) -> Option<Charged> {
+        Some(self.shared.limiter()?.take_charged())
     }
 
     /// The partition limits in force, if any.
