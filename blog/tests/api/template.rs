@@ -164,10 +164,10 @@ fn the_http_api_routes_exactly_the_contract() {
         "(method, path, function, JWT authorizer)"
     );
 
-    // Each public read route has its own throttle (writes and the export, a
-    // signed-in user's heavy read, take the default one), and
-    // a route setting names a route that exists (else the stage fails to
-    // deploy).
+    // Each public read route has its own throttle, and so have likes and
+    // unlikes (a viral post's; the other writes and the export, a signed-in
+    // user's heavy read, take the default one), and a route setting names a
+    // route that exists (else the stage fails to deploy).
     let api = &resources_of_type(&template, "AWS::Serverless::HttpApi")[0].1;
     let settings: BTreeSet<String> = api["Properties"]["RouteSettings"]
         .as_mapping()
@@ -175,12 +175,24 @@ fn the_http_api_routes_exactly_the_contract() {
         .keys()
         .filter_map(|k| k.as_str().map(str::to_owned))
         .collect();
-    let reads: BTreeSet<String> = ROUTES
+    let own: BTreeSet<String> = ROUTES
         .iter()
-        .filter(|r| r.method == "GET" && !r.needs_identity)
+        .filter(|r| (r.method == "GET" && !r.needs_identity) || r.function.ends_with("like-post"))
         .map(|r| format!("{} {}", r.method, r.path))
         .collect();
-    assert_eq!(settings, reads, "route settings: exactly the public reads");
+    assert_eq!(
+        settings, own,
+        "route settings: exactly the public reads, likes and unlikes"
+    );
+    for like in ["POST /posts/{postId}/likes", "DELETE /posts/{postId}/likes"] {
+        let limit = &api["Properties"]["RouteSettings"][like]["ThrottlingRateLimit"];
+        match limit {
+            Value::Tagged(tagged) if tagged.tag == "Ref" => {
+                assert_eq!(tagged.value.as_str(), Some("LikeRateLimit"), "{like}");
+            }
+            other => panic!("{like}: {other:?}"),
+        }
+    }
 }
 
 #[test]
