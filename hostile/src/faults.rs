@@ -55,6 +55,10 @@ pub struct Faults {
     pub write_conflict: f64,
     pub throttle: f64,
     pub lost_response: f64,
+    /// A write (plain or transaction) is not sent, and the client gets a
+    /// 500 `InternalServerError`, as when DynamoDB fails before committing:
+    /// to the client the outcome is unknown, yet nothing was written.
+    pub server_error: f64,
     pub replay_cancel: f64,
     /// Index queries do not see items whose `createdAt` is younger than this.
     pub gsi_lag: Duration,
@@ -62,11 +66,12 @@ pub struct Faults {
 }
 
 /// The rate names `--rate KIND=P` and [`Faults::set_rate`] accept.
-pub const RATE_KINDS: [&str; 5] = [
+pub const RATE_KINDS: [&str; 6] = [
     "transaction_cancel",
     "write_conflict",
     "throttle",
     "lost_response",
+    "server_error",
     "replay_cancel",
 ];
 
@@ -78,6 +83,7 @@ impl Faults {
             write_conflict: 0.0,
             throttle: 0.0,
             lost_response: 0.0,
+            server_error: 0.0,
             replay_cancel: 0.0,
             gsi_lag: Duration::ZERO,
             seed: 0,
@@ -93,6 +99,7 @@ impl Faults {
             write_conflict: 0.1,
             throttle: 0.05,
             lost_response: 0.05,
+            server_error: 0.0,
             replay_cancel: 0.0,
             gsi_lag: Duration::from_secs(1),
             seed: 0,
@@ -109,6 +116,7 @@ impl Faults {
             "write_conflict" => &mut self.write_conflict,
             "throttle" => &mut self.throttle,
             "lost_response" => &mut self.lost_response,
+            "server_error" => &mut self.server_error,
             "replay_cancel" => &mut self.replay_cancel,
             _ => {
                 return Err(format!(
@@ -151,6 +159,8 @@ pub(crate) enum Fault {
     },
     /// Forwarded, and a 200 from upstream becomes a 500.
     LostResponse,
+    /// Not forwarded: a 500 `InternalServerError`.
+    ServerError,
 }
 
 impl Fault {
@@ -173,7 +183,7 @@ impl Fault {
                 item,
                 conflict,
             } => (400, cancellation_body(items, item, conflict)),
-            Fault::LostResponse => (
+            Fault::LostResponse | Fault::ServerError => (
                 500,
                 error_body("InternalServerError", "Internal server error"),
             ),
@@ -295,6 +305,10 @@ pub(crate) fn decide(
         return Some(Fault::Throttle {
             provisioned: rng.bool(),
         });
+    }
+    let writes = SINGLE_WRITES.contains(&operation) || operation == TRANSACT_WRITE;
+    if writes && draw(rng, faults.server_error) {
+        return Some(Fault::ServerError);
     }
     if SINGLE_WRITES.contains(&operation) {
         if draw(rng, faults.write_conflict) {
@@ -429,6 +443,7 @@ mod tests {
             write_conflict: 1.0,
             throttle: 1.0,
             lost_response: 1.0,
+            server_error: 1.0,
             replay_cancel: 1.0,
             gsi_lag: Duration::from_secs(1),
             seed: 7,
@@ -441,6 +456,17 @@ mod tests {
             "UpdateTimeToLive",
         ] {
             assert_eq!(decide(&mut rng, &everything, op, 3, false), None, "{op}");
+        }
+        let failing = faults(|f| f.server_error = 1.0);
+        for op in ["PutItem", "UpdateItem", "DeleteItem", "TransactWriteItems"] {
+            assert_eq!(
+                decide(&mut rng, &failing, op, 2, false),
+                Some(Fault::ServerError),
+                "{op}"
+            );
+        }
+        for op in ["GetItem", "Query", "BatchGetItem"] {
+            assert_eq!(decide(&mut rng, &failing, op, 0, false), None, "{op}");
         }
         let lost = faults(|f| f.lost_response = 1.0);
         assert_eq!(

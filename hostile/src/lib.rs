@@ -21,6 +21,9 @@
 //!   `ClientRequestToken` is answered by DynamoDB (and DynamoDB Local) as a
 //!   success without being applied again; a plain write has no token, so its
 //!   retry runs again (and a conditional one fails its condition).
+//! - `server_error`: a PutItem, UpdateItem, DeleteItem or TransactWriteItems
+//!   is not sent; the client gets a 500, as when DynamoDB fails before
+//!   committing: the client cannot tell it from a lost response.
 //! - `replay_cancel`: such a replay is cancelled anyway (as when another
 //!   transaction holds its items at that moment); otherwise the proxy never
 //!   cancels a replay.

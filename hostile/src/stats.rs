@@ -39,6 +39,8 @@ pub struct Stats {
     pub partition_throttle: u64,
     /// Committed transactions answered with a 500.
     pub lost_response: u64,
+    /// Writes answered with a 500 without being sent.
+    pub server_error: u64,
     /// Index queries that had items hidden by the GSI lag.
     pub gsi_lagged_queries: u64,
     /// Items hidden from index queries by the GSI lag.
@@ -51,7 +53,11 @@ impl Stats {
     /// Faults injected: failed or lost requests (not GSI lag, which only
     /// makes answers stale).
     pub fn faults(&self) -> u64 {
-        self.transaction_cancel + self.write_conflict + self.throttle + self.lost_response
+        self.transaction_cancel
+            + self.write_conflict
+            + self.throttle
+            + self.lost_response
+            + self.server_error
     }
 
     /// Requests refused by the partition limits (not counted in
@@ -75,7 +81,7 @@ impl fmt::Display for Stats {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(
             f,
-            "{} requests, {} forwarded; injected {} faults ({} transaction cancels, {} write conflicts, {} throttles, {} lost responses); {} items hidden by GSI lag from {} queries",
+            "{} requests, {} forwarded; injected {} faults ({} transaction cancels, {} write conflicts, {} throttles, {} lost responses, {} server errors); {} items hidden by GSI lag from {} queries",
             self.requests,
             self.forwarded_total(),
             self.faults(),
@@ -83,6 +89,7 @@ impl fmt::Display for Stats {
             self.write_conflict,
             self.throttle,
             self.lost_response,
+            self.server_error,
             self.gsi_hidden_items,
             self.gsi_lagged_queries,
         )?;
@@ -110,6 +117,7 @@ pub(crate) struct Counters {
     throttle: AtomicU64,
     partition_throttle: AtomicU64,
     lost_response: AtomicU64,
+    server_error: AtomicU64,
     gsi_lagged_queries: AtomicU64,
     gsi_hidden_items: AtomicU64,
     upstream_failures: AtomicU64,
@@ -150,6 +158,7 @@ impl Counters {
             Fault::WriteConflict => &self.write_conflict,
             Fault::TransactionCancel { .. } => &self.transaction_cancel,
             Fault::LostResponse => &self.lost_response,
+            Fault::ServerError => &self.server_error,
         };
         counter.fetch_add(1, Relaxed);
     }
@@ -183,6 +192,7 @@ impl Counters {
             throttle: self.throttle.load(Relaxed),
             partition_throttle: self.partition_throttle.load(Relaxed),
             lost_response: self.lost_response.load(Relaxed),
+            server_error: self.server_error.load(Relaxed),
             gsi_lagged_queries: self.gsi_lagged_queries.load(Relaxed),
             gsi_hidden_items: self.gsi_hidden_items.load(Relaxed),
             upstream_failures: self.upstream_failures.load(Relaxed),

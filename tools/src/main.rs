@@ -51,7 +51,7 @@
 //!     requests the way real DynamoDB does under load (the `hostile` crate),
 //!     until Ctrl-C: `hostile::Faults::hostile()`'s rates and GSI lag (or
 //!     none, with --faults none) unless --rate (KIND: transaction_cancel, write_conflict, throttle,
-//!     lost_response, replay_cancel; P in [0, 1], 0 to switch it off) or --gsi-lag-ms sets
+//!     lost_response, server_error, replay_cancel; P in [0, 1], 0 to switch it off) or --gsi-lag-ms sets
 //!     them. With --partition-scale S (0 < S <= 1) it also enforces
 //!     DynamoDB's per-partition throughput, 1,000 WCU and 3,000 RCU a second
 //!     per partition key value of the table and of each index, times S

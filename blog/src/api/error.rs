@@ -4,7 +4,11 @@ use lambda_http::http::StatusCode;
 use serde_json::json;
 use thiserror::Error;
 
-use crate::{ids::IdError, store::StoreError, text::TextError};
+use crate::{
+    ids::IdError,
+    store::{Busy, StoreError},
+    text::TextError,
+};
 
 /// The `code` of an error body: what a client branches on (openapi.yaml
 /// lists them).
@@ -25,6 +29,7 @@ pub enum ErrorCode {
     BeingErased,
     PayloadTooLarge,
     Unavailable,
+    OutcomeUnknown,
     Internal,
 }
 
@@ -46,6 +51,7 @@ impl ErrorCode {
             Self::BeingErased => "being_erased",
             Self::PayloadTooLarge => "payload_too_large",
             Self::Unavailable => "unavailable",
+            Self::OutcomeUnknown => "outcome_unknown",
             Self::Internal => "internal",
         }
     }
@@ -81,6 +87,10 @@ pub enum ApiError {
         cause: &'static str,
         message: String,
     },
+    /// DynamoDB stayed busy after an attempt whose answer was lost, and the
+    /// write was not found: it may yet have taken effect.
+    #[error("{0}")]
+    OutcomeUnknown(String),
     #[error("{0}")]
     Internal(String),
 }
@@ -101,7 +111,7 @@ impl ApiError {
             Self::NotFound(_) => StatusCode::NOT_FOUND,
             Self::Conflict { .. } => StatusCode::CONFLICT,
             Self::PayloadTooLarge { .. } => StatusCode::PAYLOAD_TOO_LARGE,
-            Self::Unavailable { .. } => StatusCode::SERVICE_UNAVAILABLE,
+            Self::Unavailable { .. } | Self::OutcomeUnknown(_) => StatusCode::SERVICE_UNAVAILABLE,
             Self::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
         }
     }
@@ -115,6 +125,7 @@ impl ApiError {
             Self::NotFound(_) => ErrorCode::NotFound,
             Self::PayloadTooLarge { .. } => ErrorCode::PayloadTooLarge,
             Self::Unavailable { .. } => ErrorCode::Unavailable,
+            Self::OutcomeUnknown(_) => ErrorCode::OutcomeUnknown,
             Self::Internal(_) => ErrorCode::Internal,
         }
     }
@@ -125,6 +136,7 @@ impl ApiError {
     pub fn body(&self, request_id: &str) -> serde_json::Value {
         let message = match self {
             Self::Unavailable { .. } => "the database is unavailable; try again shortly".to_owned(),
+            Self::OutcomeUnknown(_) => "the database stayed busy after an attempt whose answer was lost: the write may have taken effect; read it back before sending it again".to_owned(),
             Self::Internal(_) => "internal error".to_owned(),
             other => other.to_string(),
         };
@@ -170,6 +182,10 @@ impl From<StoreError> for ApiError {
                 Self::Forbidden("only the comment's author or the post's author may delete it")
             }
             StoreError::BadCursor(_) => Self::bad_request(ErrorCode::BadCursor, message),
+            StoreError::Busy {
+                cause: Busy::OutcomeUnknown,
+                ..
+            } => Self::OutcomeUnknown(message),
             StoreError::Busy { cause, .. } => Self::Unavailable {
                 cause: cause.as_str(),
                 message,

@@ -205,44 +205,7 @@ async fn writes_that_stay_refused_answer_503_and_change_nothing() {
     let api = TestApi::start_behind(&proxy.url(), impatient(), Duration::ZERO).await;
     let author = api.user("steady").await;
     let post = api.post(&author, "t", "c").await;
-    let requests = [
-        (
-            "POST",
-            "/users".to_owned(),
-            Some(json!({ "username": "newcomer" })),
-            "new-user",
-        ),
-        (
-            "PUT",
-            format!("/users/{author}"),
-            Some(json!({ "username": "renamed" })),
-            author.as_str(),
-        ),
-        (
-            "POST",
-            "/posts".to_owned(),
-            Some(json!({ "title": "t", "content": "c" })),
-            author.as_str(),
-        ),
-        (
-            "PUT",
-            format!("/posts/{post}"),
-            Some(json!({ "title": "edited" })),
-            author.as_str(),
-        ),
-        (
-            "POST",
-            format!("/posts/{post}/comments"),
-            Some(json!({ "content": "hi" })),
-            author.as_str(),
-        ),
-        (
-            "POST",
-            format!("/posts/{post}/likes"),
-            None,
-            author.as_str(),
-        ),
-    ];
+    let requests = every_write(&author, &post);
     let before = table_snapshot(&api).await;
     for (reason, faults) in [
         (
@@ -279,6 +242,76 @@ async fn writes_that_stay_refused_answer_503_and_change_nothing() {
         let (status, reply) = api.call(method, path, Some(user), body.clone()).await;
         assert!(status == 200 || status == 201, "{method} {path}: {reply}");
     }
+}
+
+/// Every kind of write, as `author` of `post` (and a newcomer's sign-up):
+/// method, path, body, caller.
+fn every_write<'a>(
+    author: &'a str,
+    post: &str,
+) -> Vec<(&'static str, String, Option<Value>, &'a str)> {
+    vec![
+        (
+            "POST",
+            "/users".to_owned(),
+            Some(json!({ "username": "newcomer" })),
+            "new-user",
+        ),
+        (
+            "PUT",
+            format!("/users/{author}"),
+            Some(json!({ "username": "renamed" })),
+            author,
+        ),
+        (
+            "POST",
+            "/posts".to_owned(),
+            Some(json!({ "title": "t", "content": "c" })),
+            author,
+        ),
+        (
+            "PUT",
+            format!("/posts/{post}"),
+            Some(json!({ "title": "edited" })),
+            author,
+        ),
+        (
+            "POST",
+            format!("/posts/{post}/comments"),
+            Some(json!({ "content": "hi" })),
+            author,
+        ),
+        ("POST", format!("/posts/{post}/likes"), None, author),
+    ]
+}
+
+/// A write whose every attempt fails with an unknown outcome (DynamoDB's 500,
+/// which a lost answer also looks like) and whose write is not there when
+/// read back answers 503 `outcome_unknown`, never `unavailable`, which would
+/// promise that nothing was written: the lost attempt may yet commit. (Here
+/// the proxy never sent them, so the table is as it was.)
+#[tokio::test]
+async fn writes_whose_outcome_stays_unknown_say_so() {
+    let proxy = proxy(Faults::none()).await;
+    let api = TestApi::start_behind(&proxy.url(), impatient(), Duration::ZERO).await;
+    let author = api.user("steady").await;
+    let post = api.post(&author, "t", "c").await;
+    let before = table_snapshot(&api).await;
+    proxy.set_faults(Faults {
+        server_error: 1.0,
+        ..Faults::none()
+    });
+    for (method, path, body, user) in every_write(&author, &post) {
+        let (status, reply) = api.call(method, &path, Some(user), body.clone()).await;
+        assert_eq!(
+            (status, reply["error"]["code"].as_str()),
+            (503, Some("outcome_unknown")),
+            "{method} {path}: {reply}"
+        );
+    }
+    proxy.set_faults(Faults::none());
+    assert!(proxy.stats().server_error > 0);
+    assert_eq!(table_snapshot(&api).await, before, "nothing was sent");
 }
 
 /// The fan-out on a DynamoDB that keeps refusing: a record it cannot apply is

@@ -36,7 +36,11 @@
 //!   [`Write::landed_if_gone`] say it for an update or a delete): if it is
 //!   there, the write took effect and answers as if nothing had been lost
 //!   ([`Outcome::Done`], [`TxOutcome::Committed`]), never with an error;
-//! - any other failed condition is reported with `after_unknown: true`.
+//! - any other failed condition is reported with `after_unknown: true`;
+//! - retries that ran out without the write found answer
+//!   [`Busy::OutcomeUnknown`] (the API's 503 `outcome_unknown`), never the
+//!   busy error that says nothing was written: the lost attempt may still
+//!   commit.
 
 #[cfg(feature = "admin")]
 mod schema;
@@ -591,6 +595,7 @@ impl Table {
                 tracing::info!(what, %err, "retries ran out, but a lost answer's write landed");
                 Ok(Outcome::Done(None))
             }
+            Err(Failure::Store(err)) if after_unknown => Err(after_unknown_outcome(err)),
             Err(Failure::Store(err)) => Err(err),
         }
     }
@@ -1007,9 +1012,14 @@ impl Transaction<'_> {
             return Ok(TxOutcome::Committed);
         }
         let Some(failed) = failed_conditions(&err) else {
-            return Err(match busy_transaction(&err) {
+            let err = match busy_transaction(&err) {
                 Some(cause) => StoreError::busy(cause, format!("{what}: {}", describe(&err))),
                 None => classify(err),
+            };
+            return Err(if after_unknown {
+                after_unknown_outcome(err)
+            } else {
+                err
             });
         };
         Ok(TxOutcome::ConditionFailed(Rejected {
@@ -1172,6 +1182,11 @@ pub enum Busy {
     Throttled,
     /// The service failed or is unreachable.
     Unavailable,
+    /// An attempt's answer was lost (so it may have taken effect), the
+    /// retries ran out, and reading back did not find the write: it may yet
+    /// take effect (an attempt still in flight commits later). Not "nothing
+    /// was written", unlike the others.
+    OutcomeUnknown,
 }
 
 impl Busy {
@@ -1180,7 +1195,24 @@ impl Busy {
             Busy::Conflict => "conflict",
             Busy::Throttled => "throttle",
             Busy::Unavailable => "unavailable",
+            Busy::OutcomeUnknown => "outcome_unknown",
         }
+    }
+}
+
+/// `err` as the request must answer it when an earlier attempt's outcome
+/// was unknown and the write was not found: a busy DynamoDB no longer means
+/// that nothing was written.
+fn after_unknown_outcome(err: StoreError) -> StoreError {
+    match err {
+        StoreError::Busy { cause, detail } => StoreError::busy(
+            Busy::OutcomeUnknown,
+            format!(
+                "{detail} (after an attempt whose answer was lost: {})",
+                cause.as_str()
+            ),
+        ),
+        other => other,
     }
 }
 
@@ -1217,12 +1249,12 @@ fn busy_reason(code: &str) -> Option<Busy> {
 }
 
 /// Whether an attempt's answer was lost, so that it may have taken effect:
-/// a timeout, a connection dropped, an unreadable answer, a 5xx.
+/// a timeout, a connection dropped, an unreadable answer, a 5xx. A call
+/// that could not even connect was never sent.
 fn lost<E: ProvideErrorMetadata, R>(err: &SdkError<E, R>) -> bool {
     match err {
-        SdkError::TimeoutError(_) | SdkError::DispatchFailure(_) | SdkError::ResponseError(_) => {
-            true
-        }
+        SdkError::DispatchFailure(failure) => !never_connected(failure),
+        SdkError::TimeoutError(_) | SdkError::ResponseError(_) => true,
         SdkError::ServiceError(e) => {
             matches!(
                 e.err().code(),
@@ -1231,6 +1263,26 @@ fn lost<E: ProvideErrorMetadata, R>(err: &SdkError<E, R>) -> bool {
         }
         _ => false,
     }
+}
+
+/// Whether a dispatch failed before a connection was made (refused, or no
+/// address to connect from): then nothing of the request was sent.
+fn never_connected(failure: &aws_smithy_runtime_api::client::result::DispatchFailure) -> bool {
+    let mut source: Option<&(dyn std::error::Error + 'static)> = failure
+        .as_connector_error()
+        .map(|e| e as &(dyn std::error::Error + 'static));
+    while let Some(err) = source {
+        if let Some(io) = err.downcast_ref::<std::io::Error>()
+            && matches!(
+                io.kind(),
+                std::io::ErrorKind::ConnectionRefused | std::io::ErrorKind::AddrNotAvailable
+            )
+        {
+            return true;
+        }
+        source = err.source();
+    }
+    false
 }
 
 /// Transient failures of a plain call (anything but TransactWriteItems).
