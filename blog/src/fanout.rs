@@ -23,7 +23,7 @@
 //! application gives.
 
 use std::{
-    collections::HashSet,
+    collections::{HashMap, HashSet},
     time::{SystemTime, UNIX_EPOCH},
 };
 
@@ -101,10 +101,13 @@ pub async fn handle_until(
     // Posts some of whose MODIFYs were coalesced: their last one refreshes
     // the copies even if its own two images show the same short form.
     let mut coalesced = HashSet::new();
-    for (record, superseded) in event.records.iter().zip(superseded) {
-        if let Some(post) = superseded {
+    // The first record reported failed (or paused at): where Lambda delivers
+    // from again.
+    let mut first_failure = None;
+    for (index, record) in event.records.iter().enumerate() {
+        if let Some((post, _)) = &superseded[index] {
             stats.count(Outcome::Coalesced);
-            coalesced.insert(post);
+            coalesced.insert(post.clone());
             continue;
         }
         let refresh = match post_key(record) {
@@ -124,6 +127,7 @@ pub async fn handle_until(
                     "walk paused before the deadline; it goes on when the record comes again"
                 );
                 response.batch_item_failures.push(failure(record));
+                first_failure.get_or_insert(index);
                 break;
             }
             Ok(outcome) => stats.count(outcome),
@@ -137,35 +141,59 @@ pub async fn handle_until(
                     "fan-out record failed"
                 );
                 response.batch_item_failures.push(failure(record));
+                first_failure.get_or_insert(index);
             }
+        }
+    }
+    // A coalesced MODIFY whose carrier is not applied yet (it failed, or
+    // comes at or after the failure) must come again too: else the carrier,
+    // delivered again without it, would refresh only when its own images
+    // differ, and the coalesced change would be lost. Reporting it moves
+    // Lambda's restart back to it.
+    if let Some(first) = first_failure {
+        let pending = event
+            .records
+            .iter()
+            .zip(&superseded)
+            .take(first)
+            .find(|(_, superseded)| {
+                superseded
+                    .as_ref()
+                    .is_some_and(|(_, carrier)| *carrier >= first)
+            });
+        if let Some((record, _)) = pending {
+            response.batch_item_failures.push(failure(record));
         }
     }
     stats.log();
     response
 }
 
-/// For each record of a batch, the post it changes if a later record of the
-/// batch is a MODIFY of the same post (this one's change is in that one's
-/// new image); `None` for every other record.
+/// For each record of a batch, if a later record of the batch is a MODIFY
+/// of the same post, the post and the index of its last MODIFY in the batch
+/// (the carrier: its new image holds this one's change); `None` for every
+/// other record.
 ///
 /// Lambda delivers a post's records in order and, after a failure, again
-/// from the lowest failed record: a skipped MODIFY sits before the one that
-/// carries it, so whatever comes again includes that one.
-fn superseded_post_changes(records: &[EventRecord]) -> Vec<Option<Key>> {
-    let mut later = HashSet::new();
-    let mut superseded: Vec<Option<Key>> = records
+/// from the lowest failed record; [`handle_until`] reports a coalesced
+/// record whose carrier was not applied, so that both come again.
+fn superseded_post_changes(records: &[EventRecord]) -> Vec<Option<(Key, usize)>> {
+    let mut last = HashMap::new();
+    let mut superseded: Vec<Option<(Key, usize)>> = records
         .iter()
+        .enumerate()
         .rev()
-        .map(|record| {
+        .map(|(index, record)| {
             if Rule::of(record) != Some(Rule::ChangedPost) {
                 return None;
             }
             let post = post_key(record)?;
-            if later.contains(&post) {
-                Some(post)
-            } else {
-                later.insert(post);
-                None
+            match last.get(&post) {
+                Some(carrier) => Some((post, *carrier)),
+                None => {
+                    last.insert(post, index);
+                    None
+                }
             }
         })
         .collect();

@@ -455,3 +455,84 @@ async fn a_batch_refreshes_each_feed_copy_once_however_many_counts_changed() {
         "each copy has its post's last count"
     );
 }
+
+/// A coalesced MODIFY comes again when the MODIFY that carries it is not
+/// applied: a like's count change (M1) coalesced into a later MODIFY of the
+/// post whose own two images show the same short form (M2: a version bump,
+/// as the audit's repair of a right count writes) is reported with M2 when
+/// M2's refresh fails, so that Lambda delivers both again and the feed copy
+/// gets the count.
+#[tokio::test]
+async fn a_coalesced_change_comes_again_when_its_carrier_is_not_applied() {
+    let (proxy, api) = crate::support::behind_proxy(crate::support::fast_full_backoff()).await;
+    let mut poller = api.poller();
+    let author = api.user("author").await;
+    let fan = api.user("fan").await;
+    let post = api.post(&author, "liked", "text").await;
+    api.settle(&mut poller).await;
+    api.like(&fan, &post).await;
+    let mut like = None;
+    for _ in 0..200 {
+        like = api.stream_records().await.into_iter().find(|r| {
+            r.event_name == "MODIFY"
+                && r.change.new_image.get("likeCount")
+                    == Some(&serde_dynamo::AttributeValue::N("1".into()))
+        });
+        if like.is_some() {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    let like = like.expect("the like's post MODIFY");
+    // M2: the post as M1 left it, its version one up.
+    let mut bump = like.clone();
+    bump.change.old_image = like.change.new_image.clone();
+    let version: u64 = match like.change.new_image.get("version") {
+        Some(serde_dynamo::AttributeValue::N(v)) => v.parse().expect("a version"),
+        other => panic!("no version: {other:?}"),
+    };
+    bump.change.new_image.insert(
+        "version".into(),
+        serde_dynamo::AttributeValue::N((version + 1).to_string()),
+    );
+    bump.change.sequence_number = Some(format!(
+        "{}9",
+        like.change.sequence_number.clone().expect("seq")
+    ));
+    bump.event_id = format!("{}-bump", like.event_id);
+    let batch = vec![like.clone(), bump.clone()];
+    let event = || {
+        let mut event = aws_lambda_events::event::dynamodb::Event::default();
+        event.records = batch.clone();
+        event
+    };
+
+    // M2's feed refresh is throttled through its retries: both are reported.
+    proxy.set_faults(hostile::Faults {
+        throttle: 1.0,
+        ..hostile::Faults::none()
+    });
+    let response = blog::fanout::handle(&api.app.store, event()).await;
+    proxy.set_faults(hostile::Faults::none());
+    let reported: BTreeSet<_> = response
+        .batch_item_failures
+        .iter()
+        .filter_map(|f| f.item_identifier.clone())
+        .collect();
+    assert_eq!(
+        reported,
+        BTreeSet::from([
+            like.change.sequence_number.clone().expect("seq"),
+            bump.change.sequence_number.clone().expect("seq"),
+        ])
+    );
+    assert_eq!(api.get("/feed").await.1["items"][0]["likeCount"], 0);
+
+    // Lambda delivers again from the lowest reported: both, and the copy
+    // counts the like. (Had only M2 come again, its equal short forms would
+    // have refreshed nothing.)
+    let response = blog::fanout::handle(&api.app.store, event()).await;
+    assert!(response.batch_item_failures.is_empty());
+    let (_, feed) = api.get("/feed").await;
+    assert_eq!(feed["items"][0]["likeCount"], 1, "{feed}");
+}
