@@ -611,10 +611,13 @@ async fn send_notice(
 /// Invokes the mapping's function through the Lambda Invoke API, as the
 /// event source mapping does, and reads its partial-batch response. The
 /// function's own failure (an error answer, the Invoke API's
-/// `X-Amz-Function-Error`, an answer that is no response) is a
-/// [`InvokeError::Function`]; an invocation that never ran (no connection, or
-/// a timeout: locally the first invocation may wait on watch building the
-/// function) is [`InvokeError::Unreachable`], tried again without counting.
+/// `X-Amz-Function-Error`, a 5xx, an answer that is no response, no answer
+/// within 120 s: the template's 60 s function timeout, and as long again
+/// for watch to build the function on its first invocation) is a
+/// [`InvokeError::Function`], counted and bisected as Lambda does; an
+/// invocation that never reached watch (no connection) or that watch refused
+/// (another 4xx) is [`InvokeError::Unreachable`], tried again without
+/// counting.
 async fn invoke_function(
     http: &reqwest::Client,
     url: &str,
@@ -626,7 +629,13 @@ async fn invoke_function(
         .timeout(Duration::from_secs(120))
         .send()
         .await
-        .map_err(|e| InvokeError::Unreachable(e.to_string()))?;
+        .map_err(|e| {
+            if e.is_timeout() {
+                InvokeError::Function(format!("no answer: {e}"))
+            } else {
+                InvokeError::Unreachable(e.to_string())
+            }
+        })?;
     let status = response.status();
     let function_error = response.headers().contains_key("x-amz-function-error");
     let body = response
@@ -635,7 +644,7 @@ async fn invoke_function(
         .map_err(|e| InvokeError::Unreachable(e.to_string()))?;
     let error_payload = serde_json::from_str::<serde_json::Value>(&body)
         .is_ok_and(|v| v.get("errorType").is_some() || v.get("errorMessage").is_some());
-    if function_error || error_payload {
+    if function_error || error_payload || status.is_server_error() {
         return Err(InvokeError::Function(format!("{status}: {body}")));
     }
     if !status.is_success() {

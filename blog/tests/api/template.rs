@@ -761,6 +761,24 @@ fn the_cdn_is_optional_and_caches_only_what_the_api_allows() {
         "every route's method passes: {routed:?}"
     );
     assert_eq!(methods("CachedMethods"), BTreeSet::from(["GET", "HEAD"]));
+    // No error kept for CloudFront's default 10 s: the API's are no-store.
+    let errors: BTreeMap<u64, u64> = config["CustomErrorResponses"]
+        .as_sequence()
+        .expect("CustomErrorResponses")
+        .iter()
+        .map(|e| {
+            assert!(e["ResponsePagePath"].is_null(), "the API's own error body");
+            (
+                e["ErrorCode"].as_u64().expect("ErrorCode"),
+                e["ErrorCachingMinTTL"]
+                    .as_u64()
+                    .expect("ErrorCachingMinTTL"),
+            )
+        })
+        .collect();
+    for code in [400, 403, 404, 405, 414, 416, 500, 501, 502, 503, 504] {
+        assert_eq!(errors.get(&code), Some(&0), "{code} cached");
+    }
     assert!(
         template["Outputs"]["CdnUrl"]["Condition"].as_str() == Some("CreateCdn"),
         "the CDN's URL is an output when it exists"

@@ -12,11 +12,13 @@ use serde_yaml_ng::{Mapping, Value};
 
 use super::filter::Filters;
 
-/// Where a mapping starts reading a shard it has no position in.
+/// Where a mapping starts reading a shard it has no position in. Only
+/// `TRIM_HORIZON` is emulated: `LATEST` would need the poller to keep each
+/// shard's iterator between polls (records written between two polls, and
+/// every child shard, would be skipped), and the template does not use it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum StartingPosition {
     TrimHorizon,
-    Latest,
 }
 
 /// The event source mapping of the template's DynamoDB stream event.
@@ -135,8 +137,11 @@ impl StreamMapping {
         }
         let starting_position = match get("StartingPosition").and_then(Value::as_str) {
             Some("TRIM_HORIZON") => StartingPosition::TrimHorizon,
-            Some("LATEST") => StartingPosition::Latest,
-            other => return Err(format!("StartingPosition {other:?} is not emulated")),
+            other => {
+                return Err(format!(
+                    "StartingPosition {other:?} is not emulated (TRIM_HORIZON is)"
+                ));
+            }
         };
         let batch_size = usize::try_from(integer("BatchSize", 100)?)
             .ok()
@@ -380,13 +385,13 @@ mod tests {
     #[test]
     fn defaults_are_lambdas() {
         let mapping = StreamMapping::from_template(&template(
-            "Stream: !GetAtt Table.StreamArn\nStartingPosition: LATEST",
+            "Stream: !GetAtt Table.StreamArn\nStartingPosition: TRIM_HORIZON",
         ))
         .expect("a minimal mapping");
         assert_eq!(mapping.function, "reader");
         assert_eq!(mapping.batch_size, 100);
         assert_eq!(mapping.batching_window, Duration::ZERO);
-        assert_eq!(mapping.starting_position, StartingPosition::Latest);
+        assert_eq!(mapping.starting_position, StartingPosition::TrimHorizon);
         assert!(!mapping.report_batch_item_failures);
         assert!(!mapping.bisect_on_function_error);
         assert_eq!(mapping.maximum_deliveries(), None);
@@ -418,18 +423,19 @@ mod tests {
                 "ParallelizationFactor",
             ),
             ("StartingPosition: AT_TIMESTAMP", "StartingPosition"),
-            ("StartingPosition: LATEST\nEnabled: false", "Enabled"),
-            ("StartingPosition: LATEST\nBatchSize: 0", "BatchSize"),
+            ("StartingPosition: LATEST", "StartingPosition"),
+            ("StartingPosition: TRIM_HORIZON\nEnabled: false", "Enabled"),
+            ("StartingPosition: TRIM_HORIZON\nBatchSize: 0", "BatchSize"),
             (
-                "StartingPosition: LATEST\nMaximumRecordAgeInSeconds: 10",
+                "StartingPosition: TRIM_HORIZON\nMaximumRecordAgeInSeconds: 10",
                 "MaximumRecordAgeInSeconds",
             ),
             (
-                "StartingPosition: LATEST\nDestinationConfig:\n  OnFailure:\n    Type: SNS\n    Destination: !Ref Topic",
+                "StartingPosition: TRIM_HORIZON\nDestinationConfig:\n  OnFailure:\n    Type: SNS\n    Destination: !Ref Topic",
                 "SNS",
             ),
             (
-                "StartingPosition: LATEST\nFilterCriteria:\n  Filters:\n    - Pattern: '{\"eventName\": [{\"wildcard\": \"I*\"}]}'",
+                "StartingPosition: TRIM_HORIZON\nFilterCriteria:\n  Filters:\n    - Pattern: '{\"eventName\": [{\"wildcard\": \"I*\"}]}'",
                 "wildcard",
             ),
         ] {

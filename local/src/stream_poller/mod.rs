@@ -355,21 +355,47 @@ impl StreamPoller {
             .get_shard_iterator()
             .stream_arn(arn)
             .shard_id(shard_id);
-        let request = match (
-            self.checkpoint.positions.get(shard_id),
-            self.mapping.starting_position,
-        ) {
-            (Some(sequence), _) => request
-                .shard_iterator_type(ShardIteratorType::AfterSequenceNumber)
-                .sequence_number(sequence),
-            (None, StartingPosition::TrimHorizon) => {
-                request.shard_iterator_type(ShardIteratorType::TrimHorizon)
+        // The mapping's starting position is TRIM_HORIZON (the only one
+        // emulated): a shard without a position is read from its start.
+        let StartingPosition::TrimHorizon = self.mapping.starting_position;
+        let output = match self.checkpoint.positions.get(shard_id) {
+            None => {
+                request
+                    .shard_iterator_type(ShardIteratorType::TrimHorizon)
+                    .send()
+                    .await
             }
-            (None, StartingPosition::Latest) => {
-                request.shard_iterator_type(ShardIteratorType::Latest)
+            Some(sequence) => {
+                let after = request
+                    .clone()
+                    .shard_iterator_type(ShardIteratorType::AfterSequenceNumber)
+                    .sequence_number(sequence)
+                    .send()
+                    .await;
+                match after {
+                    // The position is older than the stream keeps (24 hours;
+                    // DynamoDB Local trims at start): Lambda goes on from the
+                    // oldest record left, and so does the poller.
+                    Err(err)
+                        if err
+                            .as_service_error()
+                            .is_some_and(|e| e.is_trimmed_data_access_exception()) =>
+                    {
+                        tracing::warn!(
+                            shard_id,
+                            sequence,
+                            "the checkpoint is past the stream's retention: reading the shard from its trim horizon"
+                        );
+                        request
+                            .shard_iterator_type(ShardIteratorType::TrimHorizon)
+                            .send()
+                            .await
+                    }
+                    other => other,
+                }
             }
-        };
-        let output = request.send().await.map_err(classify)?;
+        }
+        .map_err(classify)?;
         output
             .shard_iterator
             .ok_or_else(|| StoreError::Internal("no shard iterator".into()))
