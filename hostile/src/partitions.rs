@@ -245,8 +245,14 @@ pub(crate) fn write_charges(
                 .map(partition_value)
                 .unwrap_or_default(),
         };
+        let sort_key =
+            |entry: &Map<String, Value>| index.sk.as_ref().and_then(|sk| entry.get(sk).cloned());
         match (&old, &new) {
-            (Some(old), Some(new)) if partition_of(old) == partition_of(new) => {
+            // The same entry, changed: one write. A changed index key (its
+            // partition or its sort key) is a delete and a put.
+            (Some(old), Some(new))
+                if partition_of(old) == partition_of(new) && sort_key(old) == sort_key(new) =>
+            {
                 charges.push(Charge {
                     partition: partition_of(new),
                     kind: Kind::Write,
@@ -600,6 +606,22 @@ mod tests {
         let charges = write_charges("t", &shape(), &key, Some(&before), Some(&moved), false, 0);
         let keys: Vec<_> = charges.iter().map(|c| c.partition.key.as_str()).collect();
         assert_eq!(keys, ["POST#1", "USER#a", "USER#b"]);
+
+        // The index's sort key changes in the same partition: a delete and a
+        // put there.
+        let mut resorted = before.clone();
+        resorted.insert("GSI1SK".into(), json!({"S": "POST#2"}));
+        let charges = write_charges(
+            "t",
+            &shape(),
+            &key,
+            Some(&before),
+            Some(&resorted),
+            false,
+            0,
+        );
+        let keys: Vec<_> = charges.iter().map(|c| c.partition.key.as_str()).collect();
+        assert_eq!(keys, ["POST#1", "USER#a", "USER#a"]);
     }
 
     #[test]
