@@ -784,3 +784,178 @@ fn the_cdn_is_optional_and_caches_only_what_the_api_allows() {
         "the CDN's URL is an output when it exists"
     );
 }
+
+/// Every DynamoDB call a function makes is allowed by its role. DynamoDB
+/// Local enforces no IAM, so a call a role lacks would pass every local test
+/// and fail only once deployed: each route runs here once through the API
+/// with its calls metered, and each call's operation must be an action of
+/// the route's function's role, on the table or on GSI1 as the call read it
+/// (a transaction's parts are not visible here: its role must allow a
+/// write).
+#[tokio::test]
+async fn every_call_a_function_makes_is_allowed_by_its_role() {
+    let api = TestApi::start().await;
+    let template = template();
+    let functions: BTreeMap<&str, &Value> =
+        resources_of_type(&template, "AWS::Serverless::Function")
+            .into_iter()
+            .map(|(_, f)| {
+                (
+                    f["Metadata"]["BuildProperties"]["Binary"]
+                        .as_str()
+                        .unwrap_or_default(),
+                    f,
+                )
+            })
+            .collect();
+    let (author, fan) = (
+        format!("user-{}", ulid::Ulid::generate()),
+        format!("user-{}", ulid::Ulid::generate()),
+    );
+    let mut checked = BTreeSet::new();
+    let mut missing = BTreeSet::new();
+    let mut run =
+        async |method: &str, path: String, who: Option<&str>, body: Option<serde_json::Value>| {
+            api.meter.take();
+            let (status, reply) = api.call(method, &path, who, body).await;
+            assert!(status < 300, "{method} {path}: {status} {reply}");
+            let route = ROUTES
+                .iter()
+                .find(|r| {
+                    r.method == method && {
+                        let pattern: Vec<&str> = r.path.split('/').collect();
+                        let actual: Vec<&str> = path
+                            .split('?')
+                            .next()
+                            .unwrap_or_default()
+                            .split('/')
+                            .collect();
+                        pattern.len() == actual.len()
+                            && pattern
+                                .iter()
+                                .zip(&actual)
+                                .all(|(p, a)| p.starts_with('{') || p == a)
+                    }
+                })
+                .unwrap_or_else(|| panic!("no route for {method} {path}"));
+            let statements = statements(&template, functions[route.function]);
+            let allowed = |action: &str, on_index: bool| {
+                statements.iter().any(|(actions, resource)| {
+                    actions.iter().any(|a| a == action)
+                        && resource.contains("index/GSI1") == on_index
+                        && resource.contains("Table")
+                })
+            };
+            for call in api.meter.take() {
+                let on_index = call
+                    .targets
+                    .iter()
+                    .any(|(target, _)| target == blog::keys::GSI1);
+                let ok = match call.operation.as_str() {
+                    "TransactWriteItems" => [
+                        "dynamodb:PutItem",
+                        "dynamodb:UpdateItem",
+                        "dynamodb:DeleteItem",
+                    ]
+                    .iter()
+                    .any(|a| allowed(a, false)),
+                    operation => allowed(&format!("dynamodb:{operation}"), on_index),
+                };
+                if !ok {
+                    missing.insert(format!(
+                        "{}: {}{}",
+                        route.function,
+                        call.operation,
+                        if on_index { " on GSI1" } else { "" }
+                    ));
+                }
+            }
+            checked.insert(route.function);
+        };
+    run(
+        "POST",
+        "/users".into(),
+        Some(&author),
+        Some(serde_json::json!({"username": "author"})),
+    )
+    .await;
+    run(
+        "POST",
+        "/users".into(),
+        Some(&fan),
+        Some(serde_json::json!({"username": "fan"})),
+    )
+    .await;
+    let (_, created) = api
+        .call(
+            "POST",
+            "/posts",
+            Some(&author),
+            Some(serde_json::json!({"title": "t", "content": "c"})),
+        )
+        .await;
+    let post = created["postId"].as_str().expect("a post").to_owned();
+    run(
+        "POST",
+        "/posts".into(),
+        Some(&author),
+        Some(serde_json::json!({"title": "t", "content": "c"})),
+    )
+    .await;
+    let (_, comment) = api
+        .call(
+            "POST",
+            &format!("/posts/{post}/comments"),
+            Some(&fan),
+            Some(serde_json::json!({"content": "hi"})),
+        )
+        .await;
+    let comment = comment["commentId"].as_str().expect("a comment").to_owned();
+    run(
+        "POST",
+        format!("/posts/{post}/comments"),
+        Some(&fan),
+        Some(serde_json::json!({"content": "again"})),
+    )
+    .await;
+    run("POST", format!("/posts/{post}/likes"), Some(&fan), None).await;
+    for path in [
+        format!("/posts/{post}"),
+        format!("/posts/{post}/comments"),
+        format!("/posts/{post}/likes"),
+        format!("/users/{author}"),
+        format!("/users/{author}/posts"),
+        "/users?username=author".to_owned(),
+        "/feed".to_owned(),
+    ] {
+        run("GET", path, None, None).await;
+    }
+    run("GET", format!("/users/{fan}/export"), Some(&fan), None).await;
+    run("DELETE", format!("/posts/{post}/likes"), Some(&fan), None).await;
+    run(
+        "PUT",
+        format!("/posts/{post}"),
+        Some(&author),
+        Some(serde_json::json!({"title": "edited"})),
+    )
+    .await;
+    run(
+        "DELETE",
+        format!("/posts/{post}/comments/{comment}"),
+        Some(&fan),
+        None,
+    )
+    .await;
+    run(
+        "PUT",
+        format!("/users/{fan}"),
+        Some(&fan),
+        Some(serde_json::json!({"username": "renamed"})),
+    )
+    .await;
+    run("DELETE", format!("/posts/{post}"), Some(&author), None).await;
+    run("DELETE", format!("/users/{fan}"), Some(&fan), None).await;
+    let every: BTreeSet<&str> = ROUTES.iter().map(|r| r.function).collect();
+    assert_eq!(checked, every, "every route's function was run");
+    assert_eq!(missing, BTreeSet::new(), "calls the roles do not allow");
+}
