@@ -785,6 +785,21 @@ fn the_cdn_is_optional_and_caches_only_what_the_api_allows() {
     );
 }
 
+/// Every function of the template, by its binary's name.
+fn functions_by_binary(template: &Value) -> BTreeMap<&str, &Value> {
+    resources_of_type(template, "AWS::Serverless::Function")
+        .into_iter()
+        .map(|(_, f)| {
+            (
+                f["Metadata"]["BuildProperties"]["Binary"]
+                    .as_str()
+                    .unwrap_or_default(),
+                f,
+            )
+        })
+        .collect()
+}
+
 /// Whether a role's `statements` allow `call`: its operation, on GSI1 when
 /// a read consumed GSI1's capacity (a write's index upkeep needs no index
 /// permission), else on the table. A transaction's parts are not visible in
@@ -821,18 +836,7 @@ fn role_allows(statements: &[(Vec<String>, String)], call: &blog::store::meter::
 async fn every_call_a_function_makes_is_allowed_by_its_role() {
     let api = TestApi::start().await;
     let template = template();
-    let functions: BTreeMap<&str, &Value> =
-        resources_of_type(&template, "AWS::Serverless::Function")
-            .into_iter()
-            .map(|(_, f)| {
-                (
-                    f["Metadata"]["BuildProperties"]["Binary"]
-                        .as_str()
-                        .unwrap_or_default(),
-                    f,
-                )
-            })
-            .collect();
+    let functions = functions_by_binary(&template);
     let (author, fan) = (
         format!("user-{}", ulid::Ulid::generate()),
         format!("user-{}", ulid::Ulid::generate()),
@@ -967,18 +971,7 @@ async fn every_call_a_function_makes_is_allowed_by_its_role() {
 async fn every_call_the_fan_out_makes_is_allowed_by_its_role() {
     let api = TestApi::start().await;
     let template = template();
-    let functions: BTreeMap<&str, &Value> =
-        resources_of_type(&template, "AWS::Serverless::Function")
-            .into_iter()
-            .map(|(_, f)| {
-                (
-                    f["Metadata"]["BuildProperties"]["Binary"]
-                        .as_str()
-                        .unwrap_or_default(),
-                    f,
-                )
-            })
-            .collect();
+    let functions = functions_by_binary(&template);
     let statements = statements(&template, functions["fan-out"]);
     let mut poller = api.poller();
     let author = api.user("author").await;
