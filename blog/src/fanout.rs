@@ -98,21 +98,21 @@ pub async fn handle_until(
     };
     let mut response = DynamoDbEventResponse::default();
     let superseded = superseded_post_changes(&event.records);
-    // Posts some of whose MODIFYs were coalesced: their last one refreshes
-    // the copies even if its own two images show the same short form.
-    let mut coalesced = HashSet::new();
+    // The MODIFYs others were coalesced into: they refresh the copies even
+    // if their own two images show the same short form.
+    let carriers: HashSet<usize> = superseded.iter().flatten().copied().collect();
     // The first record reported failed (or paused at): where Lambda delivers
     // from again.
     let mut first_failure = None;
     for (index, record) in event.records.iter().enumerate() {
-        if let Some((post, _)) = &superseded[index] {
+        if superseded[index].is_some() {
             stats.count(Outcome::Coalesced);
-            coalesced.insert(post.clone());
             continue;
         }
-        let refresh = match post_key(record) {
-            Some(post) if coalesced.contains(&post) => Refresh::Always,
-            _ => Refresh::WhenChanged,
+        let refresh = if carriers.contains(&index) {
+            Refresh::Always
+        } else {
+            Refresh::WhenChanged
         };
         // Transactions of a redelivered record reuse their tokens (a token is
         // the account's, so the table is part of the seed).
@@ -156,11 +156,7 @@ pub async fn handle_until(
             .iter()
             .zip(&superseded)
             .take(first)
-            .find(|(_, superseded)| {
-                superseded
-                    .as_ref()
-                    .is_some_and(|(_, carrier)| *carrier >= first)
-            });
+            .find(|(_, carrier)| carrier.is_some_and(|carrier| carrier >= first));
         if let Some((record, _)) = pending {
             response.batch_item_failures.push(failure(record));
         }
@@ -170,16 +166,16 @@ pub async fn handle_until(
 }
 
 /// For each record of a batch, if a later record of the batch is a MODIFY
-/// of the same post, the post and the index of its last MODIFY in the batch
-/// (the carrier: its new image holds this one's change); `None` for every
-/// other record.
+/// of the same post, the index of its last MODIFY in the batch (the
+/// carrier: its new image holds this one's change); `None` for every other
+/// record.
 ///
 /// Lambda delivers a post's records in order and, after a failure, again
 /// from the lowest failed record; [`handle_until`] reports a coalesced
 /// record whose carrier was not applied, so that both come again.
-fn superseded_post_changes(records: &[EventRecord]) -> Vec<Option<(Key, usize)>> {
+fn superseded_post_changes(records: &[EventRecord]) -> Vec<Option<usize>> {
     let mut last = HashMap::new();
-    let mut superseded: Vec<Option<(Key, usize)>> = records
+    let mut superseded: Vec<Option<usize>> = records
         .iter()
         .enumerate()
         .rev()
@@ -189,7 +185,7 @@ fn superseded_post_changes(records: &[EventRecord]) -> Vec<Option<(Key, usize)>>
             }
             let post = post_key(record)?;
             match last.get(&post) {
-                Some(carrier) => Some((post, *carrier)),
+                Some(carrier) => Some(*carrier),
                 None => {
                     last.insert(post, index);
                     None

@@ -216,6 +216,21 @@ impl Setup {
     }
 }
 
+/// The reason codes of a `TransactionCanceledException`, item by item.
+fn cancellation_codes<R: std::fmt::Debug + Send + Sync + 'static>(
+    err: aws_sdk_dynamodb::error::SdkError<TransactWriteItemsError, R>,
+) -> Vec<String> {
+    let TransactWriteItemsError::TransactionCanceledException(cancelled) = err.into_service_error()
+    else {
+        panic!("not a TransactionCanceledException");
+    };
+    cancelled
+        .cancellation_reasons()
+        .iter()
+        .map(|r| r.code().unwrap_or_default().to_owned())
+        .collect()
+}
+
 #[tokio::test]
 async fn with_no_faults_the_proxy_is_transparent() {
     let Some(upstream) = upstream() else { return };
@@ -320,19 +335,15 @@ async fn a_cancelled_transaction_reads_like_dynamodbs() {
         .send()
         .await
         .expect_err("cancelled");
-    let TransactWriteItemsError::TransactionCanceledException(cancelled) = err.into_service_error()
-    else {
-        panic!("not a TransactionCanceledException");
-    };
-    let codes: Vec<&str> = cancelled
-        .cancellation_reasons()
-        .iter()
-        .map(|r| r.code().unwrap_or_default())
-        .collect();
+    let codes = cancellation_codes(err);
     assert_eq!(codes.len(), 2, "one reason per item: {codes:?}");
-    let faulted: Vec<&&str> = codes.iter().filter(|c| **c != "None").collect();
+    let faulted: Vec<&str> = codes
+        .iter()
+        .map(String::as_str)
+        .filter(|c| *c != "None")
+        .collect();
     assert!(
-        matches!(faulted[..], [&"ThrottlingError" | &"TransactionConflict"]),
+        matches!(faulted[..], ["ThrottlingError" | "TransactionConflict"]),
         "{codes:?}"
     );
     assert_eq!(t.stored("order").await, None, "nothing was sent");
@@ -800,15 +811,7 @@ async fn a_spent_partition_refuses_writes_with_dynamodbs_reason() {
         .send()
         .await
         .expect_err("cancelled");
-    let TransactWriteItemsError::TransactionCanceledException(cancelled) = err.into_service_error()
-    else {
-        panic!("not a TransactionCanceledException");
-    };
-    let codes: Vec<&str> = cancelled
-        .cancellation_reasons()
-        .iter()
-        .map(|r| r.code().unwrap_or_default())
-        .collect();
+    let codes = cancellation_codes(err);
     assert_eq!(codes, ["ThrottlingError", "None"]);
     assert_eq!(t.stored("fresh").await, None);
 

@@ -171,7 +171,7 @@ async fn main() -> Result<(), Error> {
             hottest_per_second: units / span / scale,
             exact_after: exact.then(|| settled.elapsed().as_secs_f64()),
         };
-        print_row(&row, scale);
+        println!("  {}", table_row(&row, scale));
         rows.push(row);
     }
     let _ = stop.send(());
@@ -182,21 +182,7 @@ async fn main() -> Result<(), Error> {
     );
     println!("|---|---|---|---|---|---|---|---|---|---|");
     for row in &rows {
-        println!(
-            "| {:.0} | {:.0} | {:.0} % | {} | {:.0} | {:.0} | {:.1} | `{}` | {:.0} | {} |",
-            row.offered,
-            row.accepted as f64 / row.span / scale,
-            100.0 * row.unavailable as f64
-                / (row.accepted + row.unavailable + row.other).max(1) as f64,
-            row.other,
-            row.p50 * 1000.0,
-            row.p99 * 1000.0,
-            row.write_units_per_like,
-            row.hottest,
-            row.hottest_per_second,
-            row.exact_after
-                .map_or_else(|| "not within 60 s".to_owned(), |s| format!("{s:.1} s")),
-        );
+        println!("{}", table_row(row, scale));
     }
     println!(
         "(rates at DynamoDB's real limits: measured at {scale} of them, divided by {scale}; a rate is per second from the first like sent to the last answered)"
@@ -285,18 +271,20 @@ fn percentile(sorted: &[f64], q: f64) -> f64 {
     sorted[((sorted.len() - 1) as f64 * q).round() as usize]
 }
 
-fn print_row(row: &Row, scale: f64) {
-    println!(
-        "  {:.0} likes/s offered: {:.0}/s answered 2xx, {} 503, {} other; p50 {:.0} ms, p99 {:.0} ms; {:.1} WCU a like; hottest {} at {:.0} WCU/s; exact after {:?}",
+/// The row as docs/benchmarks.md's table shows it.
+fn table_row(row: &Row, scale: f64) -> String {
+    format!(
+        "| {:.0} | {:.0} | {:.0} % | {} | {:.0} | {:.0} | {:.1} | `{}` | {:.0} | {} |",
         row.offered,
         row.accepted as f64 / row.span / scale,
-        row.unavailable,
+        100.0 * row.unavailable as f64 / (row.accepted + row.unavailable + row.other).max(1) as f64,
         row.other,
         row.p50 * 1000.0,
         row.p99 * 1000.0,
         row.write_units_per_like,
         row.hottest,
         row.hottest_per_second,
-        row.exact_after,
-    );
+        row.exact_after
+            .map_or_else(|| "not within 60 s".to_owned(), |s| format!("{s:.1} s")),
+    )
 }
