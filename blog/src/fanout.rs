@@ -23,7 +23,7 @@
 //! application gives.
 
 use std::{
-    collections::{HashMap, HashSet},
+    collections::HashMap,
     time::{SystemTime, UNIX_EPOCH},
 };
 
@@ -36,13 +36,14 @@ use thiserror::Error;
 
 use crate::{
     ids::UserId,
-    keys::Key,
+    keys::{Key, PostPartition},
     metrics::{self, Unit},
     store::{
         ItemType, Store, StoreError,
         deletion::Removal,
         erasure::{ErasureStep, Written},
         feed::{Copied, FeedEntryItem},
+        hot::{ShardCounterItem, Summed},
         posts::PostItem,
         rename::{Deadline, RenameStep},
         users::{Author, UserItem},
@@ -98,9 +99,13 @@ pub async fn handle_until(
     };
     let mut response = DynamoDbEventResponse::default();
     let superseded = superseded_post_changes(&event.records);
-    // The MODIFYs others were coalesced into: they refresh the copies even
-    // if their own two images show the same short form.
-    let carriers: HashSet<usize> = superseded.iter().flatten().copied().collect();
+    // The records coalesced into each carrier: it writes their changes too.
+    let mut carried: HashMap<usize, Vec<&EventRecord>> = HashMap::new();
+    for (record, carrier) in event.records.iter().zip(&superseded) {
+        if let Some(carrier) = carrier {
+            carried.entry(*carrier).or_default().push(record);
+        }
+    }
     // The first record reported failed (or paused at): where Lambda delivers
     // from again.
     let mut first_failure = None;
@@ -109,16 +114,12 @@ pub async fn handle_until(
             stats.count(Outcome::Coalesced);
             continue;
         }
-        let refresh = if carriers.contains(&index) {
-            Refresh::Always
-        } else {
-            Refresh::WhenChanged
-        };
+        let carried = carried.get(&index).map_or(&[][..], Vec::as_slice);
         // Transactions of a redelivered record reuse their tokens (a token is
         // the account's, so the table is part of the seed).
         let seed = format!("{}/{}", store.table(), record.event_id);
         let applied =
-            crate::store::request_scope(seed, apply_record(store, record, &deadline, refresh));
+            crate::store::request_scope(seed, apply_record(store, record, &deadline, carried));
         match applied.await {
             Ok(outcome @ Outcome::Paused { .. }) => {
                 stats.count(outcome);
@@ -167,8 +168,10 @@ pub async fn handle_until(
 
 /// For each record of a batch, if a later record of the batch is a MODIFY
 /// of the same post, the index of its last MODIFY in the batch (the
-/// carrier: its new image holds this one's change); `None` for every other
-/// record.
+/// carrier: its new image holds this one's change), and likewise for the
+/// shard counters of a hot post (the last record of any of its counters
+/// carries the others: one write onto the post a batch); `None` for every
+/// other record.
 ///
 /// Lambda delivers a post's records in order and, after a failure, again
 /// from the lowest failed record; [`handle_until`] reports a coalesced
@@ -180,10 +183,11 @@ fn superseded_post_changes(records: &[EventRecord]) -> Vec<Option<usize>> {
         .enumerate()
         .rev()
         .map(|(index, record)| {
-            if Rule::of(record) != Some(Rule::ChangedPost) {
-                return None;
-            }
-            let post = post_key(record)?;
+            let post = match Rule::of(record) {
+                Some(Rule::ChangedPost) => post_key(record)?,
+                Some(Rule::ShardCounts) => shard_counters_of(record)?,
+                _ => return None,
+            };
             match last.get(&post) {
                 Some(carrier) => Some(*carrier),
                 None => {
@@ -195,6 +199,14 @@ fn superseded_post_changes(records: &[EventRecord]) -> Vec<Option<usize>> {
         .collect();
     superseded.reverse();
     superseded
+}
+
+/// What the shard counters of one post are coalesced under: the key of its
+/// first shard's counter.
+fn shard_counters_of(record: &EventRecord) -> Option<Key> {
+    let key = post_key(record)?;
+    let place = PostPartition::of_pk(&key.pk)?;
+    Some(Key::new(PostPartition::shard(place.post, 0).pk(), key.sk))
 }
 
 /// The record's item key, to tell records of one item apart.
@@ -246,6 +258,7 @@ enum Rule {
     ChangedUser,
     RemovedUser,
     RemovedPost,
+    ShardCounts,
 }
 
 impl Rule {
@@ -273,9 +286,16 @@ impl Rule {
                 Change::Modify => Some(Rule::ChangedUser),
                 Change::Remove => Some(Rule::RemovedUser),
             },
+            // A hot post's counts, added onto the post; made with the switch
+            // (nothing counted yet), deleted with the post.
+            ItemType::ShardCounter => match change {
+                Change::Modify => Some(Rule::ShardCounts),
+                Change::Insert | Change::Remove => None,
+            },
             // The copies the fan-out keeps and its own bookkeeping: nothing
             // is copied from them.
             ItemType::Username
+            | ItemType::LikeShards
             | ItemType::PostContent
             | ItemType::Liker
             | ItemType::FeedEntry
@@ -312,15 +332,21 @@ pub async fn apply(
     record: &EventRecord,
     deadline: &Deadline,
 ) -> Result<Outcome, FanoutError> {
-    apply_record(store, record, deadline, Refresh::WhenChanged).await
+    apply_record(store, record, deadline, &[]).await
 }
 
+/// Applies `record`, and the records of its batch `carried` into it.
 async fn apply_record(
     store: &Store,
     record: &EventRecord,
     deadline: &Deadline,
-    refresh: Refresh,
+    carried: &[&EventRecord],
 ) -> Result<Outcome, FanoutError> {
+    let refresh = if carried.is_empty() {
+        Refresh::WhenChanged
+    } else {
+        Refresh::Always
+    };
     match Rule::of(record) {
         Some(Rule::NewPost) => new_post(store, record).await,
         Some(Rule::NewReply) => new_reply(store, record).await,
@@ -328,6 +354,7 @@ async fn apply_record(
         Some(Rule::ChangedUser) => changed_user(store, record, deadline).await,
         Some(Rule::RemovedUser) => removed_user(store, record, deadline).await,
         Some(Rule::RemovedPost) => removed_post(store, record, deadline).await,
+        Some(Rule::ShardCounts) => shard_counts(store, record, carried).await,
         None => Ok(Outcome::Ignored),
     }
 }
@@ -435,6 +462,27 @@ async fn changed_post(
     })
 }
 
+/// Shard counter MODIFYs of a hot post (this one and those of its batch
+/// carried into it): what they counted added onto the post, once.
+async fn shard_counts(
+    store: &Store,
+    record: &EventRecord,
+    carried: &[&EventRecord],
+) -> Result<Outcome, FanoutError> {
+    let counters = carried
+        .iter()
+        .chain(std::iter::once(&record))
+        .map(|r| decode::<ShardCounterItem>(&r.change.new_image, "new"))
+        .collect::<Result<Vec<_>, _>>()?;
+    let Some(post) = counters.first().map(|c| c.post_id) else {
+        return Ok(Outcome::Ignored);
+    };
+    Ok(match store.add_shard_counts(&post, &counters).await? {
+        Summed::Written => Outcome::Written { writes: 1 },
+        Summed::Stale | Summed::Gone => Outcome::Stale { writes: 0 },
+    })
+}
+
 /// A user MODIFY: a new username onto everything they wrote.
 async fn changed_user(
     store: &Store,
@@ -487,7 +535,10 @@ async fn removed_post(
     let old: PostItem = decode(&record.change.old_image, "old")?;
     let left = usize::from(store.leave_feed(&old.post_id).await?);
     Ok(
-        match store.remove_post_items(&old.post_id, deadline).await? {
+        match store
+            .remove_post_items(&old.post_id, old.shards, deadline)
+            .await?
+        {
             Removal::Paused { deleted } => Outcome::Paused {
                 writes: left + deleted,
             },

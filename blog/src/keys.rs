@@ -9,6 +9,10 @@
 //! | comment         | `POST#<postId>`     | `COMMENT#<commentId>` | `USER#<userId>` | `COMMENT#<commentId>` |
 //! | like            | `POST#<postId>`     | `LIKE#<likeId>`     | `USER#<userId>` | `LIKE#<likeId>`   |
 //! | like marker     | `POST#<postId>`     | `LIKER#<userId>`    | –             | –                   |
+//! | hot post's likes pointer | `POST#<postId>` | `LIKE#~SHARDED`  | –             | –                   |
+//! | hot post's like | `POST#<postId>#<k>` | `LIKE#<likeId>`     | `USER#<userId>` | `LIKE#<likeId>`   |
+//! | hot post's like marker | `POST#<postId>#<k>` | `LIKER#<userId>` | –           | –                   |
+//! | hot post's shard counter | `POST#<postId>#<k>` | `COUNTS`     | –             | –                   |
 //! | feed entry      | `FEED`              | `POST#<postId>`     | –             | –                   |
 //! | feed floor      | `FEED`              | `FLOOR`             | –             | –                   |
 //! | rename progress | `USER#<userId>`     | `RENAME`            | –             | –                   |
@@ -24,6 +28,10 @@
 //! what a user wrote, posts (Q3) as well as comments and likes (what a rename must
 //! fan out to). Profiles, username claims, markers and feed entries carry no GSI1
 //! keys, so the index stays sparse.
+//!
+//! A hot post (one whose partition DynamoDB throttled: [`crate::store::hot`])
+//! spreads its new likes, their markers and its counts over shard partitions
+//! `POST#<postId>#<k>`, `k` in `00`..: [`PostPartition`] names either.
 //!
 //! Every function here takes validated ids ([`crate::ids`]), never raw client text.
 //!
@@ -75,6 +83,14 @@ const USER_PREFIX: &str = "USER#";
 pub const POST_PREFIX: &str = "POST#";
 pub const COMMENT_PREFIX: &str = "COMMENT#";
 pub const LIKE_PREFIX: &str = "LIKE#";
+pub const LIKER_PREFIX: &str = "LIKER#";
+/// A hot post's pointer to its like shards, in its own partition. It sorts
+/// after every `LIKE#<ulid>` (a ULID is `0-9A-Z`), so the first item of Q5's
+/// newest-first Query says whether the likes are sharded; the audit and the
+/// lists skip it.
+pub const LIKE_SHARDS_SK: &str = "LIKE#~SHARDED";
+/// A hot post's shard counter, in each shard partition.
+pub const SHARD_COUNTS_SK: &str = "COUNTS";
 
 pub fn user_pk(user: &UserId) -> String {
     format!("{USER_PREFIX}{user}")
@@ -105,10 +121,50 @@ pub fn user_of_pk(pk: &str) -> Option<UserId> {
         .and_then(|id| UserId::parse(id).ok())
 }
 
-/// The post whose partition key `pk` is.
+/// The post whose partition key `pk` is (its own partition or a shard's).
 pub fn post_of_pk(pk: &str) -> Option<PostId> {
-    pk.strip_prefix(POST_PREFIX)
-        .and_then(|id| PostId::parse(id).ok())
+    PostPartition::of_pk(pk).map(|place| place.post)
+}
+
+/// One partition of a post: its own (`shard: None`: the post, its content,
+/// its comments and, while it is quiet, its likes), or one of a hot post's
+/// shards (`POST#<postId>#<k>`: likes, markers and a counter).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct PostPartition {
+    pub post: PostId,
+    pub shard: Option<u8>,
+}
+
+impl PostPartition {
+    pub fn own(post: PostId) -> Self {
+        Self { post, shard: None }
+    }
+
+    pub fn shard(post: PostId, shard: u8) -> Self {
+        Self {
+            post,
+            shard: Some(shard),
+        }
+    }
+
+    pub fn pk(&self) -> String {
+        match self.shard {
+            None => post_pk(&self.post),
+            Some(k) => format!("{POST_PREFIX}{}#{k:02}", self.post),
+        }
+    }
+
+    /// The partition whose key `pk` is; `None` for anything but a post's.
+    pub fn of_pk(pk: &str) -> Option<Self> {
+        let rest = pk.strip_prefix(POST_PREFIX)?;
+        let (id, shard) = match rest.split_once('#') {
+            None => (rest, None),
+            Some((id, k)) if k.len() == 2 => (id, Some(k.parse::<u8>().ok()?)),
+            Some(_) => return None,
+        };
+        let post = PostId::parse(id).ok()?;
+        Some(Self { post, shard })
+    }
 }
 
 pub fn comment_sk(comment: &CommentId) -> String {
@@ -121,7 +177,7 @@ pub fn like_sk(like: &LikeId) -> String {
 
 /// One marker per (post, user): its conditional put is what makes a like unique.
 pub fn liker_sk(user: &UserId) -> String {
-    format!("LIKER#{user}")
+    format!("{LIKER_PREFIX}{user}")
 }
 
 /// GSI1 partition of everything a user wrote.
@@ -194,6 +250,11 @@ item_types! {
     /// What is left of an erased account (`USER#u / ERASED`,
     /// [`crate::store::erasure`]).
     Erasure,
+    /// A hot post's counts in one shard (`POST#p#k / COUNTS`,
+    /// [`crate::store::hot`]).
+    ShardCounter,
+    /// A hot post's pointer to its like shards (`POST#p / LIKE#~SHARDED`).
+    LikeShards,
     /// A stream record the fan-out gave up on, kept until replayed
     /// (`PARKED / RECORD#…`, [`crate::store::parked`]).
     ParkedRecord,
@@ -310,6 +371,10 @@ mod tests {
         // `LIKER#…` markers share the post partition with `LIKE#…` likes: a
         // begins_with(LIKE#) query must not see them.
         assert!(!liker_sk(&user).starts_with(LIKE_PREFIX));
+        // The shard pointer sorts after every like, newest first it comes first.
+        let newest = like_sk(&LikeId::parse("7ZZZZZZZZZZZZZZZZZZZZZZZZZ").unwrap());
+        assert!(LIKE_SHARDS_SK.starts_with(LIKE_PREFIX) && LIKE_SHARDS_SK > newest.as_str());
+        assert!(!SHARD_COUNTS_SK.starts_with(LIKE_PREFIX));
         assert!(!POST_SK.starts_with(COMMENT_PREFIX) && !POST_SK.starts_with(LIKE_PREFIX));
         // Q2's begins_with(POST) reads the post and its content, nothing else.
         for other in [COMMENT_PREFIX, LIKE_PREFIX, "LIKER#"] {
@@ -328,6 +393,11 @@ mod tests {
         let post = PostId::generate();
         assert_eq!(post_of_pk(&post_pk(&post)), Some(post));
         assert_eq!(post_of_pk(&user_pk(&UserId::parse("u1").unwrap())), None);
+        let shard = PostPartition::shard(post, 7);
+        assert_eq!(shard.pk(), format!("POST#{post}#07"));
+        assert_eq!(PostPartition::of_pk(&shard.pk()), Some(shard));
+        assert_eq!(post_of_pk(&shard.pk()), Some(post));
+        assert_eq!(PostPartition::of_pk(&format!("POST#{post}#7")), None);
         assert_eq!(user_of_pk("FEED"), None);
     }
 

@@ -3,9 +3,9 @@
 use serde::{Deserialize, Serialize};
 
 use super::{
-    ItemType, Store, StoreError,
-    posts::{Counter, PostItem, Step},
-    table::{Expr, Query, TxOutcome, Write},
+    Busy, ItemType, Store, StoreError, hot,
+    posts::{Counter, PostItem},
+    table::{Committing, Expr, Query, TxOutcome, Write},
     users::UserItem,
 };
 use crate::{
@@ -27,7 +27,14 @@ pub struct CommentItem {
     pub user_version: u64,
     pub content: String,
     pub created_at: String,
+    /// On a hot post: the shard whose counter counts it (it stays in the
+    /// post's partition). `None`: counted on the post item.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub counted_in: Option<u8>,
 }
+
+/// How often a comment is tried again when its post turned hot under it.
+const COMMENT_ATTEMPTS: usize = 3;
 
 impl CommentItem {
     /// `author`'s comment on `post`, made when `comment_id` was.
@@ -40,6 +47,7 @@ impl CommentItem {
             user_version: author.version,
             content: content.to_owned(),
             created_at: comment_id.created_at(),
+            counted_in: None,
         }
     }
 
@@ -103,7 +111,8 @@ impl Store {
         let mut tx = self.db.transaction("delete comment");
         let remove = Write::delete(comment_key).when(exists).landed_if_gone();
         let removed = tx.add("comment", remove);
-        let counted = tx.add("post", PostItem::count(post, Counter::Comments, Step::Down));
+        let count = hot::counted_down(post, found.counted_in, Counter::Comments);
+        let counted = tx.add("count", count);
         match tx.commit().await? {
             TxOutcome::Committed => Ok(()),
             // Deleted meanwhile (by its other permitted deleter, or the post's
@@ -118,38 +127,64 @@ impl Store {
         }
     }
 
-    /// Erasure (fan-out): `comment` out of `post` with the post's
-    /// `commentCount` one down, in one transaction, as its author deleting it
-    /// would; `false` when it is gone already. When the post is gone (its
-    /// own deletion clears its partition) the comment goes alone.
+    /// Erasure (fan-out): `comment` out of `post` with one off the count it
+    /// was counted in, in one transaction, as its author deleting it would;
+    /// `false` when it is gone already. It is first taken to be counted on
+    /// the post item (a comment made while the post was quiet); one counted
+    /// in a hot post's shard fails that condition, and is read. When the post
+    /// is gone (its own deletion clears its partition) the comment goes alone.
     pub(super) async fn erase_comment(
         &self,
         post: &PostId,
         comment: &CommentId,
     ) -> Result<bool, StoreError> {
         let key = CommentItem::key_of(post, comment).item();
-        let exists = Expr::new("attribute_exists(PK)");
-        let mut tx = self.db.transaction("erase comment");
-        let remove = Write::delete(key.clone()).when(exists).landed_if_gone();
-        let removed = tx.add("comment", remove);
-        let counted = tx.add("post", PostItem::count(post, Counter::Comments, Step::Down));
-        match tx.commit().await? {
-            TxOutcome::Committed => Ok(true),
-            TxOutcome::ConditionFailed(failed) if failed.failed(removed) => Ok(false),
-            TxOutcome::ConditionFailed(failed) if failed.failed(counted) => {
-                let alone = Write::delete(key);
-                self.db
-                    .write("erase comment of a deleted post", &alone)
-                    .await?;
-                Ok(true)
+        let mut counted_in = None;
+        for _ in 0..COMMENT_ATTEMPTS {
+            let there = match counted_in {
+                None => "attribute_exists(PK) AND attribute_not_exists(countedIn)",
+                Some(_) => "attribute_exists(PK) AND countedIn = :shard",
+            };
+            let mut there = Expr::new(there);
+            if let Some(shard) = counted_in {
+                there = there.value(":shard", super::n(u64::from(shard)));
             }
-            TxOutcome::ConditionFailed(failed) => Err(failed.unexpected("erase comment")),
+            let mut tx = self.db.transaction("erase comment");
+            let remove = Write::delete(key.clone()).when(there).landed_if_gone();
+            let removed = tx.add("comment", remove);
+            let count = hot::counted_down(post, counted_in, Counter::Comments);
+            let counted = tx.add("count", count);
+            match tx.commit().await? {
+                TxOutcome::Committed => return Ok(true),
+                TxOutcome::ConditionFailed(failed) if failed.failed(removed) => {
+                    let found = self.db.get_entity::<CommentItem>(key.clone(), true);
+                    match found.await? {
+                        None => return Ok(false),
+                        Some(found) => counted_in = found.counted_in,
+                    }
+                }
+                TxOutcome::ConditionFailed(failed) if failed.failed(counted) => {
+                    let alone = Write::delete(key);
+                    self.db
+                        .write("erase comment of a deleted post", &alone)
+                        .await?;
+                    return Ok(true);
+                }
+                TxOutcome::ConditionFailed(failed) => return Err(failed.unexpected("erase comment")),
+            }
         }
+        Err(StoreError::busy(
+            Busy::Conflict,
+            "the comment kept changing while it was erased",
+        ))
     }
 
-    /// C3 (request): the comment and the post's `commentCount` change commit
-    /// together, so the count is exact however many comment at once (the
-    /// seeds' stored procedure, as one single-partition transaction).
+    /// C3 (request): the comment and one up on the post's `commentCount`
+    /// commit together, so the count is exact however many comment at once
+    /// (the seeds' stored procedure, as one single-partition transaction).
+    /// On a hot post the count goes to a shard's counter instead ([`hot`]);
+    /// a quiet post's partition refusing the comment for capacity makes the
+    /// post hot.
     pub async fn create_comment(
         &self,
         post: &PostId,
@@ -159,17 +194,37 @@ impl Store {
         // The caller's profile (403 for an erased account, or without one):
         // its name goes onto the item.
         let profile = self.writer(author).await?.profile()?;
-        let item = CommentItem::new(*post, CommentId::generate(), &profile, content);
-        let mut tx = self.db.transaction("comment");
-        tx.add("comment", Write::create(&item)?);
-        let counted = tx.add("post", PostItem::count(post, Counter::Comments, Step::Up));
-        match tx.commit().await? {
-            TxOutcome::Committed => Ok(item.into()),
-            TxOutcome::ConditionFailed(failed) if failed.failed(counted) => {
-                Err(StoreError::PostNotFound)
+        for _ in 0..COMMENT_ATTEMPTS {
+            let mut item = CommentItem::new(*post, CommentId::generate(), &profile, content);
+            item.counted_in = self
+                .known_shards(post)
+                .map(|shards| hot::comment_shard(&item.comment_id, shards));
+            let mut tx = self.db.transaction("comment");
+            tx.add("comment", Write::create(&item)?);
+            let count = hot::counted_up(post, item.counted_in, Counter::Comments);
+            let counted = tx.add("count", count);
+            let outcome = match item.counted_in {
+                None => tx.commit_unless_throttled(counted).await?,
+                Some(_) => Committing::Done(tx.commit().await?),
+            };
+            match outcome {
+                Committing::Throttled => {
+                    self.make_hot(post).await?;
+                }
+                Committing::Done(TxOutcome::Committed) => return Ok(item.into()),
+                // Gone (404), or hot meanwhile: in its shards then.
+                Committing::Done(TxOutcome::ConditionFailed(failed)) if failed.failed(counted) => {
+                    self.learn_shards(post).await?;
+                }
+                Committing::Done(TxOutcome::ConditionFailed(failed)) => {
+                    return Err(failed.unexpected("comment"));
+                }
             }
-            TxOutcome::ConditionFailed(failed) => Err(failed.unexpected("comment")),
         }
+        Err(StoreError::busy(
+            Busy::Conflict,
+            "the post kept changing while it was commented on",
+        ))
     }
 
     /// Q4 (request): one Query in the post's partition, oldest first.

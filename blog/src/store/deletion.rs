@@ -24,7 +24,7 @@ use super::{
 };
 use crate::{
     ids::{PostId, UserId},
-    keys::{self, Key, PK, SK},
+    keys::{self, Key, PK, PostPartition, SK},
 };
 
 /// Items deleted at once while walking a post's partition.
@@ -72,6 +72,13 @@ impl Store {
             .landed_if_gone();
         let removed = tx.add("post", remove);
         tx.add("content", Write::delete(content));
+        // A hot post's counters go with it: a like or comment counted there
+        // fails from now on, as one on a quiet post does.
+        if let Some(shards) = found.shards {
+            for counter in Store::shard_counter_keys(post, shards) {
+                tx.add("shard counter", Write::delete(counter));
+            }
+        }
         match tx.commit().await? {
             TxOutcome::Committed => Ok(()),
             // Deleted meanwhile by another request.
@@ -82,22 +89,43 @@ impl Store {
         }
     }
 
-    /// Fan-out of a deleted post: deletes what is left in its partition, a
-    /// page at a time, until none is left or `deadline` is near. Items are
-    /// read and deleted by key only; a delete of an item already gone is a
-    /// no-op, so a walk run twice deletes nothing twice.
+    /// Fan-out of a deleted post: deletes what is left in its partition (and
+    /// a hot post's in each of its `shards`), a page at a time, until none
+    /// is left or `deadline` is near. Items are read and deleted by key only;
+    /// a delete of an item already gone is a no-op, so a walk run twice
+    /// deletes nothing twice.
     pub async fn remove_post_items(
         &self,
         post: &PostId,
+        shards: Option<u8>,
         deadline: &Deadline,
     ) -> Result<Removal, StoreError> {
         let mut deleted = 0;
-        loop {
-            // At least one page per invocation, however short its time.
-            if deleted > 0 && deadline.near() {
+        let shards = (0..shards.unwrap_or(0)).map(|k| PostPartition::shard(*post, k));
+        for place in std::iter::once(PostPartition::own(*post)).chain(shards) {
+            if let Removal::Paused { deleted } =
+                self.remove_partition(place, deadline, &mut deleted).await?
+            {
                 return Ok(Removal::Paused { deleted });
             }
-            let query = Query::partition(keys::post_pk(post))
+        }
+        Ok(Removal::Done { deleted })
+    }
+
+    /// One partition of [`Store::remove_post_items`]'s walk; `deleted`
+    /// counts on from the partitions before it.
+    async fn remove_partition(
+        &self,
+        place: PostPartition,
+        deadline: &Deadline,
+        deleted: &mut usize,
+    ) -> Result<Removal, StoreError> {
+        loop {
+            // At least one page per invocation, however short its time.
+            if *deleted > 0 && deadline.near() {
+                return Ok(Removal::Paused { deleted: *deleted });
+            }
+            let query = Query::partition(place.pk())
                 .project(Expr::new("#k1, #k2").name("#k1", PK).name("#k2", SK))
                 .consistent();
             let page = self
@@ -105,9 +133,9 @@ impl Store {
                 .query_page("read a deleted post's items", &query, None, Some(PAGE));
             let keys: Vec<Item> = page.await?.items;
             if keys.is_empty() {
-                return Ok(Removal::Done { deleted });
+                return Ok(Removal::Done { deleted: *deleted });
             }
-            deleted += self.delete_keys(keys).await?;
+            *deleted += self.delete_keys(keys).await?;
         }
     }
 

@@ -39,7 +39,7 @@ use super::{
 };
 use crate::{
     ids::{CommentId, LikeId, PostId, UserId},
-    keys::{self, Entity, Key, PK, SK},
+    keys::{self, Entity, Key, PK, PostPartition, SK},
     timestamp,
 };
 
@@ -119,13 +119,14 @@ pub enum ErasureStep {
 pub enum Written {
     Post(PostId),
     Comment(PostId, CommentId),
-    Like(PostId, LikeId),
+    Like(PostPartition, LikeId),
 }
 
 impl Written {
     /// What the item at `key` (a table key) is, if the user wrote it.
     pub fn of(key: &Key) -> Option<Self> {
-        let post = keys::post_of_pk(&key.pk)?;
+        let place = PostPartition::of_pk(&key.pk)?;
+        let post = place.post;
         if key.sk == keys::POST_SK {
             return Some(Self::Post(post));
         }
@@ -133,7 +134,7 @@ impl Written {
             return CommentId::parse(id).ok().map(|c| Self::Comment(post, c));
         }
         let id = key.sk.strip_prefix(keys::LIKE_PREFIX)?;
-        LikeId::parse(id).ok().map(|l| Self::Like(post, l))
+        LikeId::parse(id).ok().map(|l| Self::Like(place, l))
     }
 }
 
@@ -325,8 +326,8 @@ impl Store {
             Written::Comment(post, comment) => {
                 done.comments += usize::from(self.erase_comment(&post, &comment).await?);
             }
-            Written::Like(post, like) => {
-                done.likes += usize::from(self.erase_like(&post, &like, user).await?);
+            Written::Like(place, like) => {
+                done.likes += usize::from(self.erase_like(place, &like, user).await?);
             }
         }
         Ok(done)

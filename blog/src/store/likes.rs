@@ -4,14 +4,15 @@ use serde::{Deserialize, Serialize};
 
 use super::{
     Busy, ItemType, Store, StoreError,
-    posts::{Counter, PostItem, Step},
+    hot::{self, LikeShardsItem},
+    posts::{Counter, PostItem},
     s,
-    table::{Expr, Query, TxOutcome, Write},
+    table::{Committing, Expr, Query, TxOutcome, Write},
     users::UserItem,
 };
 use crate::{
-    ids::{LikeId, PostId, UserId},
-    keys::{self, Entity, Key, LIKE_PREFIX},
+    ids::{IdError, LikeId, PostId, UserId},
+    keys::{self, Entity, Key, LIKE_PREFIX, PostPartition},
     model::{Like, Page},
     text::Username,
 };
@@ -22,7 +23,8 @@ const UNLIKE_ATTEMPTS: usize = 5;
 
 /// A like. Its sort key is time-ordered (`LIKE#<likeId>`) so that Q5 lists
 /// newest first with one Query; it is listed in its author's GSI1 partition for
-/// renames.
+/// renames. It lives in its post's partition, or, given once the post was
+/// hot, in the liker's shard of it (`shard`).
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct LikeItem {
@@ -32,19 +34,35 @@ pub struct LikeItem {
     pub username: Username,
     pub user_version: u64,
     pub created_at: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shard: Option<u8>,
 }
 
 impl LikeItem {
-    /// `liker`'s like of `post`, made when `like_id` was.
-    pub fn new(post: PostId, like_id: LikeId, liker: &UserItem) -> Self {
+    /// `liker`'s like of the post whose partition `place` is, made when
+    /// `like_id` was.
+    pub fn new(place: PostPartition, like_id: LikeId, liker: &UserItem) -> Self {
         Self {
             like_id,
-            post_id: post,
+            post_id: place.post,
             user_id: liker.user_id.clone(),
             username: liker.username.clone(),
             user_version: liker.version,
             created_at: like_id.created_at(),
+            shard: place.shard,
         }
+    }
+
+    /// The partition it lives in.
+    pub fn place(&self) -> PostPartition {
+        PostPartition {
+            post: self.post_id,
+            shard: self.shard,
+        }
+    }
+
+    fn key_of(place: PostPartition, like: &LikeId) -> Key {
+        Key::new(place.pk(), keys::like_sk(like))
     }
 }
 
@@ -54,7 +72,7 @@ impl Entity for LikeItem {
     const OWN: &'static [&'static str] = &[];
 
     fn key(&self) -> Key {
-        Key::new(keys::post_pk(&self.post_id), keys::like_sk(&self.like_id))
+        Self::key_of(self.place(), &self.like_id)
     }
 
     fn gsi1(&self) -> Option<Key> {
@@ -74,14 +92,17 @@ impl From<LikeItem> for Like {
     }
 }
 
-/// One per (post, user), keyed by the user: its conditional put is what makes a
-/// like unique. It points at the like it guards.
+/// One per (post, user), keyed by the user, beside the like it guards (in the
+/// post's partition or its shard): its conditional put is what makes a like
+/// unique. It points at the like it guards.
 #[derive(Debug, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub(super) struct LikerMarker {
     post_id: PostId,
     like_id: LikeId,
     user_id: UserId,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    shard: Option<u8>,
 }
 
 impl LikerMarker {
@@ -91,11 +112,19 @@ impl LikerMarker {
             post_id: like.post_id,
             like_id: like.like_id,
             user_id: like.user_id.clone(),
+            shard: like.shard,
         }
     }
 
-    fn key_of(post: &PostId, liker: &UserId) -> Key {
-        Key::new(keys::post_pk(post), keys::liker_sk(liker))
+    fn key_of(place: PostPartition, liker: &UserId) -> Key {
+        Key::new(place.pk(), keys::liker_sk(liker))
+    }
+
+    fn place(&self) -> PostPartition {
+        PostPartition {
+            post: self.post_id,
+            shard: self.shard,
+        }
     }
 }
 
@@ -105,7 +134,7 @@ impl Entity for LikerMarker {
     const OWN: &'static [&'static str] = &["likeId"];
 
     fn key(&self) -> Key {
-        Self::key_of(&self.post_id, &self.user_id)
+        Self::key_of(self.place(), &self.user_id)
     }
 
     /// Markers written before they carried `postId` take it from their key.
@@ -119,12 +148,13 @@ impl Entity for LikerMarker {
         }
         let key = Key::of(&item)?;
         let stored: Stored = super::from_item(item)?;
-        let post_id = stored.post_id.or_else(|| keys::post_of_pk(&key.pk));
+        let place = PostPartition::of_pk(&key.pk)
+            .ok_or_else(|| StoreError::Internal(format!("a like marker under {}", key.pk)))?;
         Ok(Self {
-            post_id: post_id
-                .ok_or_else(|| StoreError::Internal(format!("a like marker under {}", key.pk)))?,
+            post_id: stored.post_id.unwrap_or(place.post),
             like_id: stored.like_id,
             user_id: stored.user_id,
+            shard: place.shard,
         })
     }
 }
@@ -136,11 +166,49 @@ pub enum Liked {
     Already(Like),
 }
 
+/// Where a page of a post's likes resumes: after a like, and whether the
+/// list was a hot post's (its shards merged in). A cursor made while the post
+/// was quiet goes on in its own partition only, which is right: every like in
+/// a shard is newer than every like given before the post was hot.
+#[derive(Debug, Clone, Copy)]
+struct LikesCursor {
+    after: LikeId,
+    shards: Option<u8>,
+}
+
+impl LikesCursor {
+    fn parse(raw: &str) -> Result<Self, IdError> {
+        let (like, shards) = match raw.split_once('.') {
+            None => (raw, None),
+            Some((like, shards)) => {
+                let shards = shards.parse::<u8>().ok().filter(|n| *n > 0);
+                let bad = IdError::NotUlid { kind: "cursor" };
+                (like, Some(shards.ok_or(bad)?))
+            }
+        };
+        Ok(Self {
+            after: LikeId::parse(like)?,
+            shards,
+        })
+    }
+
+    fn encode(like: &LikeItem, shards: Option<u8>) -> String {
+        match shards {
+            None => like.like_id.to_string(),
+            Some(n) => format!("{}.{n}", like.like_id),
+        }
+    }
+}
+
 impl Store {
-    /// C4 (request): the marker, the like and the post's `likeCount` change
-    /// commit together; a second like by the same user fails on the marker
-    /// and changes nothing. The like copies the liker's username as read; a
-    /// rename racing with it is caught up by the fan-out's INSERT rule.
+    /// C4 (request): the marker, the like and one up on the post's
+    /// `likeCount` commit together; a second like by the same user fails on
+    /// the marker and changes nothing. On a hot post the three go to the
+    /// liker's shard, the count to its counter, after a read of the marker a
+    /// like given while the post was quiet has ([`hot`]). A quiet post's
+    /// partition refusing the like for capacity makes the post hot. The like
+    /// copies the liker's username as read; a rename racing with it is
+    /// caught up by the fan-out's INSERT rule.
     pub async fn like_post(&self, post: &PostId, liker: &UserId) -> Result<Liked, StoreError> {
         // The caller's profile (403 for an erased account, or without one):
         // its name goes onto the item.
@@ -148,25 +216,44 @@ impl Store {
         // A like taken back between the refused put and the read of the
         // existing one: like again.
         for _ in 0..UNLIKE_ATTEMPTS {
-            let like = LikeItem::new(*post, LikeId::generate(), &profile);
+            let shard = self
+                .known_shards(post)
+                .map(|shards| hot::liker_shard(liker, shards));
+            let place = PostPartition { post: *post, shard };
+            if shard.is_some()
+                && let Some(existing) = self.existing_like(PostPartition::own(*post), liker).await?
+            {
+                return Ok(Liked::Already(existing));
+            }
+            let like = LikeItem::new(place, LikeId::generate(), &profile);
             let mut tx = self.db.transaction("like");
             let marker = tx.add(
                 "liker marker",
                 Write::create(&LikerMarker::for_like(&like))?,
             );
             tx.add("like", Write::create(&like)?);
-            let counted = tx.add("post", PostItem::count(post, Counter::Likes, Step::Up));
-            match tx.commit().await? {
-                TxOutcome::Committed => return Ok(Liked::New(like.into())),
-                TxOutcome::ConditionFailed(failed) if failed.failed(counted) => {
-                    return Err(StoreError::PostNotFound);
+            let counted = tx.add("count", hot::counted_up(post, shard, Counter::Likes));
+            let outcome = match shard {
+                None => tx.commit_unless_throttled(counted).await?,
+                Some(_) => Committing::Done(tx.commit().await?),
+            };
+            let failed = match outcome {
+                Committing::Throttled => {
+                    self.make_hot(post).await?;
+                    continue;
                 }
-                TxOutcome::ConditionFailed(failed) if failed.failed(marker) => {
-                    if let Some(existing) = self.existing_like(post, liker).await? {
-                        return Ok(Liked::Already(existing));
-                    }
+                Committing::Done(TxOutcome::Committed) => return Ok(Liked::New(like.into())),
+                Committing::Done(TxOutcome::ConditionFailed(failed)) => failed,
+            };
+            if failed.failed(counted) {
+                // Gone, or (quiet as far as this process knew) hot meanwhile.
+                self.learn_shards(post).await?;
+            } else if failed.failed(marker) {
+                if let Some(existing) = self.existing_like(place, liker).await? {
+                    return Ok(Liked::Already(existing));
                 }
-                TxOutcome::ConditionFailed(failed) => return Err(failed.unexpected("like")),
+            } else {
+                return Err(failed.unexpected("like"));
             }
         }
         Err(StoreError::busy(
@@ -175,18 +262,18 @@ impl Store {
         ))
     }
 
-    /// The like a user already gave a post: the marker names it. `None` when
-    /// it was taken back meanwhile.
+    /// The like a user already gave a post, in the partition `place`: the
+    /// marker there names it. `None` when there is none (or it was taken back
+    /// meanwhile).
     async fn existing_like(
         &self,
-        post: &PostId,
+        place: PostPartition,
         liker: &UserId,
     ) -> Result<Option<Like>, StoreError> {
-        let marker_key = LikerMarker::key_of(post, liker).item();
-        let Some(marker) = self.db.get_entity::<LikerMarker>(marker_key, true).await? else {
+        let Some(marker) = self.marker(place, liker).await? else {
             return Ok(None);
         };
-        let like_key = Key::new(keys::post_pk(post), keys::like_sk(&marker.like_id));
+        let like_key = LikeItem::key_of(place, &marker.like_id);
         let like = self
             .db
             .get_entity::<LikeItem>(like_key.item(), true)
@@ -194,8 +281,50 @@ impl Store {
         Ok(like.map(Like::from))
     }
 
+    async fn marker(
+        &self,
+        place: PostPartition,
+        liker: &UserId,
+    ) -> Result<Option<LikerMarker>, StoreError> {
+        let key = LikerMarker::key_of(place, liker).item();
+        self.db.get_entity::<LikerMarker>(key, true).await
+    }
+
+    /// The marker of `liker`'s like of `post`, wherever it is: in the
+    /// liker's shard of a hot post, or in the post's own partition (a like
+    /// given while it was quiet). Reads the shard first when this process
+    /// knows the post is hot, and the post when it finds no marker (404 when
+    /// there is no post; a post it learns is hot is looked at again).
+    async fn find_marker(
+        &self,
+        post: &PostId,
+        liker: &UserId,
+    ) -> Result<Option<LikerMarker>, StoreError> {
+        let mut looked_in_shards = false;
+        if let Some(shards) = self.known_shards(post) {
+            let place = PostPartition::shard(*post, hot::liker_shard(liker, shards));
+            if let Some(marker) = self.marker(place, liker).await? {
+                return Ok(Some(marker));
+            }
+            looked_in_shards = true;
+        }
+        if let Some(marker) = self.marker(PostPartition::own(*post), liker).await? {
+            return Ok(Some(marker));
+        }
+        let found = self.db.get_entity::<PostItem>(PostItem::key(post), true);
+        let found = found.await?.ok_or(StoreError::PostNotFound)?;
+        match found.shards {
+            Some(shards) if !looked_in_shards => {
+                let place = PostPartition::shard(*post, hot::liker_shard(liker, shards));
+                self.marker(place, liker).await
+            }
+            _ => Ok(None),
+        }
+    }
+
     /// C4 taken back (request): the caller's like of `post`, its marker and
-    /// one off the post's `likeCount` go together. `false` when there is no
+    /// one off the count it was counted in (the post's `likeCount`, or its
+    /// shard's counter on a hot post) go together. `false` when there is no
     /// like to take back (answered 204 all the same); an error if there is
     /// no such post. The marker is deleted only if it still names the like
     /// read, so a concurrent unlike and like again are read afresh. An
@@ -203,34 +332,34 @@ impl Store {
     /// read ([`Store::writer`]).
     pub async fn unlike_post(&self, post: &PostId, liker: &UserId) -> Result<bool, StoreError> {
         self.refuse_erased(liker).await?;
-        let marker_key = LikerMarker::key_of(post, liker).item();
         for _ in 0..UNLIKE_ATTEMPTS {
-            let marker = self.db.get_entity::<LikerMarker>(marker_key.clone(), true);
-            let Some(marker) = marker.await? else {
-                return match self.db.get(PostItem::key(post), true).await? {
-                    Some(_) => Ok(false),
-                    None => Err(StoreError::PostNotFound),
-                };
+            let Some(marker) = self.find_marker(post, liker).await? else {
+                return Ok(false);
             };
+            let place = marker.place();
             let names_it =
                 Expr::new("likeId = :like").value(":like", s(marker.like_id.to_string()));
-            let like_key = Key::new(keys::post_pk(post), keys::like_sk(&marker.like_id));
+            let like_key = LikeItem::key_of(place, &marker.like_id);
             let exists = Expr::new("attribute_exists(PK)");
             let mut tx = self.db.transaction("unlike");
             let unmarked = tx.add(
                 "liker marker",
-                Write::delete(marker_key.clone())
+                Write::delete(marker.key().item())
                     .when(names_it)
                     .landed_if_gone(),
             );
             let removed = tx.add("like", Write::delete(like_key.item()).when(exists));
-            let counted = tx.add("post", PostItem::count(post, Counter::Likes, Step::Down));
+            let counted = tx.add(
+                "count",
+                hot::counted_down(post, place.shard, Counter::Likes),
+            );
             match tx.commit().await? {
                 TxOutcome::Committed => return Ok(true),
                 // Taken back or given again meanwhile (or by this very
                 // request, its answer lost): read the marker again.
                 TxOutcome::ConditionFailed(failed) if failed.failed(unmarked) => continue,
                 TxOutcome::ConditionFailed(failed) if failed.failed(counted) => {
+                    self.forget_hot(post);
                     return Err(StoreError::PostNotFound);
                 }
                 TxOutcome::ConditionFailed(failed) if failed.failed(removed) => {
@@ -245,18 +374,19 @@ impl Store {
         ))
     }
 
-    /// Erasure (fan-out): the like `like` of `liker`, its marker (when it
-    /// names this like: a new account of the same user may have liked since)
-    /// and one off the post's `likeCount`, in one transaction, as unliking
-    /// would; `false` when the like is gone already. When the post is gone
-    /// (its own deletion clears its partition) the like goes alone.
+    /// Erasure (fan-out): the like `like` of `liker` in the partition
+    /// `place`, its marker (when it names this like: a new account of the
+    /// same user may have liked since) and one off the count it was counted
+    /// in, in one transaction, as unliking would; `false` when the like is
+    /// gone already. When the post is gone (its own deletion clears its
+    /// partitions) the like goes alone.
     pub(super) async fn erase_like(
         &self,
-        post: &PostId,
+        place: PostPartition,
         like: &LikeId,
         liker: &UserId,
     ) -> Result<bool, StoreError> {
-        let like_key = Key::new(keys::post_pk(post), keys::like_sk(like)).item();
+        let like_key = LikeItem::key_of(place, like).item();
         let mut with_marker = true;
         let mut with_count = true;
         loop {
@@ -269,11 +399,13 @@ impl Store {
             let marker = with_marker.then(|| {
                 let names_it = Expr::new("attribute_not_exists(PK) OR likeId = :like")
                     .value(":like", s(like.to_string()));
-                let key = LikerMarker::key_of(post, liker).item();
+                let key = LikerMarker::key_of(place, liker).item();
                 tx.add("liker marker", Write::delete(key).when(names_it))
             });
-            let counted = with_count
-                .then(|| tx.add("post", PostItem::count(post, Counter::Likes, Step::Down)));
+            let counted = with_count.then(|| {
+                let count = hot::counted_down(&place.post, place.shard, Counter::Likes);
+                tx.add("count", count)
+            });
             match tx.commit().await? {
                 TxOutcome::Committed => return Ok(true),
                 TxOutcome::ConditionFailed(failed) if failed.failed(removed) => return Ok(false),
@@ -288,7 +420,10 @@ impl Store {
         }
     }
 
-    /// Q5 (request): one Query in the post's partition, newest first.
+    /// Q5 (request): one Query in the post's partition, newest first. Its
+    /// first item says whether the post is hot ([`LikeShardsItem`]); then
+    /// each shard is read too, one Query each (at once), and the pages are
+    /// merged newest first.
     pub async fn list_likes(
         &self,
         post: &PostId,
@@ -296,19 +431,76 @@ impl Store {
         cursor: Option<&str>,
     ) -> Result<Page<Like>, StoreError> {
         let list = format!("likes:{post}");
-        let after = super::pages::resume_after(&list, cursor, LikeId::parse)?;
-        let start = after.map(|like| Key::new(keys::post_pk(post), keys::like_sk(&like)).item());
+        let resume = super::pages::resume_after(&list, cursor, LikesCursor::parse)?;
+        let own = PostPartition::own(*post);
+        let mut items = self.likes_in(own, resume.map(|c| c.after), limit).await?;
+        let mut shards = resume.and_then(|c| c.shards);
+        if resume.is_none() && items.first().and_then(LikeShardsItem::of).is_some() {
+            shards = items.first().and_then(LikeShardsItem::of);
+            items.remove(0);
+            // The pointer took one place: one more from here, in case.
+            if items.len() == limit {
+                let after = self.likes_after_own(post, &items).await?;
+                items.extend(after);
+            }
+        }
+        let mut likes: Vec<LikeItem> = super::from_items(items)?;
+        if let Some(n) = shards {
+            let after = resume.map(|c| c.after);
+            let reads = (0..n).map(|k| self.likes_in(PostPartition::shard(*post, k), after, limit));
+            for page in futures::future::try_join_all(reads).await? {
+                likes.extend(super::from_items::<LikeItem>(page)?);
+            }
+            likes.sort_by(|a, b| b.like_id.cmp(&a.like_id));
+        }
+        let more = likes.len() > limit;
+        likes.truncate(limit);
+        let next_cursor = match likes.last() {
+            Some(last) if more => Some(super::cursor::encode(
+                &list,
+                &LikesCursor::encode(last, shards),
+            )),
+            _ => None,
+        };
+        Ok(Page {
+            items: likes.into_iter().map(Like::from).collect(),
+            next_cursor,
+        })
+    }
+
+    /// Up to `limit + 1` likes (and a hot post's pointer) of one partition,
+    /// newest first, after `after`.
+    async fn likes_in(
+        &self,
+        place: PostPartition,
+        after: Option<LikeId>,
+        limit: usize,
+    ) -> Result<Vec<super::Item>, StoreError> {
+        let start = after.map(|like| LikeItem::key_of(place, &like).item());
+        let query = Query::partition(place.pk())
+            .begins_with(LIKE_PREFIX)
+            .newest_first();
+        self.db
+            .query_up_to("likes", &query, start, limit.saturating_add(1))
+            .await
+    }
+
+    /// The like after the last of `items` in the post's own partition, if
+    /// any: whether a page that found the pointer has more.
+    async fn likes_after_own(
+        &self,
+        post: &PostId,
+        items: &[super::Item],
+    ) -> Result<Vec<super::Item>, StoreError> {
+        let Some(last) = items.last().map(|i| super::from_item::<LikeItem>(i.clone())) else {
+            return Ok(Vec::new());
+        };
+        let start = LikeItem::key_of(PostPartition::own(*post), &last?.like_id);
         let query = Query::partition(keys::post_pk(post))
             .begins_with(LIKE_PREFIX)
             .newest_first();
-        let page = self
-            .list_page(&list, &query, start, limit, |l: &LikeItem| {
-                l.like_id.to_string()
-            })
-            .await?;
-        Ok(Page {
-            items: page.items.into_iter().map(Like::from).collect(),
-            next_cursor: page.next_cursor,
-        })
+        self.db
+            .query_up_to("likes", &query, Some(start.item()), 1)
+            .await
     }
 }

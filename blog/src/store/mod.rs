@@ -19,6 +19,7 @@ pub mod erasure;
 mod error;
 pub mod export;
 pub mod feed;
+pub mod hot;
 pub mod likes;
 pub mod meter;
 #[cfg(feature = "admin")]
@@ -41,7 +42,7 @@ pub(crate) use crate::keys::{from_item, from_items};
 pub use client::{dynamodb_client, dynamodb_client_metered, sdk_config, streams_client};
 pub use error::StoreError;
 pub use table::{Backoff, Busy, classify, request_scope};
-pub(crate) use table::{n, s};
+pub(crate) use table::{n, s, signed};
 
 /// How long the rename fan-out allows GSI1 to catch up with a write. DynamoDB
 /// documents GSI propagation as usually under a second; twice that leaves room.
@@ -53,6 +54,8 @@ pub struct Store {
     db: table::Table,
     feed_capacity: usize,
     gsi_lag_bound: Duration,
+    /// The hot posts this process has met ([`hot`]).
+    hot: std::sync::Arc<hot::HotPosts>,
 }
 
 impl Store {
@@ -61,6 +64,7 @@ impl Store {
             db: table::Table::new(client, table),
             feed_capacity: feed::FEED_CAPACITY,
             gsi_lag_bound: GSI_LAG_BOUND,
+            hot: std::sync::Arc::default(),
         }
     }
 

@@ -99,6 +99,13 @@ pub struct PostItem {
     /// `blog-admin migrate` moves it there ([`Store::migrate_post`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub content: Option<String>,
+    /// On a hot post only: how many shard partitions hold its new likes and
+    /// counts ([`super::hot`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shards: Option<u8>,
+    /// On a hot post only: what the fan-out has added of each shard's counts.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shard_counts: Option<std::collections::BTreeMap<String, super::hot::Added>>,
 }
 
 impl PostItem {
@@ -117,6 +124,8 @@ impl PostItem {
             updated_at: at.to_owned(),
             version: 1,
             content: None,
+            shards: None,
+            shard_counts: None,
         }
     }
 
@@ -126,12 +135,16 @@ impl PostItem {
 
     /// `counter` of `post` one `step` up or down, with its `version` one up:
     /// the item of a transaction that adds or removes what it counts. Its
-    /// condition fails if the post is gone, and, going down, if the counter
-    /// is already 0 (which an exact count never is while the counted item
-    /// exists).
+    /// condition fails if the post is gone; going up, if the post is hot
+    /// (its new likes and comments count in its shards: [`super::hot`]);
+    /// going down, if the counter is already 0 (which an exact count never is
+    /// while the counted item exists).
     pub fn count(post: &PostId, counter: Counter, step: Step) -> Write {
         let (change, condition) = match step {
-            Step::Up => ("#counter + :one", "attribute_exists(PK)"),
+            Step::Up => (
+                "#counter + :one",
+                "attribute_exists(PK) AND attribute_not_exists(shards)",
+            ),
             Step::Down => (
                 "#counter - :one",
                 "attribute_exists(PK) AND #counter > :zero",

@@ -16,6 +16,7 @@ mod export;
 mod fanout;
 mod faults;
 mod feed;
+mod hot;
 mod identity;
 mod likes;
 mod load;

@@ -126,6 +126,11 @@ pub fn n(value: u64) -> AttributeValue {
     AttributeValue::N(value.to_string())
 }
 
+/// A number that may be negative (a change of a count).
+pub fn signed(value: i64) -> AttributeValue {
+    AttributeValue::N(value.to_string())
+}
+
 /// `#name` placeholders, `None` when there are none.
 type Names = Option<HashMap<String, String>>;
 /// `:value` placeholders, `None` when there are none.
@@ -884,6 +889,7 @@ impl Table {
             table: self,
             what,
             slots: Vec::new(),
+            yield_on: None,
         }
     }
 }
@@ -923,6 +929,17 @@ pub struct Transaction<'t> {
     table: &'t Table,
     what: &'static str,
     slots: Vec<(&'static str, Write)>,
+    /// The item whose throttling ends the retries ([`Committing::Throttled`]).
+    yield_on: Option<Slot>,
+}
+
+/// What [`Transaction::commit_unless_throttled`] did.
+#[derive(Debug)]
+pub enum Committing {
+    Done(TxOutcome),
+    /// DynamoDB refused the watched item for capacity (its partition is
+    /// hot); nothing was written.
+    Throttled,
 }
 
 /// What a transaction did.
@@ -979,13 +996,36 @@ impl Transaction<'_> {
 
     /// Runs the transaction: retried while DynamoDB cancels it for a
     /// conflict or for capacity, or its answer is lost.
-    #[tracing::instrument(level = "debug", skip(self), fields(what = self.what, items = self.slots.len()))]
     pub async fn commit(self) -> Result<TxOutcome, StoreError> {
+        match self.run().await? {
+            Committing::Done(outcome) => Ok(outcome),
+            Committing::Throttled => Err(StoreError::Internal(
+                "a transaction yielded to throttling it did not watch".to_owned(),
+            )),
+        }
+    }
+
+    /// [`Transaction::commit`], except that the first cancellation that
+    /// throttles the item in `slot` ends it: the caller moves that item's
+    /// load elsewhere ([`crate::store::hot`]) rather than retry into a
+    /// partition at its limit.
+    pub async fn commit_unless_throttled(mut self, slot: Slot) -> Result<Committing, StoreError> {
+        self.yield_on = Some(slot);
+        self.run().await
+    }
+
+    #[tracing::instrument(level = "debug", skip(self), fields(what = self.what, items = self.slots.len()))]
+    async fn run(self) -> Result<Committing, StoreError> {
         let table = self.table;
         let what = self.what;
         let items = self.items()?;
         let tokens = Tokens::new();
-        let result = Box::pin(table.backoff.retry(what, busy_transaction, || async {
+        let yield_on = self.yield_on;
+        let busy = |err: &SdkError<TransactWriteItemsError, _>| match yield_on {
+            Some(slot) if throttled_item(err, slot) => None,
+            _ => busy_transaction(err),
+        };
+        let result = Box::pin(table.backoff.retry(what, busy, || async {
             let sent = table
                 .client
                 .transact_write_items()
@@ -1001,7 +1041,7 @@ impl Transaction<'_> {
         }))
         .await;
         let err = match result {
-            Ok(_) => return Ok(TxOutcome::Committed),
+            Ok(_) => return Ok(Committing::Done(TxOutcome::Committed)),
             Err(err) => err,
         };
         let after_unknown = tokens.pinned();
@@ -1009,7 +1049,11 @@ impl Transaction<'_> {
         // lost may have committed: if it did, the transaction took effect.
         if after_unknown && self.own_write_landed().await? {
             tracing::info!(what, "a lost answer's transaction had committed");
-            return Ok(TxOutcome::Committed);
+            return Ok(Committing::Done(TxOutcome::Committed));
+        }
+        if yield_on.is_some_and(|slot| throttled_item(&err, slot)) {
+            tracing::info!(what, "an item's partition throttled the transaction");
+            return Ok(Committing::Throttled);
         }
         let Some(failed) = failed_conditions(&err) else {
             let err = match busy_transaction(&err) {
@@ -1022,11 +1066,11 @@ impl Transaction<'_> {
                 err
             });
         };
-        Ok(TxOutcome::ConditionFailed(Rejected {
+        Ok(Committing::Done(TxOutcome::ConditionFailed(Rejected {
             names: self.slots.iter().map(|(name, _)| *name).collect(),
             failed,
             after_unknown,
-        }))
+        })))
     }
 
     /// After an unknown outcome: whether one of the transaction's writes
@@ -1306,6 +1350,22 @@ fn busy_transaction<R>(err: &SdkError<TransactWriteItemsError, R>) -> Option<Bus
         }
         _ => busy_call(err),
     }
+}
+
+/// Whether a cancellation refused the item in `slot` for capacity (and no
+/// item's condition failed, which would be the answer).
+fn throttled_item<R>(err: &SdkError<TransactWriteItemsError, R>, slot: Slot) -> bool {
+    let Some(TransactWriteItemsError::TransactionCanceledException(e)) = err.as_service_error()
+    else {
+        return false;
+    };
+    let reasons = e.cancellation_reasons();
+    busy_reasons(reasons).is_some()
+        && reasons
+            .get(slot.0)
+            .and_then(|r| r.code())
+            .and_then(busy_reason)
+            == Some(Busy::Throttled)
 }
 
 fn busy_reasons(reasons: &[CancellationReason]) -> Option<Busy> {

@@ -1,0 +1,497 @@
+//! A hot post: one whose own partition DynamoDB throttled on a like or a
+//! comment. A partition takes about 1,000 WCU a second; a like writes 6 of
+//! them into its post's partition (marker, like, count: transactional), so a
+//! quiet post takes about 160 likes a second. A hot post changes shape once,
+//! for good, and from then on no single partition bounds it:
+//!
+//! - its new likes and their markers go to one of [`HOT_SHARDS`] shard
+//!   partitions `POST#p#k`, `k` a stable hash of the liker (so a second like
+//!   by the same user meets the first one's marker), and each like and each
+//!   new comment counts in a shard counter (`POST#p#k / COUNTS`) in the same
+//!   transaction, never on the post item;
+//! - the fan-out adds the shard counters' changes onto the post item, once a
+//!   batch per post ([`Store::add_shard_counts`]), so that Q2 stays one read
+//!   of one item and the post's copies (its GSI1 entry, its feed entry) are
+//!   written once a batch, not once a like;
+//! - comments stay in the post's partition (2 WCU each there: 300 a second is
+//!   600 WCU), so Q4 is one Query as before; Q5 merges the post's partition
+//!   (likes given before the post was hot) with the shards, one Query each;
+//! - likes given before the switch stay where they are, counted on the post
+//!   item: taking one back counts down there, as before.
+//!
+//! The switch ([`Store::make_hot`]) is one transaction: the post item gets
+//! `shards` (which every quiet like and comment's count conditions on being
+//! absent, so nothing is counted on the post item after it), the pointer
+//! that tells Q5, and the shard counters, which a hot like's count conditions
+//! on existing (so a hot post's deletion, which deletes them with the post,
+//! refuses later likes as a quiet post's does).
+//!
+//! A quiet post pays nothing for this: its likes, comments and reads are the
+//! same calls and units as before; the condition `attribute_not_exists(shards)`
+//! costs nothing.
+
+use std::collections::{BTreeMap, HashMap};
+
+use aws_sdk_dynamodb::types::AttributeValue;
+use serde::{Deserialize, Serialize};
+
+use super::{
+    ItemType, Store, StoreError, n,
+    posts::{Counter, PostItem, Step},
+    signed,
+    table::{Expr, Outcome, TxOutcome, Write},
+};
+use crate::{
+    ids::{CommentId, PostId, UserId},
+    keys::{self, Entity, Key, LIKE_SHARDS_SK, PostPartition, SHARD_COUNTS_SK},
+};
+
+/// How many shard partitions a hot post spreads over. At 1,000 likes and 300
+/// comments a second (6 WCU a like, 2 a comment's count) each takes about
+/// 410 WCU a second, 41 % of a partition, with room for an uneven hash.
+pub const HOT_SHARDS: u8 = 16;
+
+/// How many hot posts a process remembers (past it, it forgets them all and
+/// learns again: one refused transaction per post).
+const REMEMBERED: usize = 4096;
+
+/// How often the fan-out reads the post again when another batch added its
+/// shards' counts in between.
+const SUM_ATTEMPTS: usize = 8;
+
+/// FNV-1a, 64 bits: a hash that is the same in every build, so that a
+/// liker's shard never moves.
+fn stable_hash(bytes: &[u8]) -> u64 {
+    bytes.iter().fold(0xcbf2_9ce4_8422_2325, |hash, byte| {
+        (hash ^ u64::from(*byte)).wrapping_mul(0x0100_0000_01b3)
+    })
+}
+
+fn shard_of(bytes: &[u8], shards: u8) -> u8 {
+    // The remainder is below `shards`, so it fits.
+    u8::try_from(stable_hash(bytes) % u64::from(shards.max(1))).unwrap_or(0)
+}
+
+/// The shard of a hot post that holds `liker`'s like and its marker.
+pub fn liker_shard(liker: &UserId, shards: u8) -> u8 {
+    shard_of(liker.as_str().as_bytes(), shards)
+}
+
+/// The shard whose counter counts `comment`.
+pub fn comment_shard(comment: &CommentId, shards: u8) -> u8 {
+    shard_of(comment.to_string().as_bytes(), shards)
+}
+
+/// A hot post's counts in one shard, changed in the transaction of each like,
+/// unlike, comment and comment deletion counted there. Never below 0: what
+/// counts down here was counted up here.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ShardCounterItem {
+    pub post_id: PostId,
+    pub shard: u8,
+    pub like_count: u64,
+    pub comment_count: u64,
+    pub version: u64,
+}
+
+impl ShardCounterItem {
+    fn new(post: PostId, shard: u8) -> Self {
+        Self {
+            post_id: post,
+            shard,
+            like_count: 0,
+            comment_count: 0,
+            version: 0,
+        }
+    }
+
+    fn key_of(post: PostId, shard: u8) -> Key {
+        Key::new(PostPartition::shard(post, shard).pk(), SHARD_COUNTS_SK)
+    }
+
+    /// `counter` of shard `shard` one `step` up or down, its `version` one up:
+    /// the item of a transaction that adds or removes what it counts. It
+    /// fails if the post is gone (its deletion deletes the counters) and,
+    /// going down, if the count is 0.
+    pub fn count(post: PostId, shard: u8, counter: Counter, step: Step) -> Write {
+        let (change, condition) = match step {
+            Step::Up => ("#counter + :one", "attribute_exists(PK)"),
+            Step::Down => (
+                "#counter - :one",
+                "attribute_exists(PK) AND #counter > :zero",
+            ),
+        };
+        let change = Expr::new(format!("SET #counter = {change}, version = version + :one"))
+            .name("#counter", counter.attribute())
+            .value(":one", n(1));
+        let mut condition = Expr::new(condition);
+        if step == Step::Down {
+            condition = condition.value(":zero", n(0));
+        }
+        Write::update(Self::key_of(post, shard).item(), change).when(condition)
+    }
+
+    /// The counter of `counter` in it.
+    pub fn of(&self, counter: Counter) -> u64 {
+        match counter {
+            Counter::Comments => self.comment_count,
+            Counter::Likes => self.like_count,
+        }
+    }
+}
+
+impl Entity for ShardCounterItem {
+    const TYPE: ItemType = ItemType::ShardCounter;
+    /// Made only by the switch, whose post update says it landed.
+    const OWN: &'static [&'static str] = &[];
+
+    fn key(&self) -> Key {
+        Self::key_of(self.post_id, self.shard)
+    }
+}
+
+/// In a hot post's own partition, among its likes: how many shards hold the
+/// rest (Q5's first Query meets it first).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct LikeShardsItem {
+    pub post_id: PostId,
+    pub shards: u8,
+}
+
+impl LikeShardsItem {
+    /// The pointer, if `item` is one.
+    pub fn of(item: &super::Item) -> Option<u8> {
+        (ItemType::of(item) == Some(ItemType::LikeShards))
+            .then(|| super::from_item::<Self>(item.clone()).ok())
+            .flatten()
+            .map(|pointer| pointer.shards)
+    }
+}
+
+impl Entity for LikeShardsItem {
+    const TYPE: ItemType = ItemType::LikeShards;
+    const OWN: &'static [&'static str] = &[];
+
+    fn key(&self) -> Key {
+        Key::new(keys::post_pk(&self.post_id), LIKE_SHARDS_SK)
+    }
+}
+
+/// On a hot post's item, per shard: the shard counter's counts and version
+/// that the fan-out has added to the post's counts.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Added {
+    pub like_count: u64,
+    pub comment_count: u64,
+    pub version: u64,
+}
+
+/// The post item's attribute that holds the [`Added`] of each shard, by
+/// shard number.
+pub const ADDED_ATTRIBUTE: &str = "shardCounts";
+/// The post item's attribute that says it is hot, and how many shards it has.
+pub const SHARDS_ATTRIBUTE: &str = "shards";
+
+/// What adding a batch's shard counts onto a post did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Summed {
+    /// The post's counts changed.
+    Written,
+    /// The post held these versions of the shards already.
+    Stale,
+    /// The post is gone.
+    Gone,
+}
+
+/// The hot posts a process has met, so that it goes to their shards at once.
+#[derive(Debug, Default)]
+pub struct HotPosts(std::sync::Mutex<HashMap<PostId, u8>>);
+
+impl HotPosts {
+    fn get(&self, post: &PostId) -> Option<u8> {
+        self.0.lock().ok()?.get(post).copied()
+    }
+
+    fn remember(&self, post: PostId, shards: u8) {
+        if let Ok(mut known) = self.0.lock() {
+            if known.len() >= REMEMBERED {
+                known.clear();
+            }
+            known.insert(post, shards);
+        }
+    }
+
+    fn forget(&self, post: &PostId) {
+        if let Ok(mut known) = self.0.lock() {
+            known.remove(post);
+        }
+    }
+}
+
+impl Store {
+    /// How many shards `post` has, if this process knows it is hot.
+    pub(super) fn known_shards(&self, post: &PostId) -> Option<u8> {
+        self.hot.get(post)
+    }
+
+    /// A like or comment that found the post gone: it is not hot any more.
+    pub(super) fn forget_hot(&self, post: &PostId) {
+        self.hot.forget(post);
+    }
+
+    /// A like's or a comment's count refused by its condition: the post is
+    /// gone (404), or it is hot (remembered, and the caller tries again in its
+    /// shards).
+    pub(super) async fn learn_shards(&self, post: &PostId) -> Result<(), StoreError> {
+        let found = self.db.get_entity::<PostItem>(PostItem::key(post), true);
+        match found.await?.and_then(|p| p.shards.map(|n| (p, n))) {
+            Some((_, shards)) => {
+                self.hot.remember(*post, shards);
+                Ok(())
+            }
+            None => {
+                self.hot.forget(post);
+                Err(StoreError::PostNotFound)
+            }
+        }
+    }
+
+    /// Request (a like or a comment whose post's partition throttled it), and
+    /// tests: makes `post` hot, once; the number of its shards. Reads the
+    /// post first (strongly consistent: another request may have switched it).
+    pub async fn make_hot(&self, post: &PostId) -> Result<u8, StoreError> {
+        for _ in 0..SUM_ATTEMPTS {
+            let found = self.db.get_entity::<PostItem>(PostItem::key(post), true);
+            let found = found.await?.ok_or(StoreError::PostNotFound)?;
+            if let Some(shards) = found.shards {
+                self.hot.remember(*post, shards);
+                return Ok(shards);
+            }
+            let shards = HOT_SHARDS;
+            let change = Expr::new("SET #shards = :shards, #added = :none")
+                .name("#shards", SHARDS_ATTRIBUTE)
+                .name("#added", ADDED_ATTRIBUTE)
+                .value(":shards", n(u64::from(shards)))
+                .value(":none", AttributeValue::M(HashMap::new()));
+            let quiet = Expr::new("attribute_exists(PK) AND attribute_not_exists(#shards)")
+                .name("#shards", SHARDS_ATTRIBUTE);
+            let mut tx = self.db.transaction("make a post hot");
+            let switched = tx.add(
+                "post",
+                Write::update(PostItem::key(post), change)
+                    .when(quiet)
+                    .landed_when(vec![(SHARDS_ATTRIBUTE, n(u64::from(shards)))]),
+            );
+            let pointer = LikeShardsItem {
+                post_id: *post,
+                shards,
+            };
+            tx.add("like shards pointer", Write::create(&pointer)?);
+            for shard in 0..shards {
+                let counter = ShardCounterItem::new(*post, shard);
+                tx.add("shard counter", Write::create(&counter)?);
+            }
+            match tx.commit().await? {
+                TxOutcome::Committed => {
+                    tracing::info!(post_id = %post, shards, "post made hot");
+                    self.hot.remember(*post, shards);
+                    return Ok(shards);
+                }
+                // Switched or deleted meanwhile: read it again.
+                TxOutcome::ConditionFailed(failed) if failed.failed(switched) => continue,
+                TxOutcome::ConditionFailed(failed) => return Err(failed.unexpected("make hot")),
+            }
+        }
+        Err(StoreError::busy(
+            super::Busy::Conflict,
+            "the post kept changing while it was made hot",
+        ))
+    }
+
+    /// The shard counters of a hot post, keys only: what its deletion
+    /// deletes with it.
+    pub(super) fn shard_counter_keys(post: &PostId, shards: u8) -> Vec<super::Item> {
+        (0..shards)
+            .map(|shard| ShardCounterItem::key_of(*post, shard).item())
+            .collect()
+    }
+
+    /// Fan-out of shard counter changes (their newest images in a batch, of
+    /// one post): adds to the post's counts what each shard counted since the
+    /// version the post holds of it, in one conditional update, and records
+    /// the versions added. A shard already added at that version or a newer
+    /// one adds nothing, so a record delivered twice or late adds nothing
+    /// twice; another batch adding other shards at once makes the condition
+    /// fail, and the post is read again.
+    pub async fn add_shard_counts(
+        &self,
+        post: &PostId,
+        counters: &[ShardCounterItem],
+    ) -> Result<Summed, StoreError> {
+        for _ in 0..SUM_ATTEMPTS {
+            let found = self.db.get_entity::<PostItem>(PostItem::key(post), true);
+            let Some(found) = found.await? else {
+                return Ok(Summed::Gone);
+            };
+            let added = found.shard_counts.clone().unwrap_or_default();
+            let Some(update) = shard_update(&added, counters) else {
+                return Ok(Summed::Stale);
+            };
+            match self.db.write("add shard counts", &update).await? {
+                Outcome::Done(_) => return Ok(Summed::Written),
+                Outcome::ConditionFailed { .. } => continue,
+            }
+        }
+        Err(StoreError::busy(
+            super::Busy::Conflict,
+            "other batches kept adding the post's shard counts",
+        ))
+    }
+}
+
+/// The post update that adds `counters` (each shard's newest) onto a post
+/// that holds `added`; `None` when every one of them is added already.
+fn shard_update(added: &BTreeMap<String, Added>, counters: &[ShardCounterItem]) -> Option<Write> {
+    let post = counters.first()?.post_id;
+    let mut newest: BTreeMap<u8, &ShardCounterItem> = BTreeMap::new();
+    for counter in counters {
+        let slot = newest.entry(counter.shard).or_insert(counter);
+        if counter.version > slot.version {
+            *slot = counter;
+        }
+    }
+    let (mut likes, mut comments) = (0_i64, 0_i64);
+    let mut sets = Vec::new();
+    let mut conditions = vec!["attribute_exists(PK)".to_owned()];
+    let mut values = Vec::new();
+    let mut checks = Vec::new();
+    let mut names = Vec::new();
+    for (shard, counter) in newest {
+        let before = added.get(&shard.to_string()).copied();
+        if before.is_some_and(|b| b.version >= counter.version) {
+            continue;
+        }
+        let was = before.unwrap_or_default();
+        likes += signed_difference(counter.like_count, was.like_count);
+        comments += signed_difference(counter.comment_count, was.comment_count);
+        let now = Added {
+            like_count: counter.like_count,
+            comment_count: counter.comment_count,
+            version: counter.version,
+        };
+        names.push((format!("#s{shard}"), shard.to_string()));
+        sets.push(format!("#added.#s{shard} = :s{shard}"));
+        values.push((format!(":s{shard}"), serde_dynamo::to_attribute_value(now).ok()?));
+        conditions.push(match before {
+            Some(b) => {
+                checks.push((format!(":was{shard}"), n(b.version)));
+                format!("#added.#s{shard}.version = :was{shard}")
+            }
+            None => format!("attribute_not_exists(#added.#s{shard})"),
+        });
+    }
+    if sets.is_empty() {
+        return None;
+    }
+    let mut change = Expr::new(format!(
+        "SET likeCount = likeCount + :likes, commentCount = commentCount + :comments, \
+         version = version + :one, {}",
+        sets.join(", ")
+    ))
+    .name("#added", ADDED_ATTRIBUTE)
+    .value(":likes", signed(likes))
+    .value(":comments", signed(comments))
+    .value(":one", n(1));
+    let mut condition = Expr::new(conditions.join(" AND ")).name("#added", ADDED_ATTRIBUTE);
+    for (placeholder, name) in &names {
+        change = change.name(placeholder, name);
+        condition = condition.name(placeholder, name);
+    }
+    for (placeholder, value) in values {
+        change = change.value(&placeholder, value);
+    }
+    for (placeholder, value) in checks {
+        condition = condition.value(&placeholder, value);
+    }
+    Some(Write::update(PostItem::key(&post), change).when(condition))
+}
+
+fn signed_difference(now: u64, was: u64) -> i64 {
+    i64::try_from(now).unwrap_or(i64::MAX) - i64::try_from(was).unwrap_or(i64::MAX)
+}
+
+/// Where a post's counter for a new like or comment is, by what is known of
+/// it: the post item while it is quiet, a shard's counter once it is hot.
+pub(super) fn counted_up(post: &PostId, shard: Option<u8>, counter: Counter) -> Write {
+    match shard {
+        None => PostItem::count(post, counter, Step::Up),
+        Some(shard) => ShardCounterItem::count(*post, shard, counter, Step::Up),
+    }
+}
+
+/// Where a like or comment being taken back was counted: on the post item
+/// (`None`: given while the post was quiet), or in a shard.
+pub(super) fn counted_down(post: &PostId, shard: Option<u8>, counter: Counter) -> Write {
+    match shard {
+        None => PostItem::count(post, counter, Step::Down),
+        Some(shard) => ShardCounterItem::count(*post, shard, counter, Step::Down),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_liker_stays_in_one_shard_and_likers_spread() {
+        let mut seen = [0usize; HOT_SHARDS as usize];
+        for i in 0..1600 {
+            let user = UserId::parse(&format!("user-{i}")).expect("id");
+            let shard = liker_shard(&user, HOT_SHARDS);
+            assert_eq!(shard, liker_shard(&user, HOT_SHARDS));
+            seen[usize::from(shard)] += 1;
+        }
+        // 100 a shard on average; none far off.
+        assert!(seen.iter().all(|&c| (60..=140).contains(&c)), "{seen:?}");
+        // The hash is FNV-1a, fixed: a liker's shard never moves between builds.
+        assert_eq!(stable_hash(b""), 0xcbf2_9ce4_8422_2325);
+        assert_eq!(stable_hash(b"a"), 0xaf63_dc4c_8601_ec8c);
+    }
+
+    fn counter(shard: u8, likes: u64, comments: u64, version: u64) -> ShardCounterItem {
+        ShardCounterItem {
+            post_id: PostId::parse("01J00000000000000000000000").expect("id"),
+            shard,
+            like_count: likes,
+            comment_count: comments,
+            version,
+        }
+    }
+
+    #[test]
+    fn a_shard_adds_what_it_counted_since_the_version_the_post_holds() {
+        let mut added = BTreeMap::new();
+        added.insert(
+            "3".to_owned(),
+            Added {
+                like_count: 5,
+                comment_count: 1,
+                version: 6,
+            },
+        );
+        // Shard 3 at an older and a newer version in one batch, shard 4 new.
+        let update = shard_update(
+            &added,
+            &[counter(3, 4, 1, 5), counter(3, 9, 2, 11), counter(4, 2, 0, 2)],
+        )
+        .expect("an update");
+        let text = format!("{update:?}");
+        assert!(text.contains("N(\"6\")"), "{text}"); // 9 - 5 + 2 likes
+        assert!(text.contains("N(\"1\")"), "{text}"); // 2 - 1 comments
+        // Everything added already: no write.
+        assert!(shard_update(&added, &[counter(3, 5, 1, 6)]).is_none());
+    }
+}

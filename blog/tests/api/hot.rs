@@ -1,0 +1,200 @@
+//! A hot post (`blog::store::hot`): its likes and counts spread over shard
+//! partitions once its own partition is throttled. Here the switch is made
+//! directly (DynamoDB Local throttles nothing); `real_dynamodb.rs` drives it
+//! through a DynamoDB that enforces the partition limits.
+
+use std::collections::HashSet;
+
+use blog::{
+    keys::{PK, PostPartition},
+    store::hot::HOT_SHARDS,
+};
+use serde_json::{Value, json};
+
+use crate::support::{TestApi, post_id, table_snapshot};
+
+/// Every page of `path` (a list), `limit` at a time, in order.
+async fn every_page(api: &TestApi, path: &str, limit: usize) -> Vec<Value> {
+    let mut seen = Vec::new();
+    let mut query = format!("?limit={limit}");
+    loop {
+        let (status, page) = api.get(&format!("{path}{query}")).await;
+        assert_eq!(status, 200, "{page}");
+        let items = page["items"].as_array().cloned().unwrap_or_default();
+        assert!(items.len() <= limit);
+        seen.extend(items);
+        match &page["nextCursor"] {
+            Value::String(c) => query = format!("?limit={limit}&cursor={c}"),
+            _ => return seen,
+        }
+    }
+}
+
+/// The partitions of `post` that hold anything.
+async fn partitions_of(api: &TestApi, post: &str) -> HashSet<String> {
+    table_snapshot(api)
+        .await
+        .iter()
+        .filter_map(|item| item.get(PK).and_then(|pk| pk.as_s().ok()).cloned())
+        .filter(|pk| pk.starts_with(&format!("POST#{post}")))
+        .collect()
+}
+
+#[tokio::test]
+async fn a_hot_post_counts_every_like_and_comment_exactly_on_every_copy() {
+    let api = TestApi::start().await;
+    let mut poller = api.poller();
+    let author = api.user("hotauthor").await;
+    let post = api.post(&author, "Viral", "everyone likes it").await;
+    let likes = format!("/posts/{post}/likes");
+    // Given while the post is quiet: in its own partition, counted on it.
+    let early: Vec<String> = futures::future::join_all((0..3).map(|i| api.user_named(format!("early{i}")))).await;
+    for who in &early {
+        api.like(who, &post).await;
+    }
+    let quiet_comment = api.comment(&early[0], &post, "first").await;
+
+    let shards = api.app.store.make_hot(&post_id(&post)).await.expect("hot");
+    assert_eq!(shards, HOT_SHARDS);
+    assert_eq!(
+        api.app.store.make_hot(&post_id(&post)).await.expect("hot"),
+        shards,
+        "made hot once"
+    );
+
+    // An early liker likes again: the like given while quiet answers.
+    let (status, again) = api.call("POST", &likes, Some(&early[1]), None).await;
+    assert_eq!((status, again["userId"].clone()), (200, json!(early[1])));
+    // New likers go to their shards; each likes once.
+    let late: Vec<String> = futures::future::join_all((0..24).map(|i| api.user_named(format!("late{i:02}")))).await;
+    for who in &late {
+        let (status, like) = api.call("POST", &likes, Some(who), None).await;
+        assert_eq!(status, 201, "{like}");
+        let (status, _) = api.call("POST", &likes, Some(who), None).await;
+        assert_eq!(status, 200, "a second like by the same user");
+    }
+    let hot_comments: Vec<String> = futures::future::join_all(
+        late.iter().take(5).map(|who| api.comment(who, &post, "me too")),
+    )
+    .await;
+    // Taken back: one like of each kind, one comment of each kind.
+    for who in [&early[2], &late[3]] {
+        let (status, _) = api.call("DELETE", &likes, Some(who), None).await;
+        assert_eq!(status, 204);
+    }
+    let (status, _) = api.call("DELETE", &likes, Some(&late[3]), None).await;
+    assert_eq!(status, 204, "no like left to take back");
+    for comment in [&quiet_comment, &hot_comments[0]] {
+        let path = format!("/posts/{post}/comments/{comment}");
+        let (status, body) = api.call("DELETE", &path, Some(&author), None).await;
+        assert_eq!(status, 204, "{body}");
+    }
+    let partitions = partitions_of(&api, &post).await;
+    assert_eq!(partitions.len(), 1 + usize::from(HOT_SHARDS), "{partitions:?}");
+
+    api.settle(&mut poller).await;
+    let (expected_likes, expected_comments) = (2 + 23, 4);
+    let (_, got) = api.get(&format!("/posts/{post}")).await;
+    assert_eq!(
+        (got["likeCount"].clone(), got["commentCount"].clone()),
+        (json!(expected_likes), json!(expected_comments)),
+        "Q2 counts every like and comment: {got}"
+    );
+    let (_, mine) = api.get(&format!("/users/{author}/posts")).await;
+    assert_eq!(mine["items"][0]["likeCount"], json!(expected_likes), "Q3's copy");
+    assert_eq!(mine["items"][0]["commentCount"], json!(expected_comments));
+    let (_, feed) = api.get("/feed").await;
+    assert_eq!(feed["items"][0]["likeCount"], json!(expected_likes), "the feed's copy");
+    assert_eq!(feed["items"][0]["commentCount"], json!(expected_comments));
+
+    // Q5 merges the post's partition and its shards, newest first, each
+    // like once, whatever the page size.
+    for limit in [1, 7, 25, 100] {
+        let listed = every_page(&api, &likes, limit).await;
+        let ids: Vec<&str> = listed.iter().filter_map(|l| l["userId"].as_str()).collect();
+        assert_eq!(ids.len(), expected_likes, "limit {limit}: {ids:?}");
+        let unique: HashSet<&&str> = ids.iter().collect();
+        assert_eq!(unique.len(), ids.len(), "each like once");
+        let times: Vec<&str> = listed.iter().filter_map(|l| l["createdAt"].as_str()).collect();
+        assert!(times.windows(2).all(|w| w[0] >= w[1]), "newest first: {times:?}");
+        assert_eq!(ids.last(), Some(&early[0].as_str()), "the oldest like last");
+    }
+    let comments = every_page(&api, &format!("/posts/{post}/comments"), 3).await;
+    assert_eq!(comments.len(), expected_comments);
+
+    let report = api.app.store.audit(false).await.expect("audit");
+    assert_eq!(report.findings, vec![], "the audit finds nothing");
+}
+
+#[tokio::test]
+async fn a_deleted_hot_post_leaves_nothing_in_any_shard_and_takes_no_like() {
+    let api = TestApi::start().await;
+    let mut poller = api.poller();
+    let author = api.user("gone").await;
+    let fan = api.user("fan").await;
+    let post = api.post(&author, "Short-lived", "viral").await;
+    api.like(&fan, &post).await;
+    api.app.store.make_hot(&post_id(&post)).await.expect("hot");
+    let late = api.user("late").await;
+    api.like(&late, &post).await;
+    api.comment(&late, &post, "wow").await;
+
+    let (status, _) = api.call("DELETE", &format!("/posts/{post}"), Some(&author), None).await;
+    assert_eq!(status, 204);
+    let other = api.user("other").await;
+    let (status, body) = api
+        .call("POST", &format!("/posts/{post}/likes"), Some(&other), None)
+        .await;
+    assert_eq!(status, 404, "a like on the deleted hot post: {body}");
+    let (status, _) = api
+        .call("DELETE", &format!("/posts/{post}/likes"), Some(&late), None)
+        .await;
+    assert_eq!(status, 404);
+
+    api.settle(&mut poller).await;
+    assert!(partitions_of(&api, &post).await.is_empty(), "every shard emptied");
+    let report = api.app.store.audit(false).await.expect("audit");
+    assert_eq!(report.findings, vec![], "the audit finds nothing");
+}
+
+#[tokio::test]
+async fn an_erased_account_takes_its_likes_and_comments_out_of_a_hot_post() {
+    let api = TestApi::start().await;
+    let mut poller = api.poller();
+    let author = api.user("stays").await;
+    let leaver = api.user("leaver").await;
+    let post = api.post(&author, "Hot", "post").await;
+    api.like(&leaver, &post).await;
+    api.comment(&leaver, &post, "quiet").await;
+    api.app.store.make_hot(&post_id(&post)).await.expect("hot");
+    let fan = api.user("fan").await;
+    api.like(&fan, &post).await;
+    // The leaver's like is in the post's partition; a comment counted in a shard.
+    api.comment(&leaver, &post, "hot").await;
+    api.settle(&mut poller).await;
+    let (_, got) = api.get(&format!("/posts/{post}")).await;
+    assert_eq!((got["likeCount"].clone(), got["commentCount"].clone()), (json!(2), json!(2)));
+
+    let (status, _) = api.call("DELETE", &format!("/users/{leaver}"), Some(&leaver), None).await;
+    assert_eq!(status, 204);
+    api.settle(&mut poller).await;
+    let (_, got) = api.get(&format!("/posts/{post}")).await;
+    assert_eq!(
+        (got["likeCount"].clone(), got["commentCount"].clone()),
+        (json!(1), json!(0)),
+        "{got}"
+    );
+    let report = api.app.store.audit(false).await.expect("audit");
+    assert_eq!(report.findings, vec![], "the audit finds nothing");
+
+    // A hot like of an account erased afterwards lives in a shard.
+    let (status, _) = api.call("DELETE", &format!("/users/{fan}"), Some(&fan), None).await;
+    assert_eq!(status, 204);
+    api.settle(&mut poller).await;
+    let (_, got) = api.get(&format!("/posts/{post}")).await;
+    assert_eq!(got["likeCount"], json!(0), "{got}");
+    let shard = PostPartition::shard(post_id(&post), 0).pk();
+    assert!(shard.starts_with(&format!("POST#{post}#")));
+    let report = api.app.store.audit(false).await.expect("audit");
+    assert_eq!(report.findings, vec![], "the audit finds nothing");
+}
