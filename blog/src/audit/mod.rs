@@ -17,6 +17,7 @@
 //! value it read, so a repair never overwrites a change made meanwhile, and
 //! running it again finds nothing to do.
 
+mod hot;
 mod one;
 mod scan;
 
@@ -27,7 +28,7 @@ use std::{
 
 use crate::{
     ids::{PostId, UserId},
-    keys::{self, Key},
+    keys::Key,
     store::{
         Item, ItemType, Store, StoreError,
         deletion::Removal,
@@ -35,7 +36,7 @@ use crate::{
         feed::FeedEntryItem,
         posts::{Counter, PostItem},
         rename::Deadline,
-        table::{Expr, Query},
+        table::Expr,
         users::{Overwrite, UsernameCopy},
     },
     text::Username,
@@ -63,6 +64,16 @@ pub enum Finding {
         actual: u64,
         /// The post's `version` when read: the repair lands only if it is
         /// still that, so it never undoes a newer like, comment or rename.
+        version: u64,
+    },
+    /// A hot post's shard counter is not what its shard holds: (likes,
+    /// comments) stored and actual.
+    ShardCount {
+        post: PostId,
+        shard: u8,
+        stored: (u64, u64),
+        actual: (u64, u64),
+        /// The counter's `version` when read: the repair's condition.
         version: u64,
     },
     /// A post, comment or like shows another username than its author's profile.
@@ -129,6 +140,16 @@ impl fmt::Display for Finding {
                 let counter = counter.attribute();
                 write!(f, "post {post}: {counter} is {stored}, but it has {actual}")
             }
+            Self::ShardCount {
+                post,
+                shard,
+                stored,
+                actual,
+                ..
+            } => write!(
+                f,
+                "post {post}: shard {shard} counts (likes, comments) {stored:?}, but holds {actual:?}"
+            ),
             Self::Username {
                 pk,
                 sk,
@@ -313,10 +334,17 @@ impl Store {
     ) -> Result<bool, StoreError> {
         match finding {
             Finding::Count { post, counter, .. } => self.recount(post, *counter).await,
+            Finding::ShardCount {
+                post,
+                shard,
+                actual,
+                version,
+                ..
+            } => self.recount_shard(post, *shard, *actual, *version).await,
             // What the fan-out's walk does; safe beside it (deleting what is
             // gone is a no-op, and nothing can be added to a deleted post).
             Finding::Orphans { post, .. } => {
-                match self.remove_post_items(post, None, &Deadline::NONE).await? {
+                match self.remove_post_items(post, hot::ANY_SHARDS, &Deadline::NONE).await? {
                     Removal::Done { .. } => Ok(true),
                     Removal::Paused { .. } => Ok(false),
                 }
@@ -369,32 +397,12 @@ impl Store {
         let Some(read) = read.await? else {
             return Ok(false);
         };
-        let actual = self.count_in_post(post, counter.counts()).await?;
+        let actual = self.count_of(&read, counter).await?;
         if actual == counter.of(&read) {
             return Ok(true);
         }
         self.set_post_count(post, counter, actual, read.version)
             .await
-    }
-
-    /// How many items of `post`'s partition begin with `prefix`: a consistent
-    /// Query with `Select: COUNT`, every page.
-    async fn count_in_post(&self, post: &PostId, prefix: &str) -> Result<u64, StoreError> {
-        let mut count = 0;
-        let mut start = None;
-        let query = Query::partition(keys::post_pk(post))
-            .begins_with(prefix)
-            .count()
-            .consistent();
-        loop {
-            let page = self.db().query_page("recount a post", &query, start, None);
-            let page = page.await?;
-            count += page.count;
-            start = page.next;
-            if start.is_none() {
-                return Ok(count);
-            }
-        }
     }
 }
 
@@ -410,7 +418,7 @@ fn shown(entry: &FeedEntryItem) -> FeedEntryItem {
 
 /// The attributes the audit reads: everything but a post's content, which
 /// nothing copies (it is never sent over the wire to the audit).
-const READ: [&str; 18] = [
+const READ: [&str; 20] = [
     "PK",
     "SK",
     "GSI1PK",
@@ -430,6 +438,9 @@ const READ: [&str; 18] = [
     "floorPostId",
     // An erasure mark's: whether its walk is done.
     "done",
+    // A hot post's shards, and the shard that counts a comment.
+    "shards",
+    "countedIn",
 ];
 
 /// [`READ`] as a projection expression (every name through a placeholder,
@@ -451,6 +462,11 @@ fn text<'a>(item: &'a Item, name: &str) -> Option<&'a str> {
     item.get(name)
         .and_then(|v| v.as_s().ok())
         .map(String::as_str)
+}
+
+/// The shard a comment was counted in, if it is a hot post's.
+fn counted_in(item: &Item) -> Option<u8> {
+    number(item, "countedIn").and_then(|n| u8::try_from(n).ok())
 }
 
 /// A number attribute of `item`.

@@ -24,6 +24,8 @@ struct Partition {
     post: Option<PostItem>,
     comments: u64,
     likes: u64,
+    /// A hot post's comments by the shard that counts them.
+    counted_in: std::collections::BTreeMap<u8, u64>,
     /// The authors' profiles read so far: name and version, `None` without.
     profiles: HashMap<UserId, Option<(Username, u64)>>,
 }
@@ -183,6 +185,9 @@ impl Store {
                     }
                     Some(ItemType::Comment) => {
                         partition.comments += 1;
+                        if let Some(shard) = super::counted_in(&item) {
+                            *partition.counted_in.entry(shard).or_default() += 1;
+                        }
                         copies.extend(Copy::of(&item));
                     }
                     Some(ItemType::Like) => {
@@ -249,11 +254,15 @@ impl Store {
         let Some(mut post) = partition.post else {
             return Ok(None);
         };
-        for finding in Finding::counts(&post, partition.comments, partition.likes) {
+        let likes = partition.likes
+            + self
+                .audit_shards(&post, &partition.counted_in, sink)
+                .await?;
+        for finding in Finding::counts(&post, partition.comments, likes) {
             sink.found(self, finding, None).await?;
         }
         post.comment_count = partition.comments;
-        post.like_count = partition.likes;
+        post.like_count = likes;
         if let Some(Some((name, _))) = partition.profiles.get(&post.user_id) {
             post.username.clone_from(name);
         }

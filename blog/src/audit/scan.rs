@@ -25,10 +25,12 @@ use std::{
 
 use futures::StreamExt;
 
-use super::{AuditOptions, Finding, Report, Sink, kind, number, projection, shown, text};
+use super::{
+    AuditOptions, Finding, Report, Sink, counted_in, kind, number, projection, shown, text,
+};
 use crate::{
     ids::{PostId, UserId},
-    keys,
+    keys::{self, PostPartition},
     store::{
         ItemType, Store, StoreError,
         feed::{FeedEntryItem, feed_reserve, feed_slack},
@@ -93,6 +95,8 @@ struct Collection {
     /// post's leftovers too.
     others: u64,
     post: Option<PostItem>,
+    /// A hot post's comments by the shard that counts them.
+    counted_in: BTreeMap<u8, u64>,
 }
 
 /// What one segment leaves for the checks that need the whole table.
@@ -173,6 +177,9 @@ fn read_item(
         Some(k @ (ItemType::Comment | ItemType::Like)) => {
             if k == ItemType::Comment {
                 collection.comments += 1;
+                if let Some(shard) = counted_in(&item) {
+                    *collection.counted_in.entry(shard).or_default() += 1;
+                }
             } else {
                 collection.likes += 1;
             }
@@ -188,6 +195,7 @@ fn read_item(
             done.floor = text(&item, "floorPostId").and_then(|p| PostId::parse(p).ok());
         }
         Some(ItemType::Liker | ItemType::PostContent) => collection.others += 1,
+        Some(ItemType::ShardCounter | ItemType::LikeShards) => collection.others += 1,
         Some(ItemType::Erasure) => {
             let done = matches!(
                 item.get("done"),
@@ -214,6 +222,7 @@ impl Collection {
             likes: 0,
             others: 0,
             post: None,
+            counted_in: BTreeMap::new(),
         }
     }
 }
@@ -376,20 +385,27 @@ impl Store {
         sink: &Sink,
     ) -> Result<(), StoreError> {
         let Some(mut post) = collection.post else {
-            // A deleted post's partition the fan-out has not emptied (yet).
+            // A deleted post's partition the fan-out has not emptied (yet);
+            // a hot post's shard is checked with its post, unless it has none.
             let left = collection.comments + collection.likes + collection.others;
+            let place = PostPartition::of_pk(&collection.pk);
             if left > 0
-                && let Some(post) = collection
-                    .pk
-                    .strip_prefix(keys::POST_PREFIX)
-                    .and_then(|id| PostId::parse(id).ok())
+                && let Some(place) = place
+                && (place.shard.is_none() || self.shard_orphaned(place).await?)
             {
-                sink.found(self, Finding::Orphans { post, items: left }, None)
-                    .await?;
+                let finding = Finding::Orphans {
+                    post: place.post,
+                    items: left,
+                };
+                sink.found(self, finding, None).await?;
             }
             return Ok(());
         };
-        for finding in Finding::counts(&post, collection.comments, collection.likes) {
+        let likes = collection.likes
+            + self
+                .audit_shards(&post, &collection.counted_in, sink)
+                .await?;
+        for finding in Finding::counts(&post, collection.comments, likes) {
             sink.found(self, finding, None).await?;
         }
         let newer = done
@@ -398,7 +414,7 @@ impl Store {
             .is_none_or(|(oldest, _)| *oldest < post.post_id);
         if done.newest.len() < keep_newest || newer {
             post.comment_count = collection.comments;
-            post.like_count = collection.likes;
+            post.like_count = likes;
             done.newest.insert(post.post_id, FeedEntryItem::from(&post));
             while done.newest.len() > keep_newest {
                 done.newest.pop_first();

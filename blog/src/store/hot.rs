@@ -106,8 +106,22 @@ impl ShardCounterItem {
         }
     }
 
-    fn key_of(post: PostId, shard: u8) -> Key {
+    pub fn key_of(post: PostId, shard: u8) -> Key {
         Key::new(PostPartition::shard(post, shard).pk(), SHARD_COUNTS_SK)
+    }
+
+    /// The audit's repair: the counts (likes, comments) set to what the shard
+    /// holds, if its `version` is still `seen`.
+    #[cfg(feature = "admin")]
+    pub fn set(post: PostId, shard: u8, counts: (u64, u64), seen: u64) -> Write {
+        let change = Expr::new(
+            "SET likeCount = :likes, commentCount = :comments, version = version + :one",
+        )
+        .value(":likes", n(counts.0))
+        .value(":comments", n(counts.1))
+        .value(":one", n(1));
+        let still = Expr::new("version = :seen").value(":seen", n(seen));
+        Write::update(Self::key_of(post, shard).item(), change).when(still)
     }
 
     /// `counter` of shard `shard` one `step` up or down, its `version` one up:
