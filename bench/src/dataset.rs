@@ -140,7 +140,11 @@ fn thread(
         .map(|liker| {
             let when = rng.u64(at..NOW_MS);
             let like_id = parse_id(LikeId::parse, when, rng);
-            LikeItem::new(blog::keys::PostPartition::own(post_id), like_id, &user(liker))
+            LikeItem::new(
+                blog::keys::PostPartition::own(post_id),
+                like_id,
+                &user(liker),
+            )
         })
         .collect();
     PostWithReplies::new(post, text, comments, likes)

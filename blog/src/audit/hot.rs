@@ -68,7 +68,9 @@ impl Store {
             .count()
             .consistent();
         loop {
-            let page = self.db().query_page("count a post's items", &query, start, None);
+            let page = self
+                .db()
+                .query_page("count a post's items", &query, start, None);
             let page = page.await?;
             count += page.count;
             start = page.next;

@@ -344,7 +344,10 @@ impl Store {
             // What the fan-out's walk does; safe beside it (deleting what is
             // gone is a no-op, and nothing can be added to a deleted post).
             Finding::Orphans { post, .. } => {
-                match self.remove_post_items(post, hot::ANY_SHARDS, &Deadline::NONE).await? {
+                match self
+                    .remove_post_items(post, hot::ANY_SHARDS, &Deadline::NONE)
+                    .await?
+                {
                     Removal::Done { .. } => Ok(true),
                     Removal::Paused { .. } => Ok(false),
                 }

@@ -170,7 +170,9 @@ impl Store {
                         .await?;
                     return Ok(true);
                 }
-                TxOutcome::ConditionFailed(failed) => return Err(failed.unexpected("erase comment")),
+                TxOutcome::ConditionFailed(failed) => {
+                    return Err(failed.unexpected("erase comment"));
+                }
             }
         }
         Err(StoreError::busy(

@@ -114,12 +114,11 @@ impl ShardCounterItem {
     /// holds, if its `version` is still `seen`.
     #[cfg(feature = "admin")]
     pub fn set(post: PostId, shard: u8, counts: (u64, u64), seen: u64) -> Write {
-        let change = Expr::new(
-            "SET likeCount = :likes, commentCount = :comments, version = version + :one",
-        )
-        .value(":likes", n(counts.0))
-        .value(":comments", n(counts.1))
-        .value(":one", n(1));
+        let change =
+            Expr::new("SET likeCount = :likes, commentCount = :comments, version = version + :one")
+                .value(":likes", n(counts.0))
+                .value(":comments", n(counts.1))
+                .value(":one", n(1));
         let still = Expr::new("version = :seen").value(":seen", n(seen));
         Write::update(Self::key_of(post, shard).item(), change).when(still)
     }
@@ -398,7 +397,10 @@ fn shard_update(added: &BTreeMap<String, Added>, counters: &[ShardCounterItem]) 
         };
         names.push((format!("#s{shard}"), shard.to_string()));
         sets.push(format!("#added.#s{shard} = :s{shard}"));
-        values.push((format!(":s{shard}"), serde_dynamo::to_attribute_value(now).ok()?));
+        values.push((
+            format!(":s{shard}"),
+            serde_dynamo::to_attribute_value(now).ok()?,
+        ));
         conditions.push(match before {
             Some(b) => {
                 checks.push((format!(":was{shard}"), n(b.version)));
@@ -499,7 +501,11 @@ mod tests {
         // Shard 3 at an older and a newer version in one batch, shard 4 new.
         let update = shard_update(
             &added,
-            &[counter(3, 4, 1, 5), counter(3, 9, 2, 11), counter(4, 2, 0, 2)],
+            &[
+                counter(3, 4, 1, 5),
+                counter(3, 9, 2, 11),
+                counter(4, 2, 0, 2),
+            ],
         )
         .expect("an update");
         let text = format!("{update:?}");

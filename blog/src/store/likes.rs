@@ -451,7 +451,7 @@ impl Store {
             for page in futures::future::try_join_all(reads).await? {
                 likes.extend(super::from_items::<LikeItem>(page)?);
             }
-            likes.sort_by(|a, b| b.like_id.cmp(&a.like_id));
+            likes.sort_by_key(|like| std::cmp::Reverse(like.like_id));
         }
         let more = likes.len() > limit;
         likes.truncate(limit);
@@ -492,7 +492,10 @@ impl Store {
         post: &PostId,
         items: &[super::Item],
     ) -> Result<Vec<super::Item>, StoreError> {
-        let Some(last) = items.last().map(|i| super::from_item::<LikeItem>(i.clone())) else {
+        let Some(last) = items
+            .last()
+            .map(|i| super::from_item::<LikeItem>(i.clone()))
+        else {
             return Ok(Vec::new());
         };
         let start = LikeItem::key_of(PostPartition::own(*post), &last?.like_id);

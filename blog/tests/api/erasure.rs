@@ -456,7 +456,11 @@ async fn a_caller_who_never_made_a_profile_keeps_the_documented_answers() {
 /// commits just after it.
 async fn in_flight(api: &TestApi, profile: &UserItem, on: &PostId) -> (LikeId, CommentId, PostId) {
     let db = api.app.store.db();
-    let like = LikeItem::new(blog::keys::PostPartition::own(*on), LikeId::generate(), profile);
+    let like = LikeItem::new(
+        blog::keys::PostPartition::own(*on),
+        LikeId::generate(),
+        profile,
+    );
     let mut tx = db.transaction("a like in flight");
     tx.add("like", Write::create(&like).expect("like"));
     tx.add("post", PostItem::count(on, Counter::Likes, Step::Up));
@@ -676,7 +680,9 @@ async fn five_thousand(
         PostItem::new(id, author, &format!("post {n}"), "text", &id.created_at())
     };
     let comment = |on: PostId, by: &UserItem| CommentItem::new(on, CommentId::generate(), by, "hi");
-    let like = |on: PostId, by: &UserItem| LikeItem::new(blog::keys::PostPartition::own(on), LikeId::generate(), by);
+    let like = |on: PostId, by: &UserItem| {
+        LikeItem::new(blog::keys::PostPartition::own(on), LikeId::generate(), by)
+    };
     let mut threads = Vec::new();
     let (mut mine, mut theirs) = (Vec::new(), Vec::new());
     // Ids are time-ordered: 85 of the leaver's posts, the others' 400, then

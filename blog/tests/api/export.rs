@@ -174,7 +174,11 @@ async fn a_thousand(api: &TestApi, me: &UserItem, others: &[UserItem]) -> [BTree
         let comments: Vec<CommentItem> = (0..5)
             .map(|_| CommentItem::new(post.post_id, CommentId::generate(), me, "mine"))
             .collect();
-        let like = LikeItem::new(blog::keys::PostPartition::own(post.post_id), LikeId::generate(), me);
+        let like = LikeItem::new(
+            blog::keys::PostPartition::own(post.post_id),
+            LikeId::generate(),
+            me,
+        );
         ids[1].extend(comments.iter().map(|c| c.comment_id.to_string()));
         ids[2].insert(post.post_id.to_string());
         threads.push(thread(post, "theirs", comments, vec![like]));

@@ -48,7 +48,8 @@ async fn a_hot_post_counts_every_like_and_comment_exactly_on_every_copy() {
     let post = api.post(&author, "Viral", "everyone likes it").await;
     let likes = format!("/posts/{post}/likes");
     // Given while the post is quiet: in its own partition, counted on it.
-    let early: Vec<String> = futures::future::join_all((0..3).map(|i| api.user_named(format!("early{i}")))).await;
+    let early: Vec<String> =
+        futures::future::join_all((0..3).map(|i| api.user_named(format!("early{i}")))).await;
     for who in &early {
         api.like(who, &post).await;
     }
@@ -66,7 +67,8 @@ async fn a_hot_post_counts_every_like_and_comment_exactly_on_every_copy() {
     let (status, again) = api.call("POST", &likes, Some(&early[1]), None).await;
     assert_eq!((status, again["userId"].clone()), (200, json!(early[1])));
     // New likers go to their shards; each likes once.
-    let late: Vec<String> = futures::future::join_all((0..24).map(|i| api.user_named(format!("late{i:02}")))).await;
+    let late: Vec<String> =
+        futures::future::join_all((0..24).map(|i| api.user_named(format!("late{i:02}")))).await;
     for who in &late {
         let (status, like) = api.call("POST", &likes, Some(who), None).await;
         assert_eq!(status, 201, "{like}");
@@ -74,7 +76,9 @@ async fn a_hot_post_counts_every_like_and_comment_exactly_on_every_copy() {
         assert_eq!(status, 200, "a second like by the same user");
     }
     let hot_comments: Vec<String> = futures::future::join_all(
-        late.iter().take(5).map(|who| api.comment(who, &post, "me too")),
+        late.iter()
+            .take(5)
+            .map(|who| api.comment(who, &post, "me too")),
     )
     .await;
     // Taken back: one like of each kind, one comment of each kind.
@@ -90,7 +94,11 @@ async fn a_hot_post_counts_every_like_and_comment_exactly_on_every_copy() {
         assert_eq!(status, 204, "{body}");
     }
     let partitions = partitions_of(&api, &post).await;
-    assert_eq!(partitions.len(), 1 + usize::from(HOT_SHARDS), "{partitions:?}");
+    assert_eq!(
+        partitions.len(),
+        1 + usize::from(HOT_SHARDS),
+        "{partitions:?}"
+    );
 
     api.settle(&mut poller).await;
     let (expected_likes, expected_comments) = (2 + 23, 4);
@@ -101,10 +109,18 @@ async fn a_hot_post_counts_every_like_and_comment_exactly_on_every_copy() {
         "Q2 counts every like and comment: {got}"
     );
     let (_, mine) = api.get(&format!("/users/{author}/posts")).await;
-    assert_eq!(mine["items"][0]["likeCount"], json!(expected_likes), "Q3's copy");
+    assert_eq!(
+        mine["items"][0]["likeCount"],
+        json!(expected_likes),
+        "Q3's copy"
+    );
     assert_eq!(mine["items"][0]["commentCount"], json!(expected_comments));
     let (_, feed) = api.get("/feed").await;
-    assert_eq!(feed["items"][0]["likeCount"], json!(expected_likes), "the feed's copy");
+    assert_eq!(
+        feed["items"][0]["likeCount"],
+        json!(expected_likes),
+        "the feed's copy"
+    );
     assert_eq!(feed["items"][0]["commentCount"], json!(expected_comments));
 
     // Q5 merges the post's partition and its shards, newest first, each
@@ -115,8 +131,14 @@ async fn a_hot_post_counts_every_like_and_comment_exactly_on_every_copy() {
         assert_eq!(ids.len(), expected_likes, "limit {limit}: {ids:?}");
         let unique: HashSet<&&str> = ids.iter().collect();
         assert_eq!(unique.len(), ids.len(), "each like once");
-        let times: Vec<&str> = listed.iter().filter_map(|l| l["createdAt"].as_str()).collect();
-        assert!(times.windows(2).all(|w| w[0] >= w[1]), "newest first: {times:?}");
+        let times: Vec<&str> = listed
+            .iter()
+            .filter_map(|l| l["createdAt"].as_str())
+            .collect();
+        assert!(
+            times.windows(2).all(|w| w[0] >= w[1]),
+            "newest first: {times:?}"
+        );
         assert_eq!(ids.last(), Some(&early[0].as_str()), "the oldest like last");
     }
     let comments = every_page(&api, &format!("/posts/{post}/comments"), 3).await;
@@ -139,7 +161,9 @@ async fn a_deleted_hot_post_leaves_nothing_in_any_shard_and_takes_no_like() {
     api.like(&late, &post).await;
     api.comment(&late, &post, "wow").await;
 
-    let (status, _) = api.call("DELETE", &format!("/posts/{post}"), Some(&author), None).await;
+    let (status, _) = api
+        .call("DELETE", &format!("/posts/{post}"), Some(&author), None)
+        .await;
     assert_eq!(status, 204);
     let other = api.user("other").await;
     let (status, body) = api
@@ -152,7 +176,10 @@ async fn a_deleted_hot_post_leaves_nothing_in_any_shard_and_takes_no_like() {
     assert_eq!(status, 404);
 
     api.settle(&mut poller).await;
-    assert!(partitions_of(&api, &post).await.is_empty(), "every shard emptied");
+    assert!(
+        partitions_of(&api, &post).await.is_empty(),
+        "every shard emptied"
+    );
     let report = api.app.store.audit(false).await.expect("audit");
     assert_eq!(report.findings, vec![], "the audit finds nothing");
 }
@@ -173,9 +200,14 @@ async fn an_erased_account_takes_its_likes_and_comments_out_of_a_hot_post() {
     api.comment(&leaver, &post, "hot").await;
     api.settle(&mut poller).await;
     let (_, got) = api.get(&format!("/posts/{post}")).await;
-    assert_eq!((got["likeCount"].clone(), got["commentCount"].clone()), (json!(2), json!(2)));
+    assert_eq!(
+        (got["likeCount"].clone(), got["commentCount"].clone()),
+        (json!(2), json!(2))
+    );
 
-    let (status, _) = api.call("DELETE", &format!("/users/{leaver}"), Some(&leaver), None).await;
+    let (status, _) = api
+        .call("DELETE", &format!("/users/{leaver}"), Some(&leaver), None)
+        .await;
     assert_eq!(status, 204);
     api.settle(&mut poller).await;
     let (_, got) = api.get(&format!("/posts/{post}")).await;
@@ -188,7 +220,9 @@ async fn an_erased_account_takes_its_likes_and_comments_out_of_a_hot_post() {
     assert_eq!(report.findings, vec![], "the audit finds nothing");
 
     // A hot like of an account erased afterwards lives in a shard.
-    let (status, _) = api.call("DELETE", &format!("/users/{fan}"), Some(&fan), None).await;
+    let (status, _) = api
+        .call("DELETE", &format!("/users/{fan}"), Some(&fan), None)
+        .await;
     assert_eq!(status, 204);
     api.settle(&mut poller).await;
     let (_, got) = api.get(&format!("/posts/{post}")).await;

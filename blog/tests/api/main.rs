@@ -31,3 +31,4 @@ mod stream_filter;
 mod support;
 mod template;
 mod users;
+mod viral;

@@ -1,0 +1,127 @@
+//! A viral post on a DynamoDB that enforces its per-partition limits (the
+//! `hostile` proxy's, scaled): likes and comments offered at several times
+//! what one post's partition takes are all answered, and every count ends
+//! exact. `infra/bench.sh --viral` measures the same at higher rates.
+
+use std::{
+    sync::{Arc, Mutex},
+    time::{Duration, Instant},
+};
+
+use blog::{keys::PK, store::Backoff};
+use hostile::PartitionLimits;
+use serde_json::json;
+
+use crate::support::{behind_proxy, table_snapshot};
+
+/// 50 WCU and 150 RCU a second per partition key value: a quiet post's
+/// partition takes about 8 likes a second (6 WCU each).
+const SCALE: f64 = 0.05;
+/// Offered: 30 likes a second (3.6 times what the quiet post takes) and 6
+/// comments a second, for 5 seconds.
+const LIKES_PER_SECOND: f64 = 30.0;
+const SECONDS: f64 = 5.0;
+const COMMENT_EVERY: usize = 5;
+const UNLIKE_EVERY: usize = 10;
+
+#[derive(Default)]
+struct Answers {
+    statuses: Vec<(&'static str, u16)>,
+    unliked: usize,
+}
+
+#[tokio::test]
+async fn a_post_liked_past_its_partitions_limit_answers_every_like_and_counts_it_exactly() {
+    // The deployed retry policy: what decides whether a request answers 503.
+    let (proxy, api) = behind_proxy(Backoff::default()).await;
+    let api = Arc::new(api);
+    let author = api.user("viral").await;
+    let post = api.post(&author, "Everyone's talking", "about this").await;
+    let likes = (LIKES_PER_SECOND * SECONDS) as usize;
+    let users: Vec<String> =
+        futures::future::join_all((0..likes).map(|i| api.user_named(format!("fan{i:04}")))).await;
+    let running = api.run_fan_out(api.poller());
+    proxy.set_partition_limits(Some(PartitionLimits::scaled(SCALE).expect("scale")));
+
+    let answers = Arc::new(Mutex::new(Answers::default()));
+    let started = Instant::now();
+    let mut tasks = Vec::new();
+    for (i, user) in users.into_iter().enumerate() {
+        let at = Duration::from_secs_f64(i as f64 / LIKES_PER_SECOND);
+        tokio::time::sleep(at.saturating_sub(started.elapsed())).await;
+        let (api, answers, post) = (api.clone(), answers.clone(), post.clone());
+        tasks.push(tokio::spawn(async move {
+            let path = format!("/posts/{post}/likes");
+            let (status, body) = api.call("POST", &path, Some(&user), None).await;
+            let record = |what, status| answers.lock().expect("lock").statuses.push((what, status));
+            record("like", status);
+            assert_ne!(status, 503, "{body}");
+            if i % COMMENT_EVERY == 0 {
+                let path = format!("/posts/{post}/comments");
+                let body = json!({ "content": format!("comment {i}") });
+                let (status, _) = api.call("POST", &path, Some(&user), Some(body)).await;
+                record("comment", status);
+            }
+            if i % UNLIKE_EVERY == 0 {
+                let (status, _) = api.call("DELETE", &path, Some(&user), None).await;
+                record("unlike", status);
+                answers.lock().expect("lock").unliked += 1;
+            }
+        }));
+    }
+    for task in tasks {
+        task.await.expect("a request task");
+    }
+    let throttled = proxy.stats().partition_throttle;
+    proxy.set_partition_limits(None);
+
+    let answers = Arc::try_unwrap(answers)
+        .ok()
+        .expect("every task done")
+        .into_inner()
+        .expect("lock");
+    let refused: Vec<_> = answers
+        .statuses
+        .iter()
+        .filter(|(what, status)| match *what {
+            "unlike" => *status != 204,
+            _ => *status != 201,
+        })
+        .collect();
+    assert!(
+        refused.is_empty(),
+        "every request answered as the contract says: {refused:?}"
+    );
+    assert!(
+        throttled > 0,
+        "the load went past the quiet post's partition (it was throttled)"
+    );
+    let partitions: std::collections::HashSet<String> = table_snapshot(&api)
+        .await
+        .iter()
+        .filter_map(|item| item.get(PK).and_then(|pk| pk.as_s().ok()).cloned())
+        .filter(|pk| pk.starts_with(&format!("POST#{post}#")))
+        .collect();
+    assert!(
+        !partitions.is_empty(),
+        "the post went hot: its likes are in shards"
+    );
+
+    // Every count exact on every copy once the fan-out has caught up.
+    running.stop().await;
+    api.settle(&mut api.poller()).await;
+    let expected_likes = likes - answers.unliked;
+    let expected_comments = likes.div_ceil(COMMENT_EVERY);
+    let (_, got) = api.get(&format!("/posts/{post}")).await;
+    assert_eq!(
+        (got["likeCount"].clone(), got["commentCount"].clone()),
+        (json!(expected_likes), json!(expected_comments)),
+        "{got}"
+    );
+    let (_, feed) = api.get("/feed").await;
+    assert_eq!(feed["items"][0]["likeCount"], json!(expected_likes));
+    let (_, listed) = api.get(&format!("/users/{author}/posts")).await;
+    assert_eq!(listed["items"][0]["likeCount"], json!(expected_likes));
+    let report = api.app.store.audit(false).await.expect("audit");
+    assert_eq!(report.findings, vec![], "the audit finds nothing");
+}
