@@ -5,6 +5,8 @@
 
 use serde_json::{Value, json};
 
+use blog::store::hot::HOT_SHARDS;
+
 use crate::support::TestApi;
 
 /// `(operation, table units, index units)` of one DynamoDB call.
@@ -509,5 +511,157 @@ async fn the_fan_out_costs_what_the_data_model_says() {
         fan_out_calls(&api, &mut poller).await,
         sorted(calls(&deletion)),
         "a post deleted"
+    );
+}
+
+/// A hot post (`blog::store::hot`): what the switch costs once, and what
+/// each request on it costs after (docs/data-model.md, "A hot post").
+#[tokio::test]
+async fn a_hot_post_costs_what_the_data_model_says() {
+    let api = TestApi::start().await;
+    let mut poller = api.poller();
+    let author = api.user("author").await;
+    let post = api.post(&author, "title", "content").await;
+    let early = api.user("early").await;
+    api.like(&early, &post).await;
+    let fan = api.user("fan").await;
+    fan_out_calls(&api, &mut poller).await;
+
+    // The post read (is it hot already?), then one transaction: the post's
+    // `shards`, the pointer, 16 counters (Local's flat rate again).
+    api.meter.take();
+    let id = crate::support::post_id(&post);
+    api.app.store.make_hot(&id).await.expect("hot");
+    let switch: Vec<Call> = api
+        .meter
+        .take()
+        .into_iter()
+        .map(|c| (c.operation, c.table, c.indexes))
+        .collect();
+    assert_eq!(
+        switch,
+        calls(&[("GetItem", 1.0, 0.0), ("TransactWriteItems", 4.0, 0.0)])
+    );
+
+    let (author, fan, early) = (
+        Some(author.as_str()),
+        Some(fan.as_str()),
+        Some(early.as_str()),
+    );
+    let likes = format!("/posts/{post}/likes");
+    let write = |name, method, path: String, user, body: Option<Value>, status, calls| Case {
+        name,
+        method,
+        path,
+        user,
+        body,
+        status,
+        calls,
+    };
+    // The marker a like given while the post was quiet would have; then the
+    // marker, the like and the shard's counter in one transaction.
+    const OWN_MARKER: (&str, f64, f64) = ("GetItem", 1.0, 0.0);
+    const THREE: (&str, f64, f64) = ("TransactWriteItems", 8.0, 4.0);
+    let cases = [
+        write(
+            "hot C4",
+            "POST",
+            likes.clone(),
+            fan,
+            None,
+            201,
+            &[WRITER, OWN_MARKER, THREE][..],
+        ),
+        write(
+            "hot C4 repeated: the shard's marker, then the like it names",
+            "POST",
+            likes.clone(),
+            fan,
+            None,
+            200,
+            &[
+                WRITER,
+                OWN_MARKER,
+                ("TransactWriteItems", 0.0, 0.0),
+                ("GetItem", 1.0, 0.0),
+                ("GetItem", 1.0, 0.0),
+            ],
+        ),
+        write(
+            "hot C4 by a user who liked while it was quiet",
+            "POST",
+            likes.clone(),
+            early,
+            None,
+            200,
+            &[WRITER, OWN_MARKER, ("GetItem", 1.0, 0.0)],
+        ),
+        write(
+            "hot C3: the comment and its shard's counter",
+            "POST",
+            format!("/posts/{post}/comments"),
+            author,
+            Some(json!({"content": "c"})),
+            201,
+            &[WRITER, ("TransactWriteItems", 8.0, 4.0)],
+        ),
+        write(
+            "hot C4 unlike: the shard's marker, one transaction",
+            "DELETE",
+            likes.clone(),
+            fan,
+            None,
+            204,
+            &[WRITER, ("GetItem", 1.0, 0.0), THREE],
+        ),
+        write(
+            "hot C4 unlike of a like given while quiet: both markers",
+            "DELETE",
+            likes.clone(),
+            early,
+            None,
+            204,
+            &[WRITER, ("GetItem", 1.0, 0.0), OWN_MARKER, THREE],
+        ),
+        write(
+            "hot Q2: one Query, as a quiet post's",
+            "GET",
+            format!("/posts/{post}"),
+            None,
+            None,
+            200,
+            &[("Query", 0.5, 0.0)],
+        ),
+    ];
+    for case in cases {
+        case.check(&api).await;
+    }
+
+    // Q5: the post's partition (the pointer first), then each shard, one
+    // Query each; DynamoDB Local reports 0 for an empty one.
+    let late = api.user("late").await;
+    api.like(&late, &post).await;
+    let (status, q5) = measure(&api, "GET", &likes, None, None).await;
+    let mut expected = vec![("Query", 0.5, 0.0), ("Query", 0.5, 0.0)];
+    expected.extend(std::iter::repeat_n(
+        ("Query", 0.0, 0.0),
+        usize::from(HOT_SHARDS) - 1,
+    ));
+    assert_eq!((status, sorted(q5)), (200, sorted(calls(&expected))));
+
+    // The fan-out of one hot like: the liker's profile (the INSERT rule);
+    // the post read and its counts added (the post and its GSI1 entry); then
+    // the post's MODIFY refreshes its feed copy.
+    fan_out_calls(&api, &mut poller).await;
+    let another = api.user("another").await;
+    api.like(&another, &post).await;
+    assert_eq!(
+        fan_out_calls(&api, &mut poller).await,
+        sorted(calls(&[
+            ("GetItem", 1.0, 0.0),
+            ("GetItem", 1.0, 0.0),
+            ("UpdateItem", 1.0, 1.0),
+            ("UpdateItem", 1.0, 0.0),
+        ]))
     );
 }

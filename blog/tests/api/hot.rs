@@ -232,3 +232,81 @@ async fn an_erased_account_takes_its_likes_and_comments_out_of_a_hot_post() {
     let report = api.app.store.audit(false).await.expect("audit");
     assert_eq!(report.findings, vec![], "the audit finds nothing");
 }
+
+/// Part of the point of a hot post: a batch of the stream writes each post
+/// once, however many of its likes the batch holds. 1,000 likes on 10 hot
+/// posts, delivered as one batch, write 10 post items (each with its GSI1
+/// entry, Q3's copy) and nothing else; the 10 post changes that makes then
+/// write 10 feed entries.
+#[tokio::test]
+async fn a_batch_of_likes_on_hot_posts_writes_each_post_and_its_copies_once() {
+    use futures::StreamExt;
+
+    let api = TestApi::start().await;
+    let mut poller = api.poller();
+    let author = api.user("popular").await;
+    let mut posts = Vec::new();
+    for i in 0..10 {
+        let post = api.post(&author, format!("post {i}"), "c").await;
+        api.app.store.make_hot(&post_id(&post)).await.expect("hot");
+        posts.push(post_id(&post));
+    }
+    let fans: Vec<String> =
+        futures::future::join_all((0..100).map(|i| api.user_named(format!("fan{i:03}")))).await;
+    api.settle(&mut poller).await;
+
+    let likes = fans
+        .iter()
+        .flat_map(|fan| posts.iter().map(move |post| (post, crate::support::user_id(fan))));
+    let liked: Vec<_> = futures::stream::iter(likes)
+        .map(|(post, fan)| async move { api.app.store.like_post(post, &fan).await })
+        .buffer_unordered(16)
+        .collect()
+        .await;
+    assert!(liked.iter().all(Result::is_ok), "1,000 likes");
+
+    // Everything the stream holds now, filtered as deployed, as one batch.
+    let records = std::sync::Mutex::new(Vec::new());
+    let collect = |event: aws_lambda_events::event::dynamodb::Event| {
+        records.lock().expect("lock").extend(event.records);
+        async { Ok(Default::default()) }
+    };
+    while poller.poll_once(&collect).await.expect("read the stream") > 0 {}
+    let mut batch = aws_lambda_events::event::dynamodb::Event::default();
+    batch.records = records.into_inner().expect("lock");
+    assert!(batch.records.len() >= 2000, "the likes and the counters' changes");
+    api.meter.take();
+    let response = blog::fanout::handle(&api.app.store, batch).await;
+    assert!(response.batch_item_failures.is_empty());
+    let writes: Vec<_> = api
+        .meter
+        .take()
+        .into_iter()
+        .filter(|c| c.operation != "GetItem")
+        .map(|c| (c.operation, c.table, c.indexes))
+        .collect();
+    assert_eq!(
+        writes,
+        vec![("UpdateItem".to_owned(), 1.0, 1.0); 10],
+        "each post once, with its GSI1 entry (Q3's copy)"
+    );
+
+    api.meter.take();
+    api.settle(&mut poller).await;
+    let feed: Vec<_> = api
+        .meter
+        .take()
+        .into_iter()
+        .filter(|c| c.operation != "DescribeTable" && c.operation != "GetItem")
+        .map(|c| (c.operation, c.table, c.indexes))
+        .collect();
+    assert_eq!(
+        feed,
+        vec![("UpdateItem".to_owned(), 1.0, 0.0); 10],
+        "each feed entry once"
+    );
+    for post in &posts {
+        let (_, got) = api.get(&format!("/posts/{post}")).await;
+        assert_eq!(got["likeCount"], json!(100));
+    }
+}
