@@ -1,16 +1,25 @@
-//! `blog-viral-bench`: one post liked by many users at rising rates, on a
-//! DynamoDB that enforces its per-partition limits (the `hostile` proxy's,
-//! scaled), through the like's request path (the store's `like_post` and the
-//! API's status for its answer) with the stream fan-out running as the local
-//! stack runs it. For each offered rate: the likes a second answered 2xx,
-//! the share answered 503, p50 and p99, the units the partitions were
-//! charged per like (as DynamoDB bills them: the proxy's charges), the
-//! hottest partition's write units a second, and the time from the last like
-//! until the post and its feed copy count every like the API accepted.
+//! `blog-viral-bench`: one post liked, unliked and commented on by many
+//! users at rising rates, on a DynamoDB that enforces its per-partition
+//! limits (the `hostile` proxy's, scaled), through the requests' store calls
+//! (`like_post`, `unlike_post`, `create_comment`, and the API's status for
+//! each answer), while a reader reads its Q2, Q4 and Q5, with the stream
+//! fan-out running as the local stack runs it. Two designs: `today` (a post
+//! stays in its partition, as before hot posts: `Store::never_hot`) and `hot`
+//! (a throttled post spreads over shards: `blog::store::hot`).
+//!
+//! For each design and offered like rate: requests a second answered 2xx,
+//! the share answered 503, p50 and p99, the write units the partitions were
+//! charged per request (as DynamoDB bills them: the proxy's charges), the
+//! hottest partition's write units a second, and the time from the last
+//! request until the post and its feed copy count every like and comment the
+//! API accepted.
+//!
+//! Each liker likes once; one in ten takes the like back at once; three in
+//! ten also comment (300 comments a second at 1,000 likes).
 //!
 //! ```text
 //! blog-viral-bench --endpoint URL [--scale 0.1] [--seconds 20]
-//!     [--rates 50,100,200,500,1000,2000]
+//!     [--rates 50,100,200,500,1000,2000] [--designs today,hot]
 //! ```
 //!
 //! Rates are DynamoDB's real ones: at `--scale 0.1` a rate of 1,000 likes a
@@ -18,7 +27,10 @@
 //! `infra/bench.sh --viral` runs it against its own DynamoDB Local.
 
 use std::{
-    sync::{Arc, Mutex},
+    sync::{
+        Arc, Mutex,
+        atomic::{AtomicBool, AtomicUsize, Ordering},
+    },
     time::{Duration, Instant},
 };
 
@@ -30,23 +42,33 @@ use blog::{
     api::ApiError,
     fanout,
     ids::{PostId, UserId},
-    store::{Store, bulk, likes::Liked, table, users::UserItem},
+    store::{Store, StoreError, bulk, likes::Liked, table, users::UserItem},
     text::Username,
     timestamp,
 };
 use hostile::{Faults, PartitionLimits, Proxy};
 use local::stream_poller::StreamPoller;
 
+/// One in this many likers takes the like back at once.
+const UNLIKE_EVERY: usize = 10;
+/// This many in ten likers also comment.
+const COMMENTS_IN_TEN: usize = 3;
+
 struct Row {
+    design: &'static str,
     offered: f64,
     /// From the first like sent to the last answered.
     span: f64,
+    /// Requests answered 2xx (likes, unlikes, comments).
     accepted: usize,
     unavailable: usize,
     other: usize,
+    /// Reads (Q2, Q4, Q5) made meanwhile, and how many were not answered.
+    reads: usize,
+    reads_refused: usize,
     p50: f64,
     p99: f64,
-    write_units_per_like: f64,
+    write_units_per_request: f64,
     hottest: String,
     hottest_per_second: f64,
     exact_after: Option<f64>,
@@ -58,6 +80,7 @@ async fn main() -> Result<(), Error> {
     let mut scale = 0.1;
     let mut seconds = 20.0_f64;
     let mut rates = vec![50.0, 100.0, 200.0, 500.0, 1000.0, 2000.0];
+    let mut designs = vec!["today", "hot"];
     let mut args = std::env::args().skip(1);
     while let Some(arg) = args.next() {
         let mut value = || args.next().ok_or_else(|| format!("{arg} needs a value"));
@@ -70,6 +93,13 @@ async fn main() -> Result<(), Error> {
                     .split(',')
                     .map(str::parse)
                     .collect::<Result<_, _>>()?;
+            }
+            "--designs" => {
+                let given = value()?;
+                designs = ["today", "hot"]
+                    .into_iter()
+                    .filter(|d| given.split(',').any(|g| g == *d))
+                    .collect();
             }
             other => return Err(format!("unknown option {other}").into()),
         }
@@ -87,17 +117,19 @@ async fn main() -> Result<(), Error> {
     );
     table::create_if_missing(&direct.plain, &name).await?;
     let setup = Store::new(direct.plain.clone(), &name);
-    let requests = Store::new(limited.plain.clone(), &name);
+    let hot = Store::new(limited.plain.clone(), &name);
+    let today = hot.clone().never_hot();
     let fan_out = Store::new(limited.fanout.clone(), &name);
 
     let author = UserId::parse("viral-author")?;
     setup
         .create_user(&author, &Username::parse("author")?)
         .await?;
-    let likers_needed: usize = rates
-        .iter()
-        .map(|rate| (rate * scale * seconds).ceil() as usize)
-        .sum();
+    let likers_needed: usize = designs.len()
+        * rates
+            .iter()
+            .map(|rate| (rate * scale * seconds).ceil() as usize)
+            .sum::<usize>();
     let likers = load_likers(&direct, &name, likers_needed).await?;
     println!("{likers_needed} likers loaded into {name}");
 
@@ -127,60 +159,71 @@ async fn main() -> Result<(), Error> {
     proxy.set_partition_limits(Some(PartitionLimits::scaled(scale)?));
     let mut rows = Vec::new();
     let mut next_liker = 0;
-    for rate in &rates {
-        let post = setup
-            .create_post(
-                &author,
-                &format!("viral at {rate}/s"),
-                "a post everyone likes",
-            )
-            .await?
-            .post_id;
-        // In the feed before the likes come.
-        settle(&requests, &post, 0).await;
-        let count = (rate * scale * seconds).ceil() as usize;
-        let mine = likers[next_liker..next_liker + count].to_vec();
-        next_liker += count;
-        proxy.take_charged();
-        let started = Instant::now();
-        let answers = offer(&requests, post, mine, rate * scale).await;
-        let span = started.elapsed().as_secs_f64();
-        let accepted = answers.iter().filter(|(s, _)| *s < 300).count();
-        let unavailable = answers.iter().filter(|(s, _)| *s == 503).count();
-        let mut latencies: Vec<f64> = answers.iter().map(|(_, l)| *l).collect();
-        latencies.sort_by(f64::total_cmp);
-        let settled = Instant::now();
-        let exact = settle(&requests, &post, accepted).await;
-        // The likes' writes and the fan-out's for them.
-        let charged = proxy.take_charged().unwrap_or_default();
-        let (hottest, units) = charged.hottest_write.unwrap_or_default();
-        let row = Row {
-            offered: *rate,
-            span,
-            accepted,
-            unavailable,
-            other: answers.len() - accepted - unavailable,
-            p50: percentile(&latencies, 0.5),
-            p99: percentile(&latencies, 0.99),
-            write_units_per_like: if accepted > 0 {
-                charged.write_units / accepted as f64
-            } else {
-                0.0
-            },
-            hottest: hottest.split('/').skip(1).collect::<Vec<_>>().join("/"),
-            hottest_per_second: units / span / scale,
-            exact_after: exact.then(|| settled.elapsed().as_secs_f64()),
-        };
-        println!("  {}", table_row(&row, scale));
-        rows.push(row);
+    for design in &designs {
+        let requests = if *design == "hot" { &hot } else { &today };
+        for rate in &rates {
+            let post = setup
+                .create_post(
+                    &author,
+                    &format!("viral at {rate}/s ({design})"),
+                    "a post everyone likes",
+                )
+                .await?
+                .post_id;
+            // In the feed before the likes come.
+            settle(requests, &post, Counts::default()).await;
+            let count = (rate * scale * seconds).ceil() as usize;
+            let mine = likers[next_liker..next_liker + count].to_vec();
+            next_liker += count;
+            proxy.take_charged();
+            let reading = Arc::new(AtomicBool::new(true));
+            let reader = tokio::spawn(read_meanwhile(requests.clone(), post, reading.clone()));
+            let started = Instant::now();
+            let offered = offer(requests, post, mine, rate * scale).await;
+            let span = started.elapsed().as_secs_f64();
+            reading.store(false, Ordering::Relaxed);
+            let (reads, reads_refused) = reader.await.unwrap_or_default();
+            let answers = &offered.answers;
+            let accepted = answers.iter().filter(|(s, _)| *s < 300).count();
+            let unavailable = answers.iter().filter(|(s, _)| *s == 503).count();
+            let mut latencies: Vec<f64> = answers.iter().map(|(_, l)| *l).collect();
+            latencies.sort_by(f64::total_cmp);
+            let settled = Instant::now();
+            let exact = settle(requests, &post, offered.counts).await;
+            // The requests' writes and the fan-out's for them.
+            let charged = proxy.take_charged().unwrap_or_default();
+            let (hottest, units) = charged.hottest_write.unwrap_or_default();
+            let row = Row {
+                design,
+                offered: *rate,
+                span,
+                accepted,
+                unavailable,
+                other: answers.len() - accepted - unavailable,
+                reads,
+                reads_refused,
+                p50: percentile(&latencies, 0.5),
+                p99: percentile(&latencies, 0.99),
+                write_units_per_request: if accepted > 0 {
+                    charged.write_units / accepted as f64
+                } else {
+                    0.0
+                },
+                hottest: hottest.split('/').skip(1).collect::<Vec<_>>().join("/"),
+                hottest_per_second: units / span / scale,
+                exact_after: exact.then(|| settled.elapsed().as_secs_f64()),
+            };
+            println!("  {}", table_row(&row, scale));
+            rows.push(row);
+        }
     }
     let _ = stop.send(());
     running.await?;
     println!();
     println!(
-        "| offered likes/s | answered 2xx /s | 503 | other | p50 ms | p99 ms | WCU billed per like | hottest partition | its WCU/s | counts exact after |"
+        "| design | offered likes/s (+ 30 % comments, 10 % unlikes) | requests answered 2xx /s | 503 | other | reads (refused) | p50 ms | p99 ms | WCU billed per request | hottest partition | its WCU/s | counts exact after |"
     );
-    println!("|---|---|---|---|---|---|---|---|---|---|");
+    println!("|---|---|---|---|---|---|---|---|---|---|---|---|");
     for row in &rows {
         println!("{}", table_row(row, scale));
     }
@@ -205,58 +248,123 @@ async fn load_likers(clients: &Clients, table: &str, count: usize) -> Result<Vec
     Ok(ids)
 }
 
+/// What the post should count once every accepted request is counted.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+struct Counts {
+    likes: u64,
+    comments: u64,
+}
+
+/// The answers to a rate's requests, and the counts they leave.
+struct Offered {
+    /// Each request's status and seconds.
+    answers: Vec<(u16, f64)>,
+    counts: Counts,
+}
+
+/// The status the API answers for a store call's result, and whether it
+/// took effect.
+fn status<T>(result: Result<T, StoreError>, ok: u16) -> (u16, Option<T>) {
+    match result {
+        Ok(done) => (ok, Some(done)),
+        Err(err) => (ApiError::from(err).status().as_u16(), None),
+    }
+}
+
 /// Each liker likes `post` once, `per_second` a second (each on its tick,
-/// whatever the others' latency); each answer's status and seconds.
-async fn offer(
-    store: &Store,
-    post: PostId,
-    likers: Vec<UserId>,
-    per_second: f64,
-) -> Vec<(u16, f64)> {
-    let answers = Arc::new(Mutex::new(Vec::with_capacity(likers.len())));
+/// whatever the others' latency); some take it back at once, some comment.
+async fn offer(store: &Store, post: PostId, likers: Vec<UserId>, per_second: f64) -> Offered {
+    let answers = Arc::new(Mutex::new(Vec::with_capacity(likers.len() * 2)));
+    let likes = Arc::new(AtomicUsize::new(0));
+    let comments = Arc::new(AtomicUsize::new(0));
     let mut tick = tokio::time::interval(Duration::from_secs_f64(1.0 / per_second));
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     let mut sent = tokio::task::JoinSet::new();
-    for liker in likers {
+    for (i, liker) in likers.into_iter().enumerate() {
         tick.tick().await;
-        let store = store.clone();
-        let answers = answers.clone();
+        let (store, answers) = (store.clone(), answers.clone());
+        let (likes, comments) = (likes.clone(), comments.clone());
         sent.spawn(async move {
-            let started = Instant::now();
-            let status = match store.like_post(&post, &liker).await {
-                Ok(Liked::New(_)) => 201,
-                Ok(Liked::Already(_)) => 200,
-                Err(err) => ApiError::from(err).status().as_u16(),
+            let timed = |status: u16, started: Instant| {
+                if let Ok(mut answers) = answers.lock() {
+                    answers.push((status, started.elapsed().as_secs_f64()));
+                }
             };
-            if let Ok(mut answers) = answers.lock() {
-                answers.push((status, started.elapsed().as_secs_f64()));
+            let started = Instant::now();
+            let (code, liked) = status(store.like_post(&post, &liker).await, 201);
+            let new = matches!(liked, Some(Liked::New(_)));
+            timed(if new || liked.is_none() { code } else { 200 }, started);
+            if new {
+                likes.fetch_add(1, Ordering::Relaxed);
+                if i % UNLIKE_EVERY == 0 {
+                    let started = Instant::now();
+                    let (code, unliked) = status(store.unlike_post(&post, &liker).await, 204);
+                    timed(code, started);
+                    if unliked == Some(true) {
+                        likes.fetch_sub(1, Ordering::Relaxed);
+                    }
+                }
+            }
+            if i % 10 < COMMENTS_IN_TEN {
+                let started = Instant::now();
+                let (code, commented) =
+                    status(store.create_comment(&post, &liker, "me too").await, 201);
+                timed(code, started);
+                if commented.is_some() {
+                    comments.fetch_add(1, Ordering::Relaxed);
+                }
             }
         });
     }
     while sent.join_next().await.is_some() {}
-    Arc::try_unwrap(answers)
+    let answers = Arc::try_unwrap(answers)
         .ok()
         .and_then(|m| m.into_inner().ok())
-        .unwrap_or_default()
+        .unwrap_or_default();
+    Offered {
+        answers,
+        counts: Counts {
+            likes: likes.load(Ordering::Relaxed) as u64,
+            comments: comments.load(Ordering::Relaxed) as u64,
+        },
+    }
 }
 
-/// Waits (at most 60 s) until the post and its feed copy both count `likes`;
-/// whether they came to.
-async fn settle(store: &Store, post: &PostId, likes: usize) -> bool {
+/// Q2, Q4 and Q5 of `post`, one after another, every 50 ms while `reading`;
+/// the reads made and those not answered.
+async fn read_meanwhile(store: Store, post: PostId, reading: Arc<AtomicBool>) -> (usize, usize) {
+    let (mut reads, mut refused) = (0, 0);
+    while reading.load(Ordering::Relaxed) {
+        let results = [
+            store.get_post(&post).await.map(|_| ()),
+            store.list_comments(&post, 20, None).await.map(|_| ()),
+            store.list_likes(&post, 20, None).await.map(|_| ()),
+        ];
+        reads += results.len();
+        refused += results.iter().filter(|r| r.is_err()).count();
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    (reads, refused)
+}
+
+/// Waits (at most 60 s) until the post and its feed copy both count
+/// `expected`; whether they came to.
+async fn settle(store: &Store, post: &PostId, expected: Counts) -> bool {
     let deadline = Instant::now() + Duration::from_secs(60);
     while Instant::now() < deadline {
-        let counted = store
-            .get_post(post)
-            .await
-            .ok()
-            .flatten()
-            .map(|p| p.like_count);
+        let counted = store.get_post(post).await.ok().flatten().map(|p| Counts {
+            likes: p.like_count,
+            comments: p.comment_count,
+        });
         let copied = store.feed(100).await.ok().and_then(|feed| {
             feed.into_iter()
                 .find(|entry| &entry.post_id == post)
-                .map(|entry| entry.like_count)
+                .map(|entry| Counts {
+                    likes: entry.like_count,
+                    comments: entry.comment_count,
+                })
         });
-        if counted == Some(likes as u64) && copied == Some(likes as u64) {
+        if counted == Some(expected) && copied == Some(expected) {
             return true;
         }
         tokio::time::sleep(Duration::from_millis(100)).await;
@@ -274,14 +382,17 @@ fn percentile(sorted: &[f64], q: f64) -> f64 {
 /// The row as docs/benchmarks.md's table shows it.
 fn table_row(row: &Row, scale: f64) -> String {
     format!(
-        "| {:.0} | {:.0} | {:.0} % | {} | {:.0} | {:.0} | {:.1} | `{}` | {:.0} | {} |",
+        "| {} | {:.0} | {:.0} | {:.0} % | {} | {} ({}) | {:.0} | {:.0} | {:.1} | `{}` | {:.0} | {} |",
+        row.design,
         row.offered,
         row.accepted as f64 / row.span / scale,
         100.0 * row.unavailable as f64 / (row.accepted + row.unavailable + row.other).max(1) as f64,
         row.other,
+        row.reads,
+        row.reads_refused,
         row.p50 * 1000.0,
         row.p99 * 1000.0,
-        row.write_units_per_like,
+        row.write_units_per_request,
         row.hottest,
         row.hottest_per_second,
         row.exact_after

@@ -206,8 +206,8 @@ impl Store {
             let count = hot::counted_up(post, item.counted_in, Counter::Comments);
             let counted = tx.add("count", count);
             let outcome = match item.counted_in {
-                None => tx.commit_unless_throttled(counted).await?,
-                Some(_) => Committing::Done(tx.commit().await?),
+                None if self.hot_switch => tx.commit_unless_throttled(counted).await?,
+                _ => Committing::Done(tx.commit().await?),
             };
             match outcome {
                 Committing::Throttled => {

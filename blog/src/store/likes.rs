@@ -234,8 +234,8 @@ impl Store {
             tx.add("like", Write::create(&like)?);
             let counted = tx.add("count", hot::counted_up(post, shard, Counter::Likes));
             let outcome = match shard {
-                None => tx.commit_unless_throttled(counted).await?,
-                Some(_) => Committing::Done(tx.commit().await?),
+                None if self.hot_switch => tx.commit_unless_throttled(counted).await?,
+                _ => Committing::Done(tx.commit().await?),
             };
             let failed = match outcome {
                 Committing::Throttled => {

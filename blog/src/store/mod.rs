@@ -56,6 +56,9 @@ pub struct Store {
     gsi_lag_bound: Duration,
     /// The hot posts this process has met ([`hot`]).
     hot: std::sync::Arc<hot::HotPosts>,
+    /// Whether a throttled quiet post is made hot (always, but in the
+    /// viral benchmark's run of the design before hot posts).
+    hot_switch: bool,
 }
 
 impl Store {
@@ -65,7 +68,17 @@ impl Store {
             feed_capacity: feed::FEED_CAPACITY,
             gsi_lag_bound: GSI_LAG_BOUND,
             hot: std::sync::Arc::default(),
+            hot_switch: true,
         }
+    }
+
+    /// The design before hot posts: a throttled post stays quiet, its
+    /// requests retried into its partition. Only the viral benchmark runs it,
+    /// to measure what the switch changes.
+    #[cfg(feature = "bulk")]
+    pub fn never_hot(mut self) -> Self {
+        self.hot_switch = false;
+        self
     }
 
     /// Replaces the retry policy (tests make it fast, or give up at once).
