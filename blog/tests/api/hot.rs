@@ -255,9 +255,11 @@ async fn a_batch_of_likes_on_hot_posts_writes_each_post_and_its_copies_once() {
         futures::future::join_all((0..100).map(|i| api.user_named(format!("fan{i:03}")))).await;
     api.settle(&mut poller).await;
 
-    let likes = fans
-        .iter()
-        .flat_map(|fan| posts.iter().map(move |post| (post, crate::support::user_id(fan))));
+    let likes = fans.iter().flat_map(|fan| {
+        posts
+            .iter()
+            .map(move |post| (post, crate::support::user_id(fan)))
+    });
     let liked: Vec<_> = futures::stream::iter(likes)
         .map(|(post, fan)| async move { api.app.store.like_post(post, &fan).await })
         .buffer_unordered(16)
@@ -274,7 +276,10 @@ async fn a_batch_of_likes_on_hot_posts_writes_each_post_and_its_copies_once() {
     while poller.poll_once(&collect).await.expect("read the stream") > 0 {}
     let mut batch = aws_lambda_events::event::dynamodb::Event::default();
     batch.records = records.into_inner().expect("lock");
-    assert!(batch.records.len() >= 2000, "the likes and the counters' changes");
+    assert!(
+        batch.records.len() >= 2000,
+        "the likes and the counters' changes"
+    );
     api.meter.take();
     let response = blog::fanout::handle(&api.app.store, batch).await;
     assert!(response.batch_item_failures.is_empty());
