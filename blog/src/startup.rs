@@ -134,7 +134,12 @@ where
             .lambda_context_ref()
             .map(|ctx| ctx.request_id.clone())
             .unwrap_or_default();
-        let reply = store::request_scope(request_id.clone(), handler(app, req));
+        // When the invocation times out: an unknown outcome is resolved
+        // until shortly before.
+        let deadline = req
+            .lambda_context_ref()
+            .and_then(|ctx| deadline_of(ctx.deadline));
+        let reply = store::request_scope_until(request_id.clone(), deadline, handler(app, req));
         let meter = meter.clone();
         async move {
             let response = api::respond(reply.await, &request_id);
@@ -143,6 +148,16 @@ where
         }
     }))
     .await
+}
+
+/// The instant of a Lambda deadline (milliseconds since the epoch); `None`
+/// when it is not in the future.
+fn deadline_of(epoch_ms: u64) -> Option<std::time::Instant> {
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .ok()?;
+    let left = std::time::Duration::from_millis(epoch_ms).checked_sub(now)?;
+    Some(std::time::Instant::now() + left)
 }
 
 /// Serves a DynamoDB Streams handler: each batch in, with the invocation's

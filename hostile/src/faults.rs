@@ -59,6 +59,14 @@ pub struct Faults {
     /// 500 `InternalServerError`, as when DynamoDB fails before committing:
     /// to the client the outcome is unknown, yet nothing was written.
     pub server_error: f64,
+    /// A TransactWriteItems carrying a `ClientRequestToken` is held, the
+    /// client gets a 500 at once (its attempt timed out), and the proxy
+    /// sends the transaction on `late_commit_delay` later, where it commits
+    /// after the client gave up on it. Meanwhile a retry with the same token
+    /// gets `TransactionInProgressException`, as from DynamoDB while the
+    /// first is still running.
+    pub late_commit: f64,
+    pub late_commit_delay: Duration,
     pub replay_cancel: f64,
     /// Index queries do not see items whose `createdAt` is younger than this.
     pub gsi_lag: Duration,
@@ -66,14 +74,20 @@ pub struct Faults {
 }
 
 /// The rate names `--rate KIND=P` and [`Faults::set_rate`] accept.
-pub const RATE_KINDS: [&str; 6] = [
+pub const RATE_KINDS: [&str; 7] = [
     "transaction_cancel",
     "write_conflict",
     "throttle",
     "lost_response",
     "server_error",
+    "late_commit",
     "replay_cancel",
 ];
+
+/// How long a late commit waits by default: longer than the store's retries
+/// of a refused attempt (5 s), shorter than its resolution of an unknown
+/// outcome within the request's deadline.
+pub const LATE_COMMIT_DELAY: Duration = Duration::from_secs(6);
 
 impl Faults {
     /// A transparent proxy.
@@ -84,6 +98,8 @@ impl Faults {
             throttle: 0.0,
             lost_response: 0.0,
             server_error: 0.0,
+            late_commit: 0.0,
+            late_commit_delay: LATE_COMMIT_DELAY,
             replay_cancel: 0.0,
             gsi_lag: Duration::ZERO,
             seed: 0,
@@ -100,6 +116,8 @@ impl Faults {
             throttle: 0.05,
             lost_response: 0.05,
             server_error: 0.0,
+            late_commit: 0.0,
+            late_commit_delay: LATE_COMMIT_DELAY,
             replay_cancel: 0.0,
             gsi_lag: Duration::from_secs(1),
             seed: 0,
@@ -117,6 +135,7 @@ impl Faults {
             "throttle" => &mut self.throttle,
             "lost_response" => &mut self.lost_response,
             "server_error" => &mut self.server_error,
+            "late_commit" => &mut self.late_commit,
             "replay_cancel" => &mut self.replay_cancel,
             _ => {
                 return Err(format!(
@@ -161,6 +180,11 @@ pub(crate) enum Fault {
     LostResponse,
     /// Not forwarded: a 500 `InternalServerError`.
     ServerError,
+    /// Answered with a 500 at once, forwarded later ([`Faults::late_commit`]).
+    LateCommit,
+    /// A transaction whose token a late commit holds:
+    /// `TransactionInProgressException`.
+    InProgress,
 }
 
 impl Fault {
@@ -183,9 +207,16 @@ impl Fault {
                 item,
                 conflict,
             } => (400, cancellation_body(items, item, conflict)),
-            Fault::LostResponse | Fault::ServerError => (
+            Fault::LostResponse | Fault::ServerError | Fault::LateCommit => (
                 500,
                 error_body("InternalServerError", "Internal server error"),
+            ),
+            Fault::InProgress => (
+                400,
+                error_body(
+                    "TransactionInProgressException",
+                    "Transaction is in progress",
+                ),
             ),
         }
     }
@@ -319,6 +350,9 @@ pub(crate) fn decide(
     if operation != TRANSACT_WRITE {
         return None;
     }
+    if !replay && draw(rng, faults.late_commit) {
+        return Some(Fault::LateCommit);
+    }
     let cancel = if replay {
         faults.replay_cancel
     } else {
@@ -444,6 +478,8 @@ mod tests {
             throttle: 1.0,
             lost_response: 1.0,
             server_error: 1.0,
+            late_commit: 1.0,
+            late_commit_delay: LATE_COMMIT_DELAY,
             replay_cancel: 1.0,
             gsi_lag: Duration::from_secs(1),
             seed: 7,

@@ -24,6 +24,13 @@
 //! - `server_error`: a PutItem, UpdateItem, DeleteItem or TransactWriteItems
 //!   is not sent; the client gets a 500, as when DynamoDB fails before
 //!   committing: the client cannot tell it from a lost response.
+//! - `late_commit`: a TransactWriteItems with a `ClientRequestToken` is held
+//!   and the client gets a 500 at once (its attempt timed out); the proxy
+//!   sends it on `late_commit_delay` later, where it commits after the
+//!   client gave up on that attempt. Meanwhile a retry with the same token
+//!   gets `TransactionInProgressException`, as DynamoDB answers while the
+//!   first attempt still runs; after it, the retry is a replay (a success).
+//!   Late commits are not charged to the partition limits.
 //! - `replay_cancel`: such a replay is cancelled anyway (as when another
 //!   transaction holds its items at that moment); otherwise the proxy never
 //!   cancels a replay.

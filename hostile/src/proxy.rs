@@ -71,6 +71,9 @@ struct State {
     rng: fastrand::Rng,
     /// Tokens of transactions upstream committed, whose retries are replays.
     committed: Committed,
+    /// Tokens of transactions held for a late commit: their retries are
+    /// answered "in progress" until it is sent.
+    in_flight: std::collections::HashSet<String>,
 }
 
 impl Proxy {
@@ -105,6 +108,7 @@ impl Proxy {
                 rng: fastrand::Rng::with_seed(faults.seed),
                 faults,
                 committed: Committed::default(),
+                in_flight: std::collections::HashSet::new(),
             }),
             counters: Counters::default(),
             next_request_id: AtomicU64::new(1),
@@ -228,7 +232,7 @@ impl Shared {
         self.state.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    async fn answer(&self, req: Request<Incoming>) -> Response<Full<Bytes>> {
+    async fn answer(self: Arc<Self>, req: Request<Incoming>) -> Response<Full<Bytes>> {
         self.counters.request();
         let (parts, body) = req.into_parts();
         let body = match body.collect().await {
@@ -252,7 +256,14 @@ impl Shared {
             Some(operation) => self.decide(operation, &transaction),
             None => (None, Duration::ZERO),
         };
-        if let Some(fault) = fault.filter(|f| *f != Fault::LostResponse) {
+        if fault == Some(Fault::LateCommit)
+            && let Some(token) = transaction.token.clone()
+        {
+            self.commit_late(parts.clone(), body, token);
+            return self.inject(operation.unwrap_or_default(), Fault::LateCommit);
+        }
+        if let Some(fault) = fault.filter(|f| !matches!(f, Fault::LostResponse | Fault::LateCommit))
+        {
             return self.inject(operation.unwrap_or_default(), fault);
         }
 
@@ -260,7 +271,7 @@ impl Shared {
         // admitted is charged the rest of its cost once upstream answers.
         let limiter = self.limiter();
         let side_calls = SideCalls {
-            shared: self,
+            shared: &self,
             parts: &parts,
         };
         let mut metered = None;
@@ -339,13 +350,42 @@ impl Shared {
             faults,
             rng,
             committed,
+            in_flight,
         } = &mut *state;
-        let replay = transaction
-            .token
-            .as_deref()
-            .is_some_and(|token| committed.contains(token));
+        let token = transaction.token.as_deref();
+        if token.is_some_and(|token| in_flight.contains(token)) {
+            return (Some(Fault::InProgress), faults.gsi_lag);
+        }
+        let replay = token.is_some_and(|token| committed.contains(token));
         let fault = faults::decide(rng, faults, operation, transaction.items, replay);
         (fault, faults.gsi_lag)
+    }
+
+    /// A late commit: the transaction `body` (token `token`) is sent on
+    /// [`Faults::late_commit_delay`] from now, after its client gave up on
+    /// it; until then its token is in flight.
+    fn commit_late(self: &Arc<Self>, parts: Parts, body: Bytes, token: String) {
+        let delay = {
+            let mut state = self.state();
+            state.in_flight.insert(token.clone());
+            state.faults.late_commit_delay
+        };
+        let shared = self.clone();
+        tokio::spawn(async move {
+            tokio::time::sleep(delay).await;
+            let sent = shared.forward(&parts, body).await;
+            let mut state = shared.state();
+            state.in_flight.remove(&token);
+            match sent {
+                Ok((StatusCode::OK, _, _)) => state.committed.insert(token),
+                Ok((status, _, answer)) => tracing::debug!(
+                    %status,
+                    answer = %String::from_utf8_lossy(&answer),
+                    "hostile proxy: a late commit was refused"
+                ),
+                Err(err) => tracing::warn!(%err, "hostile proxy: a late commit failed"),
+            }
+        });
     }
 
     fn inject(&self, operation: &str, fault: Fault) -> Response<Full<Bytes>> {

@@ -41,6 +41,10 @@ pub struct Stats {
     pub lost_response: u64,
     /// Writes answered with a 500 without being sent.
     pub server_error: u64,
+    /// Transactions answered with a 500 and sent later (late commits).
+    pub late_commit: u64,
+    /// Retries of a late commit's transaction answered "in progress".
+    pub in_progress: u64,
     /// Index queries that had items hidden by the GSI lag.
     pub gsi_lagged_queries: u64,
     /// Items hidden from index queries by the GSI lag.
@@ -58,6 +62,8 @@ impl Stats {
             + self.throttle
             + self.lost_response
             + self.server_error
+            + self.late_commit
+            + self.in_progress
     }
 
     /// Requests refused by the partition limits (not counted in
@@ -93,6 +99,13 @@ impl fmt::Display for Stats {
             self.gsi_hidden_items,
             self.gsi_lagged_queries,
         )?;
+        if self.late_commit > 0 {
+            write!(
+                f,
+                "; {} late commits ({} retries answered in progress)",
+                self.late_commit, self.in_progress
+            )?;
+        }
         if self.partition_throttle > 0 {
             write!(
                 f,
@@ -118,6 +131,8 @@ pub(crate) struct Counters {
     partition_throttle: AtomicU64,
     lost_response: AtomicU64,
     server_error: AtomicU64,
+    late_commit: AtomicU64,
+    in_progress: AtomicU64,
     gsi_lagged_queries: AtomicU64,
     gsi_hidden_items: AtomicU64,
     upstream_failures: AtomicU64,
@@ -159,6 +174,8 @@ impl Counters {
             Fault::TransactionCancel { .. } => &self.transaction_cancel,
             Fault::LostResponse => &self.lost_response,
             Fault::ServerError => &self.server_error,
+            Fault::LateCommit => &self.late_commit,
+            Fault::InProgress => &self.in_progress,
         };
         counter.fetch_add(1, Relaxed);
     }
@@ -193,6 +210,8 @@ impl Counters {
             partition_throttle: self.partition_throttle.load(Relaxed),
             lost_response: self.lost_response.load(Relaxed),
             server_error: self.server_error.load(Relaxed),
+            late_commit: self.late_commit.load(Relaxed),
+            in_progress: self.in_progress.load(Relaxed),
             gsi_lagged_queries: self.gsi_lagged_queries.load(Relaxed),
             gsi_hidden_items: self.gsi_hidden_items.load(Relaxed),
             upstream_failures: self.upstream_failures.load(Relaxed),

@@ -46,13 +46,14 @@
 //!     up on going as an SQS event to the function that reads the mapping's
 //!     failure queue (park-failures)
 //! blog-admin hostile-dynamodb PORT --upstream URL [--faults none|hostile] [--seed N] [--rate KIND=P ...]
-//!     [--gsi-lag-ms N] [--partition-scale S [--burst-seconds N]]
+//!     [--gsi-lag-ms N] [--late-commit-ms N] [--partition-scale S [--burst-seconds N]]
 //!     serve on 127.0.0.1:PORT a proxy to the DynamoDB Local at URL that fails
 //!     requests the way real DynamoDB does under load (the `hostile` crate),
 //!     until Ctrl-C: `hostile::Faults::hostile()`'s rates and GSI lag (or
 //!     none, with --faults none) unless --rate (KIND: transaction_cancel, write_conflict, throttle,
-//!     lost_response, server_error, replay_cancel; P in [0, 1], 0 to switch it off) or --gsi-lag-ms sets
-//!     them. With --partition-scale S (0 < S <= 1) it also enforces
+//!     lost_response, server_error, late_commit, replay_cancel; P in [0, 1], 0 to switch it off) or
+//!     --gsi-lag-ms sets them; --late-commit-ms is how long a late commit is
+//!     held (6,000 by default). With --partition-scale S (0 < S <= 1) it also enforces
 //!     DynamoDB's per-partition throughput, 1,000 WCU and 3,000 RCU a second
 //!     per partition key value of the table and of each index, times S
 //!     (`hostile::partitions`), with one second of allowance per partition
@@ -85,7 +86,7 @@ const USAGE: &str = concat!(
     "       blog-admin identity-provider URL [--region R] [--save FILE]\n",
     "       blog-admin token NAME... [--pool FILE]\n",
     "       blog-admin stream-poller [--checkpoint FILE] [--functions URL]\n",
-    "       blog-admin hostile-dynamodb PORT --upstream URL [--faults none|hostile] [--seed N] [--rate KIND=P ...] [--gsi-lag-ms N] [--partition-scale S [--burst-seconds N]]",
+    "       blog-admin hostile-dynamodb PORT --upstream URL [--faults none|hostile] [--seed N] [--rate KIND=P ...] [--gsi-lag-ms N] [--late-commit-ms N] [--partition-scale S [--burst-seconds N]]",
 );
 
 #[tokio::main]
@@ -450,6 +451,12 @@ async fn hostile_dynamodb(args: &[String]) -> Result<(), Error> {
                     .parse()
                     .map_err(|_| format!("--gsi-lag-ms {ms:?} is not a number"))?;
                 faults.gsi_lag = Duration::from_millis(ms);
+            }
+            ("--late-commit-ms", Some(ms)) => {
+                let ms = ms
+                    .parse()
+                    .map_err(|_| format!("--late-commit-ms {ms:?} is not a number"))?;
+                faults.late_commit_delay = Duration::from_millis(ms);
             }
             _ => return Err(USAGE.into()),
         }

@@ -41,7 +41,7 @@ pub use crate::keys::{Item, ItemType};
 pub(crate) use crate::keys::{from_item, from_items};
 pub use client::{dynamodb_client, dynamodb_client_metered, sdk_config, streams_client};
 pub use error::StoreError;
-pub use table::{Backoff, Busy, classify, request_scope};
+pub use table::{Backoff, Busy, classify, request_scope, request_scope_until};
 pub(crate) use table::{n, s, signed};
 
 /// How long the rename fan-out allows GSI1 to catch up with a write. DynamoDB

@@ -36,6 +36,7 @@ fn impatient() -> Backoff {
         base: Duration::from_millis(1),
         cap: Duration::from_millis(5),
         budget: Duration::from_secs(2),
+        resolve: Duration::ZERO,
     }
 }
 
@@ -312,6 +313,114 @@ async fn writes_whose_outcome_stays_unknown_say_so() {
     proxy.set_faults(Faults::none());
     assert!(proxy.stats().server_error > 0);
     assert_eq!(table_snapshot(&api).await, before, "nothing was sent");
+}
+
+/// Retries that give up within half a second, then resolve an unknown
+/// outcome for up to `resolve`, asking again every 100 ms.
+fn resolving(resolve: Duration) -> Backoff {
+    Backoff {
+        attempts: 8,
+        base: Duration::from_millis(1),
+        cap: Duration::from_millis(100),
+        budget: Duration::from_millis(500),
+        resolve,
+    }
+}
+
+/// A late commit (issue 33): an attempt's answer never comes back, its
+/// retries under the same token are told "in progress" until the retries
+/// run out, and the attempt commits after that. The request keeps asking
+/// under its token until DynamoDB says the transaction committed, and
+/// answers what it did: every kind of write, 2xx, each written once.
+#[tokio::test]
+async fn a_write_that_commits_after_its_retries_ran_out_answers_what_it_did() {
+    let proxy = proxy(Faults::none()).await;
+    let api = TestApi::start_behind(
+        &proxy.url(),
+        resolving(Duration::from_secs(4)),
+        Duration::ZERO,
+    )
+    .await;
+    let author = api.user("late").await;
+    let post = api.post(&author, "t", "c").await;
+    proxy.set_faults(Faults {
+        late_commit: 1.0,
+        late_commit_delay: Duration::from_millis(1500),
+        ..Faults::none()
+    });
+    for (method, path, body, user) in every_write(&author, &post) {
+        let (status, reply) = api.call(method, &path, Some(user), body.clone()).await;
+        assert!(
+            status == 200 || status == 201,
+            "{method} {path}: {status} {reply}"
+        );
+    }
+    proxy.set_faults(Faults::none());
+    let stats = proxy.stats();
+    assert!(stats.late_commit >= 6 && stats.in_progress > 0, "{stats}");
+    let (_, got) = api.get(&format!("/posts/{post}")).await;
+    assert_eq!(
+        (
+            got["title"].as_str(),
+            got["commentCount"].as_i64(),
+            got["likeCount"].as_i64()
+        ),
+        (Some("edited"), Some(1), Some(1)),
+        "{got}"
+    );
+    let (_, posts) = api.get(&format!("/users/{author}/posts")).await;
+    assert_eq!(
+        posts["items"].as_array().map(Vec::len),
+        Some(2),
+        "one new post"
+    );
+    let (status, _) = api.get("/users?username=newcomer").await;
+    assert_eq!(status, 200);
+    let (_, renamed) = api.get(&format!("/users/{author}")).await;
+    assert_eq!(renamed["username"], "renamed");
+}
+
+/// The same, when the attempt commits later than the request can wait: 503
+/// `outcome_unknown` (never `unavailable`), and the write lands afterwards,
+/// as the answer warned.
+#[tokio::test]
+async fn a_write_that_commits_after_the_request_gave_up_says_its_outcome_is_unknown() {
+    let proxy = proxy(Faults::none()).await;
+    let api = TestApi::start_behind(
+        &proxy.url(),
+        resolving(Duration::from_millis(300)),
+        Duration::ZERO,
+    )
+    .await;
+    let author = api.user("later").await;
+    let post = api.post(&author, "t", "c").await;
+    proxy.set_faults(Faults {
+        late_commit: 1.0,
+        late_commit_delay: Duration::from_secs(2),
+        ..Faults::none()
+    });
+    let path = format!("/posts/{post}/likes");
+    let (status, reply) = api.call("POST", &path, Some(&author), None).await;
+    assert_eq!(
+        (status, reply["error"]["code"].as_str()),
+        (503, Some("outcome_unknown")),
+        "{reply}"
+    );
+    proxy.set_faults(Faults::none());
+    // Bounded: the proxy sends the held attempt 2 s after it came.
+    for _ in 0..50 {
+        if api.get(&format!("/posts/{post}")).await.1["likeCount"] == 1 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert_eq!(
+        api.get(&format!("/posts/{post}")).await.1["likeCount"],
+        1,
+        "it landed"
+    );
+    let (status, again) = api.call("POST", &path, Some(&author), None).await;
+    assert_eq!(status, 200, "liking again finds it: {again}");
 }
 
 /// The fan-out on a DynamoDB that keeps refusing: a record it cannot apply is

@@ -308,6 +308,7 @@ async fn a_throttled_walk_slows_down_and_goes_on_until_every_copy_is_right() {
         base: Duration::from_millis(1),
         cap: Duration::from_millis(5),
         budget: Duration::from_secs(2),
+        resolve: Duration::ZERO,
     };
     let (proxy, api) = behind_proxy(patient).await;
     let user = prolific(&api, "throttled", 4, 49).await;

@@ -1051,9 +1051,15 @@ impl Transaction<'_> {
             tracing::info!(what, "a lost answer's transaction had committed");
             return Ok(Committing::Done(TxOutcome::Committed));
         }
-        if yield_on.is_some_and(|slot| throttled_item(&err, slot)) {
+        if yield_on.is_some_and(|slot| throttled_item(&err, slot)) && !after_unknown {
             tracing::info!(what, "an item's partition throttled the transaction");
             return Ok(Committing::Throttled);
+        }
+        if after_unknown
+            && failed_conditions(&err).is_none()
+            && let Some(outcome) = self.resolve(&items, &tokens).await?
+        {
+            return Ok(Committing::Done(outcome));
         }
         let Some(failed) = failed_conditions(&err) else {
             let err = match busy_transaction(&err) {
@@ -1071,6 +1077,61 @@ impl Transaction<'_> {
             failed,
             after_unknown,
         })))
+    }
+
+    /// After the retries, an attempt's outcome still unknown and its writes
+    /// not found: keeps sending the transaction under the same token, one
+    /// attempt per [`Backoff::cap`], until [`Backoff::resolve`] or the
+    /// request's deadline. DynamoDB answers a token it committed with a
+    /// success (without applying it again), one still running with
+    /// `TransactionInProgressException` (wait), and a cancellation only for
+    /// a transaction that did not commit under it (then a failed condition is
+    /// the answer). `None` when it still cannot tell.
+    async fn resolve(
+        &self,
+        items: &[TransactWriteItem],
+        tokens: &Tokens,
+    ) -> Result<Option<TxOutcome>, StoreError> {
+        let table = self.table;
+        let until = resolve_until(table.backoff.resolve);
+        let pause = table.backoff.cap;
+        while Instant::now() + pause <= until {
+            tokio::time::sleep(pause).await;
+            let sent = table
+                .client
+                .transact_write_items()
+                .set_transact_items(Some(items.to_vec()))
+                .client_request_token(tokens.current())
+                .return_consumed_capacity(ReturnConsumedCapacity::Indexes)
+                .send()
+                .await;
+            let err = match sent {
+                Ok(_) => {
+                    tracing::info!(what = self.what, "an unknown outcome resolved: committed");
+                    return Ok(Some(TxOutcome::Committed));
+                }
+                Err(err) => err,
+            };
+            if let Some(failed) = failed_conditions(&err) {
+                return Ok(Some(TxOutcome::ConditionFailed(Rejected {
+                    names: self.slots.iter().map(|(name, _)| *name).collect(),
+                    failed,
+                    after_unknown: true,
+                })));
+            }
+            if busy_transaction(&err).is_none() && !lost(&err) {
+                return Err(after_unknown_outcome(classify(err)));
+            }
+            tracing::info!(
+                what = self.what,
+                error = %describe(&err),
+                "outcome still unknown; asking again"
+            );
+            if self.own_write_landed().await? {
+                return Ok(Some(TxOutcome::Committed));
+            }
+        }
+        Ok(None)
     }
 
     /// After an unknown outcome: whether one of the transaction's writes
@@ -1177,6 +1238,8 @@ tokio::task_local! {
 struct Scope {
     seed: String,
     issued: AtomicU32,
+    /// When the request must have answered (the Lambda invocation's deadline).
+    deadline: Option<Instant>,
 }
 
 /// Runs `work` (one request, or one stream record) with transaction tokens
@@ -1185,15 +1248,42 @@ struct Scope {
 /// replays its transactions under their first tokens. Outside a scope each
 /// token is random.
 pub async fn request_scope<F: Future>(seed: impl Into<String>, work: F) -> F::Output {
+    request_scope_until(seed, None, work).await
+}
+
+/// [`request_scope`] for a request that must answer by `deadline`: the
+/// resolution of an unknown outcome stops short of it.
+pub async fn request_scope_until<F: Future>(
+    seed: impl Into<String>,
+    deadline: Option<Instant>,
+    work: F,
+) -> F::Output {
     SCOPE
         .scope(
             Scope {
                 seed: seed.into(),
                 issued: AtomicU32::new(0),
+                deadline,
             },
             work,
         )
         .await
+}
+
+/// What a request keeps to answer in after resolving an unknown outcome.
+const ANSWER_MARGIN: Duration = Duration::from_millis(500);
+
+/// Until when an unknown outcome may be resolved, from now: `budget`, and
+/// never within [`ANSWER_MARGIN`] of the request's deadline.
+fn resolve_until(budget: Duration) -> Instant {
+    let until = Instant::now() + budget;
+    SCOPE
+        .try_with(|scope| scope.deadline)
+        .ok()
+        .flatten()
+        .map_or(until, |deadline| {
+            until.min(deadline.checked_sub(ANSWER_MARGIN).unwrap_or(deadline))
+        })
 }
 
 fn next_token() -> String {
@@ -1424,6 +1514,11 @@ pub struct Backoff {
     pub base: Duration,
     pub cap: Duration,
     pub budget: Duration,
+    /// After the retries, how long a transaction whose outcome an attempt
+    /// left unknown keeps asking DynamoDB (its token unchanged) before it
+    /// answers [`Busy::OutcomeUnknown`]; never past the request's deadline
+    /// ([`request_scope_until`]).
+    pub resolve: Duration,
 }
 
 impl Default for Backoff {
@@ -1433,6 +1528,7 @@ impl Default for Backoff {
             base: Duration::from_millis(20),
             cap: Duration::from_millis(800),
             budget: Duration::from_secs(5),
+            resolve: Duration::from_secs(3),
         }
     }
 }

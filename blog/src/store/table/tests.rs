@@ -26,6 +26,7 @@ fn fast(attempts: u32) -> Backoff {
         base: Duration::from_millis(1),
         cap: Duration::from_millis(2),
         budget: Duration::from_secs(10),
+        resolve: Duration::ZERO,
     }
 }
 
