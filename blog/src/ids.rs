@@ -13,6 +13,44 @@ pub enum IdError {
     NotUlid { kind: &'static str },
     #[error("userId must be 1–128 characters of A–Z, a–z, 0–9 and . _ - | @")]
     BadUserId,
+    #[error("Idempotency-Key must be 1–64 characters of A–Z, a–z, 0–9 and . _ - :")]
+    BadIdempotencyKey,
+}
+
+/// A client's `Idempotency-Key`: the name under which a creating write's
+/// first answer is kept for its retries (`store::idempotency`). A UUID fits;
+/// no `#`, so it cannot reach another key prefix.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(try_from = "String", into = "String")]
+pub struct IdempotencyKey(String);
+
+impl IdempotencyKey {
+    pub const MAX_LEN: usize = 64;
+
+    pub fn parse(raw: &str) -> Result<Self, IdError> {
+        let allowed = |c: char| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-' | ':');
+        if raw.is_empty() || raw.len() > Self::MAX_LEN || !raw.chars().all(allowed) {
+            return Err(IdError::BadIdempotencyKey);
+        }
+        Ok(Self(raw.to_owned()))
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl TryFrom<String> for IdempotencyKey {
+    type Error = IdError;
+    fn try_from(raw: String) -> Result<Self, IdError> {
+        Self::parse(&raw)
+    }
+}
+
+impl From<IdempotencyKey> for String {
+    fn from(key: IdempotencyKey) -> String {
+        key.0
+    }
 }
 
 /// A user's id is the caller's identity: the `sub` claim of their JWT (a UUID for
@@ -159,6 +197,19 @@ mod tests {
             too_long.as_str(),
         ] {
             assert_eq!(UserId::parse(bad), Err(IdError::BadUserId), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn idempotency_keys_are_bounded_and_never_hold_a_separator() {
+        assert!(IdempotencyKey::parse("0b3f1e2a-8c1d-4f5e-9a7b-2c3d4e5f6a7b").is_ok());
+        assert!(IdempotencyKey::parse(&"k".repeat(64)).is_ok());
+        for bad in ["", "a#b", "with space", "ü", &"k".repeat(65)] {
+            assert_eq!(
+                IdempotencyKey::parse(bad),
+                Err(IdError::BadIdempotencyKey),
+                "{bad:?}"
+            );
         }
     }
 

@@ -17,6 +17,7 @@
 //! | feed floor      | `FEED`              | `FLOOR`             | –             | –                   |
 //! | rename progress | `USER#<userId>`     | `RENAME`            | –             | –                   |
 //! | erasure mark    | `USER#<userId>`     | `ERASED`            | –             | –                   |
+//! | request record  | `USER#<userId>`     | `REQUEST#<key>`     | –             | –                   |
 //! | parked record   | `PARKED`            | `RECORD#<seq>#<shardId>` | –        | –                   |
 //!
 //! A post's partition holds the post, its content, its comments and its likes
@@ -46,7 +47,7 @@ use aws_sdk_dynamodb::types::AttributeValue;
 use serde::{Deserialize, Serialize, de::DeserializeOwned};
 
 use crate::{
-    ids::{CommentId, LikeId, PostId, UserId},
+    ids::{CommentId, IdempotencyKey, LikeId, PostId, UserId},
     store::StoreError,
     text::Username,
 };
@@ -62,6 +63,9 @@ pub const USERNAME_SK: &str = "USERNAME";
 /// Where a rename's fan-out walk is, in the user's partition.
 pub const RENAME_SK: &str = "RENAME";
 pub const ERASED_SK: &str = "ERASED";
+/// A caller's idempotency records sort after `PROFILE` (and `RENAME`), so
+/// the writer's read (`ERASED`..`PROFILE`) never reads them.
+pub const REQUEST_PREFIX: &str = "REQUEST#";
 pub const POST_SK: &str = "POST";
 pub const POST_CONTENT_SK: &str = "POST#CONTENT";
 /// What the post item's and the content item's sort keys, and nothing else in
@@ -119,6 +123,11 @@ pub fn post_pk(post: &PostId) -> String {
 pub fn user_of_pk(pk: &str) -> Option<UserId> {
     pk.strip_prefix(USER_PREFIX)
         .and_then(|id| UserId::parse(id).ok())
+}
+
+/// The record of the caller's request made with idempotency key `key`.
+pub fn request_record(user: &UserId, key: &IdempotencyKey) -> Key {
+    Key::new(user_pk(user), format!("{REQUEST_PREFIX}{}", key.as_str()))
 }
 
 /// The post whose partition key `pk` is (its own partition or a shard's).
@@ -255,6 +264,10 @@ item_types! {
     ShardCounter,
     /// A hot post's pointer to its like shards (`POST#p / LIKE#~SHARDED`).
     LikeShards,
+    /// The first answer to a caller's creating request made with an
+    /// `Idempotency-Key` (`USER#u / REQUEST#<key>`,
+    /// [`crate::store::idempotency`]), deleted by TTL.
+    RequestRecord,
     /// A stream record the fan-out gave up on, kept until replayed
     /// (`PARKED / RECORD#…`, [`crate::store::parked`]).
     ParkedRecord,
@@ -382,6 +395,8 @@ mod tests {
         }
         assert!(POST_SK.starts_with(POST_ITEMS_PREFIX));
         assert!(POST_CONTENT_SK.starts_with(POST_ITEMS_PREFIX));
+        // The writer's read (ERASED..PROFILE) never meets a request record.
+        assert!(REQUEST_PREFIX > PROFILE_SK && REQUEST_PREFIX > RENAME_SK);
         // The feed's floor shares the feed partition with the entries.
         assert!(!FEED_FLOOR_SK.starts_with(POST_PREFIX));
     }

@@ -141,6 +141,11 @@ impl Proxy {
         self.shared.state().faults.clone()
     }
 
+    /// Transactions held for a late commit, not sent yet.
+    pub fn late_commits_pending(&self) -> usize {
+        self.shared.state().in_flight.len()
+    }
+
     /// Enforces DynamoDB's per-partition throughput, scaled by `limits`
     /// (`None`: no limits, DynamoDB Local's behaviour), from the next request
     /// on, with every partition's allowance full: see

@@ -21,7 +21,11 @@ pub async fn create_comment(app: &App, req: Request) -> ApiResult {
     let post = request::path_id(&req, "postId", PostId::parse)?;
     let body: NewComment = request::json_body(&req)?;
     let content = text::comment_content(&body.content)?;
-    Reply::created(&app.store.create_comment(&post, &caller, content).await?)
+    let keyed = request::idempotency(&req)?;
+    let answer = app
+        .store
+        .create_comment_keyed(&post, &caller, content, keyed.as_ref());
+    Reply::created_once(answer.await?)
 }
 
 /// C3 taken back, `DELETE /posts/{postId}/comments/{commentId}`: by the

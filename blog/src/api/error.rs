@@ -27,6 +27,9 @@ pub enum ErrorCode {
     UsernameTaken,
     ProfileExists,
     BeingErased,
+    BadIdempotencyKey,
+    IdempotencyKeyReused,
+    IdempotencyKeyInFlight,
     PayloadTooLarge,
     Unavailable,
     OutcomeUnknown,
@@ -49,6 +52,9 @@ impl ErrorCode {
             Self::UsernameTaken => "username_taken",
             Self::ProfileExists => "profile_exists",
             Self::BeingErased => "being_erased",
+            Self::BadIdempotencyKey => "bad_idempotency_key",
+            Self::IdempotencyKeyReused => "idempotency_key_reused",
+            Self::IdempotencyKeyInFlight => "idempotency_key_in_flight",
             Self::PayloadTooLarge => "payload_too_large",
             Self::Unavailable => "unavailable",
             Self::OutcomeUnknown => "outcome_unknown",
@@ -78,6 +84,9 @@ pub enum ApiError {
     NotFound(&'static str),
     #[error("{message}")]
     Conflict { code: ErrorCode, message: String },
+    /// Well-formed, but it contradicts what the same key asked before (422).
+    #[error("{message}")]
+    Unprocessable { code: ErrorCode, message: String },
     #[error("request body is larger than {limit} bytes")]
     PayloadTooLarge { limit: usize },
     /// DynamoDB could not serve the request now; `cause` says why
@@ -110,6 +119,7 @@ impl ApiError {
             Self::Forbidden(_) | Self::AccountErased => StatusCode::FORBIDDEN,
             Self::NotFound(_) => StatusCode::NOT_FOUND,
             Self::Conflict { .. } => StatusCode::CONFLICT,
+            Self::Unprocessable { .. } => StatusCode::UNPROCESSABLE_ENTITY,
             Self::PayloadTooLarge { .. } => StatusCode::PAYLOAD_TOO_LARGE,
             Self::Unavailable { .. } | Self::OutcomeUnknown(_) => StatusCode::SERVICE_UNAVAILABLE,
             Self::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
@@ -118,7 +128,9 @@ impl ApiError {
 
     pub fn code(&self) -> ErrorCode {
         match self {
-            Self::BadRequest { code, .. } | Self::Conflict { code, .. } => *code,
+            Self::BadRequest { code, .. }
+            | Self::Conflict { code, .. }
+            | Self::Unprocessable { code, .. } => *code,
             Self::Unauthorized => ErrorCode::Unauthorized,
             Self::Forbidden(_) => ErrorCode::Forbidden,
             Self::AccountErased => ErrorCode::AccountErased,
@@ -136,7 +148,7 @@ impl ApiError {
     pub fn body(&self, request_id: &str) -> serde_json::Value {
         let message = match self {
             Self::Unavailable { .. } => "the database is unavailable; try again shortly".to_owned(),
-            Self::OutcomeUnknown(_) => "the database stayed busy after an attempt whose answer was lost: the write may have taken effect; read it back before sending it again".to_owned(),
+            Self::OutcomeUnknown(_) => "the database stayed busy after an attempt whose answer was lost: the write may have taken effect; read it back before sending it again, or send it again with the same Idempotency-Key".to_owned(),
             Self::Internal(_) => "internal error".to_owned(),
             other => other.to_string(),
         };
@@ -182,6 +194,14 @@ impl From<StoreError> for ApiError {
                 Self::Forbidden("only the comment's author or the post's author may delete it")
             }
             StoreError::BadCursor(_) => Self::bad_request(ErrorCode::BadCursor, message),
+            StoreError::IdempotencyKeyReused => Self::Unprocessable {
+                code: ErrorCode::IdempotencyKeyReused,
+                message,
+            },
+            StoreError::IdempotencyKeyInFlight => Self::Conflict {
+                code: ErrorCode::IdempotencyKeyInFlight,
+                message,
+            },
             StoreError::Busy {
                 cause: Busy::OutcomeUnknown,
                 ..
@@ -203,6 +223,10 @@ impl From<TextError> for ApiError {
 
 impl From<IdError> for ApiError {
     fn from(err: IdError) -> Self {
-        Self::bad_request(ErrorCode::BadId, err.to_string())
+        let code = match err {
+            IdError::BadIdempotencyKey => ErrorCode::BadIdempotencyKey,
+            IdError::NotUlid { .. } | IdError::BadUserId => ErrorCode::BadId,
+        };
+        Self::bad_request(code, err.to_string())
     }
 }

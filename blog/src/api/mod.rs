@@ -21,7 +21,7 @@ pub use feed::FeedCache;
 
 use crate::{
     metrics::{self, Unit},
-    store::Store,
+    store::{Store, idempotency::Answer},
 };
 
 /// What every handler shares for the life of the process.
@@ -66,7 +66,13 @@ pub struct Reply {
     status: StatusCode,
     body: String,
     freshness: Freshness,
+    /// An `Idempotency-Key`'s first answer, given again
+    /// (`Idempotent-Replayed: true`).
+    replayed: bool,
 }
+
+/// The header that marks an answer given again for an `Idempotency-Key`.
+pub const REPLAYED_HEADER: &str = "idempotent-replayed";
 
 impl Reply {
     /// 200 to a write (a rename, an edit, a like given before).
@@ -84,7 +90,23 @@ impl Reply {
             status: StatusCode::NO_CONTENT,
             body: String::new(),
             freshness: Freshness::NoStore,
+            replayed: false,
         })
+    }
+
+    /// 201 to a creating write, or, for a retry of one with the same
+    /// `Idempotency-Key`, the first request's status and body again.
+    pub fn created_once<T: Serialize>(answer: Answer<T>) -> ApiResult {
+        match answer {
+            Answer::New(created) => Self::created(&created),
+            Answer::Replayed(replay) => {
+                let status = StatusCode::from_u16(replay.status)
+                    .map_err(|e| ApiError::Internal(format!("recorded status: {e}")))?;
+                let mut reply = Self::with(status, &replay.body, Freshness::NoStore)?;
+                reply.replayed = true;
+                Ok(reply)
+            }
+        }
     }
 
     /// 200 to a public read.
@@ -104,6 +126,7 @@ impl Reply {
             status,
             body,
             freshness,
+            replayed: false,
         })
     }
 }
@@ -112,12 +135,12 @@ impl Reply {
 /// invocation's id, which every log line of the invocation carries: an error
 /// body names it, so that a caller's report leads to the logs.
 pub fn respond(result: ApiResult, request_id: &str) -> Response<Body> {
-    let (status, body, freshness) = match result {
+    let (status, body, freshness, replayed) = match result {
         Ok(reply) => {
-            if reply.status == StatusCode::CREATED {
+            if reply.status == StatusCode::CREATED && !reply.replayed {
                 metrics::emit(&[], &[("Created", 1.0, Unit::Count)]);
             }
-            (reply.status, reply.body, reply.freshness)
+            (reply.status, reply.body, reply.freshness, reply.replayed)
         }
         Err(err) => {
             err.log();
@@ -128,6 +151,7 @@ pub fn respond(result: ApiResult, request_id: &str) -> Response<Body> {
                 err.status(),
                 err.body(request_id).to_string(),
                 Freshness::NoStore,
+                false,
             )
         }
     };
@@ -145,5 +169,8 @@ pub fn respond(result: ApiResult, request_id: &str) -> Response<Body> {
         header::CACHE_CONTROL,
         HeaderValue::from_static(freshness.cache_control()),
     );
+    if replayed {
+        headers.insert(REPLAYED_HEADER, HeaderValue::from_static("true"));
+    }
     response
 }

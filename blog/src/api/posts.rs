@@ -30,7 +30,11 @@ pub async fn create_post(app: &App, req: Request) -> ApiResult {
     let body: NewPost = request::json_body(&req)?;
     let title = text::title(&body.title)?;
     let content = text::post_content(&body.content)?;
-    Reply::created(&app.store.create_post(&caller, title, content).await?)
+    let keyed = request::idempotency(&req)?;
+    let answer = app
+        .store
+        .create_post_keyed(&caller, title, content, keyed.as_ref());
+    Reply::created_once(answer.await?)
 }
 
 /// C2 `PUT /posts/{postId}`: only its author (403), at least one field.

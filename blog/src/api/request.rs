@@ -5,7 +5,13 @@ use lambda_http::{Body, Request, RequestExt, request::RequestContext};
 use serde::de::DeserializeOwned;
 
 use super::{ApiError, ErrorCode};
-use crate::ids::{IdError, UserId};
+use crate::{
+    ids::{IdError, IdempotencyKey, UserId},
+    store::idempotency::Idempotency,
+};
+
+/// The header a client names a creating write's retries by.
+pub const IDEMPOTENCY_KEY: &str = "idempotency-key";
 
 /// Bodies above this are refused before parsing (413).
 pub const MAX_BODY_BYTES: usize = 256 * 1024;
@@ -53,6 +59,19 @@ pub fn required_query(
         .first(name)
         .map(str::to_owned)
         .ok_or_else(|| ApiError::bad_request(code, format!("give ?{name}=<value>")))
+}
+
+/// The request's `Idempotency-Key`, if it has one (400 when it is not 1–64
+/// characters of `A-Za-z0-9._:-`), with the digest of what it asks: its
+/// method and path, and its body.
+pub fn idempotency(req: &Request) -> Result<Option<Idempotency>, ApiError> {
+    let Some(raw) = req.headers().get(IDEMPOTENCY_KEY) else {
+        return Ok(None);
+    };
+    let raw = raw.to_str().map_err(|_| IdError::BadIdempotencyKey)?;
+    let key = IdempotencyKey::parse(raw)?;
+    let route = format!("{} {}", req.method(), req.uri().path());
+    Ok(Some(Idempotency::new(key, &route, body_bytes(req)?)))
 }
 
 /// `limit` (1–100, default 20) and the opaque `cursor` of a list request.

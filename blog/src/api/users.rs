@@ -18,7 +18,11 @@ pub async fn create_user(app: &App, req: Request) -> ApiResult {
     let caller = request::caller(&req)?;
     let body: UsernameBody = request::json_body(&req)?;
     let username = text::Username::parse(&body.username)?;
-    Reply::created(&app.store.create_user(&caller, &username).await?)
+    let keyed = request::idempotency(&req)?;
+    let answer = app
+        .store
+        .create_user_keyed(&caller, &username, keyed.as_ref());
+    Reply::created_once(answer.await?)
 }
 
 /// C1 `PUT /users/{userId}`: renames the caller (403 for anyone else).

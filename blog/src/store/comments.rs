@@ -4,6 +4,7 @@ use serde::{Deserialize, Serialize};
 
 use super::{
     Busy, ItemType, Store, StoreError, hot,
+    idempotency::{Answer, Created, Idempotency},
     posts::{Counter, PostItem},
     table::{Committing, Expr, Query, TxOutcome, Write},
     users::UserItem,
@@ -193,6 +194,27 @@ impl Store {
         author: &UserId,
         content: &str,
     ) -> Result<Comment, StoreError> {
+        match self
+            .create_comment_keyed(post, author, content, None)
+            .await?
+        {
+            Answer::New(comment) => Ok(comment),
+            Answer::Replayed(_) => Err(StoreError::Internal(
+                "a replay without an idempotency key".to_owned(),
+            )),
+        }
+    }
+
+    /// [`Store::create_comment`], with an `Idempotency-Key` if the request
+    /// had one ([`super::idempotency`]): its record goes in the same
+    /// transaction, and a retry gets the first answer.
+    pub async fn create_comment_keyed(
+        &self,
+        post: &PostId,
+        author: &UserId,
+        content: &str,
+        keyed: Option<&Idempotency>,
+    ) -> Result<Answer<Comment>, StoreError> {
         // The caller's profile (403 for an erased account, or without one):
         // its name goes onto the item.
         let profile = self.writer(author).await?.profile()?;
@@ -205,28 +227,55 @@ impl Store {
             tx.add("comment", Write::create(&item)?);
             let count = hot::counted_up(post, item.counted_in, Counter::Comments);
             let counted = tx.add("count", count);
-            let outcome = match item.counted_in {
-                None if self.hot_switch => tx.commit_unless_throttled(counted).await?,
-                _ => Committing::Done(tx.commit().await?),
+            let answer = Comment::from(item.clone());
+            let created = Created::Comment {
+                post_id: *post,
+                comment_id: item.comment_id,
             };
-            match outcome {
+            let record = keyed
+                .map(|keyed| keyed.record(author, 201, &answer, created))
+                .transpose()?
+                .map(|record| tx.add("request record", record));
+            if let Some(record) = record {
+                tx.report_held(record);
+            }
+            if item.counted_in.is_none() && self.hot_switch {
+                tx.yield_when_throttled(counted);
+            }
+            let failed = match tx.commit_watched().await? {
+                Committing::Done(TxOutcome::Committed) => return Ok(Answer::New(answer)),
+                Committing::Done(TxOutcome::ConditionFailed(failed)) => failed,
                 Committing::Throttled => {
                     self.make_hot(post).await?;
+                    continue;
                 }
-                Committing::Done(TxOutcome::Committed) => return Ok(item.into()),
-                // Gone (404), or hot meanwhile: in its shards then.
-                Committing::Done(TxOutcome::ConditionFailed(failed)) if failed.failed(counted) => {
-                    self.learn_shards(post).await?;
-                }
-                Committing::Done(TxOutcome::ConditionFailed(failed)) => {
-                    return Err(failed.unexpected("comment"));
-                }
+                Committing::Held => return Err(StoreError::IdempotencyKeyInFlight),
+            };
+            if let (Some(keyed), Some(record)) = (keyed, record)
+                && failed.failed(record)
+            {
+                return Ok(Answer::Replayed(self.replay(author, keyed).await?));
             }
+            if !failed.failed(counted) {
+                return Err(failed.unexpected("comment"));
+            }
+            // Gone (404), or hot meanwhile: in its shards then.
+            self.learn_shards(post).await?;
         }
         Err(StoreError::busy(
             Busy::Conflict,
             "the post kept changing while it was commented on",
         ))
+    }
+
+    /// A comment, strongly consistent (a replay reads its content).
+    pub(super) async fn read_comment(
+        &self,
+        post: &PostId,
+        comment: &CommentId,
+    ) -> Result<Option<CommentItem>, StoreError> {
+        let key = CommentItem::key_of(post, comment).item();
+        self.db.get_entity::<CommentItem>(key, true).await
     }
 
     /// Q4 (request): one Query in the post's partition, oldest first.

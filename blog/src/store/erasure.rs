@@ -247,6 +247,9 @@ impl Store {
         self.db
             .write("erasure: the rename's place", &progress)
             .await?;
+        // The answers kept for the account's Idempotency-Keys hold its name
+        // and what it wrote: they go too, not a day later by TTL.
+        self.forget_requests(user).await?;
         let finished = Write::update(
             keys::erasure(user).item(),
             Expr::new("SET done = :yes").value(":yes", AttributeValue::Bool(true)),

@@ -33,6 +33,13 @@ pub enum StoreError {
     NotCommentAuthor,
     #[error("{0}")]
     BadCursor(#[from] cursor::CursorError),
+    /// An `Idempotency-Key` this caller used for another request.
+    #[error("this Idempotency-Key was used for another request (another route, path or body)")]
+    IdempotencyKeyReused,
+    /// The first request with this `Idempotency-Key` was still being written
+    /// when this one gave up waiting for it.
+    #[error("a request with this Idempotency-Key is still in flight; send it again shortly")]
+    IdempotencyKeyInFlight,
     /// DynamoDB could not serve the call now, and retrying did not help: a
     /// 503 for a request, a failed record for the fan-out.
     #[error("DynamoDB is busy ({}): {detail}", cause.as_str())]

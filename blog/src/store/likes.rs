@@ -233,10 +233,10 @@ impl Store {
             );
             tx.add("like", Write::create(&like)?);
             let counted = tx.add("count", hot::counted_up(post, shard, Counter::Likes));
-            let outcome = match shard {
-                None if self.hot_switch => tx.commit_unless_throttled(counted).await?,
-                _ => Committing::Done(tx.commit().await?),
-            };
+            if shard.is_none() && self.hot_switch {
+                tx.yield_when_throttled(counted);
+            }
+            let outcome = tx.commit_watched().await?;
             let failed = match outcome {
                 Committing::Throttled => {
                     self.make_hot(post).await?;
@@ -244,6 +244,7 @@ impl Store {
                 }
                 Committing::Done(TxOutcome::Committed) => return Ok(Liked::New(like.into())),
                 Committing::Done(TxOutcome::ConditionFailed(failed)) => failed,
+                Committing::Held => return Err(StoreError::Internal("like: held".into())),
             };
             if failed.failed(counted) {
                 // Gone, or (quiet as far as this process knew) hot meanwhile.

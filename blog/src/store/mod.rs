@@ -20,6 +20,7 @@ mod error;
 pub mod export;
 pub mod feed;
 pub mod hot;
+pub mod idempotency;
 pub mod likes;
 pub mod meter;
 #[cfg(feature = "admin")]

@@ -3,8 +3,10 @@
 use serde::{Deserialize, Serialize};
 
 use super::{
-    Busy, Item, ItemType, Store, StoreError, n, s,
-    table::{Expr, Query, TxOutcome, Write},
+    Busy, Item, ItemType, Store, StoreError,
+    idempotency::{Answer, Created, Idempotency},
+    n, s,
+    table::{Committing, Expr, Query, TxOutcome, Write},
     users::UserItem,
 };
 use crate::{
@@ -266,6 +268,24 @@ impl Store {
         title: &str,
         content: &str,
     ) -> Result<Post, StoreError> {
+        match self.create_post_keyed(author, title, content, None).await? {
+            Answer::New(post) => Ok(post),
+            Answer::Replayed(_) => Err(StoreError::Internal(
+                "a replay without an idempotency key".to_owned(),
+            )),
+        }
+    }
+
+    /// [`Store::create_post`], with an `Idempotency-Key` if the request had
+    /// one ([`super::idempotency`]): its record goes in the same transaction,
+    /// and a retry gets the first answer.
+    pub async fn create_post_keyed(
+        &self,
+        author: &UserId,
+        title: &str,
+        content: &str,
+        keyed: Option<&Idempotency>,
+    ) -> Result<Answer<Post>, StoreError> {
         // The caller's profile (403 for an erased account, or without one):
         // its name goes onto the item.
         let profile = self.writer(author).await?.profile()?;
@@ -276,13 +296,33 @@ impl Store {
         let mut tx = self.db.transaction("create post");
         tx.add("post", Write::create(&item)?);
         tx.add("post content", Write::create(&text)?);
-        match tx.commit().await? {
-            TxOutcome::Committed => Ok(StoredPost {
-                item,
-                content: Some(text),
+        let answer = Post::from(StoredPost {
+            item,
+            content: Some(text),
+        });
+        let created = Created::Post { post_id };
+        let record = keyed
+            .map(|keyed| keyed.record(author, 201, &answer, created))
+            .transpose()?
+            .map(|record| tx.add("request record", record));
+        if let Some(record) = record {
+            tx.report_held(record);
+        }
+        match tx.commit_watched().await? {
+            Committing::Done(TxOutcome::Committed) => Ok(Answer::New(answer)),
+            Committing::Done(TxOutcome::ConditionFailed(failed))
+                if record.is_some_and(|r| failed.failed(r)) =>
+            {
+                match keyed {
+                    Some(keyed) => Ok(Answer::Replayed(self.replay(author, keyed).await?)),
+                    None => Err(failed.unexpected("create post")),
+                }
             }
-            .into()),
-            TxOutcome::ConditionFailed(failed) => Err(failed.unexpected("create post")),
+            Committing::Done(TxOutcome::ConditionFailed(failed)) => {
+                Err(failed.unexpected("create post"))
+            }
+            Committing::Held => Err(StoreError::IdempotencyKeyInFlight),
+            Committing::Throttled => Err(StoreError::Internal("create post: throttled".into())),
         }
     }
 

@@ -3,8 +3,10 @@
 use serde::{Deserialize, Serialize};
 
 use super::{
-    Busy, Item, ItemType, Store, StoreError, n, s,
-    table::{Expr, Outcome, Query, TxOutcome, Write},
+    Busy, Item, ItemType, Store, StoreError,
+    idempotency::{Answer, Created, Idempotency},
+    n, s,
+    table::{Committing, Expr, Outcome, Query, TxOutcome, Write},
 };
 use crate::{
     ids::UserId,
@@ -218,6 +220,23 @@ impl Store {
         user: &UserId,
         username: &Username,
     ) -> Result<User, StoreError> {
+        match self.create_user_keyed(user, username, None).await? {
+            Answer::New(user) => Ok(user),
+            Answer::Replayed(_) => Err(StoreError::Internal(
+                "a replay without an idempotency key".to_owned(),
+            )),
+        }
+    }
+
+    /// [`Store::create_user`], with an `Idempotency-Key` if the request had
+    /// one ([`super::idempotency`]): its record goes in the same transaction,
+    /// and a retry gets the first answer.
+    pub async fn create_user_keyed(
+        &self,
+        user: &UserId,
+        username: &Username,
+        keyed: Option<&Idempotency>,
+    ) -> Result<Answer<User>, StoreError> {
         let first = match self.erasure_mark(user).await? {
             Some(mark) if !mark.done => return Err(StoreError::BeingErased),
             Some(mark) => mark.version + 1,
@@ -227,15 +246,31 @@ impl Store {
         let mut tx = self.db.transaction("create user");
         let profile = tx.add("profile", Write::create(&item)?);
         let claim = tx.add("username claim", Write::create(&UsernameClaim::of(&item))?);
-        match tx.commit().await? {
-            TxOutcome::Committed => Ok(item.into()),
-            TxOutcome::ConditionFailed(failed) if failed.failed(profile) => {
-                Err(StoreError::ProfileExists)
+        let answer = User::from(item.clone());
+        let record = match keyed {
+            Some(keyed) => {
+                let record = keyed.record(user, 201, &answer, Created::User)?;
+                let slot = tx.add("request record", record);
+                tx.report_held(slot);
+                Some(slot)
             }
-            TxOutcome::ConditionFailed(failed) if failed.failed(claim) => {
-                Err(StoreError::UsernameTaken)
+            None => None,
+        };
+        let failed = match tx.commit_watched().await? {
+            Committing::Done(TxOutcome::Committed) => return Ok(Answer::New(answer)),
+            Committing::Done(TxOutcome::ConditionFailed(failed)) => failed,
+            Committing::Held => return Err(StoreError::IdempotencyKeyInFlight),
+            Committing::Throttled => {
+                return Err(StoreError::Internal("create user: throttled".into()));
             }
-            TxOutcome::ConditionFailed(failed) => Err(failed.unexpected("create user")),
+        };
+        match (keyed, record) {
+            (Some(keyed), Some(record)) if failed.failed(record) => {
+                Ok(Answer::Replayed(self.replay(user, keyed).await?))
+            }
+            _ if failed.failed(profile) => Err(StoreError::ProfileExists),
+            _ if failed.failed(claim) => Err(StoreError::UsernameTaken),
+            _ => Err(failed.unexpected("create user")),
         }
     }
 

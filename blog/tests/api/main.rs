@@ -17,6 +17,7 @@ mod fanout;
 mod faults;
 mod feed;
 mod hot;
+mod idempotency;
 mod identity;
 mod likes;
 mod load;

@@ -27,7 +27,9 @@ use futures::StreamExt;
 use hostile::Faults;
 use serde_json::{Value, json};
 
-use crate::support::{TestApi, behind_proxy, fast_full_backoff, proxy, table_snapshot};
+use crate::support::{
+    JWT_SUB, TestApi, behind_proxy, decode, fast_full_backoff, proxy, table_snapshot,
+};
 
 /// Retries that give up quickly, so that a test sees the 503 soon.
 fn impatient() -> Backoff {
@@ -511,6 +513,14 @@ struct Outcomes {
     comment_authors: HashMap<String, String>,
     /// Users whose erasure answered 204.
     erased: BTreeSet<String>,
+    /// Answers 503 `outcome_unknown`.
+    unknown: usize,
+    /// (post, user): a like answered `outcome_unknown` before it was given
+    /// and taken back, which may land after all.
+    maybe_likes: BTreeSet<(String, String)>,
+    /// Requests answered 503 `unavailable` whose write had landed (a retry
+    /// with the same key was answered as a replay).
+    lies: Vec<String>,
 }
 
 impl Outcomes {
@@ -605,6 +615,10 @@ fn storm(faults: &Faults) -> Faults {
         throttle: 0.2,
         lost_response: 0.3,
         replay_cancel: 0.6,
+        // Later than a request's retries and resolution (5 + 3 s): answered
+        // `outcome_unknown`, then sent again by the client with its key.
+        late_commit: 0.04,
+        late_commit_delay: Duration::from_secs(9),
         seed: faults.seed + 1,
         ..faults.clone()
     }
@@ -679,22 +693,83 @@ async fn send(
     user: Option<&str>,
     body: Option<Value>,
 ) -> Option<(u16, Value)> {
+    send_keyed(api, outcomes, method, path, user, body, None).await
+}
+
+/// [`send`], with an `Idempotency-Key` on every attempt when `key` is given
+/// (a create). An attempt answered as a replay after one answered 503
+/// `unavailable` means that 503 left its write behind: noted as a lie.
+async fn send_keyed(
+    api: &TestApi,
+    outcomes: &Mutex<Outcomes>,
+    method: &str,
+    path: &str,
+    user: Option<&str>,
+    body: Option<Value>,
+    key: Option<&str>,
+) -> Option<(u16, Value)> {
+    send_tracked(api, outcomes, method, path, user, body, key)
+        .await
+        .0
+}
+
+/// [`send_keyed`], and whether an attempt was answered `outcome_unknown`.
+async fn send_tracked(
+    api: &TestApi,
+    outcomes: &Mutex<Outcomes>,
+    method: &str,
+    path: &str,
+    user: Option<&str>,
+    body: Option<Value>,
+    key: Option<&str>,
+) -> (Option<(u16, Value)>, bool) {
+    // The answers so far: a replay is a lie of an earlier 503 `unavailable`
+    // only when no attempt said its outcome was unknown (that one's write
+    // may be what is replayed).
+    let mut answered: Vec<String> = Vec::new();
     for attempt in 0..CLIENT_TRIES {
-        let (status, reply) = api.call(method, path, user, body.clone()).await;
-        *outcomes
-            .lock()
-            .expect("lock")
-            .statuses
-            .entry(status)
-            .or_default() += 1;
-        if status != 503 {
-            return Some((status, reply));
+        let mut req = api
+            .http
+            .request(method.parse().expect("method"), api.url(path));
+        if let Some(user) = user {
+            req = req.header(JWT_SUB, user);
+        }
+        if let Some(key) = key {
+            req = req.header("Idempotency-Key", key);
+        }
+        if let Some(body) = &body {
+            req = req.body(body.to_string());
+        }
+        let response = req.send().await.expect("send");
+        let replayed = response.headers().contains_key("idempotent-replayed");
+        let (status, reply) = decode(response).await;
+        let code = reply["error"]["code"].as_str().unwrap_or_default();
+        answered.push(format!("{status} {code}"));
+        {
+            let mut seen = outcomes.lock().expect("lock");
+            *seen.statuses.entry(status).or_default() += 1;
+            if replayed
+                && answered.iter().any(|a| a == "503 unavailable")
+                && !answered.iter().any(|a| a == "503 outcome_unknown")
+            {
+                seen.lies.push(format!("{method} {path}: {answered:?}"));
+            }
+            if code == "outcome_unknown" {
+                seen.unknown += 1;
+            }
+        }
+        // A key whose first request is still being written: "send it
+        // again shortly", as a 503.
+        if status != 503 && code != "idempotency_key_in_flight" {
+            let unknown = answered.iter().any(|a| a == "503 outcome_unknown");
+            return (Some((status, reply)), unknown);
         }
         let backoff = 20u64 << attempt.min(5);
         tokio::time::sleep(Duration::from_millis(fastrand::u64(..=backoff))).await;
     }
     outcomes.lock().expect("lock").abandoned += 1;
-    None
+    let unknown = answered.iter().any(|a| a == "503 outcome_unknown");
+    (None, unknown)
 }
 
 async fn run(api: &TestApi, users: &[String], op: Op, outcomes: &Mutex<Outcomes>) {
@@ -717,8 +792,17 @@ async fn run(api: &TestApi, users: &[String], op: Op, outcomes: &Mutex<Outcomes>
         Op::Post { author, n } => {
             let body = json!({ "title": format!("post {n}"), "content": format!("本文 {n} 🎉") });
             let me = &users[author];
-            if let Some((status, reply)) =
-                send(api, outcomes, "POST", "/posts", Some(me), Some(body)).await
+            let key = format!("post-{n}");
+            if let Some((status, reply)) = send_keyed(
+                api,
+                outcomes,
+                "POST",
+                "/posts",
+                Some(me),
+                Some(body),
+                Some(&key),
+            )
+            .await
             {
                 // A leaver's, after their erasure: 403.
                 if status == 403 && is_leaver(users, me) {
@@ -753,8 +837,17 @@ async fn run(api: &TestApi, users: &[String], op: Op, outcomes: &Mutex<Outcomes>
             let me = &users[author];
             let path = format!("/posts/{post}/comments");
             let body = json!({ "content": format!("comment {n}") });
-            if let Some((status, reply)) =
-                send(api, outcomes, "POST", &path, Some(me), Some(body)).await
+            let key = format!("comment-{n}");
+            if let Some((status, reply)) = send_keyed(
+                api,
+                outcomes,
+                "POST",
+                &path,
+                Some(me),
+                Some(body),
+                Some(&key),
+            )
+            .await
             {
                 let mut outcomes = outcomes.lock().expect("lock");
                 if erasure_answer(status, me, &post, users, &outcomes) {
@@ -770,9 +863,14 @@ async fn run(api: &TestApi, users: &[String], op: Op, outcomes: &Mutex<Outcomes>
             let Some(post) = pick_kept(pick) else { return };
             let me = &users[taker];
             let likes = format!("/posts/{post}/likes");
-            if let Some((status, reply)) = send(api, outcomes, "POST", &likes, Some(me), None).await
-            {
+            let (answer, unknown) =
+                send_tracked(api, outcomes, "POST", &likes, Some(me), None, None).await;
+            if let Some((status, reply)) = answer {
                 assert!(status == 201 || status == 200, "{status}: {reply}");
+            }
+            if unknown {
+                let maybe = (post.clone(), me.clone());
+                outcomes.lock().expect("lock").maybe_likes.insert(maybe);
             }
             // Taking back is idempotent: a retry after a lost answer is 204 too.
             if let Some((status, reply)) =
@@ -782,8 +880,17 @@ async fn run(api: &TestApi, users: &[String], op: Op, outcomes: &Mutex<Outcomes>
             }
             let comments = format!("/posts/{post}/comments");
             let body = json!({ "content": format!("taken back {n}") });
-            let Some((status, reply)) =
-                send(api, outcomes, "POST", &comments, Some(me), Some(body)).await
+            let key = format!("taken-back-{n}");
+            let Some((status, reply)) = send_keyed(
+                api,
+                outcomes,
+                "POST",
+                &comments,
+                Some(me),
+                Some(body),
+                Some(&key),
+            )
+            .await
             else {
                 return;
             };
@@ -798,11 +905,15 @@ async fn run(api: &TestApi, users: &[String], op: Op, outcomes: &Mutex<Outcomes>
             }
             .unwrap_or(me);
             let path = format!("{comments}/{id}");
-            if let Some((status, reply)) =
-                send(api, outcomes, "DELETE", &path, Some(deleter), None).await
-            {
-                // A deletion whose answer was lost still answers 204.
-                assert_eq!(status, 204, "{reply}");
+            let (answer, unknown) =
+                send_tracked(api, outcomes, "DELETE", &path, Some(deleter), None, None).await;
+            if let Some((status, reply)) = answer {
+                // A deletion whose answer was lost still answers 204; one
+                // sent again after `outcome_unknown` finds the first landed.
+                assert!(
+                    status == 204 || (unknown && status == 404),
+                    "{status} {reply}"
+                );
             }
         }
         Op::Rename { user } => {
@@ -853,11 +964,15 @@ async fn run(api: &TestApi, users: &[String], op: Op, outcomes: &Mutex<Outcomes>
 async fn a_hostile_dynamodb_loses_nothing_and_leaves_every_copy_exact() {
     // Answers lost to committed writes, plain ones too, three times as
     // often as `Faults::hostile`, and their retries often cancelled.
+    // And some transactions commit a second and a half after their attempt
+    // was answered 500 (a late commit): the retries are told "in progress".
     let faults = Faults {
         seed: 2026,
         gsi_lag: GSI_LAG,
         lost_response: 0.15,
         replay_cancel: 0.3,
+        late_commit: 0.03,
+        late_commit_delay: Duration::from_millis(1500),
         ..Faults::hostile()
     };
     let proxy = proxy(faults.clone()).await;
@@ -875,9 +990,17 @@ async fn a_hostile_dynamodb_loses_nothing_and_leaves_every_copy_exact() {
             async move {
                 let name = format!("user_{i:02}");
                 let body = json!({ "username": name });
-                let (status, reply) = send(api, outcomes, "POST", "/users", Some(id), Some(body))
-                    .await
-                    .expect("a profile after retries");
+                let key = format!("profile-{i}");
+                let sent = send_keyed(
+                    api,
+                    outcomes,
+                    "POST",
+                    "/users",
+                    Some(id),
+                    Some(body),
+                    Some(&key),
+                );
+                let (status, reply) = sent.await.expect("a profile after retries");
                 assert_eq!(status, 201, "{reply}");
                 outcomes
                     .lock()
@@ -906,6 +1029,15 @@ async fn a_hostile_dynamodb_loses_nothing_and_leaves_every_copy_exact() {
     let elapsed = started.elapsed();
     proxy.set_faults(faults.clone());
 
+    // The late commits still held land (or are refused) before anything is
+    // checked: a write of this workload may not arrive after the checks.
+    for _ in 0..200 {
+        if proxy.late_commits_pending() == 0 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert_eq!(proxy.late_commits_pending(), 0);
     // Drain: the fan-out works on what it has, back at the default rates,
     // then carries on from where it stopped (never from the stream's start,
     // which would apply every record again) on a calm DynamoDB.
@@ -943,12 +1075,30 @@ async fn a_hostile_dynamodb_loses_nothing_and_leaves_every_copy_exact() {
         ("write_conflict", injected.write_conflict),
         ("throttle", injected.throttle),
         ("lost_response", injected.lost_response),
+        ("late_commit", injected.late_commit),
         ("gsi_hidden_items", injected.gsi_hidden_items),
     ] {
         assert!(count > 0, "no {kind} was injected: {injected}");
     }
+    // A 503 `unavailable` promised that nothing was written: never broken
+    // (creates carry keys, so a retry would have found the write).
+    assert_eq!(outcomes.lies, Vec::<String>::new());
+    println!("{} answers said outcome_unknown", outcomes.unknown);
     assert!(outcomes.posts.len() > 100, "enough posts to trim the feed");
 
+    // A like answered `outcome_unknown` and then given and taken back may
+    // have committed after all, as its answer warned: it counts as given.
+    let mut landed_late = 0;
+    for item in table_snapshot(&api).await {
+        let text = |name: &str| item.get(name).and_then(|v| v.as_s().ok()).cloned();
+        if let (Some("like"), Some(post), Some(user)) =
+            (text("type").as_deref(), text("postId"), text("userId"))
+            && outcomes.maybe_likes.contains(&(post.clone(), user.clone()))
+        {
+            landed_late += usize::from(outcomes.likes.entry(post).or_default().insert(user));
+        }
+    }
+    println!("{landed_late} likes answered outcome_unknown landed after all");
     check_table(&api, &outcomes).await;
     check_lists(&api, &outcomes).await;
     let audit = api.app.store.audit(false).await.expect("audit");
@@ -1009,8 +1159,11 @@ async fn check_table(api: &TestApi, outcomes: &Outcomes) {
     let marks: BTreeSet<String> = of_type("erasure").map(|i| text(i, "userId")).collect();
     assert_eq!(marks, outcomes.erased, "a mark per erased user");
     for user in &outcomes.erased {
-        let theirs = items.iter().filter(|i| text(i, "userId") == *user).count();
-        assert_eq!(theirs, 1, "{user}: only the mark is left");
+        let theirs: Vec<_> = items
+            .iter()
+            .filter(|i| text(i, "userId") == *user)
+            .collect();
+        assert_eq!(theirs.len(), 1, "{user}: only the mark is left: {theirs:?}");
     }
 
     for post in of_type("post") {

@@ -619,6 +619,26 @@ async fn the_deployed_table_is_the_one_the_local_stack_creates() {
         p["StreamSpecification"]["StreamViewType"].as_str(),
         stream.stream_view_type().map(|v| v.as_str())
     );
+    let ttl = store
+        .client()
+        .describe_time_to_live()
+        .table_name(store.table())
+        .send()
+        .await
+        .expect("describe TTL")
+        .time_to_live_description
+        .expect("TTL");
+    assert_eq!(
+        (
+            p["TimeToLiveSpecification"]["AttributeName"].as_str(),
+            p["TimeToLiveSpecification"]["Enabled"].as_bool(),
+        ),
+        (ttl.attribute_name(), Some(true))
+    );
+    assert_eq!(
+        ttl.attribute_name(),
+        Some(blog::store::idempotency::EXPIRES_AT)
+    );
 }
 
 #[test]
@@ -722,6 +742,7 @@ fn the_cdn_is_optional_and_caches_only_what_the_api_allows() {
             .collect();
     for header in [
         "Content-Type",
+        "Idempotency-Key",
         "Access-Control-Request-Method",
         "Access-Control-Request-Headers",
     ] {

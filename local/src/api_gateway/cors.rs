@@ -18,6 +18,8 @@ pub struct Cors {
     pub allow_methods: Vec<String>,
     /// Lower-cased header names.
     pub allow_headers: Vec<String>,
+    /// Lower-cased names of response headers a browser may read.
+    pub expose_headers: Vec<String>,
     pub max_age: u64,
 }
 
@@ -50,6 +52,10 @@ impl Cors {
                 .map(|m| m.to_ascii_uppercase())
                 .collect(),
             allow_headers: list(&cors["AllowHeaders"])
+                .into_iter()
+                .map(|h| h.to_ascii_lowercase())
+                .collect(),
+            expose_headers: list(&cors["ExposeHeaders"])
                 .into_iter()
                 .map(|h| h.to_ascii_lowercase())
                 .collect(),

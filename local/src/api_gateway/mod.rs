@@ -124,6 +124,14 @@ impl Gateway {
             response
                 .headers_mut()
                 .insert(header::ACCESS_CONTROL_ALLOW_ORIGIN, value);
+            let exposed = self.api.cors.expose_headers.join(",");
+            if let Ok(value) = HeaderValue::from_str(&exposed)
+                && !exposed.is_empty()
+            {
+                response
+                    .headers_mut()
+                    .insert(header::ACCESS_CONTROL_EXPOSE_HEADERS, value);
+            }
         }
         response
     }

@@ -232,7 +232,11 @@ fn the_routes_and_the_authorizer_are_the_templates() {
     assert_eq!(api.throttle("GET /users/{userId}/export").rate, 100.0);
     assert_eq!(api.throttle("GET /posts/{postId}").rate, 1000.0);
     assert_eq!(api.throttle("GET /feed").burst, 5000.0);
-    assert_eq!(api.cors.allow_headers, ["authorization", "content-type"]);
+    assert_eq!(
+        api.cors.allow_headers,
+        ["authorization", "content-type", "idempotency-key"]
+    );
+    assert_eq!(api.cors.expose_headers, ["idempotent-replayed"]);
 }
 
 /// Every refusal is API Gateway's 401, and the function is never invoked.

@@ -890,6 +890,7 @@ impl Table {
             what,
             slots: Vec::new(),
             yield_on: None,
+            held_by: None,
         }
     }
 }
@@ -931,15 +932,21 @@ pub struct Transaction<'t> {
     slots: Vec<(&'static str, Write)>,
     /// The item whose throttling ends the retries ([`Committing::Throttled`]).
     yield_on: Option<Slot>,
+    /// The item whose being held by another transaction, when the retries
+    /// run out, is [`Committing::Held`].
+    held_by: Option<Slot>,
 }
 
-/// What [`Transaction::commit_unless_throttled`] did.
+/// What [`Transaction::commit_watched`] did.
 #[derive(Debug)]
 pub enum Committing {
     Done(TxOutcome),
     /// DynamoDB refused the watched item for capacity (its partition is
     /// hot); nothing was written.
     Throttled,
+    /// Another transaction held the watched item through every retry
+    /// (`TransactionConflict`); nothing was written.
+    Held,
 }
 
 /// What a transaction did.
@@ -999,18 +1006,29 @@ impl Transaction<'_> {
     pub async fn commit(self) -> Result<TxOutcome, StoreError> {
         match self.run().await? {
             Committing::Done(outcome) => Ok(outcome),
-            Committing::Throttled => Err(StoreError::Internal(
-                "a transaction yielded to throttling it did not watch".to_owned(),
+            Committing::Throttled | Committing::Held => Err(StoreError::Internal(
+                "a transaction answered for an item it did not watch".to_owned(),
             )),
         }
     }
 
-    /// [`Transaction::commit`], except that the first cancellation that
-    /// throttles the item in `slot` ends it: the caller moves that item's
-    /// load elsewhere ([`crate::store::hot`]) rather than retry into a
-    /// partition at its limit.
-    pub async fn commit_unless_throttled(mut self, slot: Slot) -> Result<Committing, StoreError> {
+    /// Makes the first cancellation that throttles the item in `slot` end
+    /// the transaction ([`Committing::Throttled`]): the caller moves that
+    /// item's load elsewhere ([`crate::store::hot`]) rather than retry into
+    /// a partition at its limit.
+    pub fn yield_when_throttled(&mut self, slot: Slot) {
         self.yield_on = Some(slot);
+    }
+
+    /// Makes retries that run out while another transaction holds the item
+    /// in `slot` end as [`Committing::Held`] rather than busy.
+    pub fn report_held(&mut self, slot: Slot) {
+        self.held_by = Some(slot);
+    }
+
+    /// [`Transaction::commit`], answering for the items watched with
+    /// [`Transaction::yield_when_throttled`] and [`Transaction::report_held`].
+    pub async fn commit_watched(self) -> Result<Committing, StoreError> {
         self.run().await
     }
 
@@ -1060,6 +1078,13 @@ impl Transaction<'_> {
             && let Some(outcome) = self.resolve(&items, &tokens).await?
         {
             return Ok(Committing::Done(outcome));
+        }
+        if self
+            .held_by
+            .is_some_and(|slot| busy_item(&err, slot) == Some(Busy::Conflict))
+            && !after_unknown
+        {
+            return Ok(Committing::Held);
         }
         let Some(failed) = failed_conditions(&err) else {
             let err = match busy_transaction(&err) {
@@ -1445,17 +1470,22 @@ fn busy_transaction<R>(err: &SdkError<TransactWriteItemsError, R>) -> Option<Bus
 /// Whether a cancellation refused the item in `slot` for capacity (and no
 /// item's condition failed, which would be the answer).
 fn throttled_item<R>(err: &SdkError<TransactWriteItemsError, R>, slot: Slot) -> bool {
+    busy_item(err, slot) == Some(Busy::Throttled)
+}
+
+/// Why a cancellation refused the item in `slot`, when it was transient
+/// (and no item's condition failed, which would be the answer).
+fn busy_item<R>(err: &SdkError<TransactWriteItemsError, R>, slot: Slot) -> Option<Busy> {
     let Some(TransactWriteItemsError::TransactionCanceledException(e)) = err.as_service_error()
     else {
-        return false;
+        return None;
     };
     let reasons = e.cancellation_reasons();
-    busy_reasons(reasons).is_some()
-        && reasons
-            .get(slot.0)
-            .and_then(|r| r.code())
-            .and_then(busy_reason)
-            == Some(Busy::Throttled)
+    busy_reasons(reasons)?;
+    reasons
+        .get(slot.0)
+        .and_then(|r| r.code())
+        .and_then(busy_reason)
 }
 
 fn busy_reasons(reasons: &[CancellationReason]) -> Option<Busy> {

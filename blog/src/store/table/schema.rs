@@ -6,11 +6,15 @@ use aws_sdk_dynamodb::{
     types::{
         AttributeDefinition, BillingMode, GlobalSecondaryIndex, KeySchemaElement, KeyType,
         Projection, ProjectionType, ScalarAttributeType, StreamSpecification, StreamViewType,
+        TimeToLiveSpecification,
     },
 };
 
 use super::{StoreError, classify};
-use crate::keys::{GSI1, GSI1PK, GSI1SK, PK, SK};
+use crate::{
+    keys::{GSI1, GSI1PK, GSI1SK, PK, SK},
+    store::idempotency::EXPIRES_AT,
+};
 
 /// What GSI1 copies besides keys: exactly what the short form of a post reads
 /// (Q3), so a post's up-to-50,000-character content is never copied into it.
@@ -78,7 +82,21 @@ pub async fn create_if_missing(client: &Client, name: &str) -> Result<bool, Stor
         .send()
         .await;
     match created {
-        Ok(_) => Ok(true),
+        Ok(_) => {
+            // Idempotency-Key records expire (`store::idempotency`).
+            let ttl = TimeToLiveSpecification::builder()
+                .attribute_name(EXPIRES_AT)
+                .enabled(true)
+                .build()?;
+            client
+                .update_time_to_live()
+                .table_name(name)
+                .time_to_live_specification(ttl)
+                .send()
+                .await
+                .map_err(classify)?;
+            Ok(true)
+        }
         // Someone else created it between our two calls: that is what we wanted.
         Err(err)
             if err

@@ -1,0 +1,270 @@
+//! Idempotency keys (request): a creating write (`POST /users`, `POST
+//! /posts`, `POST /posts/{id}/comments`) sent with an `Idempotency-Key` puts
+//! a record of its answer in the same transaction as what it creates
+//! (`USER#<caller> / REQUEST#<key>`: one conditional put of a small item,
+//! 2 WCU, with a TTL). A retry with the same key from the same caller finds
+//! the record, its condition fails, and the first answer is given again:
+//! nothing is created twice, whatever was lost on the way. The same key with
+//! another request (another route, path or body) is refused (422); a key
+//! whose first request is still committing when the retries run out, 409.
+//!
+//! The record holds the answer without the post's or comment's `content`
+//! (up to 200 KB, which would bill the create twice over): a replay reads
+//! it from the item. A record is kept [`KEPT`] (DynamoDB's TTL deletes it
+//! some time after; until then an expired one is replaced, never replayed).
+
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+
+use super::{
+    Item, ItemType, Store, StoreError, n, s,
+    table::{Expr, Query, Write},
+};
+use crate::{
+    ids::{CommentId, IdempotencyKey, PostId, UserId},
+    keys::{self, Entity, Key, PK, REQUEST_PREFIX, SK},
+    timestamp,
+};
+
+/// How long a key answers with its first request's answer.
+pub const KEPT: std::time::Duration = std::time::Duration::from_secs(24 * 60 * 60);
+
+/// The attribute DynamoDB's TTL reads (template.yaml, `schema.rs`).
+pub const EXPIRES_AT: &str = "expiresAt";
+
+/// A keyed request: its key and the digest of what it asks.
+#[derive(Debug, Clone)]
+pub struct Idempotency {
+    key: IdempotencyKey,
+    digest: String,
+}
+
+impl Idempotency {
+    /// `key` for the request `route` (method and path, ids included) with
+    /// the JSON `body`; two bodies that differ only in spacing or the order
+    /// of their fields are the same request.
+    pub fn new(key: IdempotencyKey, route: &str, body: &[u8]) -> Self {
+        let canonical = serde_json::from_slice::<serde_json::Value>(body)
+            .map(|value| value.to_string().into_bytes())
+            .unwrap_or_else(|_| body.to_vec());
+        let mut hasher = Sha256::new();
+        hasher.update(route.as_bytes());
+        hasher.update(b"\n");
+        hasher.update(&canonical);
+        let digest = hasher
+            .finalize()
+            .iter()
+            .map(|byte| format!("{byte:02x}"))
+            .collect();
+        Self { key, digest }
+    }
+}
+
+/// What a keyed request created, so that a replay can read its `content`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(
+    tag = "created",
+    rename_all = "camelCase",
+    rename_all_fields = "camelCase"
+)]
+pub enum Created {
+    User,
+    Post {
+        post_id: PostId,
+    },
+    Comment {
+        post_id: PostId,
+        comment_id: CommentId,
+    },
+}
+
+/// The first answer to a keyed request.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RequestRecordItem {
+    pub user_id: UserId,
+    pub key: IdempotencyKey,
+    pub request_digest: String,
+    pub status: u16,
+    /// The answer's JSON body, without `content`.
+    pub response: String,
+    #[serde(flatten)]
+    pub created: Created,
+    pub created_at: String,
+    /// Seconds since the epoch (DynamoDB's TTL).
+    pub expires_at: u64,
+}
+
+impl Entity for RequestRecordItem {
+    const TYPE: ItemType = ItemType::RequestRecord;
+    /// The request it answers and when: a retry's own record is the first's.
+    const OWN: &'static [&'static str] = &["requestDigest", "createdAt"];
+
+    fn key(&self) -> Key {
+        keys::request_record(&self.user_id, &self.key)
+    }
+}
+
+/// A keyed request's answer: made now, or given again.
+#[derive(Debug)]
+pub enum Answer<T> {
+    New(T),
+    Replayed(Replay),
+}
+
+/// An answer given again: the first request's status and body.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Replay {
+    pub status: u16,
+    pub body: serde_json::Value,
+}
+
+fn epoch_seconds() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs())
+}
+
+impl Idempotency {
+    /// The transaction item that records `caller`'s request as answered
+    /// `status` with `response` (its `content` left out): a put if there is
+    /// no live record of the key.
+    pub(super) fn record(
+        &self,
+        caller: &UserId,
+        status: u16,
+        response: &impl Serialize,
+        created: Created,
+    ) -> Result<Write, StoreError> {
+        let mut body = serde_json::to_value(response)
+            .map_err(|e| StoreError::Internal(format!("cannot record the answer: {e}")))?;
+        if let Some(fields) = body.as_object_mut() {
+            fields.remove("content");
+        }
+        let now = epoch_seconds();
+        let record = RequestRecordItem {
+            user_id: caller.clone(),
+            key: self.key.clone(),
+            request_digest: self.digest.clone(),
+            status,
+            response: body.to_string(),
+            created,
+            created_at: timestamp::now(),
+            expires_at: now + KEPT.as_secs(),
+        };
+        let free = Expr::new("attribute_not_exists(PK) OR #expires < :now")
+            .name("#expires", EXPIRES_AT)
+            .value(":now", n(now));
+        let landed = vec![
+            ("requestDigest", s(&record.request_digest)),
+            ("createdAt", s(&record.created_at)),
+        ];
+        Ok(Write::put(&record)?.when(free).landed_when(landed))
+    }
+}
+
+impl Store {
+    /// The first answer to `caller`'s request made with `keyed`'s key,
+    /// after the record's condition refused this one: the same request
+    /// answers as the first did (its `content` read from what it created:
+    /// 404 if that was deleted since); another request under the same key is
+    /// [`StoreError::IdempotencyKeyReused`].
+    pub(super) async fn replay(
+        &self,
+        caller: &UserId,
+        keyed: &Idempotency,
+    ) -> Result<Replay, StoreError> {
+        let key = keys::request_record(caller, &keyed.key).item();
+        let record = self.db.get_entity::<RequestRecordItem>(key, true).await?;
+        // Expired and deleted between the refusal and this read: the first
+        // request was made more than a day ago, and this one may be sent again.
+        let record = record.ok_or_else(|| {
+            StoreError::busy(
+                super::Busy::Conflict,
+                "the Idempotency-Key's record expired while it was read",
+            )
+        })?;
+        if record.request_digest != keyed.digest {
+            return Err(StoreError::IdempotencyKeyReused);
+        }
+        let mut body: serde_json::Value = serde_json::from_str(&record.response)
+            .map_err(|e| StoreError::Internal(format!("unreadable request record: {e}")))?;
+        let content = match &record.created {
+            Created::User => None,
+            Created::Post { post_id } => {
+                let post = self.read_post(post_id, true).await?;
+                let post = post.ok_or(StoreError::PostNotFound)?;
+                Some(crate::model::Post::from(post).content)
+            }
+            Created::Comment {
+                post_id,
+                comment_id,
+            } => {
+                let comment = self.read_comment(post_id, comment_id).await?;
+                Some(comment.ok_or(StoreError::CommentNotFound)?.content)
+            }
+        };
+        if let (Some(content), Some(fields)) = (content, body.as_object_mut()) {
+            fields.insert("content".to_owned(), content.into());
+        }
+        tracing::info!(
+            status = record.status,
+            "an idempotency key's first answer given again"
+        );
+        Ok(Replay {
+            status: record.status,
+            body,
+        })
+    }
+}
+
+impl Store {
+    /// Erasure (fan-out): every request record of `user`'s, a page of keys
+    /// at a time (strongly consistent), deleted one by one; how many.
+    pub(super) async fn forget_requests(&self, user: &UserId) -> Result<usize, StoreError> {
+        let query = Query::partition(keys::user_pk(user))
+            .begins_with(REQUEST_PREFIX)
+            .project(Expr::new("#k1, #k2").name("#k1", PK).name("#k2", SK))
+            .consistent();
+        let mut forgotten = 0;
+        loop {
+            let page = self
+                .db
+                .query_page("request records", &query, None, Some(100));
+            let records: Vec<Item> = page.await?.items;
+            if records.is_empty() {
+                return Ok(forgotten);
+            }
+            for record in records {
+                let delete = Write::delete(record);
+                self.db.write("forget a request record", &delete).await?;
+                forgotten += 1;
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_request_is_its_route_and_its_body_whatever_the_json_spelling() {
+        let key = || IdempotencyKey::parse("k-1").expect("key");
+        let digest = |route, body: &str| Idempotency::new(key(), route, body.as_bytes()).digest;
+        let first = digest("POST /posts", r#"{"title":"t","content":"c"}"#);
+        assert_eq!(
+            first,
+            digest("POST /posts", r#"{ "content": "c", "title": "t" }"#)
+        );
+        assert_ne!(
+            first,
+            digest("POST /posts", r#"{"title":"t","content":"d"}"#)
+        );
+        assert_ne!(
+            first,
+            digest("POST /users", r#"{"title":"t","content":"c"}"#)
+        );
+        assert_eq!(first.len(), 64);
+    }
+}
