@@ -12,6 +12,9 @@
 #                                           one post liked at rising rates on
 #                                           a DynamoDB that enforces its
 #                                           per-partition limits (scaled)
+#   ./infra/bench.sh --stream [--likes 3000] [--quiet]
+#                                           the local stream poller and the
+#                                           fan-out draining one post's likes
 #   ./infra/bench.sh --account [--users N] [--runs N]
 #                                           the export's pages and erasures
 #                                           at S and 10×S (V3 only), instead
@@ -60,6 +63,7 @@ case "${1:-}" in
   --viral) shift; run_alone blog-viral-bench "$@"; exit ;;
   --account) shift; run_alone blog-account-bench "$@"; exit ;;
   --rename) shift; run_alone blog-rename-bench "$@"; exit ;;
+  --stream) shift; run_alone blog-stream-bench "$@"; exit ;;
 esac
 
 log "building the arm64 Lambda zips (cargo lambda) and this machine's release binaries"

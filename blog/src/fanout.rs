@@ -20,10 +20,14 @@
 //! partial failure again from the lowest failed sequence number, so a record
 //! may come again after newer ones: every write above is conditional on
 //! versions, and applying any such schedule gives the table a single clean
-//! application gives.
+//! application gives. A batch is applied in that order too: the records of
+//! one item one after another, those of different items at once (as Lambda
+//! runs the batches of different shards at once).
 
 use std::{
     collections::HashMap,
+    future::Future,
+    sync::atomic::{AtomicUsize, Ordering},
     time::{SystemTime, UNIX_EPOCH},
 };
 
@@ -31,6 +35,7 @@ use aws_lambda_events::event::{
     dynamodb::{Event, EventRecord},
     streams::{DynamoDbBatchItemFailure, DynamoDbEventResponse},
 };
+use futures::StreamExt;
 use serde::{Deserialize, de::DeserializeOwned};
 use thiserror::Error;
 
@@ -49,6 +54,9 @@ use crate::{
         users::{Author, UserItem},
     },
 };
+
+/// Items whose records a batch applies at once, at most.
+const CONCURRENT_ITEMS: usize = 16;
 
 #[derive(Debug, Error)]
 pub enum FanoutError {
@@ -84,9 +92,11 @@ pub async fn handle(store: &Store, event: Event) -> DynamoDbEventResponse {
 }
 
 /// Applies a batch and reports the records that failed, so that Lambda (or the
-/// local poller) retries from the lowest of them. A failed record never stops
-/// the rest of the batch; a rename paused by the `deadline` does: it is
-/// reported, and the records after it come again with it.
+/// local poller) retries from the lowest of them. The records of one item are
+/// applied in stream order, one after another; those of different items at
+/// once. A failed record never stops the rest of the batch; a walk paused by
+/// the `deadline` does: it is reported, no record after it starts (those
+/// already under way finish), and the records after it come again with it.
 pub async fn handle_until(
     store: &Store,
     event: Event,
@@ -103,33 +113,43 @@ pub async fn handle_until(
     let mut carried: HashMap<usize, Vec<&EventRecord>> = HashMap::new();
     for (record, carrier) in event.records.iter().zip(&superseded) {
         if let Some(carrier) = carrier {
+            stats.count(Outcome::Coalesced);
             carried.entry(*carrier).or_default().push(record);
         }
     }
-    // The first record reported failed (or paused at): where Lambda delivers
-    // from again.
-    let mut first_failure = None;
-    for (index, record) in event.records.iter().enumerate() {
-        if superseded[index].is_some() {
-            stats.count(Outcome::Coalesced);
-            continue;
-        }
+    let lanes = item_lanes(&event.records, &superseded);
+    let applied = apply_in_lanes(lanes, |index| {
+        let record = &event.records[index];
         let carried = carried.get(&index).map_or(&[][..], Vec::as_slice);
         // Transactions of a redelivered record reuse their tokens (a token is
         // the account's, so the table is part of the seed).
         let seed = format!("{}/{}", store.table(), record.event_id);
-        let applied =
-            crate::store::request_scope(seed, apply_record(store, record, &deadline, carried));
-        match applied.await {
+        let applying = apply_record(store, record, &deadline, carried);
+        async move {
+            let applied = crate::store::request_scope(seed, applying).await;
+            let paused = matches!(applied, Ok(Outcome::Paused { .. }));
+            (applied, paused)
+        }
+    })
+    .await;
+    // The first record reported failed (or paused at): where Lambda delivers
+    // from again. Past a pause nothing is reported: it all comes again.
+    let mut first_failure = None;
+    let mut paused = false;
+    for (index, applied) in applied {
+        let record = &event.records[index];
+        match applied {
             Ok(outcome @ Outcome::Paused { .. }) => {
                 stats.count(outcome);
-                tracing::info!(
-                    event_id = %record.event_id,
-                    "walk paused before the deadline; it goes on when the record comes again"
-                );
-                response.batch_item_failures.push(failure(record));
-                first_failure.get_or_insert(index);
-                break;
+                if !paused {
+                    tracing::info!(
+                        event_id = %record.event_id,
+                        "walk paused before the deadline; it goes on when the record comes again"
+                    );
+                    response.batch_item_failures.push(failure(record));
+                    first_failure.get_or_insert(index);
+                    paused = true;
+                }
             }
             Ok(outcome) => stats.count(outcome),
             Err(err) => {
@@ -141,8 +161,10 @@ pub async fn handle_until(
                     error = %err,
                     "fan-out record failed"
                 );
-                response.batch_item_failures.push(failure(record));
-                first_failure.get_or_insert(index);
+                if !paused {
+                    response.batch_item_failures.push(failure(record));
+                    first_failure.get_or_insert(index);
+                }
             }
         }
     }
@@ -164,6 +186,60 @@ pub async fn handle_until(
     }
     stats.log();
     response
+}
+
+/// The indices of a batch's records to apply (all but the coalesced ones),
+/// by item: each item's in stream order, the items in the order of their
+/// first record.
+fn item_lanes(records: &[EventRecord], superseded: &[Option<usize>]) -> Vec<Vec<usize>> {
+    let mut lanes: Vec<Vec<usize>> = Vec::new();
+    let mut lane_of: HashMap<Option<Key>, usize> = HashMap::new();
+    for (index, record) in records.iter().enumerate() {
+        if superseded.get(index).is_some_and(Option::is_some) {
+            continue;
+        }
+        let lane = *lane_of.entry(post_key(record)).or_insert_with(|| {
+            lanes.push(Vec::new());
+            lanes.len() - 1
+        });
+        lanes[lane].push(index);
+    }
+    lanes
+}
+
+/// Runs `apply` on every index of `lanes`: the indices of one lane one after
+/// another, in order; up to [`CONCURRENT_ITEMS`] lanes at once, in the order
+/// given. `apply` answers its result and whether it stops the batch: once
+/// one does, no index after it starts (those before it still do, as they
+/// would have run before it one at a time). The results, by index.
+async fn apply_in_lanes<T, F, Fut>(lanes: Vec<Vec<usize>>, apply: F) -> Vec<(usize, T)>
+where
+    F: Fn(usize) -> Fut,
+    Fut: Future<Output = (T, bool)>,
+{
+    let stop_after = AtomicUsize::new(usize::MAX);
+    let (apply, stop_after) = (&apply, &stop_after);
+    let mut results: Vec<(usize, T)> = futures::stream::iter(lanes)
+        .map(|lane| async move {
+            let mut done = Vec::with_capacity(lane.len());
+            for index in lane {
+                if index > stop_after.load(Ordering::Acquire) {
+                    break;
+                }
+                let (result, stops) = apply(index).await;
+                if stops {
+                    stop_after.fetch_min(index, Ordering::AcqRel);
+                }
+                done.push((index, result));
+            }
+            futures::stream::iter(done)
+        })
+        .buffer_unordered(CONCURRENT_ITEMS)
+        .flatten()
+        .collect()
+        .await;
+    results.sort_by_key(|(index, _)| *index);
+    results
 }
 
 /// For each record of a batch, if a later record of the batch is a MODIFY
@@ -302,6 +378,7 @@ impl Rule {
             | ItemType::FeedFloor
             | ItemType::RenameProgress
             | ItemType::Erasure
+            | ItemType::RequestRecord
             | ItemType::ParkedRecord
             | ItemType::Other => None,
         }
@@ -347,14 +424,16 @@ async fn apply_record(
     } else {
         Refresh::Always
     };
+    // Each rule boxed: their futures are large, and a caller's future holds
+    // the largest of them (debug builds overflowed a test thread's stack).
     match Rule::of(record) {
-        Some(Rule::NewPost) => new_post(store, record).await,
-        Some(Rule::NewReply) => new_reply(store, record).await,
-        Some(Rule::ChangedPost) => changed_post(store, record, refresh).await,
-        Some(Rule::ChangedUser) => changed_user(store, record, deadline).await,
-        Some(Rule::RemovedUser) => removed_user(store, record, deadline).await,
-        Some(Rule::RemovedPost) => removed_post(store, record, deadline).await,
-        Some(Rule::ShardCounts) => shard_counts(store, record, carried).await,
+        Some(Rule::NewPost) => Box::pin(new_post(store, record)).await,
+        Some(Rule::NewReply) => Box::pin(new_reply(store, record)).await,
+        Some(Rule::ChangedPost) => Box::pin(changed_post(store, record, refresh)).await,
+        Some(Rule::ChangedUser) => Box::pin(changed_user(store, record, deadline)).await,
+        Some(Rule::RemovedUser) => Box::pin(removed_user(store, record, deadline)).await,
+        Some(Rule::RemovedPost) => Box::pin(removed_post(store, record, deadline)).await,
+        Some(Rule::ShardCounts) => Box::pin(shard_counts(store, record, carried)).await,
         None => Ok(Outcome::Ignored),
     }
 }
@@ -671,5 +750,113 @@ impl BatchStats {
                 ),
             ],
         );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::{
+        Mutex,
+        atomic::{AtomicUsize, Ordering},
+    };
+
+    use aws_lambda_events::event::dynamodb::EventRecord;
+
+    use super::{apply_in_lanes, item_lanes};
+    use crate::keys::Key;
+
+    fn record(pk: &str, sk: &str) -> EventRecord {
+        let mut record = EventRecord::default();
+        record.change.keys = serde_dynamo::to_item(Key::new(pk.to_owned(), sk)).expect("keys");
+        record
+    }
+
+    #[test]
+    fn a_batch_is_laned_by_item_in_stream_order_without_its_coalesced_records() {
+        let records = [
+            record("POST#a", "POST"),
+            record("POST#a#1", "LIKE#x"),
+            record("POST#a", "POST"),
+            record("USER#u", "PROFILE"),
+            record("POST#a", "POST"),
+            record("POST#a#1", "LIKE#y"),
+            record("USER#u", "PROFILE"),
+        ];
+        // The first MODIFY of the post is carried by its last.
+        let superseded = [None, None, Some(4), None, None, None, None];
+        assert_eq!(
+            item_lanes(&records, &superseded),
+            [vec![0, 4], vec![1], vec![3, 6], vec![5]]
+        );
+    }
+
+    #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+    enum Step {
+        Start(usize),
+        End(usize),
+    }
+
+    #[tokio::test]
+    async fn one_items_records_run_one_after_another_and_different_items_at_once() {
+        let lanes = vec![vec![0, 2, 5], vec![1, 4], vec![3], vec![6, 7]];
+        let steps = Mutex::new(Vec::new());
+        let (running, most) = (AtomicUsize::new(0), AtomicUsize::new(0));
+        let results = apply_in_lanes(lanes.clone(), |index| {
+            let (steps, running, most) = (&steps, &running, &most);
+            async move {
+                steps.lock().expect("lock").push(Step::Start(index));
+                let now = running.fetch_add(1, Ordering::SeqCst) + 1;
+                most.fetch_max(now, Ordering::SeqCst);
+                for _ in 0..(index % 3 + 1) {
+                    tokio::task::yield_now().await;
+                }
+                running.fetch_sub(1, Ordering::SeqCst);
+                steps.lock().expect("lock").push(Step::End(index));
+                (index * 10, false)
+            }
+        })
+        .await;
+        assert_eq!(
+            results,
+            (0..8).map(|i| (i, i * 10)).collect::<Vec<_>>(),
+            "every record once, the results in stream order"
+        );
+        let steps = steps.into_inner().expect("lock");
+        let at = |step: Step| steps.iter().position(|s| *s == step).expect("a step");
+        for lane in &lanes {
+            for pair in lane.windows(2) {
+                assert!(
+                    at(Step::End(pair[0])) < at(Step::Start(pair[1])),
+                    "{} ends before {} of the same item starts: {steps:?}",
+                    pair[0],
+                    pair[1]
+                );
+            }
+        }
+        assert!(
+            most.load(Ordering::SeqCst) > 1,
+            "records of different items ran at once: {steps:?}"
+        );
+    }
+
+    #[tokio::test]
+    async fn after_a_stop_no_later_record_starts_and_every_earlier_one_runs() {
+        // Item 0's second record (30) stops the batch at once, while the
+        // other items' records (1 to 20) are still to run or under way; 31
+        // comes after the stop.
+        let mut lanes = vec![vec![0, 30]];
+        lanes.extend((1..=20).map(|i| vec![i]));
+        lanes.push(vec![31]);
+        let results = apply_in_lanes(lanes, |index| async move {
+            if index != 0 && index != 30 {
+                tokio::task::yield_now().await;
+            }
+            (index, index == 30)
+        })
+        .await;
+        let ran: Vec<usize> = results.into_iter().map(|(index, _)| index).collect();
+        let mut expected: Vec<usize> = (0..=20).collect();
+        expected.push(30);
+        assert_eq!(ran, expected);
     }
 }

@@ -333,6 +333,58 @@ async fn a_batch_gathers_records_for_the_batching_window() {
     );
 }
 
+/// A `GetRecords` page holds more than a batch takes: what the batch leaves
+/// starts the next one, every record is delivered once, in stream order, and
+/// the checkpoint is past them all.
+#[tokio::test]
+async fn a_page_larger_than_a_batch_is_delivered_batch_by_batch_in_order() {
+    let api = TestApi::start().await;
+    posts(&api, 5).await;
+    let all: Vec<String> = api
+        .stream_records()
+        .await
+        .into_iter()
+        .filter(|r| r.event_name == "INSERT" && pk(r).is_some_and(|pk| pk.starts_with("POST#")))
+        .filter(|r| {
+            r.change.new_image.get("type") == Some(&serde_dynamo::AttributeValue::S("post".into()))
+        })
+        .filter_map(|r| r.change.sequence_number)
+        .collect();
+    assert_eq!(all.len(), 5, "the posts' INSERTs");
+    let checkpoint =
+        std::env::temp_dir().join(format!("checkpoint-{}.json", ulid::Ulid::generate()));
+    let mut mapping = stream_mapping();
+    mapping.batch_size = 2;
+    let delivered: Mutex<Vec<Vec<String>>> = Mutex::default();
+    let deliver = |event: Event| {
+        delivered
+            .lock()
+            .expect("lock")
+            .push(sequence_numbers(&event));
+        async { Ok(DynamoDbEventResponse::default()) }
+    };
+    let mut poller = api.poller_with(mapping.clone(), &endpoint(), Some(checkpoint.clone()));
+    assert_eq!(
+        poller.poll_once(&deliver).await.expect("poll"),
+        12,
+        "the profile, its claim, and each post with its content, read in one poll"
+    );
+    let batches = delivered.lock().expect("lock").clone();
+    assert_eq!(
+        batches.iter().map(Vec::len).collect::<Vec<_>>(),
+        [2, 2, 1],
+        "batches of at most 2"
+    );
+    assert_eq!(batches.concat(), all, "each post once, in stream order");
+    let mut restarted = api.poller_with(mapping, &endpoint(), Some(checkpoint.clone()));
+    assert_eq!(
+        restarted.poll_once(&deliver).await.expect("poll"),
+        0,
+        "nothing is read again"
+    );
+    let _ = std::fs::remove_file(checkpoint);
+}
+
 #[tokio::test]
 async fn a_restarted_poller_resumes_from_its_checkpoint() {
     let api = TestApi::start().await;

@@ -3,15 +3,18 @@
 //! API Gateway is: the same settings, written once.
 //!
 //! It reads the table's stream from DynamoDB Local (every shard, parents before
-//! children; from the mapping's starting position on first run, from a saved
-//! checkpoint after a restart) and does with each record what the deployed
-//! mapping does:
+//! children, the shards that are ready at once, each with one batch in flight
+//! as `ParallelizationFactor: 1` has it; from the mapping's starting position
+//! on first run, from a saved checkpoint after a restart) and does with each
+//! record what the deployed mapping does:
 //! - **filters** it with the mapping's `FilterCriteria` ([`filter`]): a record
 //!   no filter matches is dropped before the function sees it; it is no
 //!   failure, and the position moves past it;
 //! - **batches** what passes: up to `BatchSize` records, gathered for at most
 //!   `MaximumBatchingWindowInSeconds`, and no event larger than Lambda's 6 MB
-//!   invocation payload;
+//!   invocation payload (records are read in `GetRecords` pages of up to
+//!   1,000, whatever the batch size: what one batch leaves of a page starts
+//!   the next);
 //! - turns each batch into the JSON event Lambda would send, parses it back as
 //!   an `aws_lambda_events` DynamoDB event, and **delivers** it;
 //! - on a **partial failure** (`ReportBatchItemFailures`) delivers again from
@@ -35,6 +38,7 @@ use std::{
     future::Future,
     path::PathBuf,
     pin::Pin,
+    sync::{Mutex, MutexGuard, PoisonError},
     time::{Duration, Instant, SystemTime},
 };
 
@@ -91,7 +95,8 @@ pub struct StreamPoller {
     streams: aws_sdk_dynamodbstreams::Client,
     mapping: StreamMapping,
     checkpoint_file: Option<PathBuf>,
-    checkpoint: Checkpoint,
+    /// Shared by the shards read at once; never held across an await.
+    checkpoint: Mutex<Checkpoint>,
     region: String,
     /// `None`: park the records in this process ([`recovery::park_batch`]).
     failure_sink: Option<FailureSink>,
@@ -127,7 +132,7 @@ impl StreamPoller {
             streams,
             mapping,
             checkpoint_file,
-            checkpoint,
+            checkpoint: Mutex::new(checkpoint),
             region,
             failure_sink: None,
         }
@@ -164,9 +169,13 @@ impl StreamPoller {
         let Some(arn) = table.table.and_then(|t| t.latest_stream_arn) else {
             return Ok(0);
         };
-        if self.checkpoint.stream_arn.as_deref() != Some(arn.as_str()) {
+        let checkpoint = self
+            .checkpoint
+            .get_mut()
+            .unwrap_or_else(PoisonError::into_inner);
+        if checkpoint.stream_arn.as_deref() != Some(arn.as_str()) {
             // A new stream (the table was recreated): start it afresh.
-            self.checkpoint = Checkpoint {
+            *checkpoint = Checkpoint {
                 stream_arn: Some(arn.clone()),
                 ..Checkpoint::default()
             };
@@ -175,7 +184,9 @@ impl StreamPoller {
         let known: HashSet<&str> = shards.iter().filter_map(|s| s.shard_id()).collect();
         let mut handled = 0;
         // Parents before children: a shard waits until its parent (if the
-        // stream still has it) is finished. Repeat until no shard can advance.
+        // stream still has it) is finished. The shards that are ready are read
+        // at once, as Lambda reads them, each a batch at a time. Repeat until
+        // no shard can advance.
         loop {
             let ready: Vec<&Shard> = shards
                 .iter()
@@ -185,11 +196,25 @@ impl StreamPoller {
                         .is_none_or(|parent| !known.contains(parent) || self.is_finished(parent))
                 })
                 .collect();
+            let reads = ready
+                .into_iter()
+                .map(|shard| self.read_shard(&arn, shard, deliver));
             let mut progressed = false;
-            for shard in ready {
-                let (count, finished) = self.read_shard(&arn, shard, deliver).await?;
-                handled += count;
-                progressed |= finished;
+            let mut failed = None;
+            for read in futures::future::join_all(reads).await {
+                match read {
+                    Ok((count, finished)) => {
+                        handled += count;
+                        progressed |= finished;
+                    }
+                    // The other shards' progress is saved; the error is the poll's.
+                    Err(err) => {
+                        failed.get_or_insert(err);
+                    }
+                }
+            }
+            if let Some(err) = failed {
+                return Err(err);
             }
             if !progressed {
                 return Ok(handled);
@@ -220,8 +245,14 @@ impl StreamPoller {
         }
     }
 
+    fn checkpoint(&self) -> MutexGuard<'_, Checkpoint> {
+        self.checkpoint
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+    }
+
     fn is_finished(&self, shard: &str) -> bool {
-        self.checkpoint.finished.iter().any(|s| s == shard)
+        self.checkpoint().finished.iter().any(|s| s == shard)
     }
 
     async fn shards(&self, arn: &str) -> Result<Vec<Shard>, StoreError> {
@@ -251,7 +282,7 @@ impl StreamPoller {
     /// records read and whether the shard is now finished (closed and fully
     /// read).
     async fn read_shard<D, F>(
-        &mut self,
+        &self,
         arn: &str,
         shard: &Shard,
         deliver: &D,
@@ -262,9 +293,12 @@ impl StreamPoller {
     {
         let shard_id = shard.shard_id().unwrap_or_default().to_owned();
         let mut handled = 0;
-        let mut iterator = Some(self.iterator(arn, &shard_id).await?);
+        let mut reader = ShardReader {
+            iterator: Some(self.iterator(arn, &shard_id).await?),
+            unread: VecDeque::new(),
+        };
         loop {
-            let gathered = self.gather(arn, &mut iterator).await?;
+            let gathered = self.gather(arn, &mut reader).await?;
             handled += gathered.read;
             if !gathered.admitted.is_empty() {
                 for batch in payload_batches(&gathered.admitted, |r| {
@@ -277,9 +311,8 @@ impl StreamPoller {
             if let Some(last) = gathered.last_sequence_number {
                 self.advance(&shard_id, &last);
             }
-            if iterator.is_none() {
-                self.checkpoint.finished.push(shard_id);
-                self.save();
+            if reader.iterator.is_none() && reader.unread.is_empty() {
+                self.update(|checkpoint| checkpoint.finished.push(shard_id));
                 return Ok((handled, true));
             }
             if gathered.read == 0 {
@@ -289,53 +322,64 @@ impl StreamPoller {
         }
     }
 
-    /// Reads records from `iterator` until a batch is full (`BatchSize`
+    /// Takes records into a batch (those a page left unread first, then
+    /// `GetRecords` pages of up to 1,000) until it is full (`BatchSize`
     /// records that pass the filters), the batching window since the first
     /// record has passed, or the shard is caught up with (window 0) or
-    /// closed. The iterator moves on; `None` once the shard is closed.
-    async fn gather(
-        &self,
-        arn: &str,
-        iterator: &mut Option<String>,
-    ) -> Result<Gathered, StoreError> {
+    /// closed. The reader moves on: what a page holds past a full batch
+    /// stays unread, for the next.
+    async fn gather(&self, arn: &str, reader: &mut ShardReader) -> Result<Gathered, StoreError> {
         let mut gathered = Gathered::default();
-        let mut first_read: Option<Instant> = None;
+        let mut first_read = (!reader.unread.is_empty()).then(Instant::now);
         let window = self.mapping.batching_window;
-        while let Some(current) = iterator.clone() {
-            let want = (self.mapping.batch_size - gathered.admitted.len()).min(GET_RECORDS_LIMIT);
-            let page = self
-                .streams
-                .get_records()
-                .shard_iterator(current)
-                .limit(i32::try_from(want).unwrap_or(i32::MAX))
-                .send()
-                .await
-                .map_err(classify)?;
-            *iterator = page.next_shard_iterator;
-            let records = page.records.unwrap_or_default();
-            let caught_up = records.is_empty();
-            for record in records {
+        loop {
+            while let Some(record) = reader.unread.pop_front() {
                 gathered.read += 1;
                 gathered.last_sequence_number = sequence_number(&record).map(str::to_owned);
                 if self.admits(arn, &record)? {
                     gathered.admitted.push(record);
                 }
+                if gathered.admitted.len() >= self.mapping.batch_size {
+                    return Ok(gathered);
+                }
             }
-            if gathered.read > 0 && first_read.is_none() {
+            let waited = first_read.map_or(Duration::ZERO, |t| t.elapsed());
+            if first_read.is_some() && waited >= window {
+                return Ok(gathered);
+            }
+            let Some(current) = reader.iterator.clone() else {
+                // Closed, and read to its end.
+                return Ok(gathered);
+            };
+            let page = self
+                .streams
+                .get_records()
+                .shard_iterator(current)
+                .limit(i32::try_from(GET_RECORDS_LIMIT).unwrap_or(i32::MAX))
+                .send()
+                .await
+                .map_err(classify)?;
+            reader.iterator = page.next_shard_iterator;
+            let records = page.records.unwrap_or_default();
+            let caught_up = records.is_empty();
+            reader.unread.extend(records);
+            if first_read.is_none() && !reader.unread.is_empty() {
                 first_read = Some(Instant::now());
             }
-            let full = gathered.admitted.len() >= self.mapping.batch_size;
-            let waited = first_read.map_or(Duration::ZERO, |t| t.elapsed());
-            if full || (gathered.read == 0 && caught_up) || waited >= window {
-                break;
-            }
             if caught_up {
+                let Some(first) = first_read else {
+                    // Nothing new: caught up with the shard.
+                    return Ok(gathered);
+                };
                 // Records came, the batch is not full and its window is open:
                 // wait for more, as Lambda does.
+                let waited = first.elapsed();
+                if waited >= window {
+                    return Ok(gathered);
+                }
                 tokio::time::sleep((window - waited).min(Duration::from_millis(100))).await;
             }
         }
-        Ok(gathered)
     }
 
     /// Whether the mapping's filters let `record` through to the function.
@@ -358,7 +402,8 @@ impl StreamPoller {
         // The mapping's starting position is TRIM_HORIZON (the only one
         // emulated): a shard without a position is read from its start.
         let StartingPosition::TrimHorizon = self.mapping.starting_position;
-        let output = match self.checkpoint.positions.get(shard_id) {
+        let position = self.checkpoint().positions.get(shard_id).cloned();
+        let output = match position {
             None => {
                 request
                     .shard_iterator_type(ShardIteratorType::TrimHorizon)
@@ -369,7 +414,7 @@ impl StreamPoller {
                 let after = request
                     .clone()
                     .shard_iterator_type(ShardIteratorType::AfterSequenceNumber)
-                    .sequence_number(sequence)
+                    .sequence_number(&sequence)
                     .send()
                     .await;
                 match after {
@@ -383,7 +428,7 @@ impl StreamPoller {
                     {
                         tracing::warn!(
                             shard_id,
-                            sequence,
+                            %sequence,
                             "the checkpoint is past the stream's retention: reading the shard from its trim horizon"
                         );
                         request
@@ -413,7 +458,7 @@ impl StreamPoller {
     /// that never reached the function is an error: the rest of the batch
     /// stays unread and the next poll tries it again.
     async fn deliver_batch<D, F>(
-        &mut self,
+        &self,
         arn: &str,
         shard_id: &str,
         records: &[Record],
@@ -553,7 +598,7 @@ impl StreamPoller {
     /// them in this process); without a destination, Lambda drops them, and
     /// so does the poller, with an error in the log. The shard goes on.
     async fn give_up(
-        &mut self,
+        &self,
         arn: &str,
         shard_id: &str,
         records: &[Record],
@@ -601,18 +646,22 @@ impl StreamPoller {
     }
 
     /// The shard is handled up to `sequence` (saved).
-    fn advance(&mut self, shard_id: &str, sequence: &str) {
-        self.checkpoint
-            .positions
-            .insert(shard_id.to_owned(), sequence.to_owned());
-        self.save();
+    fn advance(&self, shard_id: &str, sequence: &str) {
+        self.update(|checkpoint| {
+            checkpoint
+                .positions
+                .insert(shard_id.to_owned(), sequence.to_owned());
+        });
     }
 
-    fn save(&self) {
+    /// Changes the checkpoint and saves it, under its lock.
+    fn update(&self, change: impl FnOnce(&mut Checkpoint)) {
+        let mut checkpoint = self.checkpoint();
+        change(&mut checkpoint);
         let Some(path) = &self.checkpoint_file else {
             return;
         };
-        let written = serde_json::to_vec_pretty(&self.checkpoint)
+        let written = serde_json::to_vec_pretty(&*checkpoint)
             .map_err(std::io::Error::other)
             .and_then(|bytes| {
                 let tmp = path.with_extension("tmp");
@@ -623,6 +672,13 @@ impl StreamPoller {
             tracing::warn!(error = %err, path = %path.display(), "cannot save the stream checkpoint");
         }
     }
+}
+
+/// Where a shard is being read: its iterator (`None` once closed and read
+/// to its end) and what the last page held past the batch taken from it.
+struct ShardReader {
+    iterator: Option<String>,
+    unread: VecDeque<Record>,
 }
 
 /// What one batch's reading found.

@@ -1004,7 +1004,7 @@ impl Transaction<'_> {
     /// Runs the transaction: retried while DynamoDB cancels it for a
     /// conflict or for capacity, or its answer is lost.
     pub async fn commit(self) -> Result<TxOutcome, StoreError> {
-        match self.run().await? {
+        match Box::pin(self.run()).await? {
             Committing::Done(outcome) => Ok(outcome),
             Committing::Throttled | Committing::Held => Err(StoreError::Internal(
                 "a transaction answered for an item it did not watch".to_owned(),
@@ -1029,7 +1029,7 @@ impl Transaction<'_> {
     /// [`Transaction::commit`], answering for the items watched with
     /// [`Transaction::yield_when_throttled`] and [`Transaction::report_held`].
     pub async fn commit_watched(self) -> Result<Committing, StoreError> {
-        self.run().await
+        Box::pin(self.run()).await
     }
 
     #[tracing::instrument(level = "debug", skip(self), fields(what = self.what, items = self.slots.len()))]
@@ -1075,7 +1075,7 @@ impl Transaction<'_> {
         }
         if after_unknown
             && failed_conditions(&err).is_none()
-            && let Some(outcome) = self.resolve(&items, &tokens).await?
+            && let Some(outcome) = Box::pin(self.resolve(&items, &tokens)).await?
         {
             return Ok(Committing::Done(outcome));
         }
