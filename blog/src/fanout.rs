@@ -8,11 +8,14 @@
 //! | user MODIFY (username changed) | the username onto every post, comment and like the user wrote, page by page, its place saved (`store::rename`); near the deadline it stops and the record is reported failed, so that the retry goes on from there | update only where `userVersion` is older; an older rename's walk stops once a newer one exists |
 //! | user REMOVE (erased) | everything the user wrote out, page by page under GSI1 `USER#u`: each post as `DELETE /posts/{id}` deletes it, each comment and like with its post's count one down; near the deadline it stops and the record is reported failed, so that the retry deletes what is left (`store::erasure`) | deleting what is gone is a no-op; the erased user can write nothing new, and what they had in flight is taken out by the INSERT rule |
 //! | post, comment or like INSERT of an erased author (in flight when the erasure committed) | the item out, with its count (as the erasure's walk does) | deleting what is gone is a no-op |
-//! | post REMOVE (deleted) | its feed entry out (the count one down; the reserve's next newest shows in its place), then every comment, like and marker of its partition, a page at a time; near the deadline it stops and the record is reported failed, so that the retry deletes what is left (`store::deletion`) | deleting what is gone is a no-op; nothing can be added to a deleted post; a late INSERT finds no post and takes its entry back out |
+//! | post REMOVE (deleted) | its feed entry out (the count one down; the reserve's next newest shows in its place), then every comment, like and marker of its partition (and of a hot post's shards), a page at a time; near the deadline it stops and the record is reported failed, so that the retry deletes what is left (`store::deletion`) | deleting what is gone is a no-op; nothing can be added to a deleted post; a late INSERT finds no post and takes its entry back out |
+//! | a hot post's shard counter MODIFY | once a batch per post (its counters' records coalesced into the last one): what each shard counted since the version the post holds of it, added onto the post's counts (`store::hot`); that post MODIFY then refreshes the feed entry | the post update is conditional on each shard's version as read |
 //! | anything else | nothing | – |
 //!
-//! Counts need no rule of their own: a comment or like changes the post in the
-//! same transaction, and that change reaches the feed entry as a post MODIFY.
+//! A quiet post's counts need no rule of their own: a comment or like changes
+//! the post in the same transaction, and that change reaches the feed entry as
+//! a post MODIFY. A hot post's count in a shard counter reaches the post
+//! through the shard counter rule, and the feed entry from there.
 //! The fan-out's own writes to feed entries, comments and likes match no rule,
 //! and its writes to posts only refresh feed entries, so nothing loops.
 //!

@@ -527,6 +527,11 @@ async fn the_functions_answer_is_mapped_as_payload_2_0_maps_it() {
     assert_eq!((status, body.as_str()), (201, "hello"));
     assert_eq!(headers["content-type"], "text/plain");
     assert_eq!(headers["access-control-allow-origin"], "*");
+    // What a browser may read of the answer: the template's ExposeHeaders.
+    assert_eq!(
+        headers["access-control-expose-headers"],
+        "idempotent-replayed"
+    );
     let cookies: Vec<_> = headers.get_all("set-cookie").iter().collect();
     assert_eq!(cookies, ["a=1", "b=2"]);
 
@@ -558,7 +563,7 @@ async fn preflights_are_answered_by_the_gateway_from_the_template() {
     };
     let (status, headers, _) = gateway
         .send(preflight(
-            "authorization,content-type",
+            "authorization,content-type,idempotency-key",
             "https://app.example",
         ))
         .await;
@@ -569,7 +574,7 @@ async fn preflights_are_answered_by_the_gateway_from_the_template() {
     );
     assert_eq!(
         headers["access-control-allow-headers"],
-        "authorization,content-type"
+        "authorization,content-type,idempotency-key"
     );
     assert_eq!(headers["access-control-max-age"], "600");
     for (asked, origin) in [
