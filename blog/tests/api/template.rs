@@ -177,20 +177,28 @@ fn the_http_api_routes_exactly_the_contract() {
         .collect();
     let own: BTreeSet<String> = ROUTES
         .iter()
-        .filter(|r| (r.method == "GET" && !r.needs_identity) || r.function.ends_with("like-post"))
+        .filter(|r| {
+            (r.method == "GET" && !r.needs_identity)
+                || r.function.ends_with("like-post")
+                || r.function == "create-comment"
+        })
         .map(|r| format!("{} {}", r.method, r.path))
         .collect();
     assert_eq!(
         settings, own,
-        "route settings: exactly the public reads, likes and unlikes"
+        "route settings: exactly the public reads, likes, unlikes and comments"
     );
-    for like in ["POST /posts/{postId}/likes", "DELETE /posts/{postId}/likes"] {
-        let limit = &api["Properties"]["RouteSettings"][like]["ThrottlingRateLimit"];
+    for (route, parameter) in [
+        ("POST /posts/{postId}/likes", "LikeRateLimit"),
+        ("DELETE /posts/{postId}/likes", "LikeRateLimit"),
+        ("POST /posts/{postId}/comments", "CommentRateLimit"),
+    ] {
+        let limit = &api["Properties"]["RouteSettings"][route]["ThrottlingRateLimit"];
         match limit {
             Value::Tagged(tagged) if tagged.tag == "Ref" => {
-                assert_eq!(tagged.value.as_str(), Some("LikeRateLimit"), "{like}");
+                assert_eq!(tagged.value.as_str(), Some(parameter), "{route}");
             }
-            other => panic!("{like}: {other:?}"),
+            other => panic!("{route}: {other:?}"),
         }
     }
 }
