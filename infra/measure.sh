@@ -12,6 +12,11 @@
 #   infra/measure.sh profiles    the release profile's candidates, each
 #                                built from nothing: build time, sizes,
 #                                start-up, first answer, warm invocations
+#   infra/measure.sh cold [ARGS] every function's cold start as Lambda runs
+#                                it: confined to its memory size's CPU share
+#                                and memory (cgroup v1, as root), DynamoDB
+#                                behind TLS (blog-cold-bench; ARGS go to it,
+#                                e.g. --memory 128,256 --starts 3)
 #
 # Each takes as long as what it measures (the test command and sam build
 # take tens of minutes on a 2-core machine); run one at a time, with nothing
@@ -19,7 +24,8 @@
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 
-what=${1:?"what to measure: test, run-local, sam-build or profiles"}
+what=${1:?"what to measure: test, run-local, sam-build, profiles or cold"}
+shift
 scratch=$(mktemp -d)
 trap 'rm -rf "$scratch"' EXIT
 git clone -q "$ROOT" "$scratch/blog"
@@ -64,6 +70,16 @@ case "$what" in
     start=$(date +%s)
     sam build >"$scratch/sam.log" 2>&1 || { tail -40 "$scratch/sam.log"; exit 1; }
     row "\`sam build\` after a one-line change to one handler" "$(since "$start")"
+    ;;
+  cold)
+    ensure_java
+    ensure_dynamodb_local
+    cargo build --quiet --release --locked -p functions -p bench --bin blog-cold-bench
+    port=$(free_port)
+    start_dynamodb_local "$port" memory
+    trap 'kill "$DDB_PID" 2>/dev/null || true; rm -rf "$scratch"' EXIT
+    target/release/blog-cold-bench --endpoint "http://127.0.0.1:$port" \
+      --functions target/release --events events "$@"
     ;;
   profiles)
     # Each candidate builds the 20 functions (x86_64, this machine's: the

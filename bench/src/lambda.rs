@@ -11,7 +11,7 @@
 use std::{
     collections::VecDeque,
     convert::Infallible,
-    path::Path,
+    path::{Path, PathBuf},
     process::Stdio,
     sync::{Arc, Mutex, PoisonError},
     time::{Duration, Instant, SystemTime, UNIX_EPOCH},
@@ -193,19 +193,54 @@ pub struct Environment<'a> {
     pub endpoint: &'a str,
 }
 
+/// Where a cold start runs as Lambda would run it: the cgroups it joins
+/// before the binary starts (its CPU share and memory limit), the memory
+/// size it is told, and the certificates its HTTPS client trusts.
+#[derive(Debug, Clone, Default)]
+pub struct Confinement {
+    pub cgroups: Vec<PathBuf>,
+    pub memory_mb: Option<u32>,
+    /// `SSL_CERT_FILE`: the AWS SDK's HTTPS client (rustls with the
+    /// platform's roots, `rustls-native-certs`) reads its trust roots there.
+    pub ca_file: Option<PathBuf>,
+}
+
+/// Joins every cgroup of `$@` (after the binary, `$1`), then becomes the
+/// binary: it starts confined, none of its own work outside.
+const CONFINE: &str =
+    r#"b=$1; shift; for g; do echo $$ > "$g/cgroup.procs" || exit 97; done; exec "$b""#;
+
 fn command(
     binary: &Path,
     name: &str,
     env: &Environment<'_>,
     runtime_api: &str,
 ) -> tokio::process::Command {
-    let mut command = tokio::process::Command::new(binary);
+    confined_command(binary, name, env, runtime_api, &Confinement::default())
+}
+
+fn confined_command(
+    binary: &Path,
+    name: &str,
+    env: &Environment<'_>,
+    runtime_api: &str,
+    confinement: &Confinement,
+) -> tokio::process::Command {
+    let mut command = if confinement.cgroups.is_empty() {
+        tokio::process::Command::new(binary)
+    } else {
+        let mut shell = tokio::process::Command::new("/bin/sh");
+        shell.arg("-c").arg(CONFINE).arg("sh").arg(binary);
+        shell.args(&confinement.cgroups);
+        shell
+    };
+    let memory = confinement.memory_mb.unwrap_or(128).to_string();
     command
         .env_clear()
         .env("AWS_LAMBDA_RUNTIME_API", runtime_api)
         .env("AWS_LAMBDA_FUNCTION_NAME", name)
         .env("AWS_LAMBDA_FUNCTION_VERSION", "$LATEST")
-        .env("AWS_LAMBDA_FUNCTION_MEMORY_SIZE", "128")
+        .env("AWS_LAMBDA_FUNCTION_MEMORY_SIZE", memory)
         .env("AWS_LAMBDA_LOG_GROUP_NAME", format!("/aws/lambda/{name}"))
         .env("AWS_LAMBDA_LOG_STREAM_NAME", "bench")
         .env("AWS_REGION", "us-east-1")
@@ -219,6 +254,9 @@ fn command(
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .kill_on_drop(true);
+    if let Some(ca) = &confinement.ca_file {
+        command.env("SSL_CERT_FILE", ca);
+    }
     command
 }
 
@@ -288,4 +326,61 @@ fn peak_rss_kib(pid: u32) -> Option<u64> {
         .lines()
         .find_map(|line| line.strip_prefix("VmHWM:"))
         .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+}
+
+/// One function's cold starts under a [`Confinement`], in seconds: process
+/// start to its first poll (init), to its first answer (init and the first
+/// invocation, its connection to DynamoDB opened), the second invocation of
+/// the same process alone, and the peak memory of each start.
+#[derive(Debug, Clone, Default)]
+pub struct ColdFigures {
+    pub init: Vec<f64>,
+    pub first_answer: Vec<f64>,
+    pub second_answer: Vec<f64>,
+    pub peak_kib: Vec<u64>,
+    pub failed: usize,
+}
+
+/// `starts` cold starts of `binary`, each a new process given `events`'
+/// first event, then its second.
+pub async fn measure_cold(
+    name: &str,
+    binary: &Path,
+    env: &Environment<'_>,
+    confinement: &Confinement,
+    events: &[String; 2],
+    starts: usize,
+) -> Result<ColdFigures, Error> {
+    let mut figures = ColdFigures::default();
+    for _ in 0..starts {
+        let (api, address, server) = RuntimeApi::serve().await?;
+        api.state().events.extend(events.iter().cloned());
+        let started = Instant::now();
+        let mut child = confined_command(binary, name, env, &address, confinement).spawn()?;
+        api.wait(Duration::from_secs(60), |s| s.answered >= 2)
+            .await?;
+        // VmHWM, confined or not (the shell became the binary: one pid), as
+        // Lambda's "Max Memory Used" counts the process, not the page cache
+        // a memory cgroup also charges.
+        let peak = child.id().and_then(peak_rss_kib);
+        {
+            let state = api.state();
+            figures.failed += state.failed;
+            let poll = state.first_poll.ok_or("no poll")?;
+            let answer = state.first_answer.ok_or("no answer")?;
+            figures
+                .init
+                .push(poll.duration_since(started).as_secs_f64());
+            figures
+                .first_answer
+                .push(answer.duration_since(started).as_secs_f64());
+            if let Some(second) = state.served.get(1) {
+                figures.second_answer.push(*second);
+            }
+        }
+        figures.peak_kib.extend(peak);
+        child.kill().await?;
+        server.abort();
+    }
+    Ok(figures)
 }
