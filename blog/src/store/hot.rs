@@ -59,6 +59,9 @@ const REMEMBERED: usize = 4096;
 /// shards' counts in between.
 const SUM_ATTEMPTS: usize = 8;
 
+/// How often the switch reads the post again when it changed under it.
+const SWITCH_ATTEMPTS: usize = 5;
+
 /// FNV-1a, 64 bits: a hash that is the same in every build, so that a
 /// liker's shard never moves.
 fn stable_hash(bytes: &[u8]) -> u64 {
@@ -264,8 +267,8 @@ impl Store {
     /// shards).
     pub(super) async fn learn_shards(&self, post: &PostId) -> Result<(), StoreError> {
         let found = self.db.get_entity::<PostItem>(PostItem::key(post), true);
-        match found.await?.and_then(|p| p.shards.map(|n| (p, n))) {
-            Some((_, shards)) => {
+        match found.await?.and_then(|p| p.shards) {
+            Some(shards) => {
                 self.hot.remember(*post, shards);
                 Ok(())
             }
@@ -280,7 +283,7 @@ impl Store {
     /// tests: makes `post` hot, once; the number of its shards. Reads the
     /// post first (strongly consistent: another request may have switched it).
     pub async fn make_hot(&self, post: &PostId) -> Result<u8, StoreError> {
-        for _ in 0..SUM_ATTEMPTS {
+        for _ in 0..SWITCH_ATTEMPTS {
             let found = self.db.get_entity::<PostItem>(PostItem::key(post), true);
             let found = found.await?.ok_or(StoreError::PostNotFound)?;
             if let Some(shards) = found.shards {

@@ -145,7 +145,7 @@ impl PostItem {
         let (change, condition) = match step {
             Step::Up => (
                 "#counter + :one",
-                "attribute_exists(PK) AND attribute_not_exists(shards)",
+                "attribute_exists(PK) AND attribute_not_exists(#shards)",
             ),
             Step::Down => (
                 "#counter - :one",
@@ -156,8 +156,9 @@ impl PostItem {
             .name("#counter", counter.attribute())
             .value(":one", n(1));
         let mut condition = Expr::new(condition);
-        if step == Step::Down {
-            condition = condition.value(":zero", n(0));
+        match step {
+            Step::Up => condition = condition.name("#shards", super::hot::SHARDS_ATTRIBUTE),
+            Step::Down => condition = condition.value(":zero", n(0)),
         }
         Write::update(Self::key(post), change).when(condition)
     }
