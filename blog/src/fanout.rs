@@ -2,7 +2,7 @@
 //!
 //! | stream record | what it writes | why it is idempotent |
 //! |---|---|---|
-//! | post INSERT | the post's feed entry and the feed's count; when the count passes 100 and its slack (20), trims the feed to 100 (also when the entry was there already: a first delivery may have died before trimming) | put only if absent and the post is above the feed's floor |
+//! | post INSERT | the post's feed entry and the feed's count; when the count passes the capacity, its reserve and its slack (100 + 20 + 20), trims the feed back to the capacity and its reserve (120) (also when the entry was there already: a first delivery may have died before trimming) | put only if absent and the post is above the feed's floor |
 //! | post, comment or like INSERT | the author's current username, if the profile moved on since the item was written (a rename whose walk read GSI1 before the index showed the item) | update only where `userVersion` is older |
 //! | post MODIFY (short form changed) | the feed entry's copy of it, once a batch: a MODIFY followed in the batch by another of the same post is coalesced into that one | update only if the entry exists and is older |
 //! | user MODIFY (username changed) | the username onto every post, comment and like the user wrote, page by page, its place saved (`store::rename`); near the deadline it stops and the record is reported failed, so that the retry goes on from there | update only where `userVersion` is older; an older rename's walk stops once a newer one exists |

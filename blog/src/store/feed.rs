@@ -21,7 +21,9 @@ use crate::{
     text::Username,
 };
 
-/// How many posts the feed partition keeps.
+/// How many posts the feed shows (Q6). The partition keeps a reserve below
+/// them ([`feed_reserve`]: the next newest, shown when one of them is deleted)
+/// and a slack of older ones until the next trim ([`feed_slack`]).
 pub const FEED_CAPACITY: usize = 100;
 
 /// A feed entry: the short form of a post, as of the post's `version` (its own
