@@ -232,13 +232,7 @@ impl Store {
                 post_id: *post,
                 comment_id: item.comment_id,
             };
-            let record = keyed
-                .map(|keyed| keyed.record(author, 201, &answer, created))
-                .transpose()?
-                .map(|record| tx.add("request record", record));
-            if let Some(record) = record {
-                tx.report_held(record);
-            }
+            let record = Idempotency::add_record(keyed, &mut tx, author, &answer, created)?;
             if item.counted_in.is_none() && self.hot_switch {
                 tx.yield_when_throttled(counted);
             }

@@ -131,21 +131,7 @@ impl ShardCounterItem {
     /// fails if the post is gone (its deletion deletes the counters) and,
     /// going down, if the count is 0.
     pub fn count(post: PostId, shard: u8, counter: Counter, step: Step) -> Write {
-        let (change, condition) = match step {
-            Step::Up => ("#counter + :one", "attribute_exists(PK)"),
-            Step::Down => (
-                "#counter - :one",
-                "attribute_exists(PK) AND #counter > :zero",
-            ),
-        };
-        let change = Expr::new(format!("SET #counter = {change}, version = version + :one"))
-            .name("#counter", counter.attribute())
-            .value(":one", n(1));
-        let mut condition = Expr::new(condition);
-        if step == Step::Down {
-            condition = condition.value(":zero", n(0));
-        }
-        Write::update(Self::key_of(post, shard).item(), change).when(condition)
+        super::posts::step_counter(Self::key_of(post, shard).item(), counter, step, None)
     }
 
     /// The counter of `counter` in it.

@@ -18,7 +18,7 @@ use sha2::{Digest, Sha256};
 
 use super::{
     Item, ItemType, Store, StoreError, n, s,
-    table::{Expr, Query, Write},
+    table::{Expr, Query, Slot, Transaction, Write},
 };
 use crate::{
     ids::{CommentId, IdempotencyKey, PostId, UserId},
@@ -126,10 +126,32 @@ fn epoch_seconds() -> u64 {
 }
 
 impl Idempotency {
+    /// Adds to `tx` the record of `caller`'s creating request, if it had a
+    /// key ([`Idempotency::record`]), watched for another request under the
+    /// same key holding it ([`Committing::Held`](super::table::Committing));
+    /// its slot.
+    pub(super) fn add_record(
+        keyed: Option<&Self>,
+        tx: &mut Transaction<'_>,
+        caller: &UserId,
+        response: &impl Serialize,
+        created: Created,
+    ) -> Result<Option<Slot>, StoreError> {
+        let Some(keyed) = keyed else {
+            return Ok(None);
+        };
+        let slot = tx.add(
+            "request record",
+            keyed.record(caller, 201, response, created)?,
+        );
+        tx.report_held(slot);
+        Ok(Some(slot))
+    }
+
     /// The transaction item that records `caller`'s request as answered
     /// `status` with `response` (its `content` left out): a put if there is
     /// no live record of the key.
-    pub(super) fn record(
+    fn record(
         &self,
         caller: &UserId,
         status: u16,

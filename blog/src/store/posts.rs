@@ -77,6 +77,35 @@ pub enum Step {
     Down,
 }
 
+/// `counter` of the item at `key` (a post, or a hot post's shard counter) one
+/// `step` up or down, its `version` one up, as a transaction's item: it must
+/// exist, going up it must also meet `up_also`, and going down the counter
+/// must be above 0.
+pub(super) fn step_counter(
+    key: Item,
+    counter: Counter,
+    step: Step,
+    up_also: Option<Expr>,
+) -> Write {
+    let sign = match step {
+        Step::Up => "+",
+        Step::Down => "-",
+    };
+    let change = Expr::new(format!(
+        "SET #counter = #counter {sign} :one, version = version + :one"
+    ))
+    .name("#counter", counter.attribute())
+    .value(":one", n(1));
+    let condition = match (step, up_also) {
+        (Step::Up, None) => Expr::new("attribute_exists(PK)"),
+        (Step::Up, Some(also)) => also.prefixed("attribute_exists(PK) AND "),
+        (Step::Down, _) => Expr::new("attribute_exists(PK) AND #counter > :zero")
+            .name("#counter", counter.attribute())
+            .value(":zero", n(0)),
+    };
+    Write::update(key, change).when(condition)
+}
+
 /// The post item: what lists show (the short form, copied by GSI1 for Q3 and
 /// by the fan-out into the feed), the counts (changed in the same transaction
 /// as each comment and like), the author's username copied at `userVersion`,
@@ -142,25 +171,9 @@ impl PostItem {
     /// going down, if the counter is already 0 (which an exact count never is
     /// while the counted item exists).
     pub fn count(post: &PostId, counter: Counter, step: Step) -> Write {
-        let (change, condition) = match step {
-            Step::Up => (
-                "#counter + :one",
-                "attribute_exists(PK) AND attribute_not_exists(#shards)",
-            ),
-            Step::Down => (
-                "#counter - :one",
-                "attribute_exists(PK) AND #counter > :zero",
-            ),
-        };
-        let change = Expr::new(format!("SET #counter = {change}, version = version + :one"))
-            .name("#counter", counter.attribute())
-            .value(":one", n(1));
-        let mut condition = Expr::new(condition);
-        match step {
-            Step::Up => condition = condition.name("#shards", super::hot::SHARDS_ATTRIBUTE),
-            Step::Down => condition = condition.value(":zero", n(0)),
-        }
-        Write::update(Self::key(post), change).when(condition)
+        let quiet = Expr::new("attribute_not_exists(#shards)")
+            .name("#shards", super::hot::SHARDS_ATTRIBUTE);
+        step_counter(Self::key(post), counter, step, Some(quiet))
     }
 }
 
@@ -302,13 +315,7 @@ impl Store {
             content: Some(text),
         });
         let created = Created::Post { post_id };
-        let record = keyed
-            .map(|keyed| keyed.record(author, 201, &answer, created))
-            .transpose()?
-            .map(|record| tx.add("request record", record));
-        if let Some(record) = record {
-            tx.report_held(record);
-        }
+        let record = Idempotency::add_record(keyed, &mut tx, author, &answer, created)?;
         match tx.commit_watched().await? {
             Committing::Done(TxOutcome::Committed) => Ok(Answer::New(answer)),
             Committing::Done(TxOutcome::ConditionFailed(failed))

@@ -247,15 +247,7 @@ impl Store {
         let profile = tx.add("profile", Write::create(&item)?);
         let claim = tx.add("username claim", Write::create(&UsernameClaim::of(&item))?);
         let answer = User::from(item.clone());
-        let record = match keyed {
-            Some(keyed) => {
-                let record = keyed.record(user, 201, &answer, Created::User)?;
-                let slot = tx.add("request record", record);
-                tx.report_held(slot);
-                Some(slot)
-            }
-            None => None,
-        };
+        let record = Idempotency::add_record(keyed, &mut tx, user, &answer, Created::User)?;
         let failed = match tx.commit_watched().await? {
             Committing::Done(TxOutcome::Committed) => return Ok(Answer::New(answer)),
             Committing::Done(TxOutcome::ConditionFailed(failed)) => failed,

@@ -9,7 +9,7 @@ use blog::store::Backoff;
 use hostile::Faults;
 use serde_json::{Value, json};
 
-use crate::support::{JWT_SUB, TestApi, behind_proxy, decode, proxy, table_snapshot};
+use crate::support::{TestApi, behind_proxy, proxy, table_snapshot};
 
 /// The answer to a request sent as `user` with `Idempotency-Key: key`, and
 /// whether it says it was given again.
@@ -21,21 +21,8 @@ async fn keyed(
     key: Option<&str>,
     body: &Value,
 ) -> (u16, Value, bool) {
-    let mut req = api
-        .http
-        .request(method.parse().expect("method"), api.url(path))
-        .header(JWT_SUB, user)
-        .body(body.to_string());
-    if let Some(key) = key {
-        req = req.header("Idempotency-Key", key);
-    }
-    let response = req.send().await.expect("send");
-    let replayed = response
-        .headers()
-        .get("idempotent-replayed")
-        .is_some_and(|v| v == "true");
-    let (status, body) = decode(response).await;
-    (status, body, replayed)
+    api.call_keyed(method, path, Some(user), key, Some(body))
+        .await
 }
 
 /// The three creating routes, for `author` (with a profile) and `newcomer`
@@ -360,6 +347,25 @@ async fn a_key_costs_one_more_item_in_the_creates_transaction() {
     // DynamoDB Local reports a transaction at a flat rate: the same 8 + 4
     // with the third item; DynamoDB bills it 2 WCU (a small item, twice).
     assert_eq!(with_key, plain);
+    // The third item is there: the one record, and no other call for it.
+    let records: Vec<_> = table_snapshot(&api)
+        .await
+        .into_iter()
+        .filter(|i| {
+            i.get("type")
+                .and_then(|t| t.as_s().ok())
+                .is_some_and(|t| t == "requestRecord")
+        })
+        .collect();
+    assert_eq!(records.len(), 1, "{records:?}");
+    let size: usize = records[0]
+        .iter()
+        .map(|(name, value)| name.len() + format!("{value:?}").len())
+        .sum();
+    assert!(
+        size < 1024,
+        "under 1 KB, so 2 WCU in a transaction: {size} bytes"
+    );
     assert_eq!(
         replay,
         owned(&[

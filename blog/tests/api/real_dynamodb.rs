@@ -27,9 +27,7 @@ use futures::StreamExt;
 use hostile::Faults;
 use serde_json::{Value, json};
 
-use crate::support::{
-    JWT_SUB, TestApi, behind_proxy, decode, fast_full_backoff, proxy, table_snapshot,
-};
+use crate::support::{TestApi, behind_proxy, fast_full_backoff, proxy, table_snapshot};
 
 /// Retries that give up quickly, so that a test sees the 503 soon.
 fn impatient() -> Backoff {
@@ -728,21 +726,8 @@ async fn send_tracked(
     // may be what is replayed).
     let mut answered: Vec<String> = Vec::new();
     for attempt in 0..CLIENT_TRIES {
-        let mut req = api
-            .http
-            .request(method.parse().expect("method"), api.url(path));
-        if let Some(user) = user {
-            req = req.header(JWT_SUB, user);
-        }
-        if let Some(key) = key {
-            req = req.header("Idempotency-Key", key);
-        }
-        if let Some(body) = &body {
-            req = req.body(body.to_string());
-        }
-        let response = req.send().await.expect("send");
-        let replayed = response.headers().contains_key("idempotent-replayed");
-        let (status, reply) = decode(response).await;
+        let (status, reply, replayed) =
+            api.call_keyed(method, path, user, key, body.as_ref()).await;
         let code = reply["error"]["code"].as_str().unwrap_or_default();
         answered.push(format!("{status} {code}"));
         {

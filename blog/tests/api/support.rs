@@ -300,6 +300,38 @@ impl TestApi {
         answer
     }
 
+    /// [`Self::call`] with an `Idempotency-Key` when `key` is given; the
+    /// answer, and whether it says it was given again
+    /// (`Idempotent-Replayed: true`).
+    pub async fn call_keyed(
+        &self,
+        method: &str,
+        path: &str,
+        user: Option<&str>,
+        key: Option<&str>,
+        body: Option<&Value>,
+    ) -> (u16, Value, bool) {
+        let mut req = self
+            .http
+            .request(method.parse().expect("method"), self.url(path));
+        if let Some(user) = user {
+            req = req.header(JWT_SUB, user);
+        }
+        if let Some(key) = key {
+            req = req.header("Idempotency-Key", key);
+        }
+        if let Some(body) = body {
+            req = req.body(body.to_string());
+        }
+        let response = req.send().await.expect("send");
+        let replayed = response
+            .headers()
+            .get(blog::api::REPLAYED_HEADER)
+            .is_some_and(|v| v == "true");
+        let (status, reply) = decode(response).await;
+        (status, reply, replayed)
+    }
+
     /// Sends a request with the given headers, e.g. a verified JWT `sub`.
     pub async fn call_with(
         &self,

@@ -101,6 +101,13 @@ impl Expr {
     }
 
     /// `:placeholder` stands for `value`.
+    /// The same expression with `prefix` before its text (its placeholders
+    /// kept): `attribute_exists(PK) AND ` before a condition, say.
+    pub fn prefixed(mut self, prefix: &str) -> Self {
+        self.text = format!("{prefix}{}", self.text);
+        self
+    }
+
     pub fn value(mut self, placeholder: &str, value: AttributeValue) -> Self {
         self.values.insert(placeholder.to_owned(), value);
         self
