@@ -137,9 +137,12 @@ start_dynamodb_local "$costs_port" memory
 pids+=("$DDB_PID")
 # The test binary itself: `cargo test` would hold the build directory's lock
 # while it ran, and watch's `cargo run` would wait for it.
-costs_test=$(cargo test --workspace --locked --test costs --no-run --message-format=json 2>/dev/null |
+# Its build's own output goes to a log, shown if the build fails (a fresh
+# run once ended here with cargo's exit 101 and nothing to say why).
+costs_test=$(cargo test --workspace --locked --test costs --no-run --message-format=json 2>"$LOCAL/costs-build.log" |
   python3 -c 'import json, sys
-print(next(m["executable"] for m in map(json.loads, sys.stdin) if m.get("executable") and m["target"]["name"] == "costs"))')
+print(next(m["executable"] for m in map(json.loads, sys.stdin) if m.get("executable") and m["target"]["name"] == "costs"))') ||
+  { log "building the benchmark's cost tests failed:"; tail -40 "$LOCAL/costs-build.log"; exit 1; }
 (cd bench && DYNAMODB_ENDPOINT="http://127.0.0.1:$costs_port" "$costs_test") >"$LOCAL/costs.log" 2>&1 &
 costs_pid=$!
 pids+=("$costs_pid")
