@@ -16,7 +16,9 @@
 #                                it: confined to its memory size's CPU share
 #                                and memory (cgroup v1, as root), DynamoDB
 #                                behind TLS (blog-cold-bench; ARGS go to it,
-#                                e.g. --memory 128,256 --starts 3)
+#                                e.g. --memory 128,256 --starts 3; --warm 100
+#                                --latency-ms 4 for warm latency and cost per
+#                                million at each memory size)
 #
 # Each takes as long as what it measures (the test command and sam build
 # take tens of minutes on a 2-core machine); run one at a time, with nothing
@@ -74,7 +76,10 @@ case "$what" in
   cold)
     ensure_java
     ensure_dynamodb_local
-    cargo build --quiet --release --locked -p functions -p bench --bin blog-cold-bench
+    # Two builds: `--bin` would narrow the first to the bench alone and leave
+    # the functions as they were last built.
+    cargo build --quiet --release --locked -p functions
+    cargo build --quiet --release --locked -p bench --bin blog-cold-bench
     port=$(free_port)
     start_dynamodb_local "$port" memory
     trap 'kill "$DDB_PID" 2>/dev/null || true; rm -rf "$scratch"' EXIT

@@ -199,16 +199,40 @@ pub struct Environment<'a> {
 #[derive(Debug, Clone, Default)]
 pub struct Confinement {
     pub cgroups: Vec<PathBuf>,
+    /// The `cpu` cgroup among them, whose `cpu.stat` counts the time the
+    /// quota held the process back.
+    pub cpu: Option<PathBuf>,
+    /// The `cpuacct` cgroup among them, whose `cpuacct.usage` counts the
+    /// CPU time the process used, every thread included.
+    pub cpuacct: Option<PathBuf>,
     pub memory_mb: Option<u32>,
     /// `SSL_CERT_FILE`: the AWS SDK's HTTPS client (rustls with the
     /// platform's roots, `rustls-native-certs`) reads its trust roots there.
     pub ca_file: Option<PathBuf>,
 }
 
-/// Joins every cgroup of `$@` (after the binary, `$1`), then becomes the
-/// binary: it starts confined, none of its own work outside.
-const CONFINE: &str =
-    r#"b=$1; shift; for g; do echo $$ > "$g/cgroup.procs" || exit 97; done; exec "$b""#;
+impl Confinement {
+    /// The CPU time the cgroup has used, in seconds.
+    fn cpu_used(&self) -> Option<f64> {
+        let usage = std::fs::read_to_string(self.cpuacct.as_ref()?.join("cpuacct.usage")).ok()?;
+        Some(usage.trim().parse::<f64>().ok()? / 1e9)
+    }
+
+    /// The time the quota has held the cgroup back, in seconds.
+    fn throttled(&self) -> Option<f64> {
+        let stat = std::fs::read_to_string(self.cpu.as_ref()?.join("cpu.stat")).ok()?;
+        let ns = stat
+            .lines()
+            .find_map(|line| line.strip_prefix("throttled_time "))?;
+        Some(ns.trim().parse::<f64>().ok()? / 1e9)
+    }
+}
+
+/// Joins every cgroup of `$@` (after the binary, `$1`), says so on stdout,
+/// waits for a line on stdin, then becomes the binary: it starts confined,
+/// none of its own work outside, and the clock starts at the go, not at the
+/// shell's start and its cgroup writes (which Lambda's start does not have).
+const CONFINE: &str = r#"b=$1; shift; for g; do echo $$ > "$g/cgroup.procs" || exit 97; done; echo joined; read go; exec "$b" </dev/null >/dev/null"#;
 
 fn command(
     binary: &Path,
@@ -234,6 +258,12 @@ fn confined_command(
         shell.args(&confinement.cgroups);
         shell
     };
+    // A confined start talks to its shell on stdin and stdout first.
+    let (stdin, stdout) = if confinement.cgroups.is_empty() {
+        (Stdio::null(), Stdio::null())
+    } else {
+        (Stdio::piped(), Stdio::piped())
+    };
     let memory = confinement.memory_mb.unwrap_or(128).to_string();
     command
         .env_clear()
@@ -250,8 +280,8 @@ fn confined_command(
         .env("TABLE_NAME", env.table)
         .env("DYNAMODB_ENDPOINT", env.endpoint)
         .env("RUST_LOG", "warn")
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
+        .stdin(stdin)
+        .stdout(stdout)
         .stderr(Stdio::null())
         .kill_on_drop(true);
     if let Some(ca) = &confinement.ca_file {
@@ -331,56 +361,113 @@ fn peak_rss_kib(pid: u32) -> Option<u64> {
 /// One function's cold starts under a [`Confinement`], in seconds: process
 /// start to its first poll (init), to its first answer (init and the first
 /// invocation, its connection to DynamoDB opened), the second invocation of
-/// the same process alone, and the peak memory of each start.
+/// the same process alone, the CPU time used and the time the quota held the
+/// process back up to the first answer, and the peak memory of each start.
 #[derive(Debug, Clone, Default)]
 pub struct ColdFigures {
     pub init: Vec<f64>,
     pub first_answer: Vec<f64>,
     pub second_answer: Vec<f64>,
+    pub cpu: Vec<f64>,
+    pub throttled: Vec<f64>,
     pub peak_kib: Vec<u64>,
     pub failed: usize,
 }
 
-/// `starts` cold starts of `binary`, each a new process given `events`'
-/// first event, then its second.
-pub async fn measure_cold(
+/// A cold start of `binary` given `events`: what it took to the first poll
+/// and the first answer, each invocation's time, and the CPU it used.
+#[derive(Debug, Clone, Default)]
+pub struct Served {
+    pub init: f64,
+    pub first_answer: f64,
+    /// Each invocation, from handing out its event to its response.
+    pub invocations: Vec<f64>,
+    /// CPU time used, and time held back by the quota, up to the first
+    /// answer (when the cgroups say).
+    pub cpu: Option<f64>,
+    pub throttled: Option<f64>,
+    pub peak_kib: Option<u64>,
+    pub failed: usize,
+}
+
+/// Starts `binary` under `confinement` and has it serve `events`, one at a
+/// time as Lambda hands them out.
+pub async fn serve(
     name: &str,
     binary: &Path,
     env: &Environment<'_>,
     confinement: &Confinement,
-    events: &[String; 2],
-    starts: usize,
-) -> Result<ColdFigures, Error> {
-    let mut figures = ColdFigures::default();
-    for _ in 0..starts {
-        let (api, address, server) = RuntimeApi::serve().await?;
-        api.state().events.extend(events.iter().cloned());
-        let started = Instant::now();
-        let mut child = confined_command(binary, name, env, &address, confinement).spawn()?;
-        api.wait(Duration::from_secs(60), |s| s.answered >= 2)
-            .await?;
-        // VmHWM, confined or not (the shell became the binary: one pid), as
-        // Lambda's "Max Memory Used" counts the process, not the page cache
-        // a memory cgroup also charges.
-        let peak = child.id().and_then(peak_rss_kib);
-        {
-            let state = api.state();
-            figures.failed += state.failed;
-            let poll = state.first_poll.ok_or("no poll")?;
-            let answer = state.first_answer.ok_or("no answer")?;
-            figures
-                .init
-                .push(poll.duration_since(started).as_secs_f64());
-            figures
-                .first_answer
-                .push(answer.duration_since(started).as_secs_f64());
-            if let Some(second) = state.served.get(1) {
-                figures.second_answer.push(*second);
-            }
+    events: Vec<String>,
+) -> Result<Served, Error> {
+    let count = events.len();
+    let (api, address, server) = RuntimeApi::serve().await?;
+    api.state().events.extend(events);
+    // Counters of the cgroup before the start: a start is measured from a
+    // full quota (the caller leaves a period between starts).
+    let (cpu_before, throttled_before) = (confinement.cpu_used(), confinement.throttled());
+    let mut child = confined_command(binary, name, env, &address, confinement).spawn()?;
+    let started = go(&mut child).await?;
+    api.wait(Duration::from_secs(60), |s| s.answered >= 1)
+        .await?;
+    let cpu = confinement.cpu_used().zip(cpu_before).map(|(a, b)| a - b);
+    let throttled = confinement
+        .throttled()
+        .zip(throttled_before)
+        .map(|(a, b)| a - b);
+    api.wait(Duration::from_secs(300), |s| s.answered >= count)
+        .await?;
+    // VmHWM, confined or not (the shell became the binary: one pid), as
+    // Lambda's "Max Memory Used" counts the process, not the page cache
+    // a memory cgroup also charges.
+    let peak_kib = child.id().and_then(peak_rss_kib);
+    let served = {
+        let state = api.state();
+        let poll = state.first_poll.ok_or("no poll")?;
+        let answer = state.first_answer.ok_or("no answer")?;
+        Served {
+            init: poll.duration_since(started).as_secs_f64(),
+            first_answer: answer.duration_since(started).as_secs_f64(),
+            invocations: state.served.clone(),
+            cpu,
+            throttled,
+            peak_kib,
+            failed: state.failed,
         }
-        figures.peak_kib.extend(peak);
-        child.kill().await?;
-        server.abort();
+    };
+    child.kill().await?;
+    server.abort();
+    Ok(served)
+}
+
+/// When a confined start's shell has joined its cgroups, tells it to become
+/// the binary; the instant it was told (for an unconfined start, now).
+async fn go(child: &mut tokio::process::Child) -> Result<Instant, Error> {
+    use tokio::io::{AsyncBufReadExt, AsyncWriteExt};
+    let (Some(stdin), Some(stdout)) = (child.stdin.as_mut(), child.stdout.take()) else {
+        return Ok(Instant::now());
+    };
+    let mut line = String::new();
+    tokio::io::BufReader::new(stdout)
+        .read_line(&mut line)
+        .await?;
+    if line.trim() != "joined" {
+        return Err(format!("the confining shell said {line:?}").into());
     }
-    Ok(figures)
+    let started = Instant::now();
+    stdin.write_all(b"go\n").await?;
+    stdin.flush().await?;
+    Ok(started)
+}
+
+impl ColdFigures {
+    /// Adds one start's figures.
+    pub fn add(&mut self, served: &Served) {
+        self.failed += served.failed;
+        self.init.push(served.init);
+        self.first_answer.push(served.first_answer);
+        self.second_answer.extend(served.invocations.get(1));
+        self.cpu.extend(served.cpu);
+        self.throttled.extend(served.throttled);
+        self.peak_kib.extend(served.peak_kib);
+    }
 }

@@ -1,6 +1,6 @@
 //! `create-comment`: see `blog::api::comments::create_comment`.
 
-#[tokio::main]
+#[tokio::main(flavor = "current_thread")]
 async fn main() -> Result<(), blog::startup::Error> {
     blog::startup::run_http(blog::api::comments::create_comment).await
 }

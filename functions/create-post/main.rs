@@ -1,6 +1,6 @@
 //! `create-post`: see `blog::api::posts::create_post`.
 
-#[tokio::main]
+#[tokio::main(flavor = "current_thread")]
 async fn main() -> Result<(), blog::startup::Error> {
     blog::startup::run_http(blog::api::posts::create_post).await
 }

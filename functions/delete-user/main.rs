@@ -1,6 +1,6 @@
 //! `delete-user`: see `blog::api::users::delete_user`.
 
-#[tokio::main]
+#[tokio::main(flavor = "current_thread")]
 async fn main() -> Result<(), blog::startup::Error> {
     blog::startup::run_http(blog::api::users::delete_user).await
 }

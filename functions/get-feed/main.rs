@@ -1,6 +1,6 @@
 //! `get-feed`: see `blog::api::feed::get_feed`.
 
-#[tokio::main]
+#[tokio::main(flavor = "current_thread")]
 async fn main() -> Result<(), blog::startup::Error> {
     blog::startup::run_http(blog::api::feed::get_feed).await
 }

@@ -1,6 +1,6 @@
 //! `like-post`: see `blog::api::likes::like_post`.
 
-#[tokio::main]
+#[tokio::main(flavor = "current_thread")]
 async fn main() -> Result<(), blog::startup::Error> {
     blog::startup::run_http(blog::api::likes::like_post).await
 }

@@ -1,6 +1,6 @@
 //! `update-post`: see `blog::api::posts::update_post`.
 
-#[tokio::main]
+#[tokio::main(flavor = "current_thread")]
 async fn main() -> Result<(), blog::startup::Error> {
     blog::startup::run_http(blog::api::posts::update_post).await
 }
