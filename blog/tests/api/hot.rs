@@ -1,6 +1,6 @@
 //! A hot post (`blog::store::hot`): its likes and counts spread over shard
 //! partitions once its own partition is throttled. Here the switch is made
-//! directly (DynamoDB Local throttles nothing); `real_dynamodb.rs` drives it
+//! directly (DynamoDB Local throttles nothing); `fault_proxy.rs` drives it
 //! through a DynamoDB that enforces the partition limits.
 
 use std::collections::HashSet;
