@@ -10,10 +10,10 @@ use aws_sdk_dynamodb::{
     },
 };
 
-use super::{StoreError, classify};
+use super::classify;
 use crate::{
     keys::{GSI1, GSI1PK, GSI1SK, PK, SK},
-    store::idempotency::EXPIRES_AT,
+    store::{StoreError, idempotency::EXPIRES_AT},
 };
 
 /// What GSI1 copies besides keys: exactly what the short form of a post reads

@@ -1,9 +1,20 @@
-use std::sync::atomic::AtomicUsize;
+use std::{
+    sync::atomic::{AtomicUsize, Ordering},
+    time::Duration,
+};
 
-use aws_sdk_dynamodb::types::error::TransactionCanceledException;
+use aws_sdk_dynamodb::{
+    error::SdkError,
+    operation::transact_write_items::TransactWriteItemsError,
+    types::{CancellationReason, error::TransactionCanceledException},
+};
 
-use super::*;
-use crate::keys::Key;
+use super::{
+    errors::{busy_code, busy_transaction, condition_failed_code, failed_conditions, lost},
+    tokens::{Tokens, next_token, token},
+    *,
+};
+use crate::keys::{GSI1, GSI1PK, GSI1SK, Key, PK, SK};
 
 fn cancelled(codes: &[&str]) -> SdkError<TransactWriteItemsError, ()> {
     let mut err = TransactionCanceledException::builder();

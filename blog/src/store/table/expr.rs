@@ -1,0 +1,80 @@
+//! Expressions: the conditions, update expressions, key conditions, filters
+//! and projections that callers write as text, with their `#name` and
+//! `:value` placeholders, and the attribute values they bind.
+
+use std::collections::HashMap;
+
+use aws_sdk_dynamodb::types::AttributeValue;
+
+/// An expression (condition, update or key condition) with its `#name` and
+/// `:value` placeholders.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Expr {
+    pub(super) text: String,
+    pub(super) names: HashMap<String, String>,
+    pub(super) values: HashMap<String, AttributeValue>,
+}
+
+impl Expr {
+    pub fn new(text: impl Into<String>) -> Self {
+        Self {
+            text: text.into(),
+            ..Self::default()
+        }
+    }
+
+    /// `#placeholder` stands for the attribute `attribute`.
+    pub fn name(mut self, placeholder: &str, attribute: &str) -> Self {
+        self.names
+            .insert(placeholder.to_owned(), attribute.to_owned());
+        self
+    }
+
+    /// The same expression with `prefix` before its text (its placeholders
+    /// kept): `attribute_exists(PK) AND ` before a condition, say.
+    pub fn prefixed(mut self, prefix: &str) -> Self {
+        self.text = format!("{prefix}{}", self.text);
+        self
+    }
+
+    /// `:placeholder` stands for `value`.
+    pub fn value(mut self, placeholder: &str, value: AttributeValue) -> Self {
+        self.values.insert(placeholder.to_owned(), value);
+        self
+    }
+}
+
+/// A string attribute value.
+pub fn s(value: impl Into<String>) -> AttributeValue {
+    AttributeValue::S(value.into())
+}
+
+/// A number attribute value.
+pub fn n(value: u64) -> AttributeValue {
+    AttributeValue::N(value.to_string())
+}
+
+/// A number that may be negative (a change of a count).
+pub fn signed(value: i64) -> AttributeValue {
+    AttributeValue::N(value.to_string())
+}
+
+/// `#name` placeholders, `None` when there are none.
+pub(super) type Names = Option<HashMap<String, String>>;
+/// `:value` placeholders, `None` when there are none.
+pub(super) type Values = Option<HashMap<String, AttributeValue>>;
+
+/// The placeholders of the expressions of one call, as the SDK takes them:
+/// never an empty map, which DynamoDB refuses.
+pub(super) fn merged(parts: [Option<&Expr>; 2]) -> (Names, Values) {
+    let mut names = HashMap::new();
+    let mut values = HashMap::new();
+    for part in parts.into_iter().flatten() {
+        names.extend(part.names.clone());
+        values.extend(part.values.clone());
+    }
+    (
+        (!names.is_empty()).then_some(names),
+        (!values.is_empty()).then_some(values),
+    )
+}

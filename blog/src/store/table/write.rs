@@ -1,0 +1,329 @@
+//! Single writes: a put, update or delete ([`Write`]), sent on its own by
+//! [`Table::write`] and answered as an [`Outcome`]; and, after an attempt
+//! whose answer was lost, the read-back that tells whether the write landed
+//! (see "Unknown outcomes" in the module's docs). A [`Write`] is also what a
+//! transaction is made of (`transaction.rs`).
+
+use aws_sdk_dynamodb::types::{AttributeValue, ReturnConsumedCapacity, ReturnValue};
+
+use super::{
+    Table,
+    errors::after_unknown_outcome,
+    expr::{Expr, Names, Values, merged},
+    retry::{Failed, Failure},
+};
+use crate::{
+    keys::{Entity, Item, PK, SK},
+    store::StoreError,
+};
+
+/// How a write shows that it landed, read back after an unknown outcome.
+#[derive(Clone, Debug)]
+enum Landed {
+    /// The item at the key holds these values.
+    Holds(Item, Vec<(String, AttributeValue)>),
+    /// The item at the key is gone.
+    Gone(Item),
+}
+
+/// What a write does to its item.
+#[derive(Clone, Debug)]
+pub(super) enum Op {
+    Put(Item),
+    Update(Item, Expr),
+    Delete(Item),
+    Check(Item),
+}
+
+/// Which attributes a write returns.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Returning {
+    Nothing,
+    /// The item as it was (a delete's).
+    Old,
+    /// The attributes an update set, as they are now.
+    UpdatedNew,
+}
+
+/// One write: on its own through [`Table::write`], or as an item of a
+/// transaction through [`super::Transaction::add`].
+#[derive(Clone, Debug)]
+pub struct Write {
+    pub(super) op: Op,
+    condition: Option<Expr>,
+    /// How to tell, after an unknown outcome, that this write landed.
+    landed: Option<Landed>,
+    returning: Returning,
+}
+
+impl Write {
+    fn of(op: Op) -> Self {
+        Self {
+            op,
+            condition: None,
+            landed: None,
+            returning: Returning::Nothing,
+        }
+    }
+
+    /// Puts `entity`, replacing whatever has its key.
+    pub fn put<E: Entity>(entity: &E) -> Result<Self, StoreError> {
+        Ok(Self::of(Op::Put(entity.to_item()?)))
+    }
+
+    /// Creates `entity`: its condition fails if the key is taken. After an
+    /// unknown outcome, an item found under the key whose [`Entity::OWN`]
+    /// attributes are this write's is this write, and answers done.
+    pub fn create<E: Entity>(entity: &E) -> Result<Self, StoreError> {
+        let item = entity.to_item()?;
+        let own = E::OWN
+            .iter()
+            .map(|name| {
+                let value = item.get(*name).cloned();
+                (*name, value.unwrap_or(AttributeValue::Null(true)))
+            })
+            .collect();
+        let absent = Expr::new("attribute_not_exists(#pk)").name("#pk", PK);
+        Ok(Self::of(Op::Put(item)).when(absent).landed_when(own))
+    }
+
+    /// Changes the item at `key` by `change` (an update expression).
+    pub fn update(key: Item, change: Expr) -> Self {
+        Self::of(Op::Update(key, change))
+    }
+
+    pub fn delete(key: Item) -> Self {
+        Self::of(Op::Delete(key))
+    }
+
+    /// A transaction item that writes nothing: its condition only.
+    pub fn check(key: Item, condition: Expr) -> Self {
+        Self::of(Op::Check(key)).when(condition)
+    }
+
+    /// The write happens only if `condition` holds of the item it targets.
+    pub fn when(mut self, condition: Expr) -> Self {
+        self.condition = Some(condition);
+        self
+    }
+
+    /// After an unknown outcome, the write landed if the item it targets
+    /// holds these values (an update's own: a version it set, say).
+    pub fn landed_when(mut self, values: Vec<(&str, AttributeValue)>) -> Self {
+        let key = match &self.op {
+            Op::Put(item) => item
+                .iter()
+                .filter(|(name, _)| *name == PK || *name == SK)
+                .map(|(k, v)| (k.clone(), v.clone()))
+                .collect(),
+            Op::Update(key, _) | Op::Delete(key) | Op::Check(key) => key.clone(),
+        };
+        let values = values
+            .into_iter()
+            .map(|(name, value)| (name.to_owned(), value))
+            .collect();
+        self.landed = Some(Landed::Holds(key, values));
+        self
+    }
+
+    /// After an unknown outcome, a delete landed if its item is gone: what
+    /// the caller asked for is done, whoever did it.
+    pub fn landed_if_gone(mut self) -> Self {
+        if let Op::Delete(key) = &self.op {
+            self.landed = Some(Landed::Gone(key.clone()));
+        }
+        self
+    }
+
+    pub fn returning(mut self, returning: Returning) -> Self {
+        self.returning = returning;
+        self
+    }
+
+    /// Its condition, and the placeholders of its change and condition.
+    pub(super) fn parts(&self) -> (Option<String>, Names, Values) {
+        let change = match &self.op {
+            Op::Update(_, change) => Some(change),
+            Op::Put(_) | Op::Delete(_) | Op::Check(_) => None,
+        };
+        let (names, values) = merged([change, self.condition.as_ref()]);
+        let condition = self.condition.as_ref().map(|c| c.text.clone());
+        (condition, names, values)
+    }
+
+    fn return_value(&self) -> Option<ReturnValue> {
+        match self.returning {
+            Returning::Nothing => None,
+            Returning::Old => Some(ReturnValue::AllOld),
+            Returning::UpdatedNew => Some(ReturnValue::UpdatedNew),
+        }
+    }
+}
+
+/// The table, the condition and the placeholders of `$write`, on any of the
+/// SDK's write builders, plain or a transaction's (they share these setters,
+/// not a trait).
+macro_rules! with_write {
+    ($builder:expr, $table:expr, $write:expr) => {{
+        let (condition, names, values) = $write.parts();
+        $builder
+            .table_name($table)
+            .set_condition_expression(condition)
+            .set_expression_attribute_names(names)
+            .set_expression_attribute_values(values)
+    }};
+}
+pub(super) use with_write;
+
+/// [`with_write!`] for a plain PutItem, UpdateItem or DeleteItem, which also
+/// returns the attributes asked for and the capacity it consumed.
+macro_rules! plain_write {
+    ($builder:expr, $table:expr, $write:expr) => {
+        with_write!($builder, $table, $write)
+            .set_return_values($write.return_value())
+            .return_consumed_capacity(ReturnConsumedCapacity::Indexes)
+    };
+}
+
+/// What a single write did.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Outcome {
+    /// It took effect; the attributes asked for with [`Write::returning`]
+    /// (`None` when there were none, or nothing was there).
+    Done(Option<Item>),
+    /// Its condition failed. `after_unknown`: an earlier attempt's outcome
+    /// was unknown, so the item may be as it is because of this very write.
+    ConditionFailed { after_unknown: bool },
+}
+
+impl Outcome {
+    /// Whether the write took effect.
+    pub fn done(&self) -> bool {
+        matches!(self, Outcome::Done(_))
+    }
+}
+
+impl Table {
+    /// One PutItem, UpdateItem or DeleteItem, retried while DynamoDB is busy
+    /// or its answer is lost. `what` names it in logs and errors.
+    #[tracing::instrument(level = "debug", skip(self, write), fields(table = %self.name))]
+    pub async fn write(&self, what: &'static str, write: &Write) -> Result<Outcome, StoreError> {
+        // Boxed, like the SDK's futures in `Table::call`: the request
+        // builders it holds are large too, and a caller's future holds
+        // every future it awaits.
+        let Failed {
+            failure,
+            after_unknown,
+        } = match Box::pin(self.send_write(what, write)).await {
+            Ok(returned) => return Ok(Outcome::Done(returned.filter(|item| !item.is_empty()))),
+            Err(failed) => failed,
+        };
+        match failure {
+            Failure::Condition => {
+                if after_unknown && self.landed(write).await? {
+                    tracing::info!(what, "a lost answer's write was this request's own");
+                    return Ok(Outcome::Done(None));
+                }
+                Ok(Outcome::ConditionFailed { after_unknown })
+            }
+            // Retries ran out, and some attempt may have written: if it did,
+            // the write took effect and must not answer an error.
+            Failure::Store(err) if after_unknown && self.landed(write).await? => {
+                tracing::info!(what, %err, "retries ran out, but a lost answer's write landed");
+                Ok(Outcome::Done(None))
+            }
+            Failure::Store(err) if after_unknown => Err(after_unknown_outcome(err)),
+            Failure::Store(err) => Err(err),
+        }
+    }
+
+    /// Sends `write` as the one call its op is, answering the attributes it
+    /// returned.
+    async fn send_write(&self, what: &'static str, write: &Write) -> Result<Option<Item>, Failed> {
+        let (client, table) = (&self.client, &self.name);
+        match &write.op {
+            Op::Put(item) => {
+                let put = client.put_item().set_item(Some(item.clone()));
+                let put = plain_write!(put, table, write);
+                self.call(what, || put.clone().send())
+                    .await
+                    .map(|o| o.attributes)
+            }
+            Op::Update(key, change) => {
+                let update = client
+                    .update_item()
+                    .set_key(Some(key.clone()))
+                    .update_expression(&change.text);
+                let update = plain_write!(update, table, write);
+                self.call(what, || update.clone().send())
+                    .await
+                    .map(|o| o.attributes)
+            }
+            Op::Delete(key) => {
+                let delete = client.delete_item().set_key(Some(key.clone()));
+                let delete = plain_write!(delete, table, write);
+                self.call(what, || delete.clone().send())
+                    .await
+                    .map(|o| o.attributes)
+            }
+            Op::Check(_) => Err(Failed::from(StoreError::Internal(format!(
+                "{what}: a condition check is only a transaction's item"
+            )))),
+        }
+    }
+
+    /// Whether `write` shows that it landed (see [`Write::create`],
+    /// [`Write::landed_when`], [`Write::landed_if_gone`]); `false` for a
+    /// write that cannot tell.
+    pub(super) async fn landed(&self, write: &Write) -> Result<bool, StoreError> {
+        match &write.landed {
+            None => Ok(false),
+            Some(Landed::Gone(key)) => Ok(self.get(key.clone(), true).await?.is_none()),
+            Some(Landed::Holds(key, values)) => {
+                let Some(stored) = self.get(key.clone(), true).await? else {
+                    return Ok(false);
+                };
+                Ok(values
+                    .iter()
+                    .all(|(name, value)| stored.get(name) == Some(value)))
+            }
+        }
+    }
+
+    /// Writes `items` with BatchWriteItem, 25 at a time, resending whatever
+    /// DynamoDB leaves unprocessed. Unconditional: for loading only.
+    #[cfg(feature = "bulk")]
+    pub async fn batch_put(&self, items: Vec<Item>) -> Result<(), StoreError> {
+        use aws_sdk_dynamodb::types::{PutRequest, WriteRequest};
+        let mut items = items.into_iter().peekable();
+        while items.peek().is_some() {
+            let mut requests: Vec<WriteRequest> = items
+                .by_ref()
+                .take(25)
+                .map(|item| {
+                    PutRequest::builder()
+                        .set_item(Some(item))
+                        .build()
+                        .map(|put| WriteRequest::builder().put_request(put).build())
+                })
+                .collect::<Result<_, _>>()?;
+            let mut round = 0;
+            while !requests.is_empty() {
+                let batch = self
+                    .client
+                    .batch_write_item()
+                    .request_items(&self.name, requests);
+                let output = self.call("bulk load", || batch.clone().send()).await?;
+                requests = output
+                    .unprocessed_items
+                    .and_then(|mut left| left.remove(&self.name))
+                    .unwrap_or_default();
+                if !requests.is_empty() {
+                    tokio::time::sleep(self.backoff.delay(round)).await;
+                    round += 1;
+                }
+            }
+        }
+        Ok(())
+    }
+}
