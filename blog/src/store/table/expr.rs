@@ -6,6 +6,8 @@ use std::collections::HashMap;
 
 use aws_sdk_dynamodb::types::AttributeValue;
 
+use crate::keys::PK;
+
 /// An expression (condition, update or key condition) with its `#name` and
 /// `:value` placeholders.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -23,6 +25,29 @@ impl Expr {
         }
     }
 
+    /// The condition that the item is there: every item has its partition
+    /// key.
+    pub fn item_exists() -> Self {
+        Self::new(format!("attribute_exists({PK})"))
+    }
+
+    /// The condition that no item has the key.
+    pub fn item_absent() -> Self {
+        Self::new(format!("attribute_not_exists({PK})"))
+    }
+
+    /// This condition, and `more` (whose placeholders the caller adds).
+    pub fn and(self, more: &str) -> Self {
+        let text = format!("{} AND {more}", self.text);
+        Self { text, ..self }
+    }
+
+    /// This condition, or `other` (whose placeholders the caller adds).
+    pub fn or(self, other: &str) -> Self {
+        let text = format!("{} OR {other}", self.text);
+        Self { text, ..self }
+    }
+
     /// `#placeholder` stands for the attribute `attribute`.
     pub fn name(mut self, placeholder: &str, attribute: &str) -> Self {
         self.names
@@ -31,7 +56,7 @@ impl Expr {
     }
 
     /// The same expression with `prefix` before its text (its placeholders
-    /// kept): `attribute_exists(PK) AND ` before a condition, say.
+    /// kept): the item's existence and ` AND ` before a condition, say.
     pub fn prefixed(mut self, prefix: &str) -> Self {
         self.text = format!("{prefix}{}", self.text);
         self
