@@ -137,11 +137,14 @@ start_dynamodb_local "$costs_port" memory
 pids+=("$DDB_PID")
 # The test binary itself: `cargo test` would hold the build directory's lock
 # while it ran, and watch's `cargo run` would wait for it.
-# Its build's own output goes to a log, shown if the build fails (a fresh
-# run once ended here with cargo's exit 101 and nothing to say why).
+# Its build's own output goes to a log, shown if the build fails. The reader
+# reads every message to the end: one that stopped at the first match left
+# cargo writing into a closed pipe, and cargo then failed (Broken pipe, exit
+# 101) whenever it had more to say, once in a few fresh runs.
 costs_test=$(cargo test --workspace --locked --test costs --no-run --message-format=json 2>"$LOCAL/costs-build.log" |
   python3 -c 'import json, sys
-print(next(m["executable"] for m in map(json.loads, sys.stdin) if m.get("executable") and m["target"]["name"] == "costs"))') ||
+messages = [json.loads(line) for line in sys.stdin]
+print(next(m["executable"] for m in messages if m.get("executable") and m["target"]["name"] == "costs"))') ||
   { log "building the benchmark's cost tests failed:"; tail -40 "$LOCAL/costs-build.log"; exit 1; }
 (cd bench && DYNAMODB_ENDPOINT="http://127.0.0.1:$costs_port" "$costs_test") >"$LOCAL/costs.log" 2>&1 &
 costs_pid=$!
