@@ -315,7 +315,7 @@ impl Store {
             read_units += units;
             for item in found {
                 read += 1;
-                let profile = UserItem::from_item(item)?;
+                let profile = UserItem::decode(item)?;
                 profiles.insert(profile.user_id, Some((profile.username, profile.version)));
             }
         }

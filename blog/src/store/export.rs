@@ -144,13 +144,13 @@ impl Store {
                     let content = entry
                         .content_key()
                         .and_then(|key| found.remove(&key))
-                        .map(PostContentItem::from_item)
+                        .map(PostContentItem::decode)
                         .transpose()?;
-                    let item = PostItem::from_item(item)?;
+                    let item = PostItem::decode(item)?;
                     Exported::Post(Post::from(StoredPost { item, content }))
                 }
-                Entry::Comment(..) => Exported::Comment(CommentItem::from_item(item)?.into()),
-                Entry::Like(..) => Exported::Like(LikeItem::from_item(item)?.into()),
+                Entry::Comment(..) => Exported::Comment(CommentItem::decode(item)?.into()),
+                Entry::Like(..) => Exported::Like(LikeItem::decode(item)?.into()),
             });
         }
         let next_cursor = match entries.last() {

@@ -164,7 +164,9 @@ impl Store {
     pub async fn feed(&self, limit: usize) -> Result<Vec<PostSummary>, StoreError> {
         let want = limit.min(self.feed_capacity());
         let entries = Self::feed_entries();
-        from_items(self.db.query_up_to("feed", &entries, None, want).await?)
+        Ok(from_items(
+            self.db.query_up_to("feed", &entries, None, want).await?,
+        )?)
     }
 
     /// Fan-out of a new post: its entry enters the feed unless it is there

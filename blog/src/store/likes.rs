@@ -12,7 +12,7 @@ use super::{
 };
 use crate::{
     ids::{IdError, LikeId, PostId, UserId},
-    keys::{self, Entity, Key, LIKE_PREFIX, PostPartition},
+    keys::{self, Entity, Key, KeyError, LIKE_PREFIX, PostPartition},
     model::{Like, Page},
     text::Username,
 };
@@ -138,7 +138,7 @@ impl Entity for LikerMarker {
     }
 
     /// Markers written before they carried `postId` take it from their key.
-    fn from_item(item: super::Item) -> Result<Self, StoreError> {
+    fn decode(item: super::Item) -> Result<Self, KeyError> {
         #[derive(Deserialize)]
         #[serde(rename_all = "camelCase")]
         struct Stored {
@@ -149,7 +149,7 @@ impl Entity for LikerMarker {
         let key = Key::of(&item)?;
         let stored: Stored = super::from_item(item)?;
         let place = PostPartition::of_pk(&key.pk)
-            .ok_or_else(|| StoreError::Internal(format!("a like marker under {}", key.pk)))?;
+            .ok_or_else(|| KeyError::Misplaced(format!("a like marker under {}", key.pk)))?;
         Ok(Self {
             post_id: stored.post_id.unwrap_or(place.post),
             like_id: stored.like_id,

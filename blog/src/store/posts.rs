@@ -357,8 +357,8 @@ impl Store {
         let mut content = None;
         for found in self.db.query_up_to("read post", &query, None, 2).await? {
             match Key::of(&found)?.sk.as_str() {
-                POST_SK => item = Some(PostItem::from_item(found)?),
-                POST_CONTENT_SK => content = Some(PostContentItem::from_item(found)?),
+                POST_SK => item = Some(PostItem::decode(found)?),
+                POST_CONTENT_SK => content = Some(PostContentItem::decode(found)?),
                 _ => {}
             }
         }

@@ -26,7 +26,7 @@ use super::{
 };
 use crate::{
     ids::UserId,
-    keys::{self, Entity, Key},
+    keys::{self, Entity, Key, KeyError},
     store::users::UserItem,
     timestamp,
 };
@@ -197,11 +197,11 @@ impl Entity for RenameProgress {
     }
 
     /// Progress saved before it carried `userId` takes it from its key.
-    fn from_item(mut item: Item) -> Result<Self, StoreError> {
+    fn decode(mut item: Item) -> Result<Self, KeyError> {
         if !item.contains_key("userId") {
             let pk = Key::of(&item)?.pk;
             let user = keys::user_of_pk(&pk)
-                .ok_or_else(|| StoreError::Internal(format!("rename progress under {pk}")))?;
+                .ok_or_else(|| KeyError::Misplaced(format!("rename progress under {pk}")))?;
             item.insert("userId".to_owned(), s(user.as_str()));
         }
         super::from_item(item)

@@ -189,7 +189,7 @@ impl Store {
         let (mut profile, mut erased) = (None, false);
         for found in self.db.query_up_to("writer", &query, None, 2).await? {
             match Key::of(&found)?.sk.as_str() {
-                PROFILE_SK => profile = Some(UserItem::from_item(found)?),
+                PROFILE_SK => profile = Some(UserItem::decode(found)?),
                 ERASED_SK => erased = true,
                 _ => {}
             }
