@@ -134,6 +134,17 @@ pub fn post_pk(post: &PostId) -> String {
     format!("{POST_PREFIX}{post}")
 }
 
+/// A post's item (what lists show, its counts and versions), beside its
+/// content in its partition.
+pub fn post_item(post: &PostId) -> Key {
+    Key::new(post_pk(post), POST_SK)
+}
+
+/// A post's content item.
+pub fn post_content(post: &PostId) -> Key {
+    Key::new(post_pk(post), POST_CONTENT_SK)
+}
+
 /// The user whose partition key `pk` is.
 pub fn user_of_pk(pk: &str) -> Option<UserId> {
     pk.strip_prefix(USER_PREFIX)

@@ -8,8 +8,9 @@
 
 use std::collections::HashMap;
 
+use super::Requests;
 use super::{
-    Item, Store, StoreError, cursor,
+    Item, StoreError, cursor,
     posts::{PostContentItem, PostItem, StoredPost},
     table::Query,
     users::UserItem,
@@ -78,7 +79,7 @@ fn list(user: &UserId) -> String {
     format!("export:{user}")
 }
 
-impl Store {
+impl Requests<'_> {
     /// One page of `user`'s export: up to `limit` things they wrote after
     /// `cursor`, or `None` when they have no profile. Something that went
     /// between the index and the table read (deleted just now) is left out.

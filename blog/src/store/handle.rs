@@ -97,3 +97,55 @@ impl Store {
         self.db.backoff()
     }
 }
+
+/// Declares a view of the [`Store`] named after the one caller whose
+/// operations it carries. A view borrows the store and derefs to it, so its
+/// operations reach the table and the writes every caller shares, which stay
+/// on `Store` in each entity's module.
+macro_rules! view {
+    ($(#[$meta:meta])* $name:ident, $open:ident) => {
+        $(#[$meta])*
+        #[derive(Debug, Clone, Copy)]
+        pub struct $name<'s>(&'s Store);
+
+        impl std::ops::Deref for $name<'_> {
+            type Target = Store;
+
+            fn deref(&self) -> &Store {
+                self.0
+            }
+        }
+
+        impl Store {
+            #[doc = concat!("The operations [`", stringify!($name), "`] carries.")]
+            pub fn $open(&self) -> $name<'_> {
+                $name(self)
+            }
+        }
+    };
+}
+
+view! {
+    /// What the request handlers call (`api`): C1–C4, Q1–Q6, the take-backs,
+    /// the export and the erasure request. Each entity's module holds its
+    /// `impl Requests` block.
+    Requests,
+    requests
+}
+
+view! {
+    /// What the stream fan-out calls (`fanout`, and `recovery`, which parks
+    /// and replays its records): the feed's writes, username copies, a
+    /// deleted post's walk, an erased account's walk, the hot posts' sums.
+    FanOut,
+    fanout
+}
+
+#[cfg(feature = "admin")]
+view! {
+    /// What only the admin tools call (`blog-admin`: the audit and its
+    /// repairs, the migration, the replay of parked records), compiled only
+    /// with the `admin` feature.
+    Admin,
+    admin
+}

@@ -39,6 +39,8 @@ pub use crate::keys::{Item, ItemType};
 pub(crate) use crate::keys::{from_item, from_items};
 pub use client::{dynamodb_client, dynamodb_client_metered, sdk_config, streams_client};
 pub use error::StoreError;
-pub use handle::{GSI_LAG_BOUND, Store};
+#[cfg(feature = "admin")]
+pub use handle::Admin;
+pub use handle::{FanOut, GSI_LAG_BOUND, Requests, Store};
 pub use table::{Backoff, Busy, classify, request_scope, request_scope_until};
 pub(crate) use table::{n, s, signed};

@@ -20,6 +20,7 @@ use std::{
 use futures::StreamExt;
 use serde::{Deserialize, Serialize};
 
+use super::FanOut;
 use super::{
     Item, ItemType, Store, StoreError, n, s,
     table::{Backoff, Expr, Query, Write},
@@ -215,7 +216,7 @@ enum WalkEnd {
     Paused,
 }
 
-impl Store {
+impl FanOut<'_> {
     /// Fan-out of a rename: writes `user`'s username onto everything they
     /// wrote. Each write lands only on an item that copied an older version of
     /// the profile (`userVersion`), so replaying a rename, or an older one
@@ -392,13 +393,11 @@ impl Store {
         let mut round = 0;
         let backoff = *self.db.backoff();
         let round_attempts = ROUND_ATTEMPTS.min(backoff.attempts);
-        let paced = &self
-            .clone()
-            .with_backoff(backoff.with_attempts(round_attempts));
+        let paced = &Store::clone(self).with_backoff(backoff.with_attempts(round_attempts));
         while !pending.is_empty() {
             let results: Vec<(Item, Result<bool, StoreError>)> = futures::stream::iter(pending)
                 .map(|item| async move {
-                    let written = paced.copy_username_onto(item.clone(), user).await;
+                    let written = paced.fanout().copy_username_onto(item.clone(), user).await;
                     (item, written)
                 })
                 .buffer_unordered(*concurrency)
