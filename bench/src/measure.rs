@@ -1240,7 +1240,7 @@ impl Scale {
             let created = Instant::now();
             let deadline = created + Duration::from_secs(30);
             loop {
-                let newest = store.feed(1).await?;
+                let newest = store.requests().feed(1).await?;
                 if newest.first().map(|p| p.post_id) == Some(post.post_id) {
                     break;
                 }

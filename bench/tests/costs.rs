@@ -46,7 +46,7 @@ async fn the_loaded_data_is_what_the_api_and_the_fan_out_leave() {
 
     // Every count, username copy and feed entry agrees with its source.
     let store = Store::new(clients.plain.clone(), &v3_table);
-    let report = store.audit(false).await.expect("audit");
+    let report = store.admin().audit(false).await.expect("audit");
     assert!(report.findings.is_empty(), "{:?}", report.findings);
     assert!(report.items_read >= loaded.v3_items);
 

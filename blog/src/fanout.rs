@@ -454,11 +454,11 @@ async fn new_post(store: &Store, record: &EventRecord) -> Result<Outcome, Fanout
         post.username.clone_from(&profile.username);
         post.user_version = profile.version;
     }
-    let (entered, entries) = store.enter_feed(&post).await?;
+    let (entered, entries) = store.fanout().enter_feed(&post).await?;
     // Also when the entry was there already: a first delivery may have
     // entered it and died before trimming.
-    let trimmed = if store.feed_due_trim(entries) {
-        store.trim_feed().await?
+    let trimmed = if store.fanout().feed_due_trim(entries) {
+        store.fanout().trim_feed().await?
     } else {
         0
     };
@@ -488,7 +488,7 @@ async fn erased_author(store: &Store, record: &EventRecord) -> Result<Outcome, F
         image: "new",
         reason: format!("{}/{} is not a post, comment or like", key.pk, key.sk),
     })?;
-    let erased = store.erase_written(&item.user_id, written).await?;
+    let erased = store.fanout().erase_written(&item.user_id, written).await?;
     tracing::info!(pk = %key.pk, sk = %key.sk, "an erased author's late item taken out");
     Ok(match erased.total() {
         0 => Outcome::Stale { writes: 1 },
@@ -503,7 +503,7 @@ async fn removed_user(
     deadline: &Deadline,
 ) -> Result<Outcome, FanoutError> {
     let old: UserItem = decode(&record.change.old_image, "old")?;
-    let step = store.erase_items(&old.user_id, deadline).await?;
+    let step = store.fanout().erase_items(&old.user_id, deadline).await?;
     let (erased, paused, finished) = match step {
         ErasureStep::Paused(e) => (e.total(), 1.0, 0.0),
         ErasureStep::Done(e) => (e.total(), 0.0, 1.0),
@@ -538,7 +538,7 @@ async fn changed_post(
     if refresh == Refresh::WhenChanged && short_form(&old) == short_form(&new) {
         return Ok(Outcome::Ignored);
     }
-    Ok(match store.refresh_feed_entry(&new).await? {
+    Ok(match store.fanout().refresh_feed_entry(&new).await? {
         Copied::Written => Outcome::Written { writes: 1 },
         Copied::Stale => Outcome::Stale { writes: 1 },
     })
@@ -559,10 +559,12 @@ async fn shard_counts(
     let Some(post) = counters.first().map(|c| c.post_id) else {
         return Ok(Outcome::Ignored);
     };
-    Ok(match store.add_shard_counts(&post, &counters).await? {
-        Summed::Written => Outcome::Written { writes: 1 },
-        Summed::Stale | Summed::Gone => Outcome::Stale { writes: 0 },
-    })
+    Ok(
+        match store.fanout().add_shard_counts(&post, &counters).await? {
+            Summed::Written => Outcome::Written { writes: 1 },
+            Summed::Stale | Summed::Gone => Outcome::Stale { writes: 0 },
+        },
+    )
 }
 
 /// A user MODIFY: a new username onto everything they wrote.
@@ -576,7 +578,7 @@ async fn changed_user(
     if old.username == new.username {
         return Ok(Outcome::Ignored);
     }
-    let step = store.copy_username(&new, deadline).await?;
+    let step = store.fanout().copy_username(&new, deadline).await?;
     let (copies, paused, finished) = match step {
         RenameStep::Paused(r) => (r.written, 1.0, 0.0),
         RenameStep::Superseded(r) => (r.written, 0.0, 0.0),
@@ -615,9 +617,10 @@ async fn removed_post(
     deadline: &Deadline,
 ) -> Result<Outcome, FanoutError> {
     let old: PostItem = decode(&record.change.old_image, "old")?;
-    let left = usize::from(store.leave_feed(&old.post_id).await?);
+    let left = usize::from(store.fanout().leave_feed(&old.post_id).await?);
     Ok(
         match store
+            .fanout()
             .remove_post_items(&old.post_id, old.shards, deadline)
             .await?
         {
@@ -638,6 +641,7 @@ async fn author_of(store: &Store, record: &EventRecord) -> Result<Author, Fanout
     let key: Key = decode(&record.change.new_image, "new")?;
     let item: Authored = decode(&record.change.new_image, "new")?;
     Ok(store
+        .fanout()
         .author_of_new_item(&key, &item.user_id, item.user_version)
         .await?)
 }

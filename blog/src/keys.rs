@@ -40,7 +40,7 @@
 //! from which its `PK`/`SK`, its GSI1 keys and its `type` attribute follow.
 //! Entity structs hold only their own fields; the keys are added when an item
 //! is written ([`Entity::to_item`]) and ignored when one is read
-//! ([`Entity::from_item`]). So the key text and the trait through which items
+//! ([`Entity::decode`]). So the key text and the trait through which items
 //! use it are this one file.
 
 use aws_sdk_dynamodb::types::AttributeValue;
@@ -48,9 +48,24 @@ use serde::{Deserialize, Serialize, de::DeserializeOwned};
 
 use crate::{
     ids::{CommentId, IdempotencyKey, LikeId, PostId, UserId},
-    store::StoreError,
     text::Username,
 };
+
+/// What turning an entity into an item, or an item back into an entity, can
+/// fail with. It is the key layer's own error, so that this file depends on
+/// nothing of the store; the store turns it into an internal error
+/// (`StoreError::Internal`) with the same words.
+#[derive(Debug, thiserror::Error)]
+pub enum KeyError {
+    #[error("cannot encode {what}: {reason}")]
+    Encode { what: &'static str, reason: String },
+    #[error("cannot decode item: {0}")]
+    Decode(String),
+    #[error("an item without {0}")]
+    NoKey(&'static str),
+    #[error("{0}")]
+    Misplaced(String),
+}
 
 pub const PK: &str = "PK";
 pub const SK: &str = "SK";
@@ -117,6 +132,17 @@ pub fn username_pk(username: &Username) -> String {
 
 pub fn post_pk(post: &PostId) -> String {
     format!("{POST_PREFIX}{post}")
+}
+
+/// A post's item (what lists show, its counts and versions), beside its
+/// content in its partition.
+pub fn post_item(post: &PostId) -> Key {
+    Key::new(post_pk(post), POST_SK)
+}
+
+/// A post's content item.
+pub fn post_content(post: &PostId) -> Key {
+    Key::new(post_pk(post), POST_CONTENT_SK)
 }
 
 /// The user whose partition key `pk` is.
@@ -278,9 +304,11 @@ item_types! {
 
 impl ItemType {
     /// The `type` attribute's value.
-    pub fn attribute(self) -> Result<AttributeValue, StoreError> {
-        serde_dynamo::to_attribute_value(self)
-            .map_err(|e| StoreError::Internal(format!("cannot encode type: {e}")))
+    pub fn attribute(self) -> Result<AttributeValue, KeyError> {
+        serde_dynamo::to_attribute_value(self).map_err(|e| KeyError::Encode {
+            what: "type",
+            reason: e.to_string(),
+        })
     }
 
     /// The type `item` says it is; `None` without a `type` attribute.
@@ -314,12 +342,12 @@ impl Key {
     }
 
     /// The table key of `item` (any item of the table has one).
-    pub fn of(item: &Item) -> Result<Self, StoreError> {
-        let part = |name: &str| {
+    pub fn of(item: &Item) -> Result<Self, KeyError> {
+        let part = |name: &'static str| {
             item.get(name)
                 .and_then(|v| v.as_s().ok())
                 .cloned()
-                .ok_or_else(|| StoreError::Internal(format!("an item without {name}")))
+                .ok_or(KeyError::NoKey(name))
         };
         Ok(Self::new(part(PK)?, part(SK)?))
     }
@@ -344,9 +372,11 @@ pub trait Entity: Serialize + DeserializeOwned {
     }
 
     /// The item to write: its fields, its keys and its type.
-    fn to_item(&self) -> Result<Item, StoreError> {
-        let mut item: Item = serde_dynamo::to_item(self)
-            .map_err(|e| StoreError::Internal(format!("cannot encode item: {e}")))?;
+    fn to_item(&self) -> Result<Item, KeyError> {
+        let mut item: Item = serde_dynamo::to_item(self).map_err(|e| KeyError::Encode {
+            what: "item",
+            reason: e.to_string(),
+        })?;
         let Key { pk, sk } = self.key();
         item.insert(PK.to_owned(), AttributeValue::S(pk));
         item.insert(SK.to_owned(), AttributeValue::S(sk));
@@ -359,18 +389,24 @@ pub trait Entity: Serialize + DeserializeOwned {
     }
 
     /// The entity an item holds (its keys and type are not fields).
-    fn from_item(item: Item) -> Result<Self, StoreError> {
+    fn decode(item: Item) -> Result<Self, KeyError> {
         from_item(item)
+    }
+
+    /// [`Entity::decode`], its error turned into the caller's own (the table
+    /// layer's reads give theirs); entities with a decoding of their own
+    /// override `decode`, not this.
+    fn from_item<E: From<KeyError>>(item: Item) -> Result<Self, E> {
+        Self::decode(item).map_err(E::from)
     }
 }
 
 /// Any shape read from an item (an entity, or a projection of one).
-pub fn from_item<T: DeserializeOwned>(item: Item) -> Result<T, StoreError> {
-    serde_dynamo::from_item(item)
-        .map_err(|e| StoreError::Internal(format!("cannot decode item: {e}")))
+pub fn from_item<T: DeserializeOwned>(item: Item) -> Result<T, KeyError> {
+    serde_dynamo::from_item(item).map_err(|e| KeyError::Decode(e.to_string()))
 }
 
-pub fn from_items<T: DeserializeOwned>(items: Vec<Item>) -> Result<Vec<T>, StoreError> {
+pub fn from_items<T: DeserializeOwned>(items: Vec<Item>) -> Result<Vec<T>, KeyError> {
     items.into_iter().map(from_item).collect()
 }
 

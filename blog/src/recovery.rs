@@ -117,6 +117,7 @@ pub async fn park_batch(
     };
     for record in event.records.iter().filter(|r| fanout::applies_to(r)) {
         store
+            .fanout()
             .park(&ParkedRecordItem::new(
                 &batch.shard_id,
                 record,
@@ -210,7 +211,7 @@ pub async fn replay(
     let mut report = ReplayReport::default();
     let mut start = None;
     loop {
-        let (page, next) = store.parked_page(start).await?;
+        let (page, next) = store.admin().parked_page(start).await?;
         for item in &page {
             let replayed = if dry_run {
                 report.listed += 1;
@@ -248,7 +249,11 @@ async fn apply_parked(store: &Store, item: &ParkedRecordItem) -> Result<Outcome,
     if let Outcome::Paused { .. } = outcome {
         return Err("the rename paused; replay again".into());
     }
-    store.unpark(item).await.map_err(|e| e.to_string())?;
+    store
+        .admin()
+        .unpark(item)
+        .await
+        .map_err(|e| e.to_string())?;
     Ok(outcome)
 }
 

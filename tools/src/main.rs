@@ -147,7 +147,7 @@ async fn create_table() -> Result<(), Error> {
 
 async fn migrate() -> Result<(), Error> {
     let store = store_from_env().await?;
-    let done = store.migrate().await?;
+    let done = store.admin().migrate().await?;
     tracing::info!(
         found = done.found,
         moved = done.moved,
@@ -253,9 +253,9 @@ async fn audit(args: &[String]) -> Result<(), Error> {
     options.on_finding = Some(std::sync::Arc::new(|finding| println!("{finding}")));
     let started = std::time::Instant::now();
     let report = match (user, post) {
-        (Some(user), None) => store.audit_user(&user, &options).await?,
-        (None, Some(post)) => store.audit_post(&post, &options).await?,
-        (None, None) => store.audit_with(&options).await?,
+        (Some(user), None) => store.admin().audit_user(&user, &options).await?,
+        (None, Some(post)) => store.admin().audit_post(&post, &options).await?,
+        (None, None) => store.admin().audit_with(&options).await?,
         (Some(_), Some(_)) => return Err(USAGE.into()),
     };
     let seconds = started.elapsed().as_secs_f64();

@@ -93,7 +93,7 @@ async fn main() -> Result<(), Error> {
     // invocation, as Lambda would run it.
     let store = Store::new(clients.fanout.clone(), &name);
     let renamed = Username::parse("renamed_prolific")?;
-    store.rename_user(&user_id, &renamed).await?;
+    store.requests().rename_user(&user_id, &renamed).await?;
     author.username = renamed;
     author.version = 2;
     author.updated_at = timestamp::now();
@@ -104,7 +104,7 @@ async fn main() -> Result<(), Error> {
     loop {
         invocations += 1;
         let deadline = Deadline::at(Instant::now() + timeout);
-        let step = store.copy_username(&author, &deadline).await?;
+        let step = store.fanout().copy_username(&author, &deadline).await?;
         let (done, finished) = match step {
             RenameStep::Paused(done) => (done, false),
             RenameStep::Done(done) => (done, true),

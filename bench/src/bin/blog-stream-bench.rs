@@ -64,14 +64,16 @@ async fn main() -> Result<(), Error> {
     let store = Store::new(clients.plain.clone(), &name);
     let author = UserId::parse("stream-author")?;
     store
+        .requests()
         .create_user(&author, &Username::parse("author")?)
         .await?;
     let post = store
+        .requests()
         .create_post(&author, "viral", "a post everyone likes")
         .await?
         .post_id;
     if hot {
-        store.make_hot(&post).await?;
+        store.requests().make_hot(&post).await?;
     }
     let likers = load_likers(&clients, &name, likes).await?;
 
@@ -84,7 +86,7 @@ async fn main() -> Result<(), Error> {
     futures::stream::iter(likers)
         .map(|liker| {
             let store = store.clone();
-            async move { store.like_post(&post, &liker).await.map(|_| ()) }
+            async move { store.requests().like_post(&post, &liker).await.map(|_| ()) }
         })
         .buffer_unordered(LOADERS)
         .try_collect::<()>()
@@ -205,8 +207,9 @@ async fn shard_count(clients: &Clients, store: &Store) -> Result<usize, Error> {
 
 /// Whether the post and its feed entry both count `likes`.
 async fn counted(store: &Store, post: &blog::ids::PostId, likes: usize) -> Result<bool, Error> {
-    let on_post = store.get_post(post).await?.map(|p| p.like_count);
+    let on_post = store.requests().get_post(post).await?.map(|p| p.like_count);
     let in_feed = store
+        .requests()
         .feed(100)
         .await?
         .into_iter()

@@ -124,6 +124,7 @@ async fn main() -> Result<(), Error> {
 
     let author = UserId::parse("viral-author")?;
     setup
+        .requests()
         .create_user(&author, &Username::parse("author")?)
         .await?;
     let likers_needed: usize = designs.len()
@@ -167,6 +168,7 @@ async fn main() -> Result<(), Error> {
         let requests = if *design == "hot" { &hot } else { &today };
         for rate in &rates {
             let post = setup
+                .requests()
                 .create_post(
                     &author,
                     &format!("viral at {rate}/s ({design})"),
@@ -295,14 +297,15 @@ async fn offer(store: &Store, post: PostId, likers: Vec<UserId>, per_second: f64
                 }
             };
             let started = Instant::now();
-            let (code, liked) = status(store.like_post(&post, &liker).await, 201);
+            let (code, liked) = status(store.requests().like_post(&post, &liker).await, 201);
             let new = matches!(liked, Some(Liked::New(_)));
             timed(if new || liked.is_none() { code } else { 200 }, started);
             if new {
                 likes.fetch_add(1, Ordering::Relaxed);
                 if i % UNLIKE_EVERY == 0 {
                     let started = Instant::now();
-                    let (code, unliked) = status(store.unlike_post(&post, &liker).await, 204);
+                    let (code, unliked) =
+                        status(store.requests().unlike_post(&post, &liker).await, 204);
                     timed(code, started);
                     if unliked == Some(true) {
                         likes.fetch_sub(1, Ordering::Relaxed);
@@ -311,8 +314,13 @@ async fn offer(store: &Store, post: PostId, likers: Vec<UserId>, per_second: f64
             }
             if i % 10 < COMMENTS_IN_TEN {
                 let started = Instant::now();
-                let (code, commented) =
-                    status(store.create_comment(&post, &liker, "me too").await, 201);
+                let (code, commented) = status(
+                    store
+                        .requests()
+                        .create_comment(&post, &liker, "me too")
+                        .await,
+                    201,
+                );
                 timed(code, started);
                 if commented.is_some() {
                     comments.fetch_add(1, Ordering::Relaxed);
@@ -340,9 +348,17 @@ async fn read_meanwhile(store: Store, post: PostId, reading: Arc<AtomicBool>) ->
     let (mut reads, mut refused) = (0, 0);
     while reading.load(Ordering::Relaxed) {
         let results = [
-            store.get_post(&post).await.map(|_| ()),
-            store.list_comments(&post, 20, None).await.map(|_| ()),
-            store.list_likes(&post, 20, None).await.map(|_| ()),
+            store.requests().get_post(&post).await.map(|_| ()),
+            store
+                .requests()
+                .list_comments(&post, 20, None)
+                .await
+                .map(|_| ()),
+            store
+                .requests()
+                .list_likes(&post, 20, None)
+                .await
+                .map(|_| ()),
         ];
         reads += results.len();
         refused += results.iter().filter(|r| r.is_err()).count();
@@ -356,11 +372,17 @@ async fn read_meanwhile(store: Store, post: PostId, reading: Arc<AtomicBool>) ->
 async fn settle(store: &Store, post: &PostId, expected: Counts) -> bool {
     let deadline = Instant::now() + Duration::from_secs(60);
     while Instant::now() < deadline {
-        let counted = store.get_post(post).await.ok().flatten().map(|p| Counts {
-            likes: p.like_count,
-            comments: p.comment_count,
-        });
-        let copied = store.feed(100).await.ok().and_then(|feed| {
+        let counted = store
+            .requests()
+            .get_post(post)
+            .await
+            .ok()
+            .flatten()
+            .map(|p| Counts {
+                likes: p.like_count,
+                comments: p.comment_count,
+            });
+        let copied = store.requests().feed(100).await.ok().and_then(|feed| {
             feed.into_iter()
                 .find(|entry| &entry.post_id == post)
                 .map(|entry| Counts {

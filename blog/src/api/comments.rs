@@ -22,9 +22,8 @@ pub async fn create_comment(app: &App, req: Request) -> ApiResult {
     let body: NewComment = request::json_body(&req)?;
     let content = text::comment_content(&body.content)?;
     let keyed = request::idempotency(&req)?;
-    let answer = app
-        .store
-        .create_comment_keyed(&post, &caller, content, keyed.as_ref());
+    let requests = app.store.requests();
+    let answer = requests.create_comment_keyed(&post, &caller, content, keyed.as_ref());
     Reply::created_once(answer.await?)
 }
 
@@ -36,7 +35,10 @@ pub async fn delete_comment(app: &App, req: Request) -> ApiResult {
     let post = request::path_id(&req, "postId", PostId::parse)?;
     let comment = request::path_id(&req, "commentId", CommentId::parse)?;
     request::no_body(&req)?;
-    app.store.delete_comment(&post, &comment, &caller).await?;
+    app.store
+        .requests()
+        .delete_comment(&post, &comment, &caller)
+        .await?;
     Reply::no_content()
 }
 
@@ -46,6 +48,7 @@ pub async fn list_comments(app: &App, req: Request) -> ApiResult {
     let (limit, cursor) = request::page(&req)?;
     Reply::read(
         &app.store
+            .requests()
             .list_comments(&post, limit, cursor.as_deref())
             .await?,
     )

@@ -114,8 +114,8 @@ pub async fn get_feed(app: &App, req: Request) -> ApiResult {
         // request may ask for more.
         None if app.feed_cache.is_on() => app
             .feed_cache
-            .keep(app.store.feed(app.store.feed_capacity()).await?),
-        None => app.store.feed(limit).await?.into(),
+            .keep(app.store.requests().feed(app.store.feed_capacity()).await?),
+        None => app.store.requests().feed(limit).await?.into(),
     };
     Reply::feed(&Feed {
         items: page[..limit.min(page.len())].to_vec(),

@@ -11,7 +11,7 @@ pub async fn like_post(app: &App, req: Request) -> ApiResult {
     let caller = request::caller(&req)?;
     let post = request::path_id(&req, "postId", PostId::parse)?;
     request::no_body(&req)?;
-    match app.store.like_post(&post, &caller).await? {
+    match app.store.requests().like_post(&post, &caller).await? {
         Liked::New(like) => Reply::created(&like),
         Liked::Already(like) => Reply::ok(&like),
     }
@@ -23,7 +23,7 @@ pub async fn unlike_post(app: &App, req: Request) -> ApiResult {
     let caller = request::caller(&req)?;
     let post = request::path_id(&req, "postId", PostId::parse)?;
     request::no_body(&req)?;
-    app.store.unlike_post(&post, &caller).await?;
+    app.store.requests().unlike_post(&post, &caller).await?;
     Reply::no_content()
 }
 
@@ -33,6 +33,7 @@ pub async fn list_likes(app: &App, req: Request) -> ApiResult {
     let (limit, cursor) = request::page(&req)?;
     Reply::read(
         &app.store
+            .requests()
             .list_likes(&post, limit, cursor.as_deref())
             .await?,
     )

@@ -31,9 +31,8 @@ pub async fn create_post(app: &App, req: Request) -> ApiResult {
     let title = text::title(&body.title)?;
     let content = text::post_content(&body.content)?;
     let keyed = request::idempotency(&req)?;
-    let answer = app
-        .store
-        .create_post_keyed(&caller, title, content, keyed.as_ref());
+    let requests = app.store.requests();
+    let answer = requests.create_post_keyed(&caller, title, content, keyed.as_ref());
     Reply::created_once(answer.await?)
 }
 
@@ -56,7 +55,7 @@ pub async fn update_post(app: &App, req: Request) -> ApiResult {
             "give a title, a content, or both",
         ));
     }
-    Reply::ok(&app.store.edit_post(&post, &caller, edit).await?)
+    Reply::ok(&app.store.requests().edit_post(&post, &caller, edit).await?)
 }
 
 /// C2 taken back, `DELETE /posts/{postId}`: by its author only; 204, or
@@ -66,14 +65,14 @@ pub async fn delete_post(app: &App, req: Request) -> ApiResult {
     let caller = request::caller(&req)?;
     let post = request::path_id(&req, "postId", PostId::parse)?;
     request::no_body(&req)?;
-    app.store.delete_post(&post, &caller).await?;
+    app.store.requests().delete_post(&post, &caller).await?;
     Reply::no_content()
 }
 
 /// Q2 `GET /posts/{postId}`.
 pub async fn get_post(app: &App, req: Request) -> ApiResult {
     let post = request::path_id(&req, "postId", PostId::parse)?;
-    match app.store.get_post(&post).await? {
+    match app.store.requests().get_post(&post).await? {
         Some(found) => Reply::read(&found),
         None => Err(ApiError::NotFound("no such post")),
     }
@@ -86,6 +85,7 @@ pub async fn list_user_posts(app: &App, req: Request) -> ApiResult {
     let (limit, cursor) = request::page(&req)?;
     Reply::read(
         &app.store
+            .requests()
             .list_user_posts(&user, limit, cursor.as_deref())
             .await?,
     )

@@ -19,9 +19,8 @@ pub async fn create_user(app: &App, req: Request) -> ApiResult {
     let body: UsernameBody = request::json_body(&req)?;
     let username = text::Username::parse(&body.username)?;
     let keyed = request::idempotency(&req)?;
-    let answer = app
-        .store
-        .create_user_keyed(&caller, &username, keyed.as_ref());
+    let requests = app.store.requests();
+    let answer = requests.create_user_keyed(&caller, &username, keyed.as_ref());
     Reply::created_once(answer.await?)
 }
 
@@ -34,7 +33,7 @@ pub async fn update_user(app: &App, req: Request) -> ApiResult {
     }
     let body: UsernameBody = request::json_body(&req)?;
     let username = text::Username::parse(&body.username)?;
-    Reply::ok(&app.store.rename_user(&user, &username).await?)
+    Reply::ok(&app.store.requests().rename_user(&user, &username).await?)
 }
 
 /// `DELETE /users/{userId}`: erases the caller's account (403 for anyone
@@ -48,7 +47,7 @@ pub async fn delete_user(app: &App, req: Request) -> ApiResult {
         return Err(ApiError::Forbidden("you can only delete your own account"));
     }
     request::no_body(&req)?;
-    app.store.erase_user(&user).await?;
+    app.store.requests().erase_user(&user).await?;
     Reply::no_content()
 }
 
@@ -57,7 +56,7 @@ pub async fn delete_user(app: &App, req: Request) -> ApiResult {
 pub async fn find_user(app: &App, req: Request) -> ApiResult {
     let raw = request::required_query(&req, "username", ErrorCode::MissingUsername)?;
     let username = text::Username::parse(&raw)?;
-    match app.store.find_user(&username).await? {
+    match app.store.requests().find_user(&username).await? {
         Some(found) => Reply::read(&found),
         None => Err(ApiError::NotFound("no user has that username")),
     }
@@ -66,7 +65,7 @@ pub async fn find_user(app: &App, req: Request) -> ApiResult {
 /// Q1 `GET /users/{userId}`.
 pub async fn get_user(app: &App, req: Request) -> ApiResult {
     let user = request::path_id(&req, "userId", UserId::parse)?;
-    match app.store.get_user(&user).await? {
+    match app.store.requests().get_user(&user).await? {
         Some(found) => Reply::read(&found),
         None => Err(ApiError::NotFound("no such user")),
     }
@@ -99,6 +98,7 @@ pub async fn export_user(app: &App, req: Request) -> ApiResult {
     };
     match app
         .store
+        .requests()
         .export_page(&user, limit, cursor.as_deref())
         .await?
     {

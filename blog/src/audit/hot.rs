@@ -5,18 +5,21 @@
 use std::collections::BTreeMap;
 
 use super::{Finding, Sink};
+use crate::store::Admin;
 use crate::{
     ids::PostId,
     keys::{COMMENT_PREFIX, LIKE_PREFIX, PostPartition},
     store::{
-        Store, StoreError,
+        StoreError,
+        hot::Counter,
         hot::{HOT_SHARDS, ShardCounterItem},
-        posts::{Counter, PostItem},
+        posts::PostItem,
         table::Query,
     },
 };
 
-impl Store {
+#[cfg(feature = "admin")]
+impl Admin<'_> {
     /// The likes in `post`'s shards (none for a quiet post); a finding for
     /// each shard counter that is not what it counts: the likes in its shard
     /// and `counted_in` (the post's comments counted in each shard).

@@ -26,6 +26,7 @@ use std::{
     sync::{Arc, Mutex, PoisonError},
 };
 
+use crate::store::Admin;
 use crate::{
     ids::{PostId, UserId},
     keys::Key,
@@ -34,7 +35,8 @@ use crate::{
         deletion::Removal,
         erasure::ErasureStep,
         feed::FeedEntryItem,
-        posts::{Counter, PostItem},
+        hot::Counter,
+        posts::PostItem,
         rename::Deadline,
         table::Expr,
         users::{Overwrite, UsernameCopy},
@@ -109,11 +111,11 @@ impl Finding {
     fn counts(post: &PostItem, comments: u64, likes: u64) -> Vec<Finding> {
         [(Counter::Comments, comments), (Counter::Likes, likes)]
             .into_iter()
-            .filter(|(counter, actual)| counter.of(post) != *actual)
+            .filter(|(counter, actual)| post.count_of(*counter) != *actual)
             .map(|(counter, actual)| Finding::Count {
                 post: post.post_id,
                 counter,
-                stored: counter.of(post),
+                stored: post.count_of(counter),
                 actual,
                 version: post.version,
             })
@@ -299,7 +301,7 @@ impl Sink {
         if let Some(on_finding) = &self.options.on_finding {
             on_finding(&finding);
         }
-        let repaired = self.options.repair && store.repair(&finding, expected).await?;
+        let repaired = self.options.repair && store.admin().repair(&finding, expected).await?;
         let mut tally = self.state.lock().unwrap_or_else(PoisonError::into_inner);
         tally.found += 1;
         tally.repaired += usize::from(repaired);
@@ -318,7 +320,8 @@ impl Sink {
     }
 }
 
-impl Store {
+#[cfg(feature = "admin")]
+impl Admin<'_> {
     /// Checks every denormalised value with the default options; with
     /// `repair`, rewrites what is wrong.
     pub async fn audit(&self, repair: bool) -> Result<Report, StoreError> {
@@ -345,6 +348,7 @@ impl Store {
             // gone is a no-op, and nothing can be added to a deleted post).
             Finding::Orphans { post, .. } => {
                 match self
+                    .fanout()
                     .remove_post_items(post, hot::ANY_SHARDS, &Deadline::NONE)
                     .await?
                 {
@@ -385,7 +389,8 @@ impl Store {
     }
 }
 
-impl Store {
+#[cfg(feature = "admin")]
+impl Admin<'_> {
     /// The repair of a count: counts again, with the post read first, then
     /// sets the count only if the post's `version` is still the one read.
     ///
@@ -401,7 +406,7 @@ impl Store {
             return Ok(false);
         };
         let actual = self.count_of(&read, counter).await?;
-        if actual == counter.of(&read) {
+        if actual == read.count_of(counter) {
             return Ok(true);
         }
         self.set_post_count(post, counter, actual, read.version)

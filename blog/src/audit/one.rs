@@ -5,12 +5,13 @@
 use std::collections::HashMap;
 
 use super::{AuditOptions, Finding, Report, Sink, kind, projection, shown, text};
+use crate::store::Admin;
 use crate::{
     ids::{PostId, UserId},
     keys::{self, Entity},
     store::{
-        Item, ItemType, Store, StoreError, feed::FeedEntryItem, from_item, posts::PostItem,
-        table::Query, users::UserItem,
+        Item, ItemType, StoreError, feed::FeedEntryItem, from_item, posts::PostItem, table::Query,
+        users::UserItem,
     },
     text::Username,
 };
@@ -49,7 +50,8 @@ impl Copy {
     }
 }
 
-impl Store {
+#[cfg(feature = "admin")]
+impl Admin<'_> {
     /// Audits one user: reads their profile (strongly consistent) and
     /// everything GSI1 lists under them (their posts, comments and likes, all
     /// pages), and finds each username copy that is not the profile's.
@@ -315,7 +317,7 @@ impl Store {
             read_units += units;
             for item in found {
                 read += 1;
-                let profile = UserItem::from_item(item)?;
+                let profile = UserItem::decode(item)?;
                 profiles.insert(profile.user_id, Some((profile.username, profile.version)));
             }
         }

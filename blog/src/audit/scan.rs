@@ -28,6 +28,7 @@ use futures::StreamExt;
 use super::{
     AuditOptions, Finding, Report, Sink, counted_in, kind, number, projection, shown, text,
 };
+use crate::store::Admin;
 use crate::{
     ids::{PostId, UserId},
     keys::{self, PostPartition},
@@ -227,7 +228,8 @@ impl Collection {
     }
 }
 
-impl Store {
+#[cfg(feature = "admin")]
+impl Admin<'_> {
     /// The full audit: checks every denormalised value with a parallel Scan
     /// of `options.segments` segments; with `options.repair`, rewrites what
     /// is wrong. Counts are repaired as each post is read, usernames once
@@ -240,11 +242,12 @@ impl Store {
         let users: Arc<Mutex<HashMap<UserId, Seen>>> = Arc::default();
         let mut tasks = tokio::task::JoinSet::new();
         for segment in 0..segments {
-            let store = self.clone();
+            let store = Store::clone(self);
             let (sink, users) = (sink.clone(), users.clone());
             let page_size = options.page_size;
             tasks.spawn(async move {
                 store
+                    .admin()
                     .scan_segment(segment, segments, page_size, keep_newest, &sink, &users)
                     .await
             });

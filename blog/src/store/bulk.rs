@@ -18,7 +18,7 @@ use super::{
 use crate::keys::Entity;
 
 fn to_item<E: Entity>(entity: &E) -> Result<Item, StoreError> {
-    entity.to_item()
+    Ok(entity.to_item()?)
 }
 
 /// A post with everything written under it.

@@ -15,6 +15,7 @@
 
 use futures::StreamExt;
 
+use super::{FanOut, Requests};
 use super::{
     Item, Store, StoreError,
     posts::PostItem,
@@ -41,7 +42,7 @@ pub enum Removal {
     Paused { deleted: usize },
 }
 
-impl Store {
+impl Requests<'_> {
     /// C2 taken back (request): the post and its content, in one
     /// transaction, by its author only. An erased account is refused first
     /// ([`Store::writer`]), whatever the post; then the post is read
@@ -50,7 +51,9 @@ impl Store {
         self.refuse_erased(caller).await?;
         self.delete_post_by(post, caller).await
     }
+}
 
+impl Store {
     /// The post and its content, in one transaction, if `author` wrote it:
     /// the request's deletion once the caller may write, and the erasure's
     /// walk deleting what an erased account wrote.
@@ -88,7 +91,9 @@ impl Store {
             TxOutcome::ConditionFailed(failed) => Err(failed.unexpected("delete post")),
         }
     }
+}
 
+impl FanOut<'_> {
     /// Fan-out of a deleted post: deletes what is left in its partition (and
     /// a hot post's in each of its `shards`), a page at a time, until none
     /// is left or `deadline` is near. Items are read and deleted by key only;

@@ -30,6 +30,8 @@ use aws_sdk_dynamodb::types::AttributeValue;
 use futures::StreamExt;
 use serde::{Deserialize, Serialize};
 
+#[cfg(feature = "admin")]
+use super::Admin;
 use super::{
     Busy, ItemType, Store, StoreError, n,
     rename::{Deadline, RenameProgress},
@@ -37,6 +39,7 @@ use super::{
     table::{Expr, Query, TxOutcome, Write},
     users::{UserItem, UsernameClaim, Writer},
 };
+use super::{FanOut, Requests};
 use crate::{
     ids::{CommentId, LikeId, PostId, UserId},
     keys::{self, Entity, Key, PK, PostPartition, SK},
@@ -138,7 +141,7 @@ impl Written {
     }
 }
 
-impl Store {
+impl Requests<'_> {
     /// `DELETE /users/{userId}` (request): the profile and its username
     /// claim go, and the mark is put, in one transaction (the profile and
     /// the mark read first, by one strongly consistent Query:
@@ -182,13 +185,17 @@ impl Store {
             "the profile kept changing during the erasure",
         ))
     }
+}
 
+impl Store {
     /// The mark of `user`'s erased account, if any (strongly consistent:
     /// requests and the fan-out decide on it).
     pub async fn erasure_mark(&self, user: &UserId) -> Result<Option<ErasureMark>, StoreError> {
         self.db.get_entity(keys::erasure(user).item(), true).await
     }
+}
 
+impl FanOut<'_> {
     /// Fan-out of an erased profile: deletes everything `user` wrote, a page
     /// of GSI1 at a time, until none is left or `deadline` is near; then the
     /// rename walk's place, and the mark says `done`.
@@ -200,20 +207,6 @@ impl Store {
         match self.erasure_mark(user).await? {
             Some(mark) if !mark.done => self.walk_erasure(&mark, deadline).await,
             _ => Ok(ErasureStep::Stale),
-        }
-    }
-
-    /// The audit's repair (admin): the walk of `user`'s erasure to its end,
-    /// done or not; nothing without a mark, or while the user has a profile
-    /// again (the walk would take their new items).
-    #[cfg(feature = "admin")]
-    pub async fn finish_erasure(&self, user: &UserId) -> Result<ErasureStep, StoreError> {
-        if self.read_profile(user, true).await?.is_some() {
-            return Ok(ErasureStep::Stale);
-        }
-        match self.erasure_mark(user).await? {
-            Some(mark) => self.walk_erasure(&mark, &Deadline::NONE).await,
-            None => Ok(ErasureStep::Stale),
         }
     }
 
@@ -334,5 +327,22 @@ impl Store {
             }
         }
         Ok(done)
+    }
+}
+
+#[cfg(feature = "admin")]
+impl Admin<'_> {
+    /// The audit's repair (admin): the walk of `user`'s erasure to its end,
+    /// done or not; nothing without a mark, or while the user has a profile
+    /// again (the walk would take their new items).
+    #[cfg(feature = "admin")]
+    pub async fn finish_erasure(&self, user: &UserId) -> Result<ErasureStep, StoreError> {
+        if self.read_profile(user, true).await?.is_some() {
+            return Ok(ErasureStep::Stale);
+        }
+        match self.erasure_mark(user).await? {
+            Some(mark) => self.fanout().walk_erasure(&mark, &Deadline::NONE).await,
+            None => Ok(ErasureStep::Stale),
+        }
     }
 }

@@ -57,6 +57,14 @@ impl StoreError {
     }
 }
 
+/// An item that cannot be encoded or decoded is a bug or a table written by
+/// something else: an internal error, in the key layer's words.
+impl From<crate::keys::KeyError> for StoreError {
+    fn from(err: crate::keys::KeyError) -> Self {
+        StoreError::Internal(err.to_string())
+    }
+}
+
 impl From<aws_sdk_dynamodb::error::BuildError> for StoreError {
     fn from(err: aws_sdk_dynamodb::error::BuildError) -> Self {
         StoreError::Internal(format!("invalid request: {err}"))

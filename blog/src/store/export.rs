@@ -8,8 +8,9 @@
 
 use std::collections::HashMap;
 
+use super::Requests;
 use super::{
-    Item, Store, StoreError, cursor,
+    Item, StoreError, cursor,
     posts::{PostContentItem, PostItem, StoredPost},
     table::Query,
     users::UserItem,
@@ -78,7 +79,7 @@ fn list(user: &UserId) -> String {
     format!("export:{user}")
 }
 
-impl Store {
+impl Requests<'_> {
     /// One page of `user`'s export: up to `limit` things they wrote after
     /// `cursor`, or `None` when they have no profile. Something that went
     /// between the index and the table read (deleted just now) is left out.
@@ -144,13 +145,13 @@ impl Store {
                     let content = entry
                         .content_key()
                         .and_then(|key| found.remove(&key))
-                        .map(PostContentItem::from_item)
+                        .map(PostContentItem::decode)
                         .transpose()?;
-                    let item = PostItem::from_item(item)?;
+                    let item = PostItem::decode(item)?;
                     Exported::Post(Post::from(StoredPost { item, content }))
                 }
-                Entry::Comment(..) => Exported::Comment(CommentItem::from_item(item)?.into()),
-                Entry::Like(..) => Exported::Like(LikeItem::from_item(item)?.into()),
+                Entry::Comment(..) => Exported::Comment(CommentItem::decode(item)?.into()),
+                Entry::Like(..) => Exported::Like(LikeItem::decode(item)?.into()),
             });
         }
         let next_cursor = match entries.last() {

@@ -8,6 +8,9 @@
 
 use serde::{Deserialize, Serialize};
 
+#[cfg(feature = "admin")]
+use super::Admin;
+use super::{FanOut, Requests};
 use super::{
     ItemType, Store, StoreError, from_item, from_items, n,
     posts::PostItem,
@@ -158,15 +161,31 @@ impl Store {
             .newest_first()
     }
 
+    /// Deletes a post's feed entry, if there is one: the trim's (fan-out) and
+    /// the audit's (admin).
+    pub(crate) async fn remove_feed_entry(&self, post: &PostId) -> Result<(), StoreError> {
+        let delete = Write::delete(FeedEntryItem::key_of(post).item());
+        self.db
+            .write("remove feed entry", &delete)
+            .await
+            .map(|_| ())
+    }
+}
+
+impl Requests<'_> {
     /// Q6 (request): one Query of the feed partition, newest first (entries
     /// are small enough, see `text`'s byte bounds, that 100 never reach a
     /// 1 MB page; a second call would follow if they did).
     pub async fn feed(&self, limit: usize) -> Result<Vec<PostSummary>, StoreError> {
         let want = limit.min(self.feed_capacity());
-        let entries = Self::feed_entries();
-        from_items(self.db.query_up_to("feed", &entries, None, want).await?)
+        let entries = Store::feed_entries();
+        Ok(from_items(
+            self.db.query_up_to("feed", &entries, None, want).await?,
+        )?)
     }
+}
 
+impl FanOut<'_> {
     /// Fan-out of a new post: its entry enters the feed unless it is there
     /// already or the post is at or below the floor (a post that left the
     /// feed never comes back); then the feed's count of entries grows by one,
@@ -285,7 +304,7 @@ impl Store {
         struct Id {
             post_id: PostId,
         }
-        let everything = Self::feed_entries()
+        let everything = Store::feed_entries()
             .project(Expr::new("postId"))
             .consistent();
         let ids = self
@@ -326,17 +345,10 @@ impl Store {
         self.db.write("uncount feed entry", &uncount).await?;
         Ok(true)
     }
+}
 
-    /// Deletes a post's feed entry, if there is one: the trim's (fan-out) and
-    /// the audit's (admin).
-    pub(crate) async fn remove_feed_entry(&self, post: &PostId) -> Result<(), StoreError> {
-        let delete = Write::delete(FeedEntryItem::key_of(post).item());
-        self.db
-            .write("remove feed entry", &delete)
-            .await
-            .map(|_| ())
-    }
-
+#[cfg(feature = "admin")]
+impl Admin<'_> {
     #[cfg(feature = "admin")]
     /// The audit's repair of a feed entry (admin): puts `entry` unless the
     /// feed holds a newer copy of the post (the fan-out wrote one meanwhile).

@@ -35,10 +35,9 @@ use std::collections::{BTreeMap, HashMap};
 use aws_sdk_dynamodb::types::AttributeValue;
 use serde::{Deserialize, Serialize};
 
+use super::{FanOut, Requests};
 use super::{
-    ItemType, Store, StoreError, n,
-    posts::{Counter, PostItem, Step},
-    signed,
+    Item, ItemType, Store, StoreError, from_item, n, signed,
     table::{Expr, Outcome, TxOutcome, Write},
 };
 use crate::{
@@ -61,6 +60,65 @@ const SUM_ATTEMPTS: usize = 8;
 
 /// How often the switch reads the post again when it changed under it.
 const SWITCH_ATTEMPTS: usize = 5;
+
+/// A post's counters. Each is exact: it changes in the transaction that adds
+/// or removes what it counts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Counter {
+    Comments,
+    Likes,
+}
+
+impl Counter {
+    pub const ALL: [Counter; 2] = [Counter::Comments, Counter::Likes];
+
+    /// The post item's attribute that holds it.
+    pub fn attribute(self) -> &'static str {
+        match self {
+            Counter::Comments => "commentCount",
+            Counter::Likes => "likeCount",
+        }
+    }
+
+    /// The sort-key prefix of what it counts, in the post's partition.
+    pub fn counts(self) -> &'static str {
+        match self {
+            Counter::Comments => keys::COMMENT_PREFIX,
+            Counter::Likes => keys::LIKE_PREFIX,
+        }
+    }
+}
+
+/// Which way a counter goes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Step {
+    Up,
+    Down,
+}
+
+/// `counter` of the item at `key` (a post, or a hot post's shard counter) one
+/// `step` up or down, its `version` one up, as a transaction's item: it must
+/// exist, going up it must also meet `up_also`, and going down the counter
+/// must be above 0.
+fn step_counter(key: Item, counter: Counter, step: Step, up_also: Option<Expr>) -> Write {
+    let sign = match step {
+        Step::Up => "+",
+        Step::Down => "-",
+    };
+    let change = Expr::new(format!(
+        "SET #counter = #counter {sign} :one, version = version + :one"
+    ))
+    .name("#counter", counter.attribute())
+    .value(":one", n(1));
+    let condition = match (step, up_also) {
+        (Step::Up, None) => Expr::new("attribute_exists(PK)"),
+        (Step::Up, Some(also)) => also.prefixed("attribute_exists(PK) AND "),
+        (Step::Down, _) => Expr::new("attribute_exists(PK) AND #counter > :zero")
+            .name("#counter", counter.attribute())
+            .value(":zero", n(0)),
+    };
+    Write::update(key, change).when(condition)
+}
 
 /// FNV-1a, 64 bits: a hash that is the same in every build, so that a
 /// liker's shard never moves.
@@ -131,7 +189,7 @@ impl ShardCounterItem {
     /// fails if the post is gone (its deletion deletes the counters) and,
     /// going down, if the count is 0.
     pub fn count(post: PostId, shard: u8, counter: Counter, step: Step) -> Write {
-        super::posts::step_counter(Self::key_of(post, shard).item(), counter, step, None)
+        step_counter(Self::key_of(post, shard).item(), counter, step, None)
     }
 
     /// The counter of `counter` in it.
@@ -212,6 +270,18 @@ pub enum Summed {
     Gone,
 }
 
+/// What the hot-post code reads of a post item: whether it is hot, and
+/// what the fan-out has added of each shard's counts (the item is read
+/// whole, strongly consistent; the rest of it is not needed here).
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub(super) struct PostShards {
+    #[serde(default)]
+    pub shards: Option<u8>,
+    #[serde(default)]
+    pub shard_counts: Option<BTreeMap<String, Added>>,
+}
+
 /// The hot posts a process has met, so that it goes to their shards at once.
 #[derive(Debug, Default)]
 pub struct HotPosts(std::sync::Mutex<HashMap<PostId, u8>>);
@@ -238,6 +308,16 @@ impl HotPosts {
 }
 
 impl Store {
+    /// The post item's shards and shard counts, strongly consistent; `None`
+    /// when there is no such post.
+    pub(super) async fn post_shards(
+        &self,
+        post: &PostId,
+    ) -> Result<Option<PostShards>, StoreError> {
+        let found = self.db.get(keys::post_item(post).item(), true).await?;
+        Ok(found.map(from_item).transpose()?)
+    }
+
     /// How many shards `post` has, if this process knows it is hot.
     pub(super) fn known_shards(&self, post: &PostId) -> Option<u8> {
         self.hot.get(post)
@@ -248,11 +328,21 @@ impl Store {
         self.hot.forget(post);
     }
 
+    /// The shard counters of a hot post, keys only: what its deletion
+    /// deletes with it.
+    pub(super) fn shard_counter_keys(post: &PostId, shards: u8) -> Vec<super::Item> {
+        (0..shards)
+            .map(|shard| ShardCounterItem::key_of(*post, shard).item())
+            .collect()
+    }
+}
+
+impl Requests<'_> {
     /// A like's or a comment's count refused by its condition: the post is
     /// gone (404), or it is hot (remembered, and the caller tries again in its
     /// shards).
     pub(super) async fn learn_shards(&self, post: &PostId) -> Result<(), StoreError> {
-        let found = self.db.get_entity::<PostItem>(PostItem::key(post), true);
+        let found = self.post_shards(post);
         match found.await?.and_then(|p| p.shards) {
             Some(shards) => {
                 self.hot.remember(*post, shards);
@@ -270,7 +360,7 @@ impl Store {
     /// post first (strongly consistent: another request may have switched it).
     pub async fn make_hot(&self, post: &PostId) -> Result<u8, StoreError> {
         for _ in 0..SWITCH_ATTEMPTS {
-            let found = self.db.get_entity::<PostItem>(PostItem::key(post), true);
+            let found = self.post_shards(post);
             let found = found.await?.ok_or(StoreError::PostNotFound)?;
             if let Some(shards) = found.shards {
                 self.hot.remember(*post, shards);
@@ -287,7 +377,7 @@ impl Store {
             let mut tx = self.db.transaction("make a post hot");
             let switched = tx.add(
                 "post",
-                Write::update(PostItem::key(post), change)
+                Write::update(keys::post_item(post).item(), change)
                     .when(quiet)
                     .landed_when(vec![(SHARDS_ATTRIBUTE, n(u64::from(shards)))]),
             );
@@ -316,15 +406,9 @@ impl Store {
             "the post kept changing while it was made hot",
         ))
     }
+}
 
-    /// The shard counters of a hot post, keys only: what its deletion
-    /// deletes with it.
-    pub(super) fn shard_counter_keys(post: &PostId, shards: u8) -> Vec<super::Item> {
-        (0..shards)
-            .map(|shard| ShardCounterItem::key_of(*post, shard).item())
-            .collect()
-    }
-
+impl FanOut<'_> {
     /// Fan-out of shard counter changes (their newest images in a batch, of
     /// one post): adds to the post's counts what each shard counted since the
     /// version the post holds of it, in one conditional update, and records
@@ -338,7 +422,7 @@ impl Store {
         counters: &[ShardCounterItem],
     ) -> Result<Summed, StoreError> {
         for _ in 0..SUM_ATTEMPTS {
-            let found = self.db.get_entity::<PostItem>(PostItem::key(post), true);
+            let found = self.post_shards(post);
             let Some(found) = found.await? else {
                 return Ok(Summed::Gone);
             };
@@ -425,18 +509,29 @@ fn shard_update(added: &BTreeMap<String, Added>, counters: &[ShardCounterItem]) 
     for (placeholder, value) in checks {
         condition = condition.value(&placeholder, value);
     }
-    Some(Write::update(PostItem::key(&post), change).when(condition))
+    Some(Write::update(keys::post_item(&post).item(), change).when(condition))
 }
 
 fn signed_difference(now: u64, was: u64) -> i64 {
     i64::try_from(now).unwrap_or(i64::MAX) - i64::try_from(was).unwrap_or(i64::MAX)
 }
 
+/// `counter` of `post` one `step` up or down, with its `version` one up:
+/// the item of a transaction that adds or removes what it counts. Its
+/// condition fails if the post is gone; going up, if the post is hot (its
+/// new likes and comments count in its shards); going down, if the counter
+/// is already 0 (which an exact count never is while the counted item
+/// exists).
+fn counted_on_post(post: &PostId, counter: Counter, step: Step) -> Write {
+    let quiet = Expr::new("attribute_not_exists(#shards)").name("#shards", SHARDS_ATTRIBUTE);
+    step_counter(keys::post_item(post).item(), counter, step, Some(quiet))
+}
+
 /// Where a post's counter for a new like or comment is, by what is known of
 /// it: the post item while it is quiet, a shard's counter once it is hot.
-pub(super) fn counted_up(post: &PostId, shard: Option<u8>, counter: Counter) -> Write {
+pub fn counted_up(post: &PostId, shard: Option<u8>, counter: Counter) -> Write {
     match shard {
-        None => PostItem::count(post, counter, Step::Up),
+        None => counted_on_post(post, counter, Step::Up),
         Some(shard) => ShardCounterItem::count(*post, shard, counter, Step::Up),
     }
 }
@@ -445,7 +540,7 @@ pub(super) fn counted_up(post: &PostId, shard: Option<u8>, counter: Counter) -> 
 /// (`None`: given while the post was quiet), or in a shard.
 pub(super) fn counted_down(post: &PostId, shard: Option<u8>, counter: Counter) -> Write {
     match shard {
-        None => PostItem::count(post, counter, Step::Down),
+        None => counted_on_post(post, counter, Step::Down),
         Some(shard) => ShardCounterItem::count(*post, shard, counter, Step::Down),
     }
 }

@@ -16,8 +16,9 @@
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
+use super::{FanOut, Requests};
 use super::{
-    Item, ItemType, Store, StoreError, n, s,
+    Item, ItemType, StoreError, n, s,
     table::{Expr, Query, Slot, Transaction, Write},
 };
 use crate::{
@@ -185,7 +186,7 @@ impl Idempotency {
     }
 }
 
-impl Store {
+impl Requests<'_> {
     /// The first answer to `caller`'s request made with `keyed`'s key,
     /// after the record's condition refused this one: the same request
     /// answers as the first did (its `content` read from what it created:
@@ -240,7 +241,7 @@ impl Store {
     }
 }
 
-impl Store {
+impl FanOut<'_> {
     /// Erasure (fan-out): every request record of `user`'s, a page of keys
     /// at a time (strongly consistent), deleted one by one; how many.
     pub(super) async fn forget_requests(&self, user: &UserId) -> Result<usize, StoreError> {

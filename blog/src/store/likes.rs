@@ -3,16 +3,16 @@
 use serde::{Deserialize, Serialize};
 
 use super::{
-    Busy, ItemType, Store, StoreError,
-    hot::{self, LikeShardsItem},
-    posts::{Counter, PostItem},
+    Busy, ItemType, StoreError,
+    hot::{self, Counter, LikeShardsItem},
     s,
     table::{Committing, Expr, Query, TxOutcome, Write},
     users::UserItem,
 };
+use super::{FanOut, Requests};
 use crate::{
     ids::{IdError, LikeId, PostId, UserId},
-    keys::{self, Entity, Key, LIKE_PREFIX, PostPartition},
+    keys::{self, Entity, Key, KeyError, LIKE_PREFIX, PostPartition},
     model::{Like, Page},
     text::Username,
 };
@@ -138,7 +138,7 @@ impl Entity for LikerMarker {
     }
 
     /// Markers written before they carried `postId` take it from their key.
-    fn from_item(item: super::Item) -> Result<Self, StoreError> {
+    fn decode(item: super::Item) -> Result<Self, KeyError> {
         #[derive(Deserialize)]
         #[serde(rename_all = "camelCase")]
         struct Stored {
@@ -149,7 +149,7 @@ impl Entity for LikerMarker {
         let key = Key::of(&item)?;
         let stored: Stored = super::from_item(item)?;
         let place = PostPartition::of_pk(&key.pk)
-            .ok_or_else(|| StoreError::Internal(format!("a like marker under {}", key.pk)))?;
+            .ok_or_else(|| KeyError::Misplaced(format!("a like marker under {}", key.pk)))?;
         Ok(Self {
             post_id: stored.post_id.unwrap_or(place.post),
             like_id: stored.like_id,
@@ -200,7 +200,7 @@ impl LikesCursor {
     }
 }
 
-impl Store {
+impl Requests<'_> {
     /// C4 (request): the marker, the like and one up on the post's
     /// `likeCount` commit together; a second like by the same user fails on
     /// the marker and changes nothing. On a hot post the three go to the
@@ -312,8 +312,8 @@ impl Store {
         if let Some(marker) = self.marker(PostPartition::own(*post), liker).await? {
             return Ok(Some(marker));
         }
-        let found = self.db.get_entity::<PostItem>(PostItem::key(post), true);
-        let found = found.await?.ok_or(StoreError::PostNotFound)?;
+        let found = self.post_shards(post).await?;
+        let found = found.ok_or(StoreError::PostNotFound)?;
         match found.shards {
             Some(shards) if !looked_in_shards => {
                 let place = PostPartition::shard(*post, hot::liker_shard(liker, shards));
@@ -373,52 +373,6 @@ impl Store {
             Busy::Conflict,
             "the like kept changing while it was taken back",
         ))
-    }
-
-    /// Erasure (fan-out): the like `like` of `liker` in the partition
-    /// `place`, its marker (when it names this like: a new account of the
-    /// same user may have liked since) and one off the count it was counted
-    /// in, in one transaction, as unliking would; `false` when the like is
-    /// gone already. When the post is gone (its own deletion clears its
-    /// partitions) the like goes alone.
-    pub(super) async fn erase_like(
-        &self,
-        place: PostPartition,
-        like: &LikeId,
-        liker: &UserId,
-    ) -> Result<bool, StoreError> {
-        let like_key = LikeItem::key_of(place, like).item();
-        let mut with_marker = true;
-        let mut with_count = true;
-        loop {
-            let mut tx = self.db.transaction("erase like");
-            let exists = Expr::new("attribute_exists(PK)");
-            let remove = Write::delete(like_key.clone())
-                .when(exists)
-                .landed_if_gone();
-            let removed = tx.add("like", remove);
-            let marker = with_marker.then(|| {
-                let names_it = Expr::new("attribute_not_exists(PK) OR likeId = :like")
-                    .value(":like", s(like.to_string()));
-                let key = LikerMarker::key_of(place, liker).item();
-                tx.add("liker marker", Write::delete(key).when(names_it))
-            });
-            let counted = with_count.then(|| {
-                let count = hot::counted_down(&place.post, place.shard, Counter::Likes);
-                tx.add("count", count)
-            });
-            match tx.commit().await? {
-                TxOutcome::Committed => return Ok(true),
-                TxOutcome::ConditionFailed(failed) if failed.failed(removed) => return Ok(false),
-                TxOutcome::ConditionFailed(failed) if marker.is_some_and(|m| failed.failed(m)) => {
-                    with_marker = false;
-                }
-                TxOutcome::ConditionFailed(failed) if counted.is_some_and(|c| failed.failed(c)) => {
-                    with_count = false;
-                }
-                TxOutcome::ConditionFailed(failed) => return Err(failed.unexpected("erase like")),
-            }
-        }
     }
 
     /// Q5 (request): one Query in the post's partition, newest first. Its
@@ -506,5 +460,53 @@ impl Store {
         self.db
             .query_up_to("likes", &query, Some(start.item()), 1)
             .await
+    }
+}
+
+impl FanOut<'_> {
+    /// Erasure (fan-out): the like `like` of `liker` in the partition
+    /// `place`, its marker (when it names this like: a new account of the
+    /// same user may have liked since) and one off the count it was counted
+    /// in, in one transaction, as unliking would; `false` when the like is
+    /// gone already. When the post is gone (its own deletion clears its
+    /// partitions) the like goes alone.
+    pub(super) async fn erase_like(
+        &self,
+        place: PostPartition,
+        like: &LikeId,
+        liker: &UserId,
+    ) -> Result<bool, StoreError> {
+        let like_key = LikeItem::key_of(place, like).item();
+        let mut with_marker = true;
+        let mut with_count = true;
+        loop {
+            let mut tx = self.db.transaction("erase like");
+            let exists = Expr::new("attribute_exists(PK)");
+            let remove = Write::delete(like_key.clone())
+                .when(exists)
+                .landed_if_gone();
+            let removed = tx.add("like", remove);
+            let marker = with_marker.then(|| {
+                let names_it = Expr::new("attribute_not_exists(PK) OR likeId = :like")
+                    .value(":like", s(like.to_string()));
+                let key = LikerMarker::key_of(place, liker).item();
+                tx.add("liker marker", Write::delete(key).when(names_it))
+            });
+            let counted = with_count.then(|| {
+                let count = hot::counted_down(&place.post, place.shard, Counter::Likes);
+                tx.add("count", count)
+            });
+            match tx.commit().await? {
+                TxOutcome::Committed => return Ok(true),
+                TxOutcome::ConditionFailed(failed) if failed.failed(removed) => return Ok(false),
+                TxOutcome::ConditionFailed(failed) if marker.is_some_and(|m| failed.failed(m)) => {
+                    with_marker = false;
+                }
+                TxOutcome::ConditionFailed(failed) if counted.is_some_and(|c| failed.failed(c)) => {
+                    with_count = false;
+                }
+                TxOutcome::ConditionFailed(failed) => return Err(failed.unexpected("erase like")),
+            }
+        }
     }
 }

@@ -13,8 +13,10 @@
 
 use serde::Deserialize;
 
+#[cfg(feature = "admin")]
+use super::Admin;
 use super::{
-    ItemType, Store, StoreError, from_items,
+    ItemType, StoreError, from_items,
     table::{Expr, Scan},
 };
 use crate::{ids::PostId, keys::TYPE};
@@ -30,7 +32,8 @@ pub struct Migrated {
     pub busy: usize,
 }
 
-impl Store {
+#[cfg(feature = "admin")]
+impl Admin<'_> {
     /// Admin: moves every post of the old shape into the new one.
     pub async fn migrate(&self) -> Result<Migrated, StoreError> {
         #[derive(Deserialize)]

@@ -8,10 +8,11 @@
 
 use serde::de::DeserializeOwned;
 
-use super::{Item, Store, StoreError, cursor, from_items, table::Query};
+use super::Requests;
+use super::{Item, StoreError, cursor, from_items, table::Query};
 use crate::model::Page;
 
-impl Store {
+impl Requests<'_> {
     /// One page of the list `list` (the cursor's namespace): `limit` items of
     /// type `T` after `start`, and a cursor naming the last one when more follow.
     pub(crate) async fn list_page<T: DeserializeOwned>(

@@ -11,7 +11,10 @@
 use aws_lambda_events::event::dynamodb::EventRecord;
 use serde::{Deserialize, Serialize};
 
-use super::{ItemType, Store, StoreError, table::Write};
+#[cfg(feature = "admin")]
+use super::Admin;
+use super::FanOut;
+use super::{ItemType, StoreError, table::Write};
 use crate::keys::{self, Entity, Key, PARKED_PK};
 #[cfg(feature = "admin")]
 use {
@@ -82,7 +85,7 @@ impl Entity for ParkedRecordItem {
     }
 }
 
-impl Store {
+impl FanOut<'_> {
     /// Keeps `item` (the fan-out's park-failures; an unconditional put:
     /// parking a record again rewrites the same item).
     pub async fn park(&self, item: &ParkedRecordItem) -> Result<(), StoreError> {
@@ -92,7 +95,10 @@ impl Store {
             .await
             .map(|_| ())
     }
+}
 
+#[cfg(feature = "admin")]
+impl Admin<'_> {
     #[cfg(feature = "admin")]
     /// One page of parked records (admin: `blog-admin replay`), oldest
     /// sequence number first, and where the next page starts.

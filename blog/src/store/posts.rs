@@ -2,8 +2,12 @@
 
 use serde::{Deserialize, Serialize};
 
+#[cfg(feature = "admin")]
+use super::Admin;
+use super::Requests;
 use super::{
     Busy, Item, ItemType, Store, StoreError,
+    hot::Counter,
     idempotency::{Answer, Created, Idempotency},
     n, s,
     table::{Committing, Expr, Query, TxOutcome, Write},
@@ -32,78 +36,6 @@ fn as_read(item: &PostItem, editor: &UserId) -> Expr {
         .value(":editor", s(editor.as_str()))
         .value(":title", s(&item.title))
         .value(":summary", s(&item.summary))
-}
-
-/// A post's counters. Each is exact: it changes in the transaction that adds
-/// or removes what it counts.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Counter {
-    Comments,
-    Likes,
-}
-
-impl Counter {
-    pub const ALL: [Counter; 2] = [Counter::Comments, Counter::Likes];
-
-    /// The post item's attribute that holds it.
-    pub fn attribute(self) -> &'static str {
-        match self {
-            Counter::Comments => "commentCount",
-            Counter::Likes => "likeCount",
-        }
-    }
-
-    /// The sort-key prefix of what it counts, in the post's partition.
-    pub fn counts(self) -> &'static str {
-        match self {
-            Counter::Comments => keys::COMMENT_PREFIX,
-            Counter::Likes => keys::LIKE_PREFIX,
-        }
-    }
-
-    /// Its value on `post`.
-    pub fn of(self, post: &PostItem) -> u64 {
-        match self {
-            Counter::Comments => post.comment_count,
-            Counter::Likes => post.like_count,
-        }
-    }
-}
-
-/// Which way a counter goes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Step {
-    Up,
-    Down,
-}
-
-/// `counter` of the item at `key` (a post, or a hot post's shard counter) one
-/// `step` up or down, its `version` one up, as a transaction's item: it must
-/// exist, going up it must also meet `up_also`, and going down the counter
-/// must be above 0.
-pub(super) fn step_counter(
-    key: Item,
-    counter: Counter,
-    step: Step,
-    up_also: Option<Expr>,
-) -> Write {
-    let sign = match step {
-        Step::Up => "+",
-        Step::Down => "-",
-    };
-    let change = Expr::new(format!(
-        "SET #counter = #counter {sign} :one, version = version + :one"
-    ))
-    .name("#counter", counter.attribute())
-    .value(":one", n(1));
-    let condition = match (step, up_also) {
-        (Step::Up, None) => Expr::new("attribute_exists(PK)"),
-        (Step::Up, Some(also)) => also.prefixed("attribute_exists(PK) AND "),
-        (Step::Down, _) => Expr::new("attribute_exists(PK) AND #counter > :zero")
-            .name("#counter", counter.attribute())
-            .value(":zero", n(0)),
-    };
-    Write::update(key, change).when(condition)
 }
 
 /// The post item: what lists show (the short form, copied by GSI1 for Q3 and
@@ -161,19 +93,15 @@ impl PostItem {
     }
 
     pub fn key(post: &PostId) -> Item {
-        Key::new(keys::post_pk(post), POST_SK).item()
+        keys::post_item(post).item()
     }
 
-    /// `counter` of `post` one `step` up or down, with its `version` one up:
-    /// the item of a transaction that adds or removes what it counts. Its
-    /// condition fails if the post is gone; going up, if the post is hot
-    /// (its new likes and comments count in its shards: [`super::hot`]);
-    /// going down, if the counter is already 0 (which an exact count never is
-    /// while the counted item exists).
-    pub fn count(post: &PostId, counter: Counter, step: Step) -> Write {
-        let quiet = Expr::new("attribute_not_exists(#shards)")
-            .name("#shards", super::hot::SHARDS_ATTRIBUTE);
-        step_counter(Self::key(post), counter, step, Some(quiet))
+    /// The value of `counter` on it.
+    pub fn count_of(&self, counter: Counter) -> u64 {
+        match counter {
+            Counter::Comments => self.comment_count,
+            Counter::Likes => self.like_count,
+        }
     }
 }
 
@@ -183,7 +111,7 @@ impl Entity for PostItem {
     const OWN: &'static [&'static str] = &[];
 
     fn key(&self) -> Key {
-        Key::new(keys::post_pk(&self.post_id), POST_SK)
+        keys::post_item(&self.post_id)
     }
 
     fn gsi1(&self) -> Option<Key> {
@@ -272,7 +200,7 @@ pub struct PostEdit<'a> {
     pub content: Option<&'a str>,
 }
 
-impl Store {
+impl Requests<'_> {
     /// C2 (request): the post item and its content, in one transaction, under the
     /// caller's current username (a rename racing with it is caught up by the
     /// fan-out's INSERT rule).
@@ -342,29 +270,6 @@ impl Store {
         Ok(self.read_post(post, false).await?.map(Post::from))
     }
 
-    /// The post item and its content, strongly consistent when a write
-    /// depends on them (requests, the fan-out and the admin tools).
-    pub async fn read_post(
-        &self,
-        post: &PostId,
-        consistent: bool,
-    ) -> Result<Option<StoredPost>, StoreError> {
-        let mut query = Query::partition(keys::post_pk(post)).begins_with(keys::POST_ITEMS_PREFIX);
-        if consistent {
-            query = query.consistent();
-        }
-        let mut item = None;
-        let mut content = None;
-        for found in self.db.query_up_to("read post", &query, None, 2).await? {
-            match Key::of(&found)?.sk.as_str() {
-                POST_SK => item = Some(PostItem::from_item(found)?),
-                POST_CONTENT_SK => content = Some(PostContentItem::from_item(found)?),
-                _ => {}
-            }
-        }
-        Ok(item.map(|item| StoredPost { item, content }))
-    }
-
     /// C2 (edit; request): the content item, when the content changes, and
     /// the post item, when what lists show (the title or the summary)
     /// changes; one transaction either way. The post item's condition (the
@@ -414,6 +319,61 @@ impl Store {
         ))
     }
 
+    /// Q3 (request): one Query of GSI1 in the author's partition, newest first. Reads one
+    /// item more than the page so that the last page has no cursor.
+    pub async fn list_user_posts(
+        &self,
+        author: &UserId,
+        limit: usize,
+        cursor: Option<&str>,
+    ) -> Result<Page<PostSummary>, StoreError> {
+        let list = format!("user-posts:{author}");
+        let after = super::pages::resume_after(&list, cursor, PostId::parse)?;
+        let start = after.map(|post| {
+            Item::from([
+                (GSI1PK.to_owned(), s(keys::user_items_pk(author))),
+                (GSI1SK.to_owned(), s(keys::user_post_sk(&post))),
+                (PK.to_owned(), s(keys::post_pk(&post))),
+                (SK.to_owned(), s(POST_SK)),
+            ])
+        });
+        let query = Query::gsi1(keys::user_items_pk(author))
+            .begins_with(keys::POST_PREFIX)
+            .newest_first();
+        self.list_page(&list, &query, start, limit, |p: &PostSummary| {
+            p.post_id.to_string()
+        })
+        .await
+    }
+}
+
+impl Store {
+    /// The post item and its content, strongly consistent when a write
+    /// depends on them (requests, the fan-out and the admin tools).
+    pub async fn read_post(
+        &self,
+        post: &PostId,
+        consistent: bool,
+    ) -> Result<Option<StoredPost>, StoreError> {
+        let mut query = Query::partition(keys::post_pk(post)).begins_with(keys::POST_ITEMS_PREFIX);
+        if consistent {
+            query = query.consistent();
+        }
+        let mut item = None;
+        let mut content = None;
+        for found in self.db.query_up_to("read post", &query, None, 2).await? {
+            match Key::of(&found)?.sk.as_str() {
+                POST_SK => item = Some(PostItem::decode(found)?),
+                POST_CONTENT_SK => content = Some(PostContentItem::decode(found)?),
+                _ => {}
+            }
+        }
+        Ok(item.map(|item| StoredPost { item, content }))
+    }
+}
+
+#[cfg(feature = "admin")]
+impl Admin<'_> {
     #[cfg(feature = "admin")]
     /// The audit's repair of a count (admin): sets `counter` to `actual` if
     /// the post is still at the `version` it was read at (so a like or a
@@ -464,33 +424,6 @@ impl Store {
             }
             TxOutcome::ConditionFailed(failed) => Err(failed.unexpected("migrate post")),
         }
-    }
-
-    /// Q3 (request): one Query of GSI1 in the author's partition, newest first. Reads one
-    /// item more than the page so that the last page has no cursor.
-    pub async fn list_user_posts(
-        &self,
-        author: &UserId,
-        limit: usize,
-        cursor: Option<&str>,
-    ) -> Result<Page<PostSummary>, StoreError> {
-        let list = format!("user-posts:{author}");
-        let after = super::pages::resume_after(&list, cursor, PostId::parse)?;
-        let start = after.map(|post| {
-            Item::from([
-                (GSI1PK.to_owned(), s(keys::user_items_pk(author))),
-                (GSI1SK.to_owned(), s(keys::user_post_sk(&post))),
-                (PK.to_owned(), s(keys::post_pk(&post))),
-                (SK.to_owned(), s(POST_SK)),
-            ])
-        });
-        let query = Query::gsi1(keys::user_items_pk(author))
-            .begins_with(keys::POST_PREFIX)
-            .newest_first();
-        self.list_page(&list, &query, start, limit, |p: &PostSummary| {
-            p.post_id.to_string()
-        })
-        .await
     }
 }
 

@@ -20,13 +20,14 @@ use std::{
 use futures::StreamExt;
 use serde::{Deserialize, Serialize};
 
+use super::FanOut;
 use super::{
     Item, ItemType, Store, StoreError, n, s,
     table::{Backoff, Expr, Query, Write},
 };
 use crate::{
     ids::UserId,
-    keys::{self, Entity, Key},
+    keys::{self, Entity, Key, KeyError},
     store::users::UserItem,
     timestamp,
 };
@@ -197,11 +198,11 @@ impl Entity for RenameProgress {
     }
 
     /// Progress saved before it carried `userId` takes it from its key.
-    fn from_item(mut item: Item) -> Result<Self, StoreError> {
+    fn decode(mut item: Item) -> Result<Self, KeyError> {
         if !item.contains_key("userId") {
             let pk = Key::of(&item)?.pk;
             let user = keys::user_of_pk(&pk)
-                .ok_or_else(|| StoreError::Internal(format!("rename progress under {pk}")))?;
+                .ok_or_else(|| KeyError::Misplaced(format!("rename progress under {pk}")))?;
             item.insert("userId".to_owned(), s(user.as_str()));
         }
         super::from_item(item)
@@ -215,7 +216,7 @@ enum WalkEnd {
     Paused,
 }
 
-impl Store {
+impl FanOut<'_> {
     /// Fan-out of a rename: writes `user`'s username onto everything they
     /// wrote. Each write lands only on an item that copied an older version of
     /// the profile (`userVersion`), so replaying a rename, or an older one
@@ -392,13 +393,11 @@ impl Store {
         let mut round = 0;
         let backoff = *self.db.backoff();
         let round_attempts = ROUND_ATTEMPTS.min(backoff.attempts);
-        let paced = &self
-            .clone()
-            .with_backoff(backoff.with_attempts(round_attempts));
+        let paced = &Store::clone(self).with_backoff(backoff.with_attempts(round_attempts));
         while !pending.is_empty() {
             let results: Vec<(Item, Result<bool, StoreError>)> = futures::stream::iter(pending)
                 .map(|item| async move {
-                    let written = paced.copy_username_onto(item.clone(), user).await;
+                    let written = paced.fanout().copy_username_onto(item.clone(), user).await;
                     (item, written)
                 })
                 .buffer_unordered(*concurrency)

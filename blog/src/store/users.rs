@@ -8,6 +8,7 @@ use super::{
     n, s,
     table::{Committing, Expr, Outcome, Query, TxOutcome, Write},
 };
+use super::{FanOut, Requests};
 use crate::{
     ids::UserId,
     keys::{self, ERASED_SK, Entity, Key, PROFILE_SK, USERNAME_SK},
@@ -176,7 +177,7 @@ impl Writer {
     }
 }
 
-impl Store {
+impl Requests<'_> {
     /// Who `user` is as a writer (request): one strongly consistent Query of
     /// their partition, `SK BETWEEN "ERASED" AND "PROFILE"`, which reads the
     /// profile and the erasure mark (and nothing else: the rename's place,
@@ -189,7 +190,7 @@ impl Store {
         let (mut profile, mut erased) = (None, false);
         for found in self.db.query_up_to("writer", &query, None, 2).await? {
             match Key::of(&found)?.sk.as_str() {
-                PROFILE_SK => profile = Some(UserItem::from_item(found)?),
+                PROFILE_SK => profile = Some(UserItem::decode(found)?),
                 ERASED_SK => erased = true,
                 _ => {}
             }
@@ -289,15 +290,6 @@ impl Store {
         }
     }
 
-    /// The profile item, strongly consistent when a write depends on it.
-    pub(crate) async fn read_profile(
-        &self,
-        user: &UserId,
-        consistent: bool,
-    ) -> Result<Option<UserItem>, StoreError> {
-        self.db.get_entity(UserItem::key(user), consistent).await
-    }
-
     /// C1 (edit; request): renames a user. The profile change, the release of the old
     /// name and the claim of the new one commit together or not at all; the
     /// profile's `version` condition makes a concurrent rename retry instead of
@@ -358,6 +350,17 @@ impl Store {
     }
 }
 
+impl Store {
+    /// The profile item, strongly consistent when a write depends on it.
+    pub(crate) async fn read_profile(
+        &self,
+        user: &UserId,
+        consistent: bool,
+    ) -> Result<Option<UserItem>, StoreError> {
+        self.db.get_entity(UserItem::key(user), consistent).await
+    }
+}
+
 /// The rename of `current` into `renamed`, on the condition that the profile
 /// is still at the version read.
 fn renamed_profile(current: &UserItem, renamed: &UserItem) -> Write {
@@ -374,7 +377,7 @@ fn renamed_profile(current: &UserItem, renamed: &UserItem) -> Write {
         ])
 }
 
-impl Store {
+impl FanOut<'_> {
     /// Fan-out of a new post, comment or like, written under profile version
     /// `user_version` (one strongly consistent read of the profile):
     /// - its copied username may be stale: it may have been missed by a
@@ -427,7 +430,9 @@ impl Store {
         };
         self.write_username(key, copy, over).await
     }
+}
 
+impl Store {
     /// Writes a profile's username onto the item at `key`, as `over` allows:
     /// the one write behind the fan-out's copies and the audit's repairs.
     /// `false` when the condition refused it.

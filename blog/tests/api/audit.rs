@@ -7,7 +7,7 @@ use blog::{
     audit::{AuditOptions, Finding, Report},
     ids::{PostId, UserId},
     keys::{self, FEED_FLOOR_SK, FEED_PK, PK, POST_SK, SK},
-    store::{feed::feed_slack, posts::Counter},
+    store::{feed::feed_slack, hot::Counter},
 };
 use serde_json::{Value, json};
 
@@ -47,7 +47,7 @@ async fn the_audit_finds_and_repairs_every_stale_copy() {
     api.like(&fan, &newest).await;
     let comment = api.comment(&fan, &newest, "hi").await;
     api.settle(&mut poller).await;
-    let clean = api.app.store.audit(false).await.expect("audit");
+    let clean = api.app.store.admin().audit(false).await.expect("audit");
     assert_eq!(
         clean.findings,
         vec![],
@@ -100,7 +100,14 @@ async fn the_audit_finds_and_repairs_every_stale_copy() {
     // And a floor above a post the feed shows: it could keep a post out.
     corrupt(&api, FEED_PK, FEED_FLOOR_SK, "floorPostId", s(&posts[3])).await;
 
-    let found = api.app.store.audit(false).await.expect("audit").findings;
+    let found = api
+        .app
+        .store
+        .admin()
+        .audit(false)
+        .await
+        .expect("audit")
+        .findings;
     let kinds: Vec<String> = found
         .iter()
         .map(|f| {
@@ -143,7 +150,13 @@ async fn the_audit_finds_and_repairs_every_stale_copy() {
             page_size,
             ..AuditOptions::default()
         };
-        let again = api.app.store.audit_with(&options).await.expect("audit");
+        let again = api
+            .app
+            .store
+            .admin()
+            .audit_with(&options)
+            .await
+            .expect("audit");
         assert_eq!(
             sorted(&again.findings),
             sorted(&found),
@@ -152,9 +165,15 @@ async fn the_audit_finds_and_repairs_every_stale_copy() {
         assert_eq!(again.found, 6);
     }
 
-    let repaired = api.app.store.audit(true).await.expect("repair");
+    let repaired = api.app.store.admin().audit(true).await.expect("repair");
     assert_eq!(repaired.repaired, 6);
-    let after = api.app.store.audit(true).await.expect("audit again");
+    let after = api
+        .app
+        .store
+        .admin()
+        .audit(true)
+        .await
+        .expect("audit again");
     assert_eq!(
         (after.findings, after.repaired),
         (vec![], 0),
@@ -164,7 +183,13 @@ async fn the_audit_finds_and_repairs_every_stale_copy() {
     // And the API shows the truth again, after the fan-out has seen the repairs.
     api.settle(&mut poller).await;
     assert_eq!(
-        api.app.store.audit(false).await.expect("audit").findings,
+        api.app
+            .store
+            .admin()
+            .audit(false)
+            .await
+            .expect("audit")
+            .findings,
         vec![]
     );
     assert_eq!(api.get(&format!("/posts/{newest}")).await.1["likeCount"], 1);
@@ -231,7 +256,13 @@ async fn a_post_whose_replies_span_many_pages_is_counted_right_in_bounded_memory
             page_size,
             ..AuditOptions::default()
         };
-        let report = api.app.store.audit_with(&options).await.expect("audit");
+        let report = api
+            .app
+            .store
+            .admin()
+            .audit_with(&options)
+            .await
+            .expect("audit");
         assert_eq!(
             report.findings,
             vec![],
@@ -265,7 +296,13 @@ async fn a_post_whose_replies_span_many_pages_is_counted_right_in_bounded_memory
         page_size: Some(3),
         ..AuditOptions::default()
     };
-    let report = api.app.store.audit_with(&options).await.expect("audit");
+    let report = api
+        .app
+        .store
+        .admin()
+        .audit_with(&options)
+        .await
+        .expect("audit");
     assert_eq!(report.found, 1, "{:#?}", report.findings);
     assert!(matches!(
         report.findings[0],
@@ -281,15 +318,36 @@ async fn a_post_whose_replies_span_many_pages_is_counted_right_in_bounded_memory
         keep: 0,
         ..options.clone()
     };
-    let report = api.app.store.audit_with(&kept_none).await.expect("audit");
+    let report = api
+        .app
+        .store
+        .admin()
+        .audit_with(&kept_none)
+        .await
+        .expect("audit");
     assert_eq!((report.found, report.findings.len()), (1, 0));
     let repair = AuditOptions {
         repair: true,
         ..options
     };
-    let report = api.app.store.audit_with(&repair).await.expect("repair");
+    let report = api
+        .app
+        .store
+        .admin()
+        .audit_with(&repair)
+        .await
+        .expect("repair");
     assert_eq!((report.found, report.repaired), (1, 1));
-    assert_eq!(api.app.store.audit(false).await.expect("audit").found, 0);
+    assert_eq!(
+        api.app
+            .store
+            .admin()
+            .audit(false)
+            .await
+            .expect("audit")
+            .found,
+        0
+    );
 }
 
 #[tokio::test]
@@ -334,6 +392,7 @@ async fn one_users_audit_repairs_their_copies_and_nothing_of_anyone_else() {
     let store = &api.app.store;
     let alice_id = UserId::parse(&alice).expect("user id");
     let found = store
+        .admin()
         .audit_user(&alice_id, &AuditOptions::default())
         .await
         .expect("audit alice");
@@ -366,18 +425,20 @@ async fn one_users_audit_repairs_their_copies_and_nothing_of_anyone_else() {
     assert!(found.items_read >= 4, "the profile and three items");
 
     let repaired = store
+        .admin()
         .audit_user(&alice_id, &AuditOptions::repairing(true))
         .await
         .expect("repair alice");
     assert_eq!((repaired.found, repaired.repaired), (3, 3));
     let again = store
+        .admin()
         .audit_user(&alice_id, &AuditOptions::repairing(true))
         .await
         .expect("audit alice again");
     assert_eq!((again.found, again.repaired), (0, 0));
 
     // Bob's stale comment is still there: the full audit finds it alone.
-    let full = store.audit(false).await.expect("audit");
+    let full = store.admin().audit(false).await.expect("audit");
     assert_eq!(full.found, 1, "{:#?}", full.findings);
     assert!(matches!(
         &full.findings[0],
@@ -385,6 +446,7 @@ async fn one_users_audit_repairs_their_copies_and_nothing_of_anyone_else() {
     ));
     let bob_id = UserId::parse(&bob).expect("user id");
     let bobs_audit = store
+        .admin()
         .audit_user(&bob_id, &AuditOptions::repairing(true))
         .await
         .expect("repair bob");
@@ -392,7 +454,7 @@ async fn one_users_audit_repairs_their_copies_and_nothing_of_anyone_else() {
     // Alice's post's feed entry took the stale name from nothing: it kept
     // "alice" throughout, so after the fan-out the whole table is clean.
     api.settle(&mut poller).await;
-    assert_eq!(store.audit(false).await.expect("audit").found, 0);
+    assert_eq!(store.admin().audit(false).await.expect("audit").found, 0);
 }
 
 #[tokio::test]
@@ -412,6 +474,7 @@ async fn one_posts_audit_repairs_its_count_names_and_feed_entry_only() {
     let first_id = PostId::parse(&first).expect("post id");
     let second_id = PostId::parse(&second).expect("post id");
     let clean = store
+        .admin()
         .audit_post(&first_id, &AuditOptions::default())
         .await
         .expect("audit");
@@ -457,7 +520,11 @@ async fn one_posts_audit_repairs_its_count_names_and_feed_entry_only() {
         page_size: Some(1),
         ..AuditOptions::default()
     };
-    let found = store.audit_post(&first_id, &options).await.expect("audit");
+    let found = store
+        .admin()
+        .audit_post(&first_id, &options)
+        .await
+        .expect("audit");
     assert_eq!(
         kinds(&found),
         ["Count", "StaleFeedEntry", "Username"],
@@ -477,9 +544,17 @@ async fn one_posts_audit_repairs_its_count_names_and_feed_entry_only() {
         repair: true,
         ..options
     };
-    let repaired = store.audit_post(&first_id, &repair).await.expect("repair");
+    let repaired = store
+        .admin()
+        .audit_post(&first_id, &repair)
+        .await
+        .expect("repair");
     assert_eq!((repaired.found, repaired.repaired), (3, 3));
-    let again = store.audit_post(&first_id, &repair).await.expect("again");
+    let again = store
+        .admin()
+        .audit_post(&first_id, &repair)
+        .await
+        .expect("again");
     assert_eq!(
         (again.found, again.repaired),
         (0, 0),
@@ -488,16 +563,20 @@ async fn one_posts_audit_repairs_its_count_names_and_feed_entry_only() {
     );
 
     // The second post's count is left for its own audit (or the full one).
-    let full = store.audit(false).await.expect("audit");
+    let full = store.admin().audit(false).await.expect("audit");
     assert_eq!(kinds(&full), ["Count"], "{:#?}", full.findings);
     assert!(matches!(
         full.findings[0],
         Finding::Count { post, counter: Counter::Likes, stored: 0, actual: 1, .. } if post == second_id
     ));
-    let second_audit = store.audit_post(&second_id, &repair).await.expect("repair");
+    let second_audit = store
+        .admin()
+        .audit_post(&second_id, &repair)
+        .await
+        .expect("repair");
     assert_eq!((second_audit.found, second_audit.repaired), (1, 1));
     api.settle(&mut poller).await;
-    assert_eq!(store.audit(false).await.expect("audit").found, 0);
+    assert_eq!(store.admin().audit(false).await.expect("audit").found, 0);
     let (_, feed) = api.get("/feed").await;
     assert_eq!(feed["items"][1]["title"], "first");
     assert_eq!(feed["items"][1]["commentCount"], 1);

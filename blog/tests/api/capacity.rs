@@ -531,7 +531,7 @@ async fn a_hot_post_costs_what_the_data_model_says() {
     // `shards`, the pointer, 16 counters (Local's flat rate again).
     api.meter.take();
     let id = crate::support::post_id(&post);
-    api.app.store.make_hot(&id).await.expect("hot");
+    api.app.store.requests().make_hot(&id).await.expect("hot");
     let switch: Vec<Call> = api
         .meter
         .take()

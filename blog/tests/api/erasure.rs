@@ -15,8 +15,9 @@ use blog::{
         Item, bulk,
         comments::CommentItem,
         feed::{FEED_CAPACITY, feed_reserve},
+        hot::{self, Counter},
         likes::LikeItem,
-        posts::{Counter, PostContentItem, PostItem, Step},
+        posts::{PostContentItem, PostItem},
         rename::Deadline,
         table::Write,
         users::UserItem,
@@ -105,7 +106,7 @@ async fn assert_erased_again_changes_nothing(api: &TestApi, user: &str) {
 }
 
 async fn audit_is_clean(api: &TestApi) {
-    let audit = api.app.store.audit(false).await.expect("audit");
+    let audit = api.app.store.admin().audit(false).await.expect("audit");
     assert_eq!(audit.findings, vec![], "{:#?}", audit.findings);
 }
 
@@ -463,12 +464,12 @@ async fn in_flight(api: &TestApi, profile: &UserItem, on: &PostId) -> (LikeId, C
     );
     let mut tx = db.transaction("a like in flight");
     tx.add("like", Write::create(&like).expect("like"));
-    tx.add("post", PostItem::count(on, Counter::Likes, Step::Up));
+    tx.add("post", hot::counted_up(on, None, Counter::Likes));
     tx.commit().await.expect("like committed");
     let comment = CommentItem::new(*on, CommentId::generate(), profile, "in flight");
     let mut tx = db.transaction("a comment in flight");
     tx.add("comment", Write::create(&comment).expect("comment"));
-    tx.add("post", PostItem::count(on, Counter::Comments, Step::Up));
+    tx.add("post", hot::counted_up(on, None, Counter::Comments));
     tx.commit().await.expect("comment committed");
     let post = PostId::generate();
     let at = post.created_at();
@@ -567,6 +568,7 @@ async fn a_long_walk_goes_on_over_short_invocations_while_others_keep_writing() 
     let (on, writer) = (post_id(&hers), user_id(&gone));
     for i in 0..250 {
         store
+            .requests()
             .create_comment(&on, &writer, &format!("comment {i}"))
             .await
             .expect("comment");
@@ -646,7 +648,7 @@ async fn the_audit_finds_an_erasure_left_undone_and_finishes_it() {
     erase(&api, &gone).await;
     // The fan-out never ran (its records were lost, say): the audit finds
     // the four items the user wrote and the walk not done.
-    let found = api.app.store.audit(false).await.expect("audit");
+    let found = api.app.store.admin().audit(false).await.expect("audit");
     let unerased: Vec<String> = found.findings.iter().map(ToString::to_string).collect();
     assert_eq!(
         unerased,
@@ -654,7 +656,13 @@ async fn the_audit_finds_an_erasure_left_undone_and_finishes_it() {
             "user {gone} was erased, but 4 of their items are left"
         )]
     );
-    let repaired = api.app.store.audit(true).await.expect("audit --repair");
+    let repaired = api
+        .app
+        .store
+        .admin()
+        .audit(true)
+        .await
+        .expect("audit --repair");
     assert_eq!(repaired.repaired, 1, "{:#?}", repaired.findings);
     // The deleted post's REMOVE clears its partition, as it would have.
     api.settle(&mut poller).await;

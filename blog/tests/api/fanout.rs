@@ -332,7 +332,12 @@ async fn a_redelivered_post_insert_still_trims_the_feed() {
     // The first delivery: the entry went in, the function died before the trim.
     let post: blog::store::posts::PostItem =
         serde_dynamo::from_item(insert.change.new_image.clone()).expect("post image");
-    api.app.store.enter_feed(&post).await.expect("enter");
+    api.app
+        .store
+        .fanout()
+        .enter_feed(&post)
+        .await
+        .expect("enter");
     assert_eq!(
         feed_partition(&api).await.0,
         2,

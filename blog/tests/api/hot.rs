@@ -55,10 +55,21 @@ async fn a_hot_post_counts_every_like_and_comment_exactly_on_every_copy() {
     }
     let quiet_comment = api.comment(&early[0], &post, "first").await;
 
-    let shards = api.app.store.make_hot(&post_id(&post)).await.expect("hot");
+    let shards = api
+        .app
+        .store
+        .requests()
+        .make_hot(&post_id(&post))
+        .await
+        .expect("hot");
     assert_eq!(shards, HOT_SHARDS);
     assert_eq!(
-        api.app.store.make_hot(&post_id(&post)).await.expect("hot"),
+        api.app
+            .store
+            .requests()
+            .make_hot(&post_id(&post))
+            .await
+            .expect("hot"),
         shards,
         "made hot once"
     );
@@ -144,7 +155,7 @@ async fn a_hot_post_counts_every_like_and_comment_exactly_on_every_copy() {
     let comments = every_page(&api, &format!("/posts/{post}/comments"), 3).await;
     assert_eq!(comments.len(), expected_comments);
 
-    let report = api.app.store.audit(false).await.expect("audit");
+    let report = api.app.store.admin().audit(false).await.expect("audit");
     assert_eq!(report.findings, vec![], "the audit finds nothing");
 }
 
@@ -156,7 +167,12 @@ async fn a_deleted_hot_post_leaves_nothing_in_any_shard_and_takes_no_like() {
     let fan = api.user("fan").await;
     let post = api.post(&author, "Short-lived", "viral").await;
     api.like(&fan, &post).await;
-    api.app.store.make_hot(&post_id(&post)).await.expect("hot");
+    api.app
+        .store
+        .requests()
+        .make_hot(&post_id(&post))
+        .await
+        .expect("hot");
     let late = api.user("late").await;
     api.like(&late, &post).await;
     api.comment(&late, &post, "wow").await;
@@ -180,7 +196,7 @@ async fn a_deleted_hot_post_leaves_nothing_in_any_shard_and_takes_no_like() {
         partitions_of(&api, &post).await.is_empty(),
         "every shard emptied"
     );
-    let report = api.app.store.audit(false).await.expect("audit");
+    let report = api.app.store.admin().audit(false).await.expect("audit");
     assert_eq!(report.findings, vec![], "the audit finds nothing");
 }
 
@@ -193,7 +209,12 @@ async fn an_erased_account_takes_its_likes_and_comments_out_of_a_hot_post() {
     let post = api.post(&author, "Hot", "post").await;
     api.like(&leaver, &post).await;
     api.comment(&leaver, &post, "quiet").await;
-    api.app.store.make_hot(&post_id(&post)).await.expect("hot");
+    api.app
+        .store
+        .requests()
+        .make_hot(&post_id(&post))
+        .await
+        .expect("hot");
     let fan = api.user("fan").await;
     api.like(&fan, &post).await;
     // The leaver's like is in the post's partition; a comment counted in a shard.
@@ -216,7 +237,7 @@ async fn an_erased_account_takes_its_likes_and_comments_out_of_a_hot_post() {
         (json!(1), json!(0)),
         "{got}"
     );
-    let report = api.app.store.audit(false).await.expect("audit");
+    let report = api.app.store.admin().audit(false).await.expect("audit");
     assert_eq!(report.findings, vec![], "the audit finds nothing");
 
     // A hot like of an account erased afterwards lives in a shard.
@@ -229,7 +250,7 @@ async fn an_erased_account_takes_its_likes_and_comments_out_of_a_hot_post() {
     assert_eq!(got["likeCount"], json!(0), "{got}");
     let shard = PostPartition::shard(post_id(&post), 0).pk();
     assert!(shard.starts_with(&format!("POST#{post}#")));
-    let report = api.app.store.audit(false).await.expect("audit");
+    let report = api.app.store.admin().audit(false).await.expect("audit");
     assert_eq!(report.findings, vec![], "the audit finds nothing");
 }
 
@@ -248,7 +269,12 @@ async fn a_batch_of_likes_on_hot_posts_writes_each_post_and_its_copies_once() {
     let mut posts = Vec::new();
     for i in 0..10 {
         let post = api.post(&author, format!("post {i}"), "c").await;
-        api.app.store.make_hot(&post_id(&post)).await.expect("hot");
+        api.app
+            .store
+            .requests()
+            .make_hot(&post_id(&post))
+            .await
+            .expect("hot");
         posts.push(post_id(&post));
     }
     let fans: Vec<String> =
@@ -261,7 +287,7 @@ async fn a_batch_of_likes_on_hot_posts_writes_each_post_and_its_copies_once() {
             .map(move |post| (post, crate::support::user_id(fan)))
     });
     let liked: Vec<_> = futures::stream::iter(likes)
-        .map(|(post, fan)| async move { api.app.store.like_post(post, &fan).await })
+        .map(|(post, fan)| async move { api.app.store.requests().like_post(post, &fan).await })
         .buffer_unordered(16)
         .collect()
         .await;

@@ -118,7 +118,7 @@ async fn old_shape_posts_are_served_then_migrated_while_the_api_serves() {
     // The migration runs while likes and content edits go on (a 503, the
     // store's retries run out under the contention, is sent again).
     let store = api.app.store.clone();
-    let migration = tokio::spawn(async move { store.migrate().await });
+    let migration = tokio::spawn(async move { store.admin().migrate().await });
     let traffic = join_all(posts.iter().enumerate().flat_map(|(i, post)| {
         let api = &api;
         let author = &author;
@@ -155,6 +155,7 @@ async fn old_shape_posts_are_served_then_migrated_while_the_api_serves() {
         let second = api
             .app
             .store
+            .admin()
             .migrate()
             .await
             .expect("migrate the busy ones");
@@ -163,7 +164,13 @@ async fn old_shape_posts_are_served_then_migrated_while_the_api_serves() {
             "the posts left busy (those an edit did not move since) moved by the next run: {first:?} then {second:?}"
         );
     }
-    let again = api.app.store.migrate().await.expect("migrate again");
+    let again = api
+        .app
+        .store
+        .admin()
+        .migrate()
+        .await
+        .expect("migrate again");
     assert_eq!(again, Migrated::default(), "nothing left");
     assert_eq!(shape(&table_snapshot(&api).await), (0, 10), "all new");
 
@@ -182,7 +189,7 @@ async fn old_shape_posts_are_served_then_migrated_while_the_api_serves() {
         assert_eq!(got["likeCount"], json!(likes), "post {i}");
     }
     api.settle(&mut poller).await;
-    let audit = api.app.store.audit(false).await.expect("audit");
+    let audit = api.app.store.admin().audit(false).await.expect("audit");
     assert_eq!(audit.findings, vec![], "{:#?}", audit.findings);
 }
 
@@ -206,7 +213,13 @@ async fn posts_dynamodb_stays_busy_on_are_left_for_the_next_run() {
         ..Faults::none()
     });
     let before = proxy.stats();
-    let stormy = api.app.store.migrate().await.expect("a run that finishes");
+    let stormy = api
+        .app
+        .store
+        .admin()
+        .migrate()
+        .await
+        .expect("a run that finishes");
     assert_eq!(
         stormy,
         Migrated {
@@ -235,7 +248,7 @@ async fn posts_dynamodb_stays_busy_on_are_left_for_the_next_run() {
     );
 
     proxy.set_faults(Faults::none());
-    let calm = api.app.store.migrate().await.expect("migrate");
+    let calm = api.app.store.admin().migrate().await.expect("migrate");
     assert_eq!(
         calm,
         Migrated {

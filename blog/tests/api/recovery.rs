@@ -36,7 +36,13 @@ async fn parked(api: &TestApi) -> Vec<ParkedRecordItem> {
     let mut all = Vec::new();
     let mut start = None;
     loop {
-        let (page, next) = api.app.store.parked_page(start).await.expect("parked");
+        let (page, next) = api
+            .app
+            .store
+            .admin()
+            .parked_page(start)
+            .await
+            .expect("parked");
         all.extend(page);
         match next {
             Some(next) => start = Some(next),
@@ -116,7 +122,7 @@ async fn records_the_fan_out_gave_up_on_are_parked_and_replay_applies_them_once(
     );
     // The fan-out's own records of what replay wrote change nothing more.
     api.settle(&mut api.poller()).await;
-    let audit = api.app.store.audit(false).await.expect("audit");
+    let audit = api.app.store.admin().audit(false).await.expect("audit");
     assert_eq!(audit.findings, vec![], "{:#?}", audit.findings);
 }
 
@@ -140,7 +146,7 @@ async fn a_record_replayed_after_newer_ones_changes_nothing() {
         )
         .await;
     assert_eq!(status, 200);
-    api.app.store.audit(true).await.expect("repair");
+    api.app.store.admin().audit(true).await.expect("repair");
     api.settle(&mut poller).await;
     assert_eq!(
         api.get("/feed").await.1["items"][0]["title"],

@@ -177,8 +177,8 @@ async fn the_records_a_real_workload_streams_are_filtered_as_the_rules_decide() 
     let records = api.stream_records().await;
     let parked = ParkedRecordItem::new("shard", &records[0], "2026-01-01T00:00:00Z".into())
         .expect("a parked record");
-    api.app.store.park(&parked).await.expect("park");
-    api.app.store.unpark(&parked).await.expect("unpark");
+    api.app.store.fanout().park(&parked).await.expect("park");
+    api.app.store.admin().unpark(&parked).await.expect("unpark");
     api.settle(&mut poller).await;
 
     let records = api.stream_records().await;

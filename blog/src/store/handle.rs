@@ -1,0 +1,151 @@
+//! The store's handle: the table and the settings its operations share.
+//! `store/mod.rs` only declares the modules and hands their names on, so
+//! that the table layer, which takes the store's error from there, imports
+//! nothing that imports it back.
+
+use std::time::Duration;
+
+use aws_sdk_dynamodb::Client;
+
+use super::{
+    feed,
+    hot::HotPosts,
+    table::{Backoff, Table},
+};
+
+/// How long the rename fan-out allows GSI1 to catch up with a write. DynamoDB
+/// documents GSI propagation as usually under a second; twice that leaves room.
+pub const GSI_LAG_BOUND: Duration = Duration::from_secs(2);
+
+/// The table, and the settings its operations share.
+#[derive(Clone, Debug)]
+pub struct Store {
+    pub(super) db: Table,
+    pub(super) feed_capacity: usize,
+    pub(super) gsi_lag_bound: Duration,
+    /// The hot posts this process has met ([`super::hot`]).
+    pub(super) hot: std::sync::Arc<HotPosts>,
+    /// Whether a throttled quiet post is made hot (always, but in the
+    /// viral benchmark's run of the design before hot posts).
+    pub(super) hot_switch: bool,
+}
+
+impl Store {
+    pub fn new(client: Client, table: impl Into<String>) -> Self {
+        Self {
+            db: Table::new(client, table),
+            feed_capacity: feed::FEED_CAPACITY,
+            gsi_lag_bound: GSI_LAG_BOUND,
+            hot: std::sync::Arc::default(),
+            hot_switch: true,
+        }
+    }
+
+    /// The design before hot posts: a throttled post stays quiet, its
+    /// requests retried into its partition. Only the viral benchmark runs it,
+    /// to measure what the switch changes.
+    #[cfg(feature = "bulk")]
+    pub fn never_hot(mut self) -> Self {
+        self.hot_switch = false;
+        self
+    }
+
+    /// Replaces the retry policy (tests make it fast, or give up at once).
+    pub fn with_backoff(mut self, backoff: Backoff) -> Self {
+        self.db = self.db.with_backoff(backoff);
+        self
+    }
+
+    /// How long GSI1 may take to show a write: the rename fan-out waits this
+    /// long after a rename before its second pass. DynamoDB Local's index is
+    /// synchronous, so tests against it may set zero.
+    pub fn with_gsi_lag_bound(mut self, bound: Duration) -> Self {
+        self.gsi_lag_bound = bound;
+        self
+    }
+
+    pub fn gsi_lag_bound(&self) -> Duration {
+        self.gsi_lag_bound
+    }
+
+    /// Caps the feed at `capacity` posts instead of [`feed::FEED_CAPACITY`]:
+    /// lets tests exercise trimming with a few posts.
+    pub fn with_feed_capacity(mut self, capacity: usize) -> Self {
+        self.feed_capacity = capacity;
+        self
+    }
+
+    pub fn feed_capacity(&self) -> usize {
+        self.feed_capacity
+    }
+
+    /// The table layer, through which every operation reaches DynamoDB.
+    pub fn db(&self) -> &Table {
+        &self.db
+    }
+
+    pub fn client(&self) -> &Client {
+        self.db.client()
+    }
+
+    /// The table's name.
+    pub fn table(&self) -> &str {
+        self.db.name()
+    }
+
+    pub fn backoff(&self) -> &Backoff {
+        self.db.backoff()
+    }
+}
+
+/// Declares a view of the [`Store`] named after the one caller whose
+/// operations it carries. A view borrows the store and derefs to it, so its
+/// operations reach the table and the writes every caller shares, which stay
+/// on `Store` in each entity's module.
+macro_rules! view {
+    ($(#[$meta:meta])* $name:ident, $open:ident) => {
+        $(#[$meta])*
+        #[derive(Debug, Clone, Copy)]
+        pub struct $name<'s>(&'s Store);
+
+        impl std::ops::Deref for $name<'_> {
+            type Target = Store;
+
+            fn deref(&self) -> &Store {
+                self.0
+            }
+        }
+
+        impl Store {
+            #[doc = concat!("The operations [`", stringify!($name), "`] carries.")]
+            pub fn $open(&self) -> $name<'_> {
+                $name(self)
+            }
+        }
+    };
+}
+
+view! {
+    /// What the request handlers call (`api`): C1–C4, Q1–Q6, the take-backs,
+    /// the export and the erasure request. Each entity's module holds its
+    /// `impl Requests` block.
+    Requests,
+    requests
+}
+
+view! {
+    /// What the stream fan-out calls (`fanout`, and `recovery`, which parks
+    /// and replays its records): the feed's writes, username copies, a
+    /// deleted post's walk, an erased account's walk, the hot posts' sums.
+    FanOut,
+    fanout
+}
+
+#[cfg(feature = "admin")]
+view! {
+    /// What only the admin tools call (`blog-admin`: the audit and its
+    /// repairs, the migration, the replay of parked records), compiled only
+    /// with the `admin` feature.
+    Admin,
+    admin
+}
