@@ -78,7 +78,7 @@ impl Admin<'_> {
         Ok(report)
     }
 
-    /// [`Store::audit_user`] into `sink`; returns the items read, the read
+    /// [`crate::store::Admin::audit_user`] into `sink`; returns the items read, the read
     /// units and the calls.
     pub(super) async fn audit_user_into(
         &self,

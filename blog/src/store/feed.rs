@@ -84,7 +84,7 @@ impl Entity for FeedEntryItem {
     }
 }
 
-/// The feed's floor, as [`Store::trim_feed`] leaves it, and the count of
+/// The feed's floor, as [`crate::store::FanOut::trim_feed`] leaves it, and the count of
 /// entries that decides when to trim. The fan-out writes its fields with
 /// UpdateItem; only a bulk load writes it whole.
 #[cfg(feature = "bulk")]
