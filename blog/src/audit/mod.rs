@@ -320,7 +320,6 @@ impl Sink {
     }
 }
 
-#[cfg(feature = "admin")]
 impl Admin<'_> {
     /// Checks every denormalised value with the default options; with
     /// `repair`, rewrites what is wrong.
@@ -389,7 +388,6 @@ impl Admin<'_> {
     }
 }
 
-#[cfg(feature = "admin")]
 impl Admin<'_> {
     /// The repair of a count: counts again, with the post read first, then
     /// sets the count only if the post's `version` is still the one read.

@@ -50,7 +50,6 @@ impl Copy {
     }
 }
 
-#[cfg(feature = "admin")]
 impl Admin<'_> {
     /// Audits one user: reads their profile (strongly consistent) and
     /// everything GSI1 lists under them (their posts, comments and likes, all

@@ -228,7 +228,6 @@ impl Collection {
     }
 }
 
-#[cfg(feature = "admin")]
 impl Admin<'_> {
     /// The full audit: checks every denormalised value with a parallel Scan
     /// of `options.segments` segments; with `options.repair`, rewrites what

@@ -335,7 +335,6 @@ impl Admin<'_> {
     /// The audit's repair (admin): the walk of `user`'s erasure to its end,
     /// done or not; nothing without a mark, or while the user has a profile
     /// again (the walk would take their new items).
-    #[cfg(feature = "admin")]
     pub async fn finish_erasure(&self, user: &UserId) -> Result<ErasureStep, StoreError> {
         if self.read_profile(user, true).await?.is_some() {
             return Ok(ErasureStep::Stale);

@@ -349,7 +349,6 @@ impl FanOut<'_> {
 
 #[cfg(feature = "admin")]
 impl Admin<'_> {
-    #[cfg(feature = "admin")]
     /// The audit's repair of a feed entry (admin): puts `entry` unless the
     /// feed holds a newer copy of the post (the fan-out wrote one meanwhile).
     pub(crate) async fn repair_feed_entry(
@@ -364,7 +363,6 @@ impl Admin<'_> {
         Ok(self.db.write("repair feed entry", &put).await?.done())
     }
 
-    #[cfg(feature = "admin")]
     /// The audit's repair of the floor (admin): sets it to `post`, lower than
     /// a trim would ever set it, so that no post the feed shows is kept out.
     pub(crate) async fn set_feed_floor(&self, post: &PostId) -> Result<bool, StoreError> {

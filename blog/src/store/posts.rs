@@ -374,7 +374,6 @@ impl Store {
 
 #[cfg(feature = "admin")]
 impl Admin<'_> {
-    #[cfg(feature = "admin")]
     /// The audit's repair of a count (admin): sets `counter` to `actual` if
     /// the post is still at the `version` it was read at (so a like or a
     /// comment since is never undone), and raises the version so the feed
@@ -395,7 +394,6 @@ impl Admin<'_> {
         Ok(self.db.write("set post count", &write).await?.done())
     }
 
-    #[cfg(feature = "admin")]
     /// Moves a post of the old shape (content on the post item) into the new
     /// one (admin: `blog-admin migrate`): the content item, then the content off the post item, in one
     /// transaction. `false` when there was nothing to move: the post is in
