@@ -636,7 +636,7 @@ async fn removed_post(
 }
 
 /// Who wrote a new item that copies its author's username: see
-/// [`Store::author_of_new_item`].
+/// [`crate::store::FanOut::author_of_new_item`].
 async fn author_of(store: &Store, record: &EventRecord) -> Result<Author, FanoutError> {
     let key: Key = decode(&record.change.new_image, "new")?;
     let item: Authored = decode(&record.change.new_image, "new")?;

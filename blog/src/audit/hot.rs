@@ -18,7 +18,6 @@ use crate::{
     },
 };
 
-#[cfg(feature = "admin")]
 impl Admin<'_> {
     /// The likes in `post`'s shards (none for a quiet post); a finding for
     /// each shard counter that is not what it counts: the likes in its shard

@@ -2,12 +2,12 @@
 //! source, and the repair of what disagrees.
 //!
 //! Three scopes, one set of checks:
-//! - the whole table ([`Store::audit_with`], `scan`): a parallel Scan, strongly
+//! - the whole table ([`crate::store::Admin::audit_with`], `scan`): a parallel Scan, strongly
 //!   consistent, whose memory grows with the number of users, never with the
 //!   number of posts, comments or likes;
-//! - one user ([`Store::audit_user`], `one`): their profile and everything
+//! - one user ([`crate::store::Admin::audit_user`], `one`): their profile and everything
 //!   GSI1 lists under them;
-//! - one post ([`Store::audit_post`], `one`): its partition, its authors'
+//! - one post ([`crate::store::Admin::audit_post`], `one`): its partition, its authors'
 //!   profiles and its feed entry.
 //!
 //! The full audit reads the whole table, so it is a tool for operators, never
@@ -320,7 +320,6 @@ impl Sink {
     }
 }
 
-#[cfg(feature = "admin")]
 impl Admin<'_> {
     /// Checks every denormalised value with the default options; with
     /// `repair`, rewrites what is wrong.
@@ -389,7 +388,6 @@ impl Admin<'_> {
     }
 }
 
-#[cfg(feature = "admin")]
 impl Admin<'_> {
     /// The repair of a count: counts again, with the post read first, then
     /// sets the count only if the post's `version` is still the one read.

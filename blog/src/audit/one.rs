@@ -50,7 +50,6 @@ impl Copy {
     }
 }
 
-#[cfg(feature = "admin")]
 impl Admin<'_> {
     /// Audits one user: reads their profile (strongly consistent) and
     /// everything GSI1 lists under them (their posts, comments and likes, all
@@ -78,7 +77,7 @@ impl Admin<'_> {
         Ok(report)
     }
 
-    /// [`Store::audit_user`] into `sink`; returns the items read, the read
+    /// [`crate::store::Admin::audit_user`] into `sink`; returns the items read, the read
     /// units and the calls.
     pub(super) async fn audit_user_into(
         &self,

@@ -12,7 +12,7 @@
 //!   per user (the profile's name and version) plus, until the profile is
 //!   known, the distinct names seen on what the user wrote. Once the Scan is
 //!   done, each user whose items showed another name than the profile is
-//!   audited on their own ([`Store::audit_user`]), which names every stale
+//!   audited on their own ([`crate::store::Admin::audit_user`]), which names every stale
 //!   copy; everyone else's copies are right.
 //! - For the feed, each segment keeps only the newest posts it has seen (the
 //!   feed's capacity, its slack and one more), and the feed partition itself,
@@ -228,7 +228,6 @@ impl Collection {
     }
 }
 
-#[cfg(feature = "admin")]
 impl Admin<'_> {
     /// The full audit: checks every denormalised value with a parallel Scan
     /// of `options.segments` segments; with `options.repair`, rewrites what

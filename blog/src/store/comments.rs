@@ -92,7 +92,7 @@ impl Requests<'_> {
     /// the post's `commentCount`, in one transaction. Its author may, and so
     /// may the post's author (a strongly consistent read of each, the post's
     /// only when the caller is not the comment's author); an erased account
-    /// may not, whatever the comment ([`Store::writer`] first).
+    /// may not, whatever the comment ([`crate::store::Requests::writer`] first).
     pub async fn delete_comment(
         &self,
         post: &PostId,
@@ -153,7 +153,7 @@ impl Requests<'_> {
         }
     }
 
-    /// [`Store::create_comment`], with an `Idempotency-Key` if the request
+    /// [`crate::store::Requests::create_comment`], with an `Idempotency-Key` if the request
     /// had one ([`super::idempotency`]): its record goes in the same
     /// transaction, and a retry gets the first answer.
     pub async fn create_comment_keyed(

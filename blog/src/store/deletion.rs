@@ -10,7 +10,7 @@
 //! next Query, and a walk stopped at the deadline (or killed) goes on from
 //! what is left when the record comes again. A late record never brings the
 //! post back: the feed takes an entry only for a post that still exists
-//! (`Store::enter_feed`), refreshes only entries that exist, and a username
+//! (`FanOut::enter_feed`), refreshes only entries that exist, and a username
 //! copy only lands on an item that exists.
 
 use futures::StreamExt;
@@ -45,7 +45,7 @@ pub enum Removal {
 impl Requests<'_> {
     /// C2 taken back (request): the post and its content, in one
     /// transaction, by its author only. An erased account is refused first
-    /// ([`Store::writer`]), whatever the post; then the post is read
+    /// ([`crate::store::Requests::writer`]), whatever the post; then the post is read
     /// (strongly consistent, for 404 and 403). The rest goes in the fan-out.
     pub async fn delete_post(&self, post: &PostId, caller: &UserId) -> Result<(), StoreError> {
         self.refuse_erased(caller).await?;
@@ -117,7 +117,7 @@ impl FanOut<'_> {
         Ok(Removal::Done { deleted })
     }
 
-    /// One partition of [`Store::remove_post_items`]'s walk; `deleted`
+    /// One partition of [`crate::store::FanOut::remove_post_items`]'s walk; `deleted`
     /// counts on from the partitions before it.
     async fn remove_partition(
         &self,

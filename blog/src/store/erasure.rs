@@ -4,7 +4,7 @@
 //! at once) and puts a small mark, `USER#u / ERASED`, in one transaction:
 //! from then on every write of the user but the erasure answers 403
 //! `account_erased`, before it looks at its target: each reads the profile
-//! and the mark first, with one strongly consistent Query ([`Store::writer`]).
+//! and the mark first, with one strongly consistent Query ([`crate::store::Requests::writer`]).
 //! The fan-out, on the profile's REMOVE record, deletes everything the user
 //! wrote, found under their GSI1 partition, a page at a time:
 //! - a post as `DELETE /posts/{id}` deletes it (its REMOVE then clears its
@@ -21,7 +21,7 @@
 //!
 //! A write that had read the profile before the erasure may commit after it
 //! (a like in flight): the fan-out's INSERT rule finds its author erased
-//! (`Store::author_of_new_item`: no profile and a mark at or above the
+//! (`FanOut::author_of_new_item`: no profile and a mark at or above the
 //! item's `userVersion`, or a new profile that started above it) and removes
 //! it the same way. The mark stays (about 100 bytes) so that such a late item
 //! is known for what it is, and so that a second `DELETE` is a no-op.
@@ -145,7 +145,7 @@ impl Requests<'_> {
     /// `DELETE /users/{userId}` (request): the profile and its username
     /// claim go, and the mark is put, in one transaction (the profile and
     /// the mark read first, by one strongly consistent Query:
-    /// [`Store::writer`]; a rename in between makes it read again). Without
+    /// [`crate::store::Requests::writer`]; a rename in between makes it read again). Without
     /// a profile: [`Erased::Already`] if a mark says it was erased, else
     /// [`StoreError::UserNotFound`].
     pub async fn erase_user(&self, user: &UserId) -> Result<Erased, StoreError> {
@@ -335,7 +335,6 @@ impl Admin<'_> {
     /// The audit's repair (admin): the walk of `user`'s erasure to its end,
     /// done or not; nothing without a mark, or while the user has a profile
     /// again (the walk would take their new items).
-    #[cfg(feature = "admin")]
     pub async fn finish_erasure(&self, user: &UserId) -> Result<ErasureStep, StoreError> {
         if self.read_profile(user, true).await?.is_some() {
             return Ok(ErasureStep::Stale);

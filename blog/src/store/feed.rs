@@ -84,7 +84,7 @@ impl Entity for FeedEntryItem {
     }
 }
 
-/// The feed's floor, as [`Store::trim_feed`] leaves it, and the count of
+/// The feed's floor, as [`crate::store::FanOut::trim_feed`] leaves it, and the count of
 /// entries that decides when to trim. The fan-out writes its fields with
 /// UpdateItem; only a bulk load writes it whole.
 #[cfg(feature = "bulk")]
@@ -349,7 +349,6 @@ impl FanOut<'_> {
 
 #[cfg(feature = "admin")]
 impl Admin<'_> {
-    #[cfg(feature = "admin")]
     /// The audit's repair of a feed entry (admin): puts `entry` unless the
     /// feed holds a newer copy of the post (the fan-out wrote one meanwhile).
     pub(crate) async fn repair_feed_entry(
@@ -364,7 +363,6 @@ impl Admin<'_> {
         Ok(self.db.write("repair feed entry", &put).await?.done())
     }
 
-    #[cfg(feature = "admin")]
     /// The audit's repair of the floor (admin): sets it to `post`, lower than
     /// a trim would ever set it, so that no post the feed shows is kept out.
     pub(crate) async fn set_feed_floor(&self, post: &PostId) -> Result<bool, StoreError> {

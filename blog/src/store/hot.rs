@@ -10,7 +10,7 @@
 //!   new comment counts in a shard counter (`POST#p#k / COUNTS`) in the same
 //!   transaction, never on the post item;
 //! - the fan-out adds the shard counters' changes onto the post item, once a
-//!   batch per post ([`Store::add_shard_counts`]), so that Q2 stays one read
+//!   batch per post ([`crate::store::FanOut::add_shard_counts`]), so that Q2 stays one read
 //!   of one item and the post's copies (its GSI1 entry, its feed entry) are
 //!   written once a batch, not once a like;
 //! - comments stay in the post's partition (2 WCU each there: 300 a second is
@@ -19,7 +19,7 @@
 //! - likes given before the switch stay where they are, counted on the post
 //!   item: taking one back counts down there, as before.
 //!
-//! The switch ([`Store::make_hot`]) is one transaction: the post item gets
+//! The switch ([`crate::store::Requests::make_hot`]) is one transaction: the post item gets
 //! `shards` (which every quiet like and comment's count conditions on being
 //! absent, so nothing is counted on the post item after it), the pointer
 //! that tells Q5, and the shard counters, which a hot like's count conditions

@@ -330,7 +330,7 @@ impl Requests<'_> {
     /// no such post. The marker is deleted only if it still names the like
     /// read, so a concurrent unlike and like again are read afresh. An
     /// erased account's unlike is refused before anything of the post is
-    /// read ([`Store::writer`]).
+    /// read ([`crate::store::Requests::writer`]).
     pub async fn unlike_post(&self, post: &PostId, liker: &UserId) -> Result<bool, StoreError> {
         self.refuse_erased(liker).await?;
         for _ in 0..UNLIKE_ATTEMPTS {

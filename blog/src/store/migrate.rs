@@ -2,7 +2,7 @@
 //! had an item of its own (content on the post item) into the current shape.
 //!
 //! Idempotent and resumable: it scans only for post items that still carry
-//! `content`, and each move ([`Store::migrate_post`]) is one conditional
+//! `content`, and each move ([`crate::store::Admin::migrate_post`]) is one conditional
 //! transaction, so a run stopped anywhere is finished by running it again,
 //! and a post an edit moved meanwhile is left alone. A post whose move
 //! DynamoDB keeps refusing (throttling, conflicts with the traffic on the

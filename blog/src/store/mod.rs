@@ -5,9 +5,18 @@
 //! talks to DynamoDB: the table's name, metering, client request tokens,
 //! retries and the classification of errors live there once.
 //!
-//! Each operation says which caller it serves: a request (C1–C4, Q1–Q6 and
-//! the take-backs), the fan-out (the stream Lambda), or an admin tool
-//! (`blog-admin`: audit, migration, replay, table creation).
+//! Operations are grouped by caller, by the type that carries them
+//! (`handle.rs`): [`Requests`] (the request handlers: C1–C4, Q1–Q6, the
+//! take-backs, the export and the erasure request), [`FanOut`] (the stream
+//! Lambda and the recovery of its records) and `Admin` (`blog-admin`: the
+//! audit and its repairs, the migration, the replay; compiled only with the
+//! `admin` feature). Each is a view of the [`Store`], which keeps the table,
+//! the settings and the writes more than one caller shares; each entity
+//! module holds its items, their keys, those shared writes, and one `impl`
+//! block per caller that uses it.
+//!
+//! This file only declares the modules and hands their names on: the table
+//! layer takes the store's error from here, so nothing here imports from it.
 
 #[cfg(feature = "bulk")]
 pub mod bulk;

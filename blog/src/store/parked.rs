@@ -99,7 +99,6 @@ impl FanOut<'_> {
 
 #[cfg(feature = "admin")]
 impl Admin<'_> {
-    #[cfg(feature = "admin")]
     /// One page of parked records (admin: `blog-admin replay`), oldest
     /// sequence number first, and where the next page starts.
     pub async fn parked_page(
@@ -116,7 +115,6 @@ impl Admin<'_> {
         Ok((from_items(page.items)?, page.next))
     }
 
-    #[cfg(feature = "admin")]
     /// Forgets a parked record once it has been applied (admin).
     pub async fn unpark(&self, item: &ParkedRecordItem) -> Result<(), StoreError> {
         let delete = Write::delete(item.key().item());

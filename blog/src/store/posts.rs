@@ -59,7 +59,7 @@ pub struct PostItem {
     pub updated_at: String,
     pub version: u64,
     /// Only on posts written before the content had an item of its own, until
-    /// `blog-admin migrate` moves it there ([`Store::migrate_post`]).
+    /// `blog-admin migrate` moves it there ([`crate::store::Admin::migrate_post`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub content: Option<String>,
     /// On a hot post only: how many shard partitions hold its new likes and
@@ -218,7 +218,7 @@ impl Requests<'_> {
         }
     }
 
-    /// [`Store::create_post`], with an `Idempotency-Key` if the request had
+    /// [`crate::store::Requests::create_post`], with an `Idempotency-Key` if the request had
     /// one ([`super::idempotency`]): its record goes in the same transaction,
     /// and a retry gets the first answer.
     pub async fn create_post_keyed(
@@ -276,7 +276,7 @@ impl Requests<'_> {
     /// author, and the title and summary as read) makes concurrent edits take
     /// turns, so the summary is always the content's; likes and comments
     /// meanwhile do not disturb it. An erased account's edit is refused
-    /// before the post is read ([`Store::writer`]).
+    /// before the post is read ([`crate::store::Requests::writer`]).
     pub async fn edit_post(
         &self,
         post: &PostId,
@@ -374,7 +374,6 @@ impl Store {
 
 #[cfg(feature = "admin")]
 impl Admin<'_> {
-    #[cfg(feature = "admin")]
     /// The audit's repair of a count (admin): sets `counter` to `actual` if
     /// the post is still at the `version` it was read at (so a like or a
     /// comment since is never undone), and raises the version so the feed
@@ -395,7 +394,6 @@ impl Admin<'_> {
         Ok(self.db.write("set post count", &write).await?.done())
     }
 
-    #[cfg(feature = "admin")]
     /// Moves a post of the old shape (content on the post item) into the new
     /// one (admin: `blog-admin migrate`): the content item, then the content off the post item, in one
     /// transaction. `false` when there was nothing to move: the post is in

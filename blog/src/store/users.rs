@@ -150,7 +150,7 @@ impl Entity for UsernameClaim {
 
 /// Who is writing, as the caller's own partition tells: the profile, or
 /// the mark an erased account leaves, or neither. Every write request but
-/// `POST /users` reads it first ([`Store::writer`]), before it looks at its
+/// `POST /users` reads it first ([`crate::store::Requests::writer`]), before it looks at its
 /// target.
 #[derive(Debug, Clone)]
 pub enum Writer {
@@ -202,7 +202,7 @@ impl Requests<'_> {
         })
     }
 
-    /// Refuses the write of an erased account (request: [`Store::writer`],
+    /// Refuses the write of an erased account (request: [`crate::store::Requests::writer`],
     /// before the write looks at its target). A caller with a profile, or
     /// without one, goes on to the write's own answers.
     pub(super) async fn refuse_erased(&self, user: &UserId) -> Result<(), StoreError> {
@@ -229,7 +229,7 @@ impl Requests<'_> {
         }
     }
 
-    /// [`Store::create_user`], with an `Idempotency-Key` if the request had
+    /// [`crate::store::Requests::create_user`], with an `Idempotency-Key` if the request had
     /// one ([`super::idempotency`]): its record goes in the same transaction,
     /// and a retry gets the first answer.
     pub async fn create_user_keyed(
@@ -294,7 +294,7 @@ impl Requests<'_> {
     /// name and the claim of the new one commit together or not at all; the
     /// profile's `version` condition makes a concurrent rename retry instead of
     /// releasing a name it no longer holds. The profile is read with the
-    /// erasure mark ([`Store::writer`]): an erased account, or one erased
+    /// erasure mark ([`crate::store::Requests::writer`]): an erased account, or one erased
     /// while the rename was under way (its condition then fails and the read
     /// finds the mark), answers [`StoreError::AccountErased`].
     pub async fn rename_user(
