@@ -5,6 +5,10 @@
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 LOCAL="$ROOT/.local"
 
+# The scripts (and README's walk) run the binaries they build from ./target:
+# a CARGO_TARGET_DIR set in the caller's shell would build them elsewhere.
+export CARGO_TARGET_DIR="$ROOT/target"
+
 # Amazon DynamoDB Local 1.25.1, as shipped inside this npm package (npm checks
 # the registry's sha512; we also pin the tarball's sha256).
 DDB_PACKAGE="amplify-dynamodb-simulator@2.9.30"

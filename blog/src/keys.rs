@@ -111,6 +111,36 @@ pub const LIKE_SHARDS_SK: &str = "LIKE#~SHARDED";
 /// A hot post's shard counter, in each shard partition.
 pub const SHARD_COUNTS_SK: &str = "COUNTS";
 
+/// A post's counters, and the attributes that hold them: the one place of
+/// their names: GSI1's projection and the audit's reads take them from
+/// here, and a test ties the post item's fields to them. Each is exact: it changes in the
+/// transaction that adds or removes what it counts (`store::hot`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Counter {
+    Comments,
+    Likes,
+}
+
+impl Counter {
+    pub const ALL: [Counter; 2] = [Counter::Comments, Counter::Likes];
+
+    /// The post item's attribute that holds it.
+    pub const fn attribute(self) -> &'static str {
+        match self {
+            Counter::Comments => "commentCount",
+            Counter::Likes => "likeCount",
+        }
+    }
+
+    /// The sort-key prefix of what it counts, in the post's partition.
+    pub fn counts(self) -> &'static str {
+        match self {
+            Counter::Comments => COMMENT_PREFIX,
+            Counter::Likes => LIKE_PREFIX,
+        }
+    }
+}
+
 pub fn user_pk(user: &UserId) -> String {
     format!("{USER_PREFIX}{user}")
 }

@@ -8,10 +8,9 @@ use super::{Finding, Sink};
 use crate::store::Admin;
 use crate::{
     ids::PostId,
-    keys::{COMMENT_PREFIX, LIKE_PREFIX, PostPartition},
+    keys::{COMMENT_PREFIX, Counter, LIKE_PREFIX, PostPartition},
     store::{
         StoreError,
-        hot::Counter,
         hot::{HOT_SHARDS, ShardCounterItem},
         posts::PostItem,
         table::Query,

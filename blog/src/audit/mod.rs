@@ -29,13 +29,12 @@ use std::{
 use crate::store::Admin;
 use crate::{
     ids::{PostId, UserId},
-    keys::Key,
+    keys::{Counter, Key},
     store::{
         Item, ItemType, Store, StoreError,
         deletion::Removal,
         erasure::ErasureStep,
         feed::FeedEntryItem,
-        hot::Counter,
         posts::PostItem,
         rename::Deadline,
         table::Expr,
@@ -436,8 +435,8 @@ const READ: [&str; 20] = [
     "userVersion",
     "title",
     "summary",
-    "commentCount",
-    "likeCount",
+    Counter::Comments.attribute(),
+    Counter::Likes.attribute(),
     "createdAt",
     "updatedAt",
     "version",

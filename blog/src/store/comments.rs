@@ -4,7 +4,6 @@ use serde::{Deserialize, Serialize};
 
 use super::{
     Busy, ItemType, Store, StoreError, hot,
-    hot::Counter,
     idempotency::{Answer, Created, Idempotency},
     posts::PostItem,
     table::{Committing, Expr, Query, TxOutcome, Write},
@@ -13,7 +12,7 @@ use super::{
 use super::{FanOut, Requests};
 use crate::{
     ids::{CommentId, PostId, UserId},
-    keys::{self, COMMENT_PREFIX, Entity, Key},
+    keys::{self, COMMENT_PREFIX, Counter, Entity, Key},
     model::{Comment, Page},
     text::Username,
 };
@@ -110,7 +109,7 @@ impl Requests<'_> {
                 return Err(StoreError::NotCommentAuthor);
             }
         }
-        let exists = Expr::new("attribute_exists(PK)");
+        let exists = Expr::item_exists();
         let mut tx = self.db.transaction("delete comment");
         let remove = Write::delete(comment_key).when(exists).landed_if_gone();
         let removed = tx.add("comment", remove);
@@ -249,10 +248,10 @@ impl FanOut<'_> {
         let mut counted_in = None;
         for _ in 0..COMMENT_ATTEMPTS {
             let there = match counted_in {
-                None => "attribute_exists(PK) AND attribute_not_exists(countedIn)",
-                Some(_) => "attribute_exists(PK) AND countedIn = :shard",
+                None => "attribute_not_exists(countedIn)",
+                Some(_) => "countedIn = :shard",
             };
-            let mut there = Expr::new(there);
+            let mut there = Expr::item_exists().and(there);
             if let Some(shard) = counted_in {
                 there = there.value(":shard", super::n(u64::from(shard)));
             }

@@ -268,9 +268,10 @@ impl FanOut<'_> {
         let entry = FeedEntryItem::from(post);
         let change = Expr::new(
             "SET username = :username, title = :title, summary = :summary, \
-             commentCount = :comments, likeCount = :likes, version = :version, \
+             #comments = :comments, #likes = :likes, version = :version, \
              userVersion = :uv",
         )
+        .with_counters()
         .value(":username", s(&entry.username))
         .value(":title", s(&entry.title))
         .value(":summary", s(&entry.summary))
@@ -278,12 +279,13 @@ impl FanOut<'_> {
         .value(":likes", n(entry.like_count));
         // An entry written before entries carried `userVersion` takes the
         // first image at its version or later, and has it from then on.
-        let older = Expr::new(
-            "attribute_exists(PK) AND (version < :version OR userVersion < :uv \
+        let older = Expr::item_exists()
+            .and(
+                "(version < :version OR userVersion < :uv \
              OR (attribute_not_exists(userVersion) AND version <= :version))",
-        )
-        .value(":uv", n(entry.user_version))
-        .value(":version", n(entry.version));
+            )
+            .value(":uv", n(entry.user_version))
+            .value(":version", n(entry.version));
         let write = Write::update(entry.key().item(), change).when(older);
         Ok(match self.db.write("refresh feed entry", &write).await? {
             Outcome::Done(_) => Copied::Written,
@@ -355,10 +357,10 @@ impl Admin<'_> {
         &self,
         entry: &FeedEntryItem,
     ) -> Result<bool, StoreError> {
-        let not_newer =
-            Expr::new("attribute_not_exists(PK) OR (version <= :version AND userVersion <= :uv)")
-                .value(":version", n(entry.version))
-                .value(":uv", n(entry.user_version));
+        let not_newer = Expr::item_absent()
+            .or("(version <= :version AND userVersion <= :uv)")
+            .value(":version", n(entry.version))
+            .value(":uv", n(entry.user_version));
         let put = Write::put(entry)?.when(not_newer);
         Ok(self.db.write("repair feed entry", &put).await?.done())
     }

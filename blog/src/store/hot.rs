@@ -42,7 +42,7 @@ use super::{
 };
 use crate::{
     ids::{CommentId, PostId, UserId},
-    keys::{self, Entity, Key, LIKE_SHARDS_SK, PostPartition, SHARD_COUNTS_SK},
+    keys::{self, Counter, Entity, Key, LIKE_SHARDS_SK, PostPartition, SHARD_COUNTS_SK},
 };
 
 /// How many shard partitions a hot post spreads over. At 1,000 likes and 300
@@ -60,34 +60,6 @@ const SUM_ATTEMPTS: usize = 8;
 
 /// How often the switch reads the post again when it changed under it.
 const SWITCH_ATTEMPTS: usize = 5;
-
-/// A post's counters. Each is exact: it changes in the transaction that adds
-/// or removes what it counts.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Counter {
-    Comments,
-    Likes,
-}
-
-impl Counter {
-    pub const ALL: [Counter; 2] = [Counter::Comments, Counter::Likes];
-
-    /// The post item's attribute that holds it.
-    pub fn attribute(self) -> &'static str {
-        match self {
-            Counter::Comments => "commentCount",
-            Counter::Likes => "likeCount",
-        }
-    }
-
-    /// The sort-key prefix of what it counts, in the post's partition.
-    pub fn counts(self) -> &'static str {
-        match self {
-            Counter::Comments => keys::COMMENT_PREFIX,
-            Counter::Likes => keys::LIKE_PREFIX,
-        }
-    }
-}
 
 /// Which way a counter goes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -111,9 +83,10 @@ fn step_counter(key: Item, counter: Counter, step: Step, up_also: Option<Expr>) 
     .name("#counter", counter.attribute())
     .value(":one", n(1));
     let condition = match (step, up_also) {
-        (Step::Up, None) => Expr::new("attribute_exists(PK)"),
-        (Step::Up, Some(also)) => also.prefixed("attribute_exists(PK) AND "),
-        (Step::Down, _) => Expr::new("attribute_exists(PK) AND #counter > :zero")
+        (Step::Up, None) => Expr::item_exists(),
+        (Step::Up, Some(also)) => Expr::item_exists().and_expr(also),
+        (Step::Down, _) => Expr::item_exists()
+            .and("#counter > :zero")
             .name("#counter", counter.attribute())
             .value(":zero", n(0)),
     };
@@ -176,7 +149,8 @@ impl ShardCounterItem {
     #[cfg(feature = "admin")]
     pub fn set(post: PostId, shard: u8, counts: (u64, u64), seen: u64) -> Write {
         let change =
-            Expr::new("SET likeCount = :likes, commentCount = :comments, version = version + :one")
+            Expr::new("SET #likes = :likes, #comments = :comments, version = version + :one")
+                .with_counters()
                 .value(":likes", n(counts.0))
                 .value(":comments", n(counts.1))
                 .value(":one", n(1));
@@ -372,7 +346,8 @@ impl Requests<'_> {
                 .name("#added", ADDED_ATTRIBUTE)
                 .value(":shards", n(u64::from(shards)))
                 .value(":none", AttributeValue::M(HashMap::new()));
-            let quiet = Expr::new("attribute_exists(PK) AND attribute_not_exists(#shards)")
+            let quiet = Expr::item_exists()
+                .and("attribute_not_exists(#shards)")
                 .name("#shards", SHARDS_ATTRIBUTE);
             let mut tx = self.db.transaction("make a post hot");
             let switched = tx.add(
@@ -455,7 +430,7 @@ fn shard_update(added: &BTreeMap<String, Added>, counters: &[ShardCounterItem]) 
     }
     let (mut likes, mut comments) = (0_i64, 0_i64);
     let mut sets = Vec::new();
-    let mut conditions = vec!["attribute_exists(PK)".to_owned()];
+    let mut conditions = Vec::new();
     let mut values = Vec::new();
     let mut checks = Vec::new();
     let mut names = Vec::new();
@@ -490,15 +465,18 @@ fn shard_update(added: &BTreeMap<String, Added>, counters: &[ShardCounterItem]) 
         return None;
     }
     let mut change = Expr::new(format!(
-        "SET likeCount = likeCount + :likes, commentCount = commentCount + :comments, \
+        "SET #likes = #likes + :likes, #comments = #comments + :comments, \
          version = version + :one, {}",
         sets.join(", ")
     ))
+    .with_counters()
     .name("#added", ADDED_ATTRIBUTE)
     .value(":likes", signed(likes))
     .value(":comments", signed(comments))
     .value(":one", n(1));
-    let mut condition = Expr::new(conditions.join(" AND ")).name("#added", ADDED_ATTRIBUTE);
+    let mut condition = Expr::item_exists()
+        .and(&conditions.join(" AND "))
+        .name("#added", ADDED_ATTRIBUTE);
     for (placeholder, name) in &names {
         change = change.name(placeholder, name);
         condition = condition.name(placeholder, name);

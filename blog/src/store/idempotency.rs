@@ -175,7 +175,8 @@ impl Idempotency {
             created_at: timestamp::now(),
             expires_at: now + KEPT.as_secs(),
         };
-        let free = Expr::new("attribute_not_exists(PK) OR #expires < :now")
+        let free = Expr::item_absent()
+            .or("#expires < :now")
             .name("#expires", EXPIRES_AT)
             .value(":now", n(now));
         let landed = vec![

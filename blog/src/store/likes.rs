@@ -4,7 +4,7 @@ use serde::{Deserialize, Serialize};
 
 use super::{
     Busy, ItemType, StoreError,
-    hot::{self, Counter, LikeShardsItem},
+    hot::{self, LikeShardsItem},
     s,
     table::{Committing, Expr, Query, TxOutcome, Write},
     users::UserItem,
@@ -12,7 +12,7 @@ use super::{
 use super::{FanOut, Requests};
 use crate::{
     ids::{IdError, LikeId, PostId, UserId},
-    keys::{self, Entity, Key, KeyError, LIKE_PREFIX, PostPartition},
+    keys::{self, Counter, Entity, Key, KeyError, LIKE_PREFIX, PostPartition},
     model::{Like, Page},
     text::Username,
 };
@@ -341,7 +341,7 @@ impl Requests<'_> {
             let names_it =
                 Expr::new("likeId = :like").value(":like", s(marker.like_id.to_string()));
             let like_key = LikeItem::key_of(place, &marker.like_id);
-            let exists = Expr::new("attribute_exists(PK)");
+            let exists = Expr::item_exists();
             let mut tx = self.db.transaction("unlike");
             let unmarked = tx.add(
                 "liker marker",
@@ -481,13 +481,14 @@ impl FanOut<'_> {
         let mut with_count = true;
         loop {
             let mut tx = self.db.transaction("erase like");
-            let exists = Expr::new("attribute_exists(PK)");
+            let exists = Expr::item_exists();
             let remove = Write::delete(like_key.clone())
                 .when(exists)
                 .landed_if_gone();
             let removed = tx.add("like", remove);
             let marker = with_marker.then(|| {
-                let names_it = Expr::new("attribute_not_exists(PK) OR likeId = :like")
+                let names_it = Expr::item_absent()
+                    .or("likeId = :like")
                     .value(":like", s(like.to_string()));
                 let key = LikerMarker::key_of(place, liker).item();
                 tx.add("liker marker", Write::delete(key).when(names_it))

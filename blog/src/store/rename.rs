@@ -455,8 +455,9 @@ impl FanOut<'_> {
             updated_at: timestamp::now(),
             ..progress.clone()
         };
-        let not_newer =
-            Expr::new("attribute_not_exists(PK) OR version <= :v").value(":v", n(progress.version));
+        let not_newer = Expr::item_absent()
+            .or("version <= :v")
+            .value(":v", n(progress.version));
         let put = Write::put(&progress)?.when(not_newer);
         Ok(self.db.write("save rename progress", &put).await?.done())
     }

@@ -123,8 +123,11 @@ mod tests {
         assert_eq!(number_size("0.0012"), 2);
         assert_eq!(number_size("1.5E+10"), 2);
         assert_eq!(number_size(&"9".repeat(38)), 20);
-        // "likeCount" 9 + "12345" (3 + 1).
-        let item = HashMap::from([("likeCount".to_owned(), n("12345"))]);
+        // likeCount: a 9-byte name, and 12345: 3 + 1 bytes.
+        let item = HashMap::from([(
+            crate::keys::Counter::Likes.attribute().to_owned(),
+            n("12345"),
+        )]);
         assert_eq!(item_size(&item), 13);
     }
 

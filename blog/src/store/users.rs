@@ -447,10 +447,9 @@ impl Store {
             .value(":uv", n(copy.version));
         let condition = match over {
             // Never onto what an erased account of the same user wrote.
-            Overwrite::Older { since } => {
-                Expr::new("attribute_exists(PK) AND userVersion < :uv AND userVersion >= :since")
-                    .value(":since", n(since))
-            }
+            Overwrite::Older { since } => Expr::item_exists()
+                .and("userVersion < :uv AND userVersion >= :since")
+                .value(":since", n(since)),
             Overwrite::Repair { stored } => {
                 Expr::new("username = :stored AND userVersion <= :uv").value(":stored", s(stored))
             }

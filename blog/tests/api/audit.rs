@@ -6,8 +6,8 @@ use aws_sdk_dynamodb::types::AttributeValue;
 use blog::{
     audit::{AuditOptions, Finding, Report},
     ids::{PostId, UserId},
-    keys::{self, FEED_FLOOR_SK, FEED_PK, PK, POST_SK, SK},
-    store::{feed::feed_slack, hot::Counter},
+    keys::{self, Counter, FEED_FLOOR_SK, FEED_PK, PK, POST_SK, SK},
+    store::feed::feed_slack,
 };
 use serde_json::{Value, json};
 

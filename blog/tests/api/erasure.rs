@@ -10,12 +10,12 @@ use serde_json::{Value, json};
 use blog::{
     fanout,
     ids::{CommentId, LikeId, PostId},
-    keys::{self, ItemType},
+    keys::{self, Counter, ItemType},
     store::{
         Item, bulk,
         comments::CommentItem,
         feed::{FEED_CAPACITY, feed_reserve},
-        hot::{self, Counter},
+        hot,
         likes::LikeItem,
         posts::{PostContentItem, PostItem},
         rename::Deadline,

@@ -6,7 +6,7 @@ use std::collections::HashMap;
 
 use aws_sdk_dynamodb::types::AttributeValue;
 
-use crate::keys::PK;
+use crate::keys::{Counter, PK};
 
 /// An expression (condition, update or key condition) with its `#name` and
 /// `:value` placeholders.
@@ -36,6 +36,14 @@ impl Expr {
         Self::new(format!("attribute_not_exists({PK})"))
     }
 
+    /// `#comments` and `#likes` stand for a post's counters' attributes
+    /// (for an expression that names both: DynamoDB refuses a placeholder
+    /// the expression does not use).
+    pub fn with_counters(self) -> Self {
+        self.name("#comments", Counter::Comments.attribute())
+            .name("#likes", Counter::Likes.attribute())
+    }
+
     /// This condition, and `more` (whose placeholders the caller adds).
     pub fn and(self, more: &str) -> Self {
         let text = format!("{} AND {more}", self.text);
@@ -55,10 +63,11 @@ impl Expr {
         self
     }
 
-    /// The same expression with `prefix` before its text (its placeholders
-    /// kept): the item's existence and ` AND ` before a condition, say.
-    pub fn prefixed(mut self, prefix: &str) -> Self {
-        self.text = format!("{prefix}{}", self.text);
+    /// This condition, and the condition `other` with its placeholders.
+    pub fn and_expr(mut self, other: Expr) -> Self {
+        self.text = format!("{} AND {}", self.text, other.text);
+        self.names.extend(other.names);
+        self.values.extend(other.values);
         self
     }
 

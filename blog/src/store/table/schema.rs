@@ -12,7 +12,7 @@ use aws_sdk_dynamodb::{
 
 use super::classify;
 use crate::{
-    keys::{GSI1, GSI1PK, GSI1SK, PK, SK},
+    keys::{Counter, GSI1, GSI1PK, GSI1SK, PK, SK},
     store::{StoreError, idempotency::EXPIRES_AT},
 };
 
@@ -24,8 +24,8 @@ pub const GSI1_PROJECTED: [&str; 8] = [
     "username",
     "title",
     "summary",
-    "commentCount",
-    "likeCount",
+    Counter::Comments.attribute(),
+    Counter::Likes.attribute(),
     "createdAt",
 ];
 

@@ -224,14 +224,17 @@ fn a_write_merges_its_change_and_condition_placeholders() {
     let write = Write::update(
         Key::new("POST#1".to_owned(), "POST").item(),
         Expr::new("SET #c = #c + :one")
-            .name("#c", "likeCount")
+            .name("#c", crate::keys::Counter::Likes.attribute())
             .value(":one", n(1)),
     )
     .when(Expr::new("attribute_exists(#pk)").name("#pk", PK));
     let (condition, names, values) = write.parts();
     assert_eq!(condition.as_deref(), Some("attribute_exists(#pk)"));
     let names = names.unwrap_or_default();
-    assert_eq!(names.get("#c").map(String::as_str), Some("likeCount"));
+    assert_eq!(
+        names.get("#c").map(String::as_str),
+        Some(crate::keys::Counter::Likes.attribute())
+    );
     assert_eq!(names.get("#pk").map(String::as_str), Some(PK));
     assert_eq!(values.unwrap_or_default().get(":one"), Some(&n(1)));
     // A delete without condition sends no empty maps (DynamoDB refuses them).
