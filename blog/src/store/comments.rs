@@ -6,7 +6,7 @@ use super::{
     Busy, ItemType, Store, StoreError, hot,
     idempotency::{Answer, Created, Idempotency},
     posts::PostItem,
-    table::{Committing, Expr, Query, TxOutcome, Write},
+    table::{Committing, Deleted, Expr, Query, TxOutcome, Write},
     users::UserItem,
 };
 use super::{FanOut, Requests};
@@ -111,7 +111,7 @@ impl Requests<'_> {
         }
         let exists = Expr::item_exists();
         let mut tx = self.db.transaction("delete comment");
-        let remove = Write::delete(comment_key).when(exists).landed_if_gone();
+        let remove = Write::delete(comment_key, Deleted::IfGone).when(exists);
         let removed = tx.add("comment", remove);
         let count = hot::counted_down(post, found.counted_in, Counter::Comments);
         let counted = tx.add("count", count);
@@ -256,7 +256,7 @@ impl FanOut<'_> {
                 there = there.value(":shard", super::n(u64::from(shard)));
             }
             let mut tx = self.db.transaction("erase comment");
-            let remove = Write::delete(key.clone()).when(there).landed_if_gone();
+            let remove = Write::delete(key.clone(), Deleted::IfGone).when(there);
             let removed = tx.add("comment", remove);
             let count = hot::counted_down(post, counted_in, Counter::Comments);
             let counted = tx.add("count", count);
@@ -270,7 +270,7 @@ impl FanOut<'_> {
                     }
                 }
                 TxOutcome::ConditionFailed(failed) if failed.failed(counted) => {
-                    let alone = Write::delete(key);
+                    let alone = Write::delete(key, Deleted::IfGone);
                     self.db
                         .write("erase comment of a deleted post", &alone)
                         .await?;

@@ -21,7 +21,7 @@ use super::{
     posts::PostItem,
     rename::Deadline,
     s,
-    table::{Expr, Query, TxOutcome, Write},
+    table::{Deleted, Expr, Query, TxOutcome, Write},
 };
 use crate::{
     ids::{PostId, UserId},
@@ -70,16 +70,14 @@ impl Store {
         let mine = Expr::new("userId = :me").value(":me", s(author.as_str()));
         let content = Key::new(keys::post_pk(post), keys::POST_CONTENT_SK).item();
         let mut tx = self.db.transaction("delete post");
-        let remove = Write::delete(PostItem::key(post))
-            .when(mine)
-            .landed_if_gone();
+        let remove = Write::delete(PostItem::key(post), Deleted::IfGone).when(mine);
         let removed = tx.add("post", remove);
-        tx.add("content", Write::delete(content));
+        tx.add("content", Write::delete(content, Deleted::IfGone));
         // A hot post's counters go with it: a like or comment counted there
         // fails from now on, as one on a quiet post does.
         if let Some(shards) = found.shards {
             for counter in Store::shard_counter_keys(post, shards) {
-                tx.add("shard counter", Write::delete(counter));
+                tx.add("shard counter", Write::delete(counter, Deleted::IfGone));
             }
         }
         match tx.commit().await? {
@@ -149,7 +147,7 @@ impl FanOut<'_> {
     async fn delete_keys(&self, keys: Vec<Item>) -> Result<usize, StoreError> {
         let results: Vec<Result<(), StoreError>> = futures::stream::iter(keys)
             .map(|key| async move {
-                let delete = Write::delete(key);
+                let delete = Write::delete(key, Deleted::IfGone);
                 let outcome = self.db.write("delete a deleted post's item", &delete);
                 outcome.await.map(|_| ())
             })

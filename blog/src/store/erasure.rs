@@ -36,7 +36,7 @@ use super::{
     Busy, ItemType, Store, StoreError, n,
     rename::{Deadline, RenameProgress},
     s,
-    table::{Expr, Query, TxOutcome, Write},
+    table::{Deleted, Expr, Landed, Query, TxOutcome, Write},
     users::{UserItem, UsernameClaim, Writer},
 };
 use super::{FanOut, Requests};
@@ -166,13 +166,13 @@ impl Requests<'_> {
             let mut tx = self.db.transaction("erase user");
             let removed = tx.add(
                 "profile",
-                Write::delete(UserItem::key(user))
-                    .when(unchanged)
-                    .landed_if_gone(),
+                Write::delete(UserItem::key(user), Deleted::IfGone).when(unchanged),
             );
             let claim = UsernameClaim::key(&profile.username);
-            tx.add("username claim", Write::delete(claim).when(theirs));
-            tx.add("erasure mark", Write::put(&mark)?);
+            let claim = Write::delete(claim, Deleted::IfGone).when(theirs);
+            tx.add("username claim", claim);
+            let erased_at = Landed::When(vec![("erasedAt", s(&mark.erased_at))]);
+            tx.add("erasure mark", Write::put(&mark, erased_at)?);
             match tx.commit().await? {
                 TxOutcome::Committed => return Ok(Erased::Now),
                 // Renamed (or erased) since it was read: read it again.
@@ -236,7 +236,7 @@ impl FanOut<'_> {
             }
             done += self.erase_page(user, page.items).await?;
         }
-        let progress = Write::delete(RenameProgress::key(user));
+        let progress = Write::delete(RenameProgress::key(user), Deleted::IfGone);
         self.db
             .write("erasure: the rename's place", &progress)
             .await?;
@@ -246,6 +246,7 @@ impl FanOut<'_> {
         let finished = Write::update(
             keys::erasure(user).item(),
             Expr::new("SET done = :yes").value(":yes", AttributeValue::Bool(true)),
+            Landed::When(vec![("done", AttributeValue::Bool(true))]),
         )
         .when(Expr::new("erasedAt = :at").value(":at", s(&mark.erased_at)));
         self.db.write("erasure done", &finished).await?;

@@ -15,7 +15,7 @@ use super::{
     ItemType, Store, StoreError, from_item, from_items, n,
     posts::PostItem,
     s,
-    table::{Expr, Outcome, Query, Returning, Write},
+    table::{Deleted, Expr, Landed, Outcome, Query, Returning, Write},
 };
 use crate::{
     ids::{PostId, UserId},
@@ -164,7 +164,7 @@ impl Store {
     /// Deletes a post's feed entry, if there is one: the trim's (fan-out) and
     /// the audit's (admin).
     pub(crate) async fn remove_feed_entry(&self, post: &PostId) -> Result<(), StoreError> {
-        let delete = Write::delete(FeedEntryItem::key_of(post).item());
+        let delete = Write::delete(FeedEntryItem::key_of(post).item(), Deleted::IfGone);
         self.db
             .write("remove feed entry", &delete)
             .await
@@ -212,8 +212,10 @@ impl FanOut<'_> {
         let change = Expr::new("SET entries = if_not_exists(entries, :zero) + :one, #type = :type")
             .value(":zero", n(0))
             .value(":one", n(1));
-        let count =
-            Write::update(floor_key().item(), floor_type(change)?).returning(Returning::UpdatedNew);
+        // A count up leaves nothing of its own: a lost answer is retried as
+        // a failed record, and the next trim recounts.
+        let count = Write::update(floor_key().item(), floor_type(change)?, Landed::Untold)
+            .returning(Returning::UpdatedNew);
         let counted = match self.db.write("count feed entry", &count).await? {
             Outcome::Done(attributes) => attributes,
             Outcome::ConditionFailed { .. } => None,
@@ -286,7 +288,11 @@ impl FanOut<'_> {
             )
             .value(":uv", n(entry.user_version))
             .value(":version", n(entry.version));
-        let write = Write::update(entry.key().item(), change).when(older);
+        let landed = Landed::When(vec![
+            ("version", n(entry.version)),
+            ("userVersion", n(entry.user_version)),
+        ]);
+        let write = Write::update(entry.key().item(), change, landed).when(older);
         Ok(match self.db.write("refresh feed entry", &write).await? {
             Outcome::Done(_) => Copied::Written,
             Outcome::ConditionFailed { .. } => Copied::Stale,
@@ -323,7 +329,8 @@ impl FanOut<'_> {
             .value(":left", n(ids.len() as u64))
             .value(":post", s(newest_excess.to_string()));
         let higher = Expr::new("attribute_not_exists(floorPostId) OR floorPostId < :post");
-        let raise = Write::update(floor_key().item(), floor_type(change)?).when(higher);
+        let raised = Landed::When(vec![("floorPostId", s(newest_excess.to_string()))]);
+        let raise = Write::update(floor_key().item(), floor_type(change)?, raised).when(higher);
         // Refused when another trim raised it as far or further: fine too.
         self.db.write("raise feed floor", &raise).await?;
         for post in &excess {
@@ -336,13 +343,16 @@ impl FanOut<'_> {
     /// count goes one down if the entry was there (a redelivery finds none).
     /// The next newest entry, kept in reserve, shows in its place.
     pub async fn leave_feed(&self, post: &PostId) -> Result<bool, StoreError> {
-        let delete = Write::delete(FeedEntryItem::key_of(post).item()).returning(Returning::Old);
+        // What it deletes tells whether to count one down: after a lost
+        // answer that is unknown, and the record is retried.
+        let delete = Write::delete(FeedEntryItem::key_of(post).item(), Deleted::Untold)
+            .returning(Returning::Old);
         let Outcome::Done(Some(_)) = self.db.write("leave feed", &delete).await? else {
             return Ok(false);
         };
         let change = Expr::new("SET entries = entries - :one").value(":one", n(1));
         let positive = Expr::new("entries > :zero").value(":zero", n(0));
-        let uncount = Write::update(floor_key().item(), change).when(positive);
+        let uncount = Write::update(floor_key().item(), change, Landed::Untold).when(positive);
         // A count already at 0 (it drifted) stays there; the next trim recounts.
         self.db.write("uncount feed entry", &uncount).await?;
         Ok(true)
@@ -361,7 +371,11 @@ impl Admin<'_> {
             .or("(version <= :version AND userVersion <= :uv)")
             .value(":version", n(entry.version))
             .value(":uv", n(entry.user_version));
-        let put = Write::put(entry)?.when(not_newer);
+        let landed = Landed::When(vec![
+            ("version", n(entry.version)),
+            ("userVersion", n(entry.user_version)),
+        ]);
+        let put = Write::put(entry, landed)?.when(not_newer);
         Ok(self.db.write("repair feed entry", &put).await?.done())
     }
 
@@ -370,7 +384,8 @@ impl Admin<'_> {
     pub(crate) async fn set_feed_floor(&self, post: &PostId) -> Result<bool, StoreError> {
         let change = Expr::new("SET floorPostId = :floor, #type = :type")
             .value(":floor", s(post.to_string()));
-        let write = Write::update(floor_key().item(), floor_type(change)?);
+        let landed = Landed::When(vec![("floorPostId", s(post.to_string()))]);
+        let write = Write::update(floor_key().item(), floor_type(change)?, landed);
         Ok(self.db.write("set feed floor", &write).await?.done())
     }
 }

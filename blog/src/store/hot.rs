@@ -38,7 +38,7 @@ use serde::{Deserialize, Serialize};
 use super::{FanOut, Requests};
 use super::{
     Item, ItemType, Store, StoreError, from_item, n, signed,
-    table::{Expr, Outcome, TxOutcome, Write},
+    table::{Expr, Landed, Outcome, TxOutcome, Write},
 };
 use crate::{
     ids::{CommentId, PostId, UserId},
@@ -90,7 +90,8 @@ fn step_counter(key: Item, counter: Counter, step: Step, up_also: Option<Expr>) 
             .name("#counter", counter.attribute())
             .value(":zero", n(0)),
     };
-    Write::update(key, change).when(condition)
+    // Its transaction's create or delete tells whether it committed.
+    Write::update(key, change, Landed::Untold).when(condition)
 }
 
 /// FNV-1a, 64 bits: a hash that is the same in every build, so that a
@@ -155,7 +156,12 @@ impl ShardCounterItem {
                 .value(":comments", n(counts.1))
                 .value(":one", n(1));
         let still = Expr::new("version = :seen").value(":seen", n(seen));
-        Write::update(Self::key_of(post, shard).item(), change).when(still)
+        let landed = Landed::When(vec![
+            ("version", n(seen + 1)),
+            (Counter::Likes.attribute(), n(counts.0)),
+            (Counter::Comments.attribute(), n(counts.1)),
+        ]);
+        Write::update(Self::key_of(post, shard).item(), change, landed).when(still)
     }
 
     /// `counter` of shard `shard` one `step` up or down, its `version` one up:
@@ -352,9 +358,12 @@ impl Requests<'_> {
             let mut tx = self.db.transaction("make a post hot");
             let switched = tx.add(
                 "post",
-                Write::update(keys::post_item(post).item(), change)
-                    .when(quiet)
-                    .landed_when(vec![(SHARDS_ATTRIBUTE, n(u64::from(shards)))]),
+                Write::update(
+                    keys::post_item(post).item(),
+                    change,
+                    Landed::When(vec![(SHARDS_ATTRIBUTE, n(u64::from(shards)))]),
+                )
+                .when(quiet),
             );
             let pointer = LikeShardsItem {
                 post_id: *post,
@@ -487,7 +496,10 @@ fn shard_update(added: &BTreeMap<String, Added>, counters: &[ShardCounterItem]) 
     for (placeholder, value) in checks {
         condition = condition.value(&placeholder, value);
     }
-    Some(Write::update(keys::post_item(&post).item(), change).when(condition))
+    // A lost answer's write shows as a failed condition: the caller reads the
+    // post again and finds its shards' counts added.
+    let update = Write::update(keys::post_item(&post).item(), change, Landed::Untold);
+    Some(update.when(condition))
 }
 
 fn signed_difference(now: u64, was: u64) -> i64 {

@@ -19,7 +19,7 @@ use sha2::{Digest, Sha256};
 use super::{FanOut, Requests};
 use super::{
     Item, ItemType, StoreError, n, s,
-    table::{Expr, Query, Slot, Transaction, Write},
+    table::{Deleted, Expr, Landed, Query, Slot, Transaction, Write},
 };
 use crate::{
     ids::{CommentId, IdempotencyKey, PostId, UserId},
@@ -179,11 +179,11 @@ impl Idempotency {
             .or("#expires < :now")
             .name("#expires", EXPIRES_AT)
             .value(":now", n(now));
-        let landed = vec![
+        let landed = Landed::When(vec![
             ("requestDigest", s(&record.request_digest)),
             ("createdAt", s(&record.created_at)),
-        ];
-        Ok(Write::put(&record)?.when(free).landed_when(landed))
+        ]);
+        Ok(Write::put(&record, landed)?.when(free))
     }
 }
 
@@ -260,7 +260,7 @@ impl FanOut<'_> {
                 return Ok(forgotten);
             }
             for record in records {
-                let delete = Write::delete(record);
+                let delete = Write::delete(record, Deleted::IfGone);
                 self.db.write("forget a request record", &delete).await?;
                 forgotten += 1;
             }

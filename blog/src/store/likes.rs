@@ -6,7 +6,7 @@ use super::{
     Busy, ItemType, StoreError,
     hot::{self, LikeShardsItem},
     s,
-    table::{Committing, Expr, Query, TxOutcome, Write},
+    table::{Committing, Deleted, Expr, Query, TxOutcome, Write},
     users::UserItem,
 };
 use super::{FanOut, Requests};
@@ -345,11 +345,10 @@ impl Requests<'_> {
             let mut tx = self.db.transaction("unlike");
             let unmarked = tx.add(
                 "liker marker",
-                Write::delete(marker.key().item())
-                    .when(names_it)
-                    .landed_if_gone(),
+                Write::delete(marker.key().item(), Deleted::IfGone).when(names_it),
             );
-            let removed = tx.add("like", Write::delete(like_key.item()).when(exists));
+            let like = Write::delete(like_key.item(), Deleted::IfGone).when(exists);
+            let removed = tx.add("like", like);
             let counted = tx.add(
                 "count",
                 hot::counted_down(post, place.shard, Counter::Likes),
@@ -482,16 +481,17 @@ impl FanOut<'_> {
         loop {
             let mut tx = self.db.transaction("erase like");
             let exists = Expr::item_exists();
-            let remove = Write::delete(like_key.clone())
-                .when(exists)
-                .landed_if_gone();
+            let remove = Write::delete(like_key.clone(), Deleted::IfGone).when(exists);
             let removed = tx.add("like", remove);
             let marker = with_marker.then(|| {
                 let names_it = Expr::item_absent()
                     .or("likeId = :like")
                     .value(":like", s(like.to_string()));
                 let key = LikerMarker::key_of(place, liker).item();
-                tx.add("liker marker", Write::delete(key).when(names_it))
+                tx.add(
+                    "liker marker",
+                    Write::delete(key, Deleted::IfGone).when(names_it),
+                )
             });
             let counted = with_count.then(|| {
                 let count = hot::counted_down(&place.post, place.shard, Counter::Likes);

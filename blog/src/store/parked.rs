@@ -14,7 +14,10 @@ use serde::{Deserialize, Serialize};
 #[cfg(feature = "admin")]
 use super::Admin;
 use super::FanOut;
-use super::{ItemType, StoreError, table::Write};
+use super::{
+    ItemType, StoreError,
+    table::{Deleted, Landed, Write},
+};
 use crate::keys::{self, Entity, Key, PARKED_PK};
 #[cfg(feature = "admin")]
 use {
@@ -89,7 +92,8 @@ impl FanOut<'_> {
     /// Keeps `item` (the fan-out's park-failures; an unconditional put:
     /// parking a record again rewrites the same item).
     pub async fn park(&self, item: &ParkedRecordItem) -> Result<(), StoreError> {
-        let put = Write::put(item)?;
+        // Parking it again rewrites the same item: nothing to tell apart.
+        let put = Write::put(item, Landed::Untold)?;
         self.db
             .write("park a stream record", &put)
             .await
@@ -117,7 +121,7 @@ impl Admin<'_> {
 
     /// Forgets a parked record once it has been applied (admin).
     pub async fn unpark(&self, item: &ParkedRecordItem) -> Result<(), StoreError> {
-        let delete = Write::delete(item.key().item());
+        let delete = Write::delete(item.key().item(), Deleted::IfGone);
         self.db
             .write("unpark a stream record", &delete)
             .await

@@ -9,7 +9,7 @@ use super::{
     Busy, Item, ItemType, Store, StoreError,
     idempotency::{Answer, Created, Idempotency},
     n, s,
-    table::{Committing, Expr, Query, TxOutcome, Write},
+    table::{Committing, Expr, Landed, Query, TxOutcome, Write},
     users::UserItem,
 };
 use crate::{
@@ -290,8 +290,8 @@ impl Requests<'_> {
             let plan = EditPlan::new(&current, editor, &edit, &timestamp::now());
             let mut tx = self.db.transaction("edit post");
             if let Some(content) = &plan.content {
-                let updated = vec![("updatedAt", s(&content.updated_at))];
-                tx.add("post content", Write::put(content)?.landed_when(updated));
+                let updated = Landed::When(vec![("updatedAt", s(&content.updated_at))]);
+                tx.add("post content", Write::put(content, updated)?);
             }
             let guard = tx.add("post", plan.post_write);
             match tx.commit().await? {
@@ -385,7 +385,11 @@ impl Admin<'_> {
             .value(":actual", n(actual))
             .value(":one", n(1));
         let seen = Expr::new("version = :seen").value(":seen", n(version));
-        let write = Write::update(PostItem::key(post), change).when(seen);
+        let landed = Landed::When(vec![
+            ("version", n(version + 1)),
+            (counter.attribute(), n(actual)),
+        ]);
+        let write = Write::update(PostItem::key(post), change, landed).when(seen);
         Ok(self.db.write("set post count", &write).await?.done())
     }
 
@@ -406,7 +410,9 @@ impl Admin<'_> {
         let content = PostContentItem::new(*post, &text, &current.item.updated_at);
         let moved = tx.add("post content", Write::create(&content)?);
         let unchanged = Expr::new("content = :content").value(":content", s(&text));
-        let remove = Write::update(PostItem::key(post), Expr::new("REMOVE content"));
+        // The content's create tells whether the move committed.
+        let change = Expr::new("REMOVE content");
+        let remove = Write::update(PostItem::key(post), change, Landed::Untold);
         let removed = tx.add("post", remove.when(unchanged));
         match tx.commit().await? {
             TxOutcome::Committed => Ok(true),
@@ -465,16 +471,14 @@ impl EditPlan {
         item.updated_at = now.to_owned();
         item.version += 1;
         item.content = None;
-        let landed = vec![
+        let landed = Landed::When(vec![
             ("version", n(item.version)),
             ("title", s(&item.title)),
             ("summary", s(&item.summary)),
-        ];
+        ]);
         Self {
             content,
-            post_write: Write::update(PostItem::key(&post), change)
-                .when(guard)
-                .landed_when(landed),
+            post_write: Write::update(PostItem::key(&post), change, landed).when(guard),
             item,
         }
     }

@@ -23,7 +23,7 @@ use serde::{Deserialize, Serialize};
 use super::FanOut;
 use super::{
     Item, ItemType, Store, StoreError, n, s,
-    table::{Backoff, Expr, Query, Write},
+    table::{Backoff, Expr, Landed, Query, Write},
 };
 use crate::{
     ids::UserId,
@@ -458,7 +458,11 @@ impl FanOut<'_> {
         let not_newer = Expr::item_absent()
             .or("version <= :v")
             .value(":v", n(progress.version));
-        let put = Write::put(&progress)?.when(not_newer);
+        let landed = Landed::When(vec![
+            ("version", n(progress.version)),
+            ("updatedAt", s(&progress.updated_at)),
+        ]);
+        let put = Write::put(&progress, landed)?.when(not_newer);
         Ok(self.db.write("save rename progress", &put).await?.done())
     }
 }

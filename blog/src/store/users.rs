@@ -6,7 +6,7 @@ use super::{
     Busy, Item, ItemType, Store, StoreError,
     idempotency::{Answer, Created, Idempotency},
     n, s,
-    table::{Committing, Expr, Outcome, Query, TxOutcome, Write},
+    table::{Committing, Deleted, Expr, Landed, Outcome, Query, TxOutcome, Write},
 };
 use super::{FanOut, Requests};
 use crate::{
@@ -325,10 +325,13 @@ impl Requests<'_> {
             let mine = Expr::new("userId = :me").value(":me", s(user.as_str()));
             if same_claim {
                 // Only the case changed: the claim stays, its copy follows.
-                let follow = Write::put(&UsernameClaim::of(&renamed))?.when(mine);
+                // The profile's update tells whether the rename committed.
+                let claim = UsernameClaim::of(&renamed);
+                let follow = Write::put(&claim, Landed::Untold)?.when(mine);
                 tx.add("username claim", follow);
             } else {
-                let release = Write::delete(UsernameClaim::key(&current.username)).when(mine);
+                let old = UsernameClaim::key(&current.username);
+                let release = Write::delete(old, Deleted::IfGone).when(mine);
                 tx.add("old username claim", release);
                 let new_claim = Write::create(&UsernameClaim::of(&renamed))?;
                 claim = Some(tx.add("new username claim", new_claim));
@@ -369,12 +372,11 @@ fn renamed_profile(current: &UserItem, renamed: &UserItem) -> Write {
         .value(":now", s(&renamed.updated_at))
         .value(":one", n(1));
     let still = Expr::new("version = :seen").value(":seen", n(current.version));
-    Write::update(UserItem::key(&current.user_id), change)
-        .when(still)
-        .landed_when(vec![
-            ("version", n(renamed.version)),
-            ("username", s(&renamed.username)),
-        ])
+    let landed = Landed::When(vec![
+        ("version", n(renamed.version)),
+        ("username", s(&renamed.username)),
+    ]);
+    Write::update(UserItem::key(&current.user_id), change, landed).when(still)
 }
 
 impl FanOut<'_> {
@@ -454,7 +456,12 @@ impl Store {
                 Expr::new("username = :stored AND userVersion <= :uv").value(":stored", s(stored))
             }
         };
-        let write = Write::update(key, change).when(condition.value(":uv", n(copy.version)));
+        let landed = Landed::When(vec![
+            ("username", s(copy.username)),
+            ("userVersion", n(copy.version)),
+        ]);
+        let write =
+            Write::update(key, change, landed).when(condition.value(":uv", n(copy.version)));
         let outcome = self.db.write("copy username", &write).await?;
         Ok(matches!(outcome, Outcome::Done(_)))
     }

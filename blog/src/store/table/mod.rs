@@ -46,8 +46,9 @@
 //!   cancelled attempt, which certainly did not commit, gets a fresh one);
 //! - a failed condition, or retries that ran out, are checked by reading
 //!   back what the write would have left ([`Write::create`] knows which
-//!   attributes make an item this request's, [`Write::landed_when`] and
-//!   [`Write::landed_if_gone`] say it for an update or a delete): if it is
+//!   attributes make an item this request's; every other put, update and
+//!   delete is given its [`Landed`] or [`Deleted`] where it is built, and
+//!   one that leaves nothing of its own says so, [`Landed::Untold`]): if it is
 //!   there, the write took effect and answers as if nothing had been lost
 //!   ([`Outcome::Done`], [`TxOutcome::Committed`]), never with an error;
 //! - any other failed condition is reported with `after_unknown: true`;
@@ -79,7 +80,7 @@ pub use retry::Backoff;
 pub use schema::{GSI1_PROJECTED, create_if_missing};
 pub use tokens::{request_scope, request_scope_until};
 pub use transaction::{Committing, Rejected, Slot, Transaction, TxOutcome};
-pub use write::{Outcome, Returning, Write};
+pub use write::{Deleted, Landed, Outcome, Returning, Write};
 
 /// The table and the SDK client a process shares across invocations. Its
 /// operations are spread over this module's files by what they do (see the

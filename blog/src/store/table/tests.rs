@@ -226,6 +226,7 @@ fn a_write_merges_its_change_and_condition_placeholders() {
         Expr::new("SET #c = #c + :one")
             .name("#c", crate::keys::Counter::Likes.attribute())
             .value(":one", n(1)),
+        Landed::Untold,
     )
     .when(Expr::new("attribute_exists(#pk)").name("#pk", PK));
     let (condition, names, values) = write.parts();
@@ -238,7 +239,8 @@ fn a_write_merges_its_change_and_condition_placeholders() {
     assert_eq!(names.get("#pk").map(String::as_str), Some(PK));
     assert_eq!(values.unwrap_or_default().get(":one"), Some(&n(1)));
     // A delete without condition sends no empty maps (DynamoDB refuses them).
-    let (condition, names, values) = Write::delete(Key::new("A".to_owned(), "B").item()).parts();
+    let (condition, names, values) =
+        Write::delete(Key::new("A".to_owned(), "B").item(), Deleted::IfGone).parts();
     assert!(condition.is_none() && names.is_none() && values.is_none());
 }
 

@@ -17,9 +17,35 @@ use crate::{
     store::StoreError,
 };
 
-/// How a write shows that it landed, read back after an unknown outcome.
+/// How a put or an update is recognised after an attempt whose answer was
+/// lost (see "Unknown outcomes" in the module's docs): every put and update
+/// says it where it is built.
 #[derive(Clone, Debug)]
-enum Landed {
+pub enum Landed {
+    /// It landed if the item at its key holds these values: its own, such as
+    /// a version it set or a digest it wrote.
+    When(Vec<(&'static str, AttributeValue)>),
+    /// Nothing it leaves tells it from another write: a lost answer stays
+    /// unknown (on its own, a 503 `outcome_unknown` once retries run out; in
+    /// a transaction, another item may tell that the transaction committed).
+    Untold,
+}
+
+/// How a delete is recognised after an attempt whose answer was lost:
+/// every delete says it where it is built.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Deleted {
+    /// It landed if its item is gone: what was asked for is done, whoever
+    /// did it. Not for a delete whose caller needs the item it removed
+    /// ([`Returning::Old`]): after a lost answer that is not known.
+    IfGone,
+    /// As [`Landed::Untold`].
+    Untold,
+}
+
+/// What a write reads back after an unknown outcome to tell that it landed.
+#[derive(Clone, Debug)]
+enum ReadBack {
     /// The item at the key holds these values.
     Holds(Item, Vec<(String, AttributeValue)>),
     /// The item at the key is gone.
@@ -52,7 +78,7 @@ pub struct Write {
     pub(super) op: Op,
     condition: Option<Expr>,
     /// How to tell, after an unknown outcome, that this write landed.
-    landed: Option<Landed>,
+    landed: Option<ReadBack>,
     returning: Returning,
 }
 
@@ -67,8 +93,8 @@ impl Write {
     }
 
     /// Puts `entity`, replacing whatever has its key.
-    pub fn put<E: Entity>(entity: &E) -> Result<Self, StoreError> {
-        Ok(Self::of(Op::Put(entity.to_item()?)))
+    pub fn put<E: Entity>(entity: &E, landed: Landed) -> Result<Self, StoreError> {
+        Ok(Self::of(Op::Put(entity.to_item()?)).landed(landed))
     }
 
     /// Creates `entity`: its condition fails if the key is taken. After an
@@ -83,17 +109,26 @@ impl Write {
                 (*name, value.unwrap_or(AttributeValue::Null(true)))
             })
             .collect();
-        let absent = Expr::new("attribute_not_exists(#pk)").name("#pk", PK);
-        Ok(Self::of(Op::Put(item)).when(absent).landed_when(own))
+        Ok(Self::of(Op::Put(item))
+            .when(Expr::item_absent())
+            .landed(Landed::When(own)))
     }
 
     /// Changes the item at `key` by `change` (an update expression).
-    pub fn update(key: Item, change: Expr) -> Self {
-        Self::of(Op::Update(key, change))
+    pub fn update(key: Item, change: Expr, landed: Landed) -> Self {
+        Self::of(Op::Update(key, change)).landed(landed)
     }
 
-    pub fn delete(key: Item) -> Self {
-        Self::of(Op::Delete(key))
+    /// Deletes the item at `key`.
+    pub fn delete(key: Item, deleted: Deleted) -> Self {
+        let read_back = match deleted {
+            Deleted::IfGone => Some(ReadBack::Gone(key.clone())),
+            Deleted::Untold => None,
+        };
+        Self {
+            landed: read_back,
+            ..Self::of(Op::Delete(key))
+        }
     }
 
     /// A transaction item that writes nothing: its condition only.
@@ -107,9 +142,11 @@ impl Write {
         self
     }
 
-    /// After an unknown outcome, the write landed if the item it targets
-    /// holds these values (an update's own: a version it set, say).
-    pub fn landed_when(mut self, values: Vec<(&str, AttributeValue)>) -> Self {
+    /// A put's or an update's read-back after an unknown outcome.
+    fn landed(mut self, landed: Landed) -> Self {
+        let Landed::When(values) = landed else {
+            return self;
+        };
         let key = match &self.op {
             Op::Put(item) => item
                 .iter()
@@ -122,16 +159,7 @@ impl Write {
             .into_iter()
             .map(|(name, value)| (name.to_owned(), value))
             .collect();
-        self.landed = Some(Landed::Holds(key, values));
-        self
-    }
-
-    /// After an unknown outcome, a delete landed if its item is gone: what
-    /// the caller asked for is done, whoever did it.
-    pub fn landed_if_gone(mut self) -> Self {
-        if let Op::Delete(key) = &self.op {
-            self.landed = Some(Landed::Gone(key.clone()));
-        }
+        self.landed = Some(ReadBack::Holds(key, values));
         self
     }
 
@@ -273,13 +301,12 @@ impl Table {
     }
 
     /// Whether `write` shows that it landed (see [`Write::create`],
-    /// [`Write::landed_when`], [`Write::landed_if_gone`]); `false` for a
-    /// write that cannot tell.
+    /// [`Landed`], [`Deleted`]); `false` for a write that cannot tell.
     pub(super) async fn landed(&self, write: &Write) -> Result<bool, StoreError> {
         match &write.landed {
             None => Ok(false),
-            Some(Landed::Gone(key)) => Ok(self.get(key.clone(), true).await?.is_none()),
-            Some(Landed::Holds(key, values)) => {
+            Some(ReadBack::Gone(key)) => Ok(self.get(key.clone(), true).await?.is_none()),
+            Some(ReadBack::Holds(key, values)) => {
                 let Some(stored) = self.get(key.clone(), true).await? else {
                     return Ok(false);
                 };
