@@ -112,6 +112,10 @@ impl ApiError {
         }
     }
 
+    fn conflict(code: ErrorCode, message: String) -> Self {
+        Self::Conflict { code, message }
+    }
+
     pub fn status(&self) -> StatusCode {
         match self {
             Self::BadRequest { .. } => StatusCode::BAD_REQUEST,
@@ -172,18 +176,9 @@ impl From<StoreError> for ApiError {
     fn from(err: StoreError) -> Self {
         let message = err.to_string();
         match err {
-            StoreError::UsernameTaken => Self::Conflict {
-                code: ErrorCode::UsernameTaken,
-                message,
-            },
-            StoreError::ProfileExists => Self::Conflict {
-                code: ErrorCode::ProfileExists,
-                message,
-            },
-            StoreError::BeingErased => Self::Conflict {
-                code: ErrorCode::BeingErased,
-                message,
-            },
+            StoreError::UsernameTaken => Self::conflict(ErrorCode::UsernameTaken, message),
+            StoreError::ProfileExists => Self::conflict(ErrorCode::ProfileExists, message),
+            StoreError::BeingErased => Self::conflict(ErrorCode::BeingErased, message),
             StoreError::NoProfile => Self::Forbidden("create your profile first (POST /users)"),
             StoreError::AccountErased => Self::AccountErased,
             StoreError::NotAuthor => Self::Forbidden("only the post's author may change it"),
@@ -198,10 +193,9 @@ impl From<StoreError> for ApiError {
                 code: ErrorCode::IdempotencyKeyReused,
                 message,
             },
-            StoreError::IdempotencyKeyInFlight => Self::Conflict {
-                code: ErrorCode::IdempotencyKeyInFlight,
-                message,
-            },
+            StoreError::IdempotencyKeyInFlight => {
+                Self::conflict(ErrorCode::IdempotencyKeyInFlight, message)
+            }
             StoreError::Busy {
                 cause: Busy::OutcomeUnknown,
                 ..

@@ -190,7 +190,7 @@ fn read_item(
         }
         Some(ItemType::FeedEntry) => {
             let entry: FeedEntryItem = from_item(item)?;
-            done.feed.insert(entry.post_id, entry);
+            done.feed.insert(entry.post.post_id, entry);
         }
         Some(ItemType::FeedFloor) => {
             done.floor = text(&item, "floorPostId").and_then(|p| PostId::parse(p).ok());
@@ -308,9 +308,9 @@ impl Admin<'_> {
             if let Some(Seen {
                 profile: Some((name, _)),
                 ..
-            }) = users.get(&entry.user_id)
+            }) = users.get(&entry.post.user_id)
             {
-                entry.username.clone_from(name);
+                entry.post.username.clone_from(name);
             }
         }
         self.check_feed(&newest, &feed, floor, &sink).await?;

@@ -18,10 +18,9 @@ use super::{
     table::{Deleted, Expr, Landed, Outcome, Query, Returning, Write},
 };
 use crate::{
-    ids::{PostId, UserId},
+    ids::PostId,
     keys::{self, Entity, FEED_FLOOR_SK, FEED_PK, Key, POST_PREFIX, TYPE},
     model::PostSummary,
-    text::Username,
 };
 
 /// How many posts the feed shows (Q6). The partition keeps a reserve below
@@ -29,21 +28,17 @@ use crate::{
 /// and a slack of older ones until the next trim ([`feed_slack`]).
 pub const FEED_CAPACITY: usize = 100;
 
-/// A feed entry: the short form of a post, as of the post's `version` (its own
-/// changes: edits and counts) and `userVersion` (its author's renames). Both
-/// only grow, so a copy is older than a post image exactly when either is
-/// lower, and a rename needs no change to the post's own `version`.
+/// A feed entry: the short form of a post (its attributes are the short
+/// form's own, side by side with the versions, so Q6 reads them as it is),
+/// as of the post's `version` (its own changes: edits and counts) and
+/// `userVersion` (its author's renames). Both only grow, so a copy is older
+/// than a post image exactly when either is lower, and a rename needs no
+/// change to the post's own `version`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct FeedEntryItem {
-    pub post_id: PostId,
-    pub user_id: UserId,
-    pub username: Username,
-    pub title: String,
-    pub summary: String,
-    pub comment_count: u64,
-    pub like_count: u64,
-    pub created_at: String,
+    #[serde(flatten)]
+    pub post: PostSummary,
     pub version: u64,
     /// Absent from entries written before it existed.
     #[serde(default)]
@@ -53,14 +48,7 @@ pub struct FeedEntryItem {
 impl From<&PostItem> for FeedEntryItem {
     fn from(post: &PostItem) -> Self {
         Self {
-            post_id: post.post_id,
-            user_id: post.user_id.clone(),
-            username: post.username.clone(),
-            title: post.title.clone(),
-            summary: post.summary.clone(),
-            comment_count: post.comment_count,
-            like_count: post.like_count,
-            created_at: post.created_at.clone(),
+            post: PostSummary::from(post),
             version: post.version,
             user_version: post.user_version,
         }
@@ -80,7 +68,7 @@ impl Entity for FeedEntryItem {
     const OWN: &'static [&'static str] = &["version", "userVersion"];
 
     fn key(&self) -> Key {
-        Self::key_of(&self.post_id)
+        Self::key_of(&self.post.post_id)
     }
 }
 
@@ -274,11 +262,11 @@ impl FanOut<'_> {
              userVersion = :uv",
         )
         .with_counters()
-        .value(":username", s(&entry.username))
-        .value(":title", s(&entry.title))
-        .value(":summary", s(&entry.summary))
-        .value(":comments", n(entry.comment_count))
-        .value(":likes", n(entry.like_count));
+        .value(":username", s(&entry.post.username))
+        .value(":title", s(&entry.post.title))
+        .value(":summary", s(&entry.post.summary))
+        .value(":comments", n(entry.post.comment_count))
+        .value(":likes", n(entry.post.like_count));
         // An entry written before entries carried `userVersion` takes the
         // first image at its version or later, and has it from then on.
         let older = Expr::item_exists()

@@ -100,6 +100,22 @@ impl PostItem {
     }
 }
 
+/// What lists show of a post (Q3, Q6; a feed entry holds it too).
+impl From<&PostItem> for PostSummary {
+    fn from(post: &PostItem) -> Self {
+        Self {
+            post_id: post.post_id,
+            user_id: post.user_id.clone(),
+            username: post.username.clone(),
+            title: post.title.clone(),
+            summary: post.summary.clone(),
+            comment_count: post.comment_count,
+            like_count: post.like_count,
+            created_at: post.created_at.clone(),
+        }
+    }
+}
+
 impl Entity for PostItem {
     const TYPE: ItemType = ItemType::Post;
     /// The key holds a post id made for this post.
