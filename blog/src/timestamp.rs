@@ -17,7 +17,7 @@ pub fn format(at: OffsetDateTime) -> String {
         .unwrap_or_else(|_| String::from("1970-01-01T00:00:00.000Z"))
 }
 
-/// A timestamp as [`format`] writes it (any RFC 3339 is accepted).
+/// A timestamp as [`format()`] writes it (any RFC 3339 is accepted).
 pub fn parse(raw: &str) -> Option<OffsetDateTime> {
     OffsetDateTime::parse(raw, &time::format_description::well_known::Rfc3339).ok()
 }

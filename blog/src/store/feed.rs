@@ -271,8 +271,8 @@ impl FanOut<'_> {
         // first image at its version or later, and has it from then on.
         let older = Expr::item_exists()
             .and(
-                "(version < :version OR userVersion < :uv \
-             OR (attribute_not_exists(userVersion) AND version <= :version))",
+                "version < :version OR userVersion < :uv \
+                 OR (attribute_not_exists(userVersion) AND version <= :version)",
             )
             .value(":uv", n(entry.user_version))
             .value(":version", n(entry.version));
@@ -356,7 +356,7 @@ impl Admin<'_> {
         entry: &FeedEntryItem,
     ) -> Result<bool, StoreError> {
         let not_newer = Expr::item_absent()
-            .or("(version <= :version AND userVersion <= :uv)")
+            .or("version <= :version AND userVersion <= :uv")
             .value(":version", n(entry.version))
             .value(":uv", n(entry.user_version));
         let landed = Landed::When(vec![

@@ -1,7 +1,6 @@
-//! The store's handle: the table and the settings its operations share.
-//! `store/mod.rs` only declares the modules and hands their names on, so
-//! that the table layer, which takes the store's error from there, imports
-//! nothing that imports it back.
+//! The store's handle: the table and the settings its operations share, and
+//! the views that group its operations by caller. Nothing below it (the
+//! table layer, `keys.rs`) imports this file.
 
 use std::time::Duration;
 
@@ -137,6 +136,8 @@ view! {
     /// What the stream fan-out calls (`fanout`, and `recovery`, which parks
     /// and replays its records): the feed's writes, username copies, a
     /// deleted post's walk, an erased account's walk, the hot posts' sums.
+    /// The admin tools' repairs call two of its walks too (an erasure's, a
+    /// deleted post's), as the fan-out would.
     FanOut,
     fanout
 }

@@ -13,7 +13,6 @@
 
 use serde::Deserialize;
 
-#[cfg(feature = "admin")]
 use super::Admin;
 use super::{
     ItemType, StoreError, from_items,
@@ -32,7 +31,6 @@ pub struct Migrated {
     pub busy: usize,
 }
 
-#[cfg(feature = "admin")]
 impl Admin<'_> {
     /// Admin: moves every post of the old shape into the new one.
     pub async fn migrate(&self) -> Result<Migrated, StoreError> {

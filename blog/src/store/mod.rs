@@ -15,8 +15,9 @@
 //! module holds its items, their keys, those shared writes, and one `impl`
 //! block per caller that uses it.
 //!
-//! This file only declares the modules and hands their names on: the table
-//! layer takes the store's error from here, so nothing here imports from it.
+//! This file only declares the modules and hands their names on. The table
+//! layer takes the store's error from here; neither it nor `keys.rs` imports
+//! `handle.rs` or an entity module, so no import runs back up.
 
 #[cfg(feature = "bulk")]
 pub mod bulk;

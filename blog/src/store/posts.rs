@@ -54,7 +54,7 @@ pub struct PostItem {
     pub updated_at: String,
     pub version: u64,
     /// Only on posts written before the content had an item of its own, until
-    /// `blog-admin migrate` moves it there ([`crate::store::Admin::migrate_post`]).
+    /// `blog-admin migrate` moves it there (`store::migrate`, admin only).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub content: Option<String>,
     /// On a hot post only: how many shard partitions hold its new likes and

@@ -40,7 +40,7 @@ fn calls(expected: &[(&str, f64, f64)]) -> Vec<Call> {
 
 /// What every write request but `POST /users` reads first: the caller's
 /// profile and erasure mark, with one strongly consistent Query of their
-/// partition (`Store::writer`); 1 unit, the profile found or the mark.
+/// partition (`Requests::writer`); 1 unit, the profile found or the mark.
 const WRITER: (&str, f64, f64) = ("Query", 1.0, 0.0);
 
 /// One request and what it must cost.
@@ -80,7 +80,7 @@ async fn every_request_costs_what_the_data_model_says() {
     };
     let read = |name, path: String, calls| write(name, "GET", path, None, None, 200, calls);
     // The author's profile and erasure mark (one strongly consistent Query
-    // of their partition, `Store::writer`), then one transaction: DynamoDB
+    // of their partition, `Requests::writer`), then one transaction: DynamoDB
     // Local reports 2 table units per transaction item and 4 index units per
     // transaction touching GSI1 (see billed.rs for what DynamoDB bills).
     let profile_then_two_items: &[(&str, f64, f64)] = &[WRITER, ("TransactWriteItems", 4.0, 4.0)];

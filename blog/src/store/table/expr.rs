@@ -45,14 +45,17 @@ impl Expr {
     }
 
     /// This condition, and `more` (whose placeholders the caller adds).
+    /// Each side is put in parentheses, so that the result reads as written
+    /// whatever either side holds.
     pub fn and(self, more: &str) -> Self {
-        let text = format!("{} AND {more}", self.text);
+        let text = format!("({}) AND ({more})", self.text);
         Self { text, ..self }
     }
 
-    /// This condition, or `other` (whose placeholders the caller adds).
+    /// This condition, or `other` (whose placeholders the caller adds), each
+    /// side in parentheses.
     pub fn or(self, other: &str) -> Self {
-        let text = format!("{} OR {other}", self.text);
+        let text = format!("({}) OR ({other})", self.text);
         Self { text, ..self }
     }
 
@@ -63,9 +66,10 @@ impl Expr {
         self
     }
 
-    /// This condition, and the condition `other` with its placeholders.
+    /// This condition, and the condition `other` with its placeholders, each
+    /// in parentheses.
     pub fn and_expr(mut self, other: Expr) -> Self {
-        self.text = format!("{} AND {}", self.text, other.text);
+        self.text = format!("({}) AND ({})", self.text, other.text);
         self.names.extend(other.names);
         self.values.extend(other.values);
         self

@@ -5,7 +5,7 @@
 //! [`Table::query_page`]/[`Table::query_up_to`] (pages past 1 MB),
 //! [`Table::transaction`] (TransactWriteItems with its items named),
 //! [`Table::batch_get`] (the audit's profiles, a page of a user's export), and
-//! for the admin tools [`Table::scan_page`]. Each answers a
+//! for the admin tools `Table::scan_page` (admin only). Each answers a
 //! small typed outcome ([`Outcome`], [`TxOutcome`]); the table's name,
 //! `ReturnConsumedCapacity` (what the meter and the metrics read), client
 //! request tokens, retries and the classification of DynamoDB's errors live
@@ -17,7 +17,7 @@
 //! |---|---|
 //! | `expr.rs` | [`Expr`]: conditions, updates, key conditions and projections with their placeholders; [`s`], [`n`], [`signed`] |
 //! | `write.rs` | [`Write`], [`Table::write`] and its [`Outcome`]; reading a write back after a lost answer |
-//! | `read.rs` | [`Table::get`], [`Table::batch_get`], [`Query`] and [`Scan`] and their [`Page`]s |
+//! | `read.rs` | [`Table::get`], [`Table::batch_get`], [`Query`] and `Scan` (admin only) and their [`Page`]s |
 //! | `transaction.rs` | [`Transaction`]: its items, its retries, the resolution of an unknown outcome |
 //! | `tokens.rs` | client request tokens, and the [`request_scope`] (and deadline) they come from |
 //! | `retry.rs` | [`Backoff`], and the one way a plain call is sent, retried and its failure classified |

@@ -254,3 +254,25 @@ fn queries_name_the_sort_key_of_what_they_read() {
     assert_eq!(index.key.names.get("#pk").map(String::as_str), Some(GSI1PK));
     assert_eq!(index.key.names.get("#sk").map(String::as_str), Some(GSI1SK));
 }
+
+#[test]
+fn combined_conditions_read_as_written_whatever_each_side_holds() {
+    let either = Expr::item_absent().or("version <= :v AND userVersion <= :uv");
+    assert_eq!(
+        either.text,
+        "(attribute_not_exists(PK)) OR (version <= :v AND userVersion <= :uv)"
+    );
+    let guarded = Expr::new("a = :a OR b = :b").value(":a", n(1)).and_expr(
+        Expr::new("c = :c OR d = :d")
+            .name("#x", "x")
+            .value(":c", n(2)),
+    );
+    assert_eq!(guarded.text, "(a = :a OR b = :b) AND (c = :c OR d = :d)");
+    assert_eq!(guarded.values.get(":a"), Some(&n(1)));
+    assert_eq!(guarded.values.get(":c"), Some(&n(2)));
+    assert_eq!(guarded.names.get("#x").map(String::as_str), Some("x"));
+    assert_eq!(
+        Expr::item_exists().and("x > :zero").text,
+        "(attribute_exists(PK)) AND (x > :zero)"
+    );
+}
