@@ -32,7 +32,7 @@ use crate::{
     store::{Store, StoreError, rename::Deadline},
 };
 
-mod rules;
+pub mod rules;
 
 use rules::Rule;
 pub use rules::{Change, applies_to, apply};

@@ -1,6 +1,7 @@
 //! The fan-out's rules: which stream record falls under which rule, and what
-//! each rule writes. [`super::handle_until`] hands every record of a batch to
-//! [`apply_record`]; recovery replays one through [`apply`].
+//! each rule writes. [`super::handle_until`] applies every record of a batch
+//! here (with the records coalesced into it); recovery replays one parked
+//! record through [`apply`].
 //!
 //! | stream record | what it writes | why it is idempotent |
 //! |---|---|---|
