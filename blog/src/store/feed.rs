@@ -216,12 +216,8 @@ impl FanOut<'_> {
         // replay) must not bring it back: the post's REMOVE, which takes the
         // entry out, may have come and gone already. Checked once the entry
         // is in and counted, so that taking it out again counts it out.
-        if self
-            .db
-            .get(PostItem::key(&post.post_id), true)
-            .await?
-            .is_none()
-        {
+        let still = keys::post_item(&post.post_id).item();
+        if self.db.get(still, true).await?.is_none() {
             self.leave_feed(&post.post_id).await?;
             return Ok((Copied::Stale, entries.saturating_sub(1)));
         }

@@ -5,8 +5,8 @@
 //! failure); one too wide wakes the function for nothing.
 //!
 //! Checked twice: on every item type the table knows (`ItemType::ALL`, so a
-//! new type is checked as soon as it exists; `fanout::Rule::of` makes it
-//! decide at compile time) with every event kind, and on the records a real
+//! new type is checked as soon as it exists; `Rule::of` in `fanout/rules.rs`
+//! makes it decide at compile time) with every event kind, and on the records a real
 //! workload writes to DynamoDB Local's stream, with their images as the
 //! stream writes them.
 

@@ -1,4 +1,7 @@
-//! The DynamoDB Streams fan-out: keeps every denormalised copy true.
+//! The fan-out's rules: which stream record falls under which rule, and what
+//! each rule writes. [`super::handle_until`] applies every record of a batch
+//! here (with the records coalesced into it); recovery replays one parked
+//! record through [`apply`].
 //!
 //! | stream record | what it writes | why it is idempotent |
 //! |---|---|---|
@@ -23,31 +26,18 @@
 //! partial failure again from the lowest failed sequence number, so a record
 //! may come again after newer ones: every write above is conditional on
 //! versions, and applying any such schedule gives the table a single clean
-//! application gives. A batch is applied in that order too: the records of
-//! one item one after another, those of different items at once (as Lambda
-//! runs the batches of different shards at once).
+//! application gives.
 
-use std::{
-    collections::HashMap,
-    future::Future,
-    sync::atomic::{AtomicUsize, Ordering},
-    time::{SystemTime, UNIX_EPOCH},
-};
-
-use aws_lambda_events::event::{
-    dynamodb::{Event, EventRecord},
-    streams::{DynamoDbBatchItemFailure, DynamoDbEventResponse},
-};
-use futures::StreamExt;
+use aws_lambda_events::event::dynamodb::EventRecord;
 use serde::{Deserialize, de::DeserializeOwned};
-use thiserror::Error;
 
+use super::{FanoutError, Outcome};
 use crate::{
     ids::UserId,
-    keys::{Key, PostPartition},
+    keys::Key,
     metrics::{self, Unit},
     store::{
-        ItemType, Store, StoreError,
+        ItemType, Store,
         deletion::Removal,
         erasure::{ErasureStep, Written},
         feed::{Copied, FeedEntryItem},
@@ -58,241 +48,6 @@ use crate::{
     },
 };
 
-/// Items whose records a batch applies at once, at most.
-const CONCURRENT_ITEMS: usize = 16;
-
-#[derive(Debug, Error)]
-pub enum FanoutError {
-    #[error("cannot decode the {image} image: {reason}")]
-    Malformed { image: &'static str, reason: String },
-    #[error(transparent)]
-    Store(#[from] StoreError),
-}
-
-/// What applying one record did.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Outcome {
-    /// At least one copy changed.
-    Written { writes: usize },
-    /// Every copy already held this version or a newer one.
-    Stale { writes: usize },
-    /// The record changes nothing that is copied.
-    Ignored,
-    /// A later record of the same batch carries this one's change: a post
-    /// MODIFY followed by another MODIFY of that post (its new image holds
-    /// every change before it), so the copies are written once a batch.
-    Coalesced,
-    /// A walk (a rename's, a deleted post's, an erasure's) stopped before
-    /// the deadline, its place saved or none needed: the
-    /// record must come again.
-    Paused { writes: usize },
-}
-
-/// Applies a batch with no deadline (the local poller, tools, tests): see
-/// [`handle_until`].
-pub async fn handle(store: &Store, event: Event) -> DynamoDbEventResponse {
-    handle_until(store, event, Deadline::NONE).await
-}
-
-/// Applies a batch and reports the records that failed, so that Lambda (or the
-/// local poller) retries from the lowest of them. The records of one item are
-/// applied in stream order, one after another; those of different items at
-/// once. A failed record never stops the rest of the batch; a walk paused by
-/// the `deadline` does: it is reported, no record after it starts (those
-/// already under way finish), and the records after it come again with it.
-pub async fn handle_until(
-    store: &Store,
-    event: Event,
-    deadline: Deadline,
-) -> DynamoDbEventResponse {
-    let mut stats = BatchStats {
-        records: event.records.len(),
-        oldest_age_ms: oldest_age_ms(&event.records),
-        ..BatchStats::default()
-    };
-    let mut response = DynamoDbEventResponse::default();
-    let superseded = superseded_post_changes(&event.records);
-    // The records coalesced into each carrier: it writes their changes too.
-    let mut carried: HashMap<usize, Vec<&EventRecord>> = HashMap::new();
-    for (record, carrier) in event.records.iter().zip(&superseded) {
-        if let Some(carrier) = carrier {
-            stats.count(Outcome::Coalesced);
-            carried.entry(*carrier).or_default().push(record);
-        }
-    }
-    let lanes = item_lanes(&event.records, &superseded);
-    let applied = apply_in_lanes(lanes, |index| {
-        let record = &event.records[index];
-        let carried = carried.get(&index).map_or(&[][..], Vec::as_slice);
-        // Transactions of a redelivered record reuse their tokens (a token is
-        // the account's, so the table is part of the seed).
-        let seed = format!("{}/{}", store.table(), record.event_id);
-        let applying = apply_record(store, record, &deadline, carried);
-        async move {
-            let applied = crate::store::request_scope(seed, applying).await;
-            let paused = matches!(applied, Ok(Outcome::Paused { .. }));
-            (applied, paused)
-        }
-    })
-    .await;
-    // The first record reported failed (or paused at): where Lambda delivers
-    // from again. Past a pause nothing is reported: it all comes again.
-    let mut first_failure = None;
-    let mut paused = false;
-    for (index, applied) in applied {
-        let record = &event.records[index];
-        match applied {
-            Ok(outcome @ Outcome::Paused { .. }) => {
-                stats.count(outcome);
-                if !paused {
-                    tracing::info!(
-                        event_id = %record.event_id,
-                        "walk paused before the deadline; it goes on when the record comes again"
-                    );
-                    response.batch_item_failures.push(failure(record));
-                    first_failure.get_or_insert(index);
-                    paused = true;
-                }
-            }
-            Ok(outcome) => stats.count(outcome),
-            Err(err) => {
-                stats.failed += 1;
-                tracing::error!(
-                    event_id = %record.event_id,
-                    sequence_number = record.change.sequence_number.as_deref().unwrap_or_default(),
-                    event_name = %record.event_name,
-                    error = %err,
-                    "fan-out record failed"
-                );
-                if !paused {
-                    response.batch_item_failures.push(failure(record));
-                    first_failure.get_or_insert(index);
-                }
-            }
-        }
-    }
-    // A coalesced MODIFY whose carrier is not applied yet (it failed, or
-    // comes at or after the failure) must come again too: else the carrier,
-    // delivered again without it, would refresh only when its own images
-    // differ, and the coalesced change would be lost. Reporting it moves
-    // Lambda's restart back to it.
-    if let Some(first) = first_failure {
-        let pending = event
-            .records
-            .iter()
-            .zip(&superseded)
-            .take(first)
-            .find(|(_, carrier)| carrier.is_some_and(|carrier| carrier >= first));
-        if let Some((record, _)) = pending {
-            response.batch_item_failures.push(failure(record));
-        }
-    }
-    stats.log();
-    response
-}
-
-/// The indices of a batch's records to apply (all but the coalesced ones),
-/// by item: each item's in stream order, the items in the order of their
-/// first record.
-fn item_lanes(records: &[EventRecord], superseded: &[Option<usize>]) -> Vec<Vec<usize>> {
-    let mut lanes: Vec<Vec<usize>> = Vec::new();
-    let mut lane_of: HashMap<Option<Key>, usize> = HashMap::new();
-    for (index, record) in records.iter().enumerate() {
-        if superseded.get(index).is_some_and(Option::is_some) {
-            continue;
-        }
-        let lane = *lane_of.entry(post_key(record)).or_insert_with(|| {
-            lanes.push(Vec::new());
-            lanes.len() - 1
-        });
-        lanes[lane].push(index);
-    }
-    lanes
-}
-
-/// Runs `apply` on every index of `lanes`: the indices of one lane one after
-/// another, in order; up to [`CONCURRENT_ITEMS`] lanes at once, in the order
-/// given. `apply` answers its result and whether it stops the batch: once
-/// one does, no index after it starts (those before it still do, as they
-/// would have run before it one at a time). The results, by index.
-async fn apply_in_lanes<T, F, Fut>(lanes: Vec<Vec<usize>>, apply: F) -> Vec<(usize, T)>
-where
-    F: Fn(usize) -> Fut,
-    Fut: Future<Output = (T, bool)>,
-{
-    let stop_after = AtomicUsize::new(usize::MAX);
-    let (apply, stop_after) = (&apply, &stop_after);
-    let mut results: Vec<(usize, T)> = futures::stream::iter(lanes)
-        .map(|lane| async move {
-            let mut done = Vec::with_capacity(lane.len());
-            for index in lane {
-                if index > stop_after.load(Ordering::Acquire) {
-                    break;
-                }
-                let (result, stops) = apply(index).await;
-                if stops {
-                    stop_after.fetch_min(index, Ordering::AcqRel);
-                }
-                done.push((index, result));
-            }
-            futures::stream::iter(done)
-        })
-        .buffer_unordered(CONCURRENT_ITEMS)
-        .flatten()
-        .collect()
-        .await;
-    results.sort_by_key(|(index, _)| *index);
-    results
-}
-
-/// For each record of a batch, if a later record of the batch is a MODIFY
-/// of the same post, the index of its last MODIFY in the batch (the
-/// carrier: its new image holds this one's change), and likewise for the
-/// shard counters of a hot post (the last record of any of its counters
-/// carries the others: one write onto the post a batch); `None` for every
-/// other record.
-///
-/// Lambda delivers a post's records in order and, after a failure, again
-/// from the lowest failed record; [`handle_until`] reports a coalesced
-/// record whose carrier was not applied, so that both come again.
-fn superseded_post_changes(records: &[EventRecord]) -> Vec<Option<usize>> {
-    let mut last = HashMap::new();
-    let mut superseded: Vec<Option<usize>> = records
-        .iter()
-        .enumerate()
-        .rev()
-        .map(|(index, record)| {
-            let post = match Rule::of(record) {
-                Some(Rule::ChangedPost) => post_key(record)?,
-                Some(Rule::ShardCounts) => shard_counters_of(record)?,
-                _ => return None,
-            };
-            match last.get(&post) {
-                Some(carrier) => Some(*carrier),
-                None => {
-                    last.insert(post, index);
-                    None
-                }
-            }
-        })
-        .collect();
-    superseded.reverse();
-    superseded
-}
-
-/// What the shard counters of one post are coalesced under: the key of its
-/// first shard's counter.
-fn shard_counters_of(record: &EventRecord) -> Option<Key> {
-    let key = post_key(record)?;
-    let place = PostPartition::of_pk(&key.pk)?;
-    Some(Key::new(PostPartition::shard(place.post, 0).pk(), key.sk))
-}
-
-/// The record's item key, to tell records of one item apart.
-fn post_key(record: &EventRecord) -> Option<Key> {
-    serde_dynamo::from_item(record.change.keys.clone()).ok()
-}
-
 /// Whether a post MODIFY refreshes its feed entry only when what the feed
 /// shows changed between its two images, or always (earlier MODIFYs of the
 /// post in its batch were coalesced into it).
@@ -300,12 +55,6 @@ fn post_key(record: &EventRecord) -> Option<Key> {
 enum Refresh {
     WhenChanged,
     Always,
-}
-
-fn failure(record: &EventRecord) -> DynamoDbBatchItemFailure {
-    let mut failure = DynamoDbBatchItemFailure::default();
-    failure.item_identifier = record.change.sequence_number.clone();
-    failure
 }
 
 /// What happened to the item of a stream record (its `eventName`).
@@ -330,7 +79,7 @@ impl Change {
 
 /// The rule a record falls under (the table above), if any.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Rule {
+pub(super) enum Rule {
     NewPost,
     NewReply,
     ChangedPost,
@@ -345,7 +94,7 @@ impl Rule {
     /// does not compile until it has one, and template.yaml's
     /// `FilterCriteria` must let through exactly what gets a rule (the
     /// API suite's `stream_filter` tests hold the two together).
-    fn of(record: &EventRecord) -> Option<Rule> {
+    pub(super) fn of(record: &EventRecord) -> Option<Rule> {
         let change = Change::of(record)?;
         match kind_of(record)? {
             ItemType::Post => Some(match change {
@@ -416,7 +165,7 @@ pub async fn apply(
 }
 
 /// Applies `record`, and the records of its batch `carried` into it.
-async fn apply_record(
+pub(super) async fn apply_record(
     store: &Store,
     record: &EventRecord,
     deadline: &Deadline,
@@ -678,192 +427,4 @@ fn decode<T: DeserializeOwned>(
         image: which,
         reason: e.to_string(),
     })
-}
-
-fn oldest_age_ms(records: &[EventRecord]) -> i64 {
-    let now = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
-        .unwrap_or_default();
-    records
-        .iter()
-        .map(|r| r.change.approximate_creation_date_time.timestamp_millis())
-        .min()
-        .map_or(0, |oldest| (now - oldest).max(0))
-}
-
-/// What one batch did, logged as one structured line.
-#[derive(Debug, Default)]
-struct BatchStats {
-    records: usize,
-    written: usize,
-    stale: usize,
-    ignored: usize,
-    coalesced: usize,
-    failed: usize,
-    paused: usize,
-    writes: usize,
-    oldest_age_ms: i64,
-}
-
-impl BatchStats {
-    fn count(&mut self, outcome: Outcome) {
-        match outcome {
-            Outcome::Written { writes } => {
-                self.written += 1;
-                self.writes += writes;
-            }
-            Outcome::Stale { writes } => {
-                self.stale += 1;
-                self.writes += writes;
-            }
-            Outcome::Ignored => self.ignored += 1,
-            Outcome::Coalesced => self.coalesced += 1,
-            Outcome::Paused { writes } => {
-                self.paused += 1;
-                self.writes += writes;
-            }
-        }
-    }
-
-    fn log(&self) {
-        tracing::info!(
-            records = self.records,
-            applied = self.written,
-            skipped_stale = self.stale,
-            ignored = self.ignored,
-            coalesced = self.coalesced,
-            failed = self.failed,
-            paused = self.paused,
-            writes = self.writes,
-            oldest_record_age_ms = self.oldest_age_ms,
-            "fan-out batch"
-        );
-        let count = |n: usize| n as f64;
-        metrics::emit(
-            &[],
-            &[
-                ("Records", count(self.records), Unit::Count),
-                ("Applied", count(self.written), Unit::Count),
-                ("Stale", count(self.stale), Unit::Count),
-                ("Ignored", count(self.ignored), Unit::Count),
-                ("Failed", count(self.failed), Unit::Count),
-                ("Paused", count(self.paused), Unit::Count),
-                ("Writes", count(self.writes), Unit::Count),
-                (
-                    "OldestRecordAge",
-                    self.oldest_age_ms as f64,
-                    Unit::Milliseconds,
-                ),
-            ],
-        );
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use std::sync::{
-        Mutex,
-        atomic::{AtomicUsize, Ordering},
-    };
-
-    use aws_lambda_events::event::dynamodb::EventRecord;
-
-    use super::{apply_in_lanes, item_lanes};
-    use crate::keys::Key;
-
-    fn record(pk: &str, sk: &str) -> EventRecord {
-        let mut record = EventRecord::default();
-        record.change.keys = serde_dynamo::to_item(Key::new(pk.to_owned(), sk)).expect("keys");
-        record
-    }
-
-    #[test]
-    fn a_batch_is_laned_by_item_in_stream_order_without_its_coalesced_records() {
-        let records = [
-            record("POST#a", "POST"),
-            record("POST#a#1", "LIKE#x"),
-            record("POST#a", "POST"),
-            record("USER#u", "PROFILE"),
-            record("POST#a", "POST"),
-            record("POST#a#1", "LIKE#y"),
-            record("USER#u", "PROFILE"),
-        ];
-        // The first MODIFY of the post is carried by its last.
-        let superseded = [None, None, Some(4), None, None, None, None];
-        assert_eq!(
-            item_lanes(&records, &superseded),
-            [vec![0, 4], vec![1], vec![3, 6], vec![5]]
-        );
-    }
-
-    #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-    enum Step {
-        Start(usize),
-        End(usize),
-    }
-
-    #[tokio::test]
-    async fn one_items_records_run_one_after_another_and_different_items_at_once() {
-        let lanes = vec![vec![0, 2, 5], vec![1, 4], vec![3], vec![6, 7]];
-        let steps = Mutex::new(Vec::new());
-        let (running, most) = (AtomicUsize::new(0), AtomicUsize::new(0));
-        let results = apply_in_lanes(lanes.clone(), |index| {
-            let (steps, running, most) = (&steps, &running, &most);
-            async move {
-                steps.lock().expect("lock").push(Step::Start(index));
-                let now = running.fetch_add(1, Ordering::SeqCst) + 1;
-                most.fetch_max(now, Ordering::SeqCst);
-                for _ in 0..(index % 3 + 1) {
-                    tokio::task::yield_now().await;
-                }
-                running.fetch_sub(1, Ordering::SeqCst);
-                steps.lock().expect("lock").push(Step::End(index));
-                (index * 10, false)
-            }
-        })
-        .await;
-        assert_eq!(
-            results,
-            (0..8).map(|i| (i, i * 10)).collect::<Vec<_>>(),
-            "every record once, the results in stream order"
-        );
-        let steps = steps.into_inner().expect("lock");
-        let at = |step: Step| steps.iter().position(|s| *s == step).expect("a step");
-        for lane in &lanes {
-            for pair in lane.windows(2) {
-                assert!(
-                    at(Step::End(pair[0])) < at(Step::Start(pair[1])),
-                    "{} ends before {} of the same item starts: {steps:?}",
-                    pair[0],
-                    pair[1]
-                );
-            }
-        }
-        assert!(
-            most.load(Ordering::SeqCst) > 1,
-            "records of different items ran at once: {steps:?}"
-        );
-    }
-
-    #[tokio::test]
-    async fn after_a_stop_no_later_record_starts_and_every_earlier_one_runs() {
-        // Item 0's second record (30) stops the batch at once, while the
-        // other items' records (1 to 20) are still to run or under way; 31
-        // comes after the stop.
-        let mut lanes = vec![vec![0, 30]];
-        lanes.extend((1..=20).map(|i| vec![i]));
-        lanes.push(vec![31]);
-        let results = apply_in_lanes(lanes, |index| async move {
-            if index != 0 && index != 30 {
-                tokio::task::yield_now().await;
-            }
-            (index, index == 30)
-        })
-        .await;
-        let ran: Vec<usize> = results.into_iter().map(|(index, _)| index).collect();
-        let mut expected: Vec<usize> = (0..=20).collect();
-        expected.push(30);
-        assert_eq!(ran, expected);
-    }
 }
