@@ -245,6 +245,27 @@ pub fn liker_sk(user: &UserId) -> String {
     format!("{LIKER_PREFIX}{user}")
 }
 
+/// A comment, in its post's own partition.
+pub fn comment(post: &PostId, comment: &CommentId) -> Key {
+    Key::new(post_pk(post), comment_sk(comment))
+}
+
+/// A like, in the partition `place` of its post (its own, or a hot post's
+/// shard).
+pub fn like(place: PostPartition, like: &LikeId) -> Key {
+    Key::new(place.pk(), like_sk(like))
+}
+
+/// `user`'s liker marker, beside their like in the partition `place`.
+pub fn liker(place: PostPartition, user: &UserId) -> Key {
+    Key::new(place.pk(), liker_sk(user))
+}
+
+/// Where a user's rename walk keeps its place (`store::rename`).
+pub fn rename_progress(user: &UserId) -> Key {
+    Key::new(user_pk(user), RENAME_SK)
+}
+
 /// GSI1 partition of everything a user wrote.
 pub fn user_items_pk(user: &UserId) -> String {
     user_pk(user)

@@ -228,21 +228,91 @@ impl Collection {
     }
 }
 
+/// What the segments' Scan leaves for the checks that need the whole table.
+#[derive(Default)]
+struct Scanned {
+    report: Report,
+    /// The newest posts of the table, as their feed entries should be.
+    newest: BTreeMap<PostId, FeedEntryItem>,
+    /// The feed as it is, and its floor.
+    feed: BTreeMap<PostId, FeedEntryItem>,
+    floor: Option<PostId>,
+}
+
+impl Scanned {
+    /// Adds one segment's tallies, keeping only the `keep_newest` newest
+    /// posts of all segments so far.
+    fn add(&mut self, done: Segment, keep_newest: usize) {
+        self.report.items_read += done.items_read;
+        self.report.read_units += done.read_units;
+        self.report.pages += done.pages;
+        self.report.max_held = self.report.max_held.max(done.max_held);
+        self.newest.extend(done.newest);
+        while self.newest.len() > keep_newest {
+            self.newest.pop_first();
+        }
+        self.feed.extend(done.feed);
+        self.floor = self.floor.or(done.floor);
+    }
+}
+
+/// The feed's entries named as their authors are now (the profiles the Scan
+/// read).
+fn named_as_now(newest: &mut BTreeMap<PostId, FeedEntryItem>, users: &HashMap<UserId, Seen>) {
+    for entry in newest.values_mut() {
+        if let Some(Seen {
+            profile: Some((name, _)),
+            ..
+        }) = users.get(&entry.post.user_id)
+        {
+            entry.post.username.clone_from(name);
+        }
+    }
+}
+
 impl Admin<'_> {
     /// The full audit: checks every denormalised value with a parallel Scan
     /// of `options.segments` segments; with `options.repair`, rewrites what
     /// is wrong. Counts are repaired as each post is read, usernames once
     /// the Scan is done (see the module's notes), the feed last.
     pub async fn audit_with(&self, options: &AuditOptions) -> Result<Report, StoreError> {
+        let sink = Sink::new(options);
+        let users: Arc<Mutex<HashMap<UserId, Seen>>> = Arc::default();
+        let mut scanned = self.scan_segments(options, &sink, &users).await?;
+        let users = std::mem::take(&mut *users.lock().unwrap_or_else(PoisonError::into_inner));
+        scanned.report.users_held = users.len();
+        tracing::info!(
+            items_read = scanned.report.items_read,
+            users = users.len(),
+            "audit scan done"
+        );
+        self.audit_stale_names(&users, options, &sink, &mut scanned.report)
+            .await?;
+        self.find_unerased(&users, &sink).await?;
+        // The feed: what it should hold, with the authors' names as now.
+        named_as_now(&mut scanned.newest, &users);
+        self.check_feed(&scanned.newest, &scanned.feed, scanned.floor, &sink)
+            .await?;
+        let mut report = scanned.report;
+        sink.fill_report(&mut report);
+        Ok(report)
+    }
+
+    /// The Scan: `options.segments` segments at once, each checking its post
+    /// partitions and noting its users in `users`; what they leave, merged.
+    async fn scan_segments(
+        &self,
+        options: &AuditOptions,
+        sink: &Arc<Sink>,
+        users: &Arc<Mutex<HashMap<UserId, Seen>>>,
+    ) -> Result<Scanned, StoreError> {
         let segments = options.segments.max(1);
         let capacity = self.feed_capacity();
         let keep_newest = capacity + feed_reserve(capacity) + feed_slack(capacity) + 1;
-        let sink = Sink::new(options);
-        let users: Arc<Mutex<HashMap<UserId, Seen>>> = Arc::default();
         let mut tasks = tokio::task::JoinSet::new();
         for segment in 0..segments {
             let store = Store::clone(self);
-            let (sink, users) = (sink.clone(), users.clone());
+            let (sink, users) = (Arc::clone(sink), Arc::clone(users));
             let page_size = options.page_size;
             tasks.spawn(async move {
                 store
@@ -251,49 +321,48 @@ impl Admin<'_> {
                     .await
             });
         }
-        let mut report = Report::default();
-        let mut newest = BTreeMap::new();
-        let mut feed = BTreeMap::new();
-        let mut floor = None;
+        let mut scanned = Scanned::default();
         while let Some(done) = tasks.join_next().await {
             let done = done.map_err(|e| StoreError::Internal(format!("audit segment: {e}")))??;
-            report.items_read += done.items_read;
-            report.read_units += done.read_units;
-            report.pages += done.pages;
-            report.max_held = report.max_held.max(done.max_held);
-            newest.extend(done.newest);
-            while newest.len() > keep_newest {
-                newest.pop_first();
-            }
-            feed.extend(done.feed);
-            floor = floor.or(done.floor);
+            scanned.add(done, keep_newest);
         }
-        let users = std::mem::take(&mut *users.lock().unwrap_or_else(PoisonError::into_inner));
-        report.users_held = users.len();
-        tracing::info!(
-            items_read = report.items_read,
-            users = users.len(),
-            "audit scan done"
-        );
+        Ok(scanned)
+    }
 
-        // Usernames: only the users whose items showed another name.
+    /// Usernames: each user whose items showed another name than their
+    /// profile audited on their own, as many at once as the Scan had
+    /// segments; what those reads cost added to `report`.
+    async fn audit_stale_names(
+        &self,
+        users: &HashMap<UserId, Seen>,
+        options: &AuditOptions,
+        sink: &Sink,
+        report: &mut Report,
+    ) -> Result<(), StoreError> {
         let stale: Vec<&UserId> = users
             .iter()
             .filter(|(_, seen)| seen.stale())
             .map(|(user, _)| user)
             .collect();
         let mut audits = futures::stream::iter(stale)
-            .map(|user| self.audit_user_into(user, options.page_size, &sink))
-            .buffer_unordered(segments as usize);
+            .map(|user| self.audit_user_into(user, options.page_size, sink))
+            .buffer_unordered(options.segments.max(1) as usize);
         while let Some(done) = audits.next().await {
             let (items, read_units, pages) = done?;
             report.items_read += items;
             report.read_units += read_units;
             report.pages += pages;
         }
+        Ok(())
+    }
 
-        // Erasures left undone: what the fan-out's walk would have deleted.
-        for (user, seen) in &users {
+    /// Erasures left undone: what the fan-out's walk would have deleted.
+    async fn find_unerased(
+        &self,
+        users: &HashMap<UserId, Seen>,
+        sink: &Sink,
+    ) -> Result<(), StoreError> {
+        for (user, seen) in users {
             if let Some(items) = seen.unerased() {
                 let finding = Finding::Unerased {
                     user: user.clone(),
@@ -302,20 +371,7 @@ impl Admin<'_> {
                 sink.found(self, finding, None).await?;
             }
         }
-
-        // The feed: what it should hold, with the authors' names as now.
-        for entry in newest.values_mut() {
-            if let Some(Seen {
-                profile: Some((name, _)),
-                ..
-            }) = users.get(&entry.post.user_id)
-            {
-                entry.post.username.clone_from(name);
-            }
-        }
-        self.check_feed(&newest, &feed, floor, &sink).await?;
-        sink.fill_report(&mut report);
-        Ok(report)
+        Ok(())
     }
 
     /// Reads one segment, checking each post partition as it ends.

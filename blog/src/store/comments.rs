@@ -2,6 +2,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use super::Requests;
 use super::{
     Busy, ItemType, Store, StoreError, hot,
     idempotency::{Answer, Created, Idempotency},
@@ -9,7 +10,6 @@ use super::{
     table::{Committing, Deleted, Expr, Query, TxOutcome, Write},
     users::UserItem,
 };
-use super::{FanOut, Requests};
 use crate::{
     ids::{CommentId, PostId, UserId},
     keys::{self, COMMENT_PREFIX, Counter, Entity, Key},
@@ -54,7 +54,7 @@ impl CommentItem {
     }
 
     fn key_of(post: &PostId, comment: &CommentId) -> Key {
-        Key::new(keys::post_pk(post), keys::comment_sk(comment))
+        keys::comment(post, comment)
     }
 }
 
@@ -229,62 +229,6 @@ impl Requests<'_> {
             items: page.items.into_iter().map(Comment::from).collect(),
             next_cursor: page.next_cursor,
         })
-    }
-}
-
-impl FanOut<'_> {
-    /// Erasure (fan-out): `comment` out of `post` with one off the count it
-    /// was counted in, in one transaction, as its author deleting it would;
-    /// `false` when it is gone already. It is first taken to be counted on
-    /// the post item (a comment made while the post was quiet); one counted
-    /// in a hot post's shard fails that condition, and is read. When the post
-    /// is gone (its own deletion clears its partition) the comment goes alone.
-    pub(super) async fn erase_comment(
-        &self,
-        post: &PostId,
-        comment: &CommentId,
-    ) -> Result<bool, StoreError> {
-        let key = CommentItem::key_of(post, comment).item();
-        let mut counted_in = None;
-        for _ in 0..COMMENT_ATTEMPTS {
-            let there = match counted_in {
-                None => "attribute_not_exists(countedIn)",
-                Some(_) => "countedIn = :shard",
-            };
-            let mut there = Expr::item_exists().and(there);
-            if let Some(shard) = counted_in {
-                there = there.value(":shard", super::n(u64::from(shard)));
-            }
-            let mut tx = self.db.transaction("erase comment");
-            let remove = Write::delete(key.clone(), Deleted::IfGone).when(there);
-            let removed = tx.add("comment", remove);
-            let count = hot::counted_down(post, counted_in, Counter::Comments);
-            let counted = tx.add("count", count);
-            match tx.commit().await? {
-                TxOutcome::Committed => return Ok(true),
-                TxOutcome::ConditionFailed(failed) if failed.failed(removed) => {
-                    let found = self.db.get_entity::<CommentItem>(key.clone(), true);
-                    match found.await? {
-                        None => return Ok(false),
-                        Some(found) => counted_in = found.counted_in,
-                    }
-                }
-                TxOutcome::ConditionFailed(failed) if failed.failed(counted) => {
-                    let alone = Write::delete(key, Deleted::IfGone);
-                    self.db
-                        .write("erase comment of a deleted post", &alone)
-                        .await?;
-                    return Ok(true);
-                }
-                TxOutcome::ConditionFailed(failed) => {
-                    return Err(failed.unexpected("erase comment"));
-                }
-            }
-        }
-        Err(StoreError::busy(
-            Busy::Conflict,
-            "the comment kept changing while it was erased",
-        ))
     }
 }
 

@@ -25,7 +25,7 @@ use super::{
 };
 use crate::{
     ids::{PostId, UserId},
-    keys::{self, Key, PK, PostPartition, SK},
+    keys::{self, PK, PostPartition, SK},
 };
 
 /// Items deleted at once while walking a post's partition.
@@ -62,15 +62,17 @@ impl Store {
         post: &PostId,
         author: &UserId,
     ) -> Result<(), StoreError> {
-        let found = self.db.get_entity::<PostItem>(PostItem::key(post), true);
+        let found = self
+            .db
+            .get_entity::<PostItem>(keys::post_item(post).item(), true);
         let found = found.await?.ok_or(StoreError::PostNotFound)?;
         if &found.user_id != author {
             return Err(StoreError::NotAuthor);
         }
         let mine = Expr::new("userId = :me").value(":me", s(author.as_str()));
-        let content = Key::new(keys::post_pk(post), keys::POST_CONTENT_SK).item();
+        let content = keys::post_content(post).item();
         let mut tx = self.db.transaction("delete post");
-        let remove = Write::delete(PostItem::key(post), Deleted::IfGone).when(mine);
+        let remove = Write::delete(keys::post_item(post).item(), Deleted::IfGone).when(mine);
         let removed = tx.add("post", remove);
         tx.add("content", Write::delete(content, Deleted::IfGone));
         // A hot post's counters go with it: a like or comment counted there

@@ -25,6 +25,13 @@
 //! item's `userVersion`, or a new profile that started above it) and removes
 //! it the same way. The mark stays (about 100 bytes) so that such a late item
 //! is known for what it is, and so that a second `DELETE` is a no-op.
+//!
+//! This module holds the erasure's own writes: the request's transaction, the
+//! mark, the walk, the transactions that take out a comment or a like, and
+//! the deletion of the rename's place and of the request records. Two it
+//! borrows: a post goes by `Store::delete_post_by` (`deletion.rs`), as its
+//! author's `DELETE /posts/{id}` does; a count goes one down by the write
+//! `hot.rs` builds for wherever it was counted (the post item or a shard).
 
 use aws_sdk_dynamodb::types::AttributeValue;
 use futures::StreamExt;
@@ -33,8 +40,10 @@ use serde::{Deserialize, Serialize};
 #[cfg(feature = "admin")]
 use super::Admin;
 use super::{
-    Busy, ItemType, Store, StoreError, n,
-    rename::{Deadline, RenameProgress},
+    Busy, Item, ItemType, Store, StoreError,
+    comments::CommentItem,
+    hot, n,
+    rename::Deadline,
     s,
     table::{Deleted, Expr, Landed, Query, TxOutcome, Write},
     users::{UserItem, UsernameClaim, Writer},
@@ -42,7 +51,7 @@ use super::{
 use super::{FanOut, Requests};
 use crate::{
     ids::{CommentId, LikeId, PostId, UserId},
-    keys::{self, Entity, Key, PK, PostPartition, SK},
+    keys::{self, Counter, Entity, Key, PK, PostPartition, REQUEST_PREFIX, SK},
     timestamp,
 };
 
@@ -52,6 +61,9 @@ const ATTEMPTS: usize = 5;
 const PAGE: i32 = 100;
 /// How many items the walk deletes at once.
 const CONCURRENCY: usize = 16;
+/// How often erasing a comment reads it again when it was counted elsewhere
+/// than its transaction took it to be (its post turned hot meanwhile).
+const COMMENT_ATTEMPTS: usize = 3;
 
 /// What is left of an erased account: the version its profile had (every
 /// item it wrote carries a `userVersion` at most this), when, and whether
@@ -236,7 +248,7 @@ impl FanOut<'_> {
             }
             done += self.erase_page(user, page.items).await?;
         }
-        let progress = Write::delete(RenameProgress::key(user), Deleted::IfGone);
+        let progress = Write::delete(keys::rename_progress(user).item(), Deleted::IfGone);
         self.db
             .write("erasure: the rename's place", &progress)
             .await?;
@@ -273,11 +285,7 @@ impl FanOut<'_> {
     }
 
     /// Deletes one page of the user's items, [`CONCURRENCY`] at a time.
-    async fn erase_page(
-        &self,
-        user: &UserId,
-        keys: Vec<super::Item>,
-    ) -> Result<Erasing, StoreError> {
+    async fn erase_page(&self, user: &UserId, keys: Vec<Item>) -> Result<Erasing, StoreError> {
         let results: Vec<Result<Erasing, StoreError>> = futures::stream::iter(keys)
             .map(|item| async move {
                 let key = Key::of(&item)?;
@@ -328,6 +336,129 @@ impl FanOut<'_> {
             }
         }
         Ok(done)
+    }
+
+    /// `comment` out of `post` with one off the count it was counted in, in
+    /// one transaction, as its author deleting it would; `false` when it is
+    /// gone already. It is first taken to be counted on the post item (a
+    /// comment made while the post was quiet); one counted in a hot post's
+    /// shard fails that condition, and is read. When the post is gone (its
+    /// own deletion clears its partition) the comment goes alone.
+    async fn erase_comment(&self, post: &PostId, comment: &CommentId) -> Result<bool, StoreError> {
+        let key = keys::comment(post, comment).item();
+        let mut counted_in = None;
+        for _ in 0..COMMENT_ATTEMPTS {
+            let there = match counted_in {
+                None => "attribute_not_exists(countedIn)",
+                Some(_) => "countedIn = :shard",
+            };
+            let mut there = Expr::item_exists().and(there);
+            if let Some(shard) = counted_in {
+                there = there.value(":shard", n(u64::from(shard)));
+            }
+            let mut tx = self.db.transaction("erase comment");
+            let remove = Write::delete(key.clone(), Deleted::IfGone).when(there);
+            let removed = tx.add("comment", remove);
+            let count = hot::counted_down(post, counted_in, Counter::Comments);
+            let counted = tx.add("count", count);
+            match tx.commit().await? {
+                TxOutcome::Committed => return Ok(true),
+                TxOutcome::ConditionFailed(failed) if failed.failed(removed) => {
+                    let found = self.db.get_entity::<CommentItem>(key.clone(), true);
+                    match found.await? {
+                        None => return Ok(false),
+                        Some(found) => counted_in = found.counted_in,
+                    }
+                }
+                TxOutcome::ConditionFailed(failed) if failed.failed(counted) => {
+                    let alone = Write::delete(key, Deleted::IfGone);
+                    self.db
+                        .write("erase comment of a deleted post", &alone)
+                        .await?;
+                    return Ok(true);
+                }
+                TxOutcome::ConditionFailed(failed) => {
+                    return Err(failed.unexpected("erase comment"));
+                }
+            }
+        }
+        Err(StoreError::busy(
+            Busy::Conflict,
+            "the comment kept changing while it was erased",
+        ))
+    }
+
+    /// The like `like` of `liker` in the partition
+    /// `place`, its marker (when it names this like: a new account of the
+    /// same user may have liked since) and one off the count it was counted
+    /// in, in one transaction, as unliking would; `false` when the like is
+    /// gone already. When the post is gone (its own deletion clears its
+    /// partitions) the like goes alone.
+    async fn erase_like(
+        &self,
+        place: PostPartition,
+        like: &LikeId,
+        liker: &UserId,
+    ) -> Result<bool, StoreError> {
+        let like_key = keys::like(place, like).item();
+        let mut with_marker = true;
+        let mut with_count = true;
+        loop {
+            let mut tx = self.db.transaction("erase like");
+            let exists = Expr::item_exists();
+            let remove = Write::delete(like_key.clone(), Deleted::IfGone).when(exists);
+            let removed = tx.add("like", remove);
+            let marker = with_marker.then(|| {
+                let names_it = Expr::item_absent()
+                    .or("likeId = :like")
+                    .value(":like", s(like.to_string()));
+                let key = keys::liker(place, liker).item();
+                tx.add(
+                    "liker marker",
+                    Write::delete(key, Deleted::IfGone).when(names_it),
+                )
+            });
+            let counted = with_count.then(|| {
+                let count = hot::counted_down(&place.post, place.shard, Counter::Likes);
+                tx.add("count", count)
+            });
+            match tx.commit().await? {
+                TxOutcome::Committed => return Ok(true),
+                TxOutcome::ConditionFailed(failed) if failed.failed(removed) => return Ok(false),
+                TxOutcome::ConditionFailed(failed) if marker.is_some_and(|m| failed.failed(m)) => {
+                    with_marker = false;
+                }
+                TxOutcome::ConditionFailed(failed) if counted.is_some_and(|c| failed.failed(c)) => {
+                    with_count = false;
+                }
+                TxOutcome::ConditionFailed(failed) => return Err(failed.unexpected("erase like")),
+            }
+        }
+    }
+
+    /// Every request record of `user`'s (the answers kept for their
+    /// Idempotency-Keys), a page of keys at a time (strongly consistent),
+    /// deleted one by one; how many.
+    async fn forget_requests(&self, user: &UserId) -> Result<usize, StoreError> {
+        let query = Query::partition(keys::user_pk(user))
+            .begins_with(REQUEST_PREFIX)
+            .project(Expr::new("#k1, #k2").name("#k1", PK).name("#k2", SK))
+            .consistent();
+        let mut forgotten = 0;
+        loop {
+            let page = self
+                .db
+                .query_page("request records", &query, None, Some(100));
+            let records: Vec<Item> = page.await?.items;
+            if records.is_empty() {
+                return Ok(forgotten);
+            }
+            for record in records {
+                let delete = Write::delete(record, Deleted::IfGone);
+                self.db.write("forget a request record", &delete).await?;
+                forgotten += 1;
+            }
+        }
     }
 }
 

@@ -79,6 +79,57 @@ fn list(user: &UserId) -> String {
     format!("export:{user}")
 }
 
+/// The Query of `user`'s GSI1 partition, after `cursor` if there is one.
+fn index_query(user: &UserId, cursor: Option<&str>) -> Result<Query, StoreError> {
+    let query = Query::gsi1(keys::user_items_pk(user));
+    let Some(cursor) = cursor else {
+        return Ok(query);
+    };
+    let after = cursor::decode(cursor, &list(user))?;
+    // Validated as any client id: a GSI1 sort key of one of the kinds.
+    let valid = [POST_PREFIX, COMMENT_PREFIX, LIKE_PREFIX]
+        .iter()
+        .any(|prefix| {
+            after
+                .strip_prefix(prefix)
+                .is_some_and(|id| !id.contains('#'))
+        });
+    if !valid {
+        return Err(StoreError::BadCursor(cursor::CursorError::Malformed));
+    }
+    Ok(query.after(after))
+}
+
+/// The page's things as the export shows them, from the table items `found`
+/// behind `entries`, in the index's order. Something that went between the
+/// index and the table read (deleted just now) is left out.
+fn exported(
+    entries: &[(String, Entry)],
+    mut found: HashMap<Key, Item>,
+) -> Result<Vec<Exported>, StoreError> {
+    let mut items = Vec::with_capacity(entries.len());
+    for (_, entry) in entries {
+        // Gone since the index was read: deleted just now.
+        let Some(item) = found.remove(&entry.item_key()) else {
+            continue;
+        };
+        items.push(match entry {
+            Entry::Post(_) => {
+                let content = entry
+                    .content_key()
+                    .and_then(|key| found.remove(&key))
+                    .map(PostContentItem::decode)
+                    .transpose()?;
+                let item = PostItem::decode(item)?;
+                Exported::Post(Post::from(StoredPost { item, content }))
+            }
+            Entry::Comment(..) => Exported::Comment(CommentItem::decode(item)?.into()),
+            Entry::Like(..) => Exported::Like(LikeItem::decode(item)?.into()),
+        });
+    }
+    Ok(items)
+}
+
 impl Requests<'_> {
     /// One page of `user`'s export: up to `limit` things they wrote after
     /// `cursor`, or `None` when they have no profile. Something that went
@@ -96,22 +147,7 @@ impl Requests<'_> {
         else {
             return Ok(None);
         };
-        let mut query = Query::gsi1(keys::user_items_pk(user));
-        if let Some(cursor) = cursor {
-            let after = cursor::decode(cursor, &list(user))?;
-            // Validated as any client id: a GSI1 sort key of one of the kinds.
-            let valid = [POST_PREFIX, COMMENT_PREFIX, LIKE_PREFIX]
-                .iter()
-                .any(|prefix| {
-                    after
-                        .strip_prefix(prefix)
-                        .is_some_and(|id| !id.contains('#'))
-                });
-            if !valid {
-                return Err(StoreError::BadCursor(cursor::CursorError::Malformed));
-            }
-            query = query.after(after);
-        }
+        let query = index_query(user, cursor)?;
         let index = self
             .db
             .query_up_to("export", &query, None, limit.saturating_add(1))
@@ -122,6 +158,26 @@ impl Requests<'_> {
             .take(limit)
             .map(Entry::of)
             .collect::<Result<_, _>>()?;
+        let found = self.table_items(&entries).await?;
+        let items = exported(&entries, found)?;
+        let next_cursor = match entries.last() {
+            Some((sk, _)) if more => Some(cursor::encode(&list(user), sk)),
+            _ => None,
+        };
+        Ok(Some(ExportPage {
+            profile: profile.into(),
+            items,
+            next_cursor,
+        }))
+    }
+
+    /// The table items behind `entries` (a post's item and its content, a
+    /// comment, a like) by their keys, in one BatchGetItem; none for an
+    /// empty page.
+    async fn table_items(
+        &self,
+        entries: &[(String, Entry)],
+    ) -> Result<HashMap<Key, Item>, StoreError> {
         let wanted: Vec<Item> = entries
             .iter()
             .flat_map(|(_, entry)| std::iter::once(entry.item_key()).chain(entry.content_key()))
@@ -134,34 +190,6 @@ impl Requests<'_> {
                 found.insert(Key::of(&item)?, item);
             }
         }
-        let mut items = Vec::with_capacity(entries.len());
-        for (_, entry) in &entries {
-            // Gone since the index was read: deleted just now.
-            let Some(item) = found.remove(&entry.item_key()) else {
-                continue;
-            };
-            items.push(match entry {
-                Entry::Post(_) => {
-                    let content = entry
-                        .content_key()
-                        .and_then(|key| found.remove(&key))
-                        .map(PostContentItem::decode)
-                        .transpose()?;
-                    let item = PostItem::decode(item)?;
-                    Exported::Post(Post::from(StoredPost { item, content }))
-                }
-                Entry::Comment(..) => Exported::Comment(CommentItem::decode(item)?.into()),
-                Entry::Like(..) => Exported::Like(LikeItem::decode(item)?.into()),
-            });
-        }
-        let next_cursor = match entries.last() {
-            Some((sk, _)) if more => Some(cursor::encode(&list(user), sk)),
-            _ => None,
-        };
-        Ok(Some(ExportPage {
-            profile: profile.into(),
-            items,
-            next_cursor,
-        }))
+        Ok(found)
     }
 }

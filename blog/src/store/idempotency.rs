@@ -12,18 +12,20 @@
 //! (up to 200 KB, which would bill the create twice over): a replay reads
 //! it from the item. A record is kept [`KEPT`] (DynamoDB's TTL deletes it
 //! some time after; until then an expired one is replaced, never replayed).
+//! An erased account's records go with what it wrote, at the end of the
+//! erasure's walk (`store::erasure`).
 
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
-use super::{FanOut, Requests};
+use super::Requests;
 use super::{
-    Item, ItemType, StoreError, n, s,
-    table::{Deleted, Expr, Landed, Query, Slot, Transaction, Write},
+    ItemType, StoreError, n, s,
+    table::{Expr, Landed, Slot, Transaction, Write},
 };
 use crate::{
     ids::{CommentId, IdempotencyKey, PostId, UserId},
-    keys::{self, Entity, Key, PK, REQUEST_PREFIX, SK},
+    keys::{self, Entity, Key},
     timestamp,
 };
 
@@ -239,32 +241,6 @@ impl Requests<'_> {
             status: record.status,
             body,
         })
-    }
-}
-
-impl FanOut<'_> {
-    /// Erasure (fan-out): every request record of `user`'s, a page of keys
-    /// at a time (strongly consistent), deleted one by one; how many.
-    pub(super) async fn forget_requests(&self, user: &UserId) -> Result<usize, StoreError> {
-        let query = Query::partition(keys::user_pk(user))
-            .begins_with(REQUEST_PREFIX)
-            .project(Expr::new("#k1, #k2").name("#k1", PK).name("#k2", SK))
-            .consistent();
-        let mut forgotten = 0;
-        loop {
-            let page = self
-                .db
-                .query_page("request records", &query, None, Some(100));
-            let records: Vec<Item> = page.await?.items;
-            if records.is_empty() {
-                return Ok(forgotten);
-            }
-            for record in records {
-                let delete = Write::delete(record, Deleted::IfGone);
-                self.db.write("forget a request record", &delete).await?;
-                forgotten += 1;
-            }
-        }
     }
 }
 

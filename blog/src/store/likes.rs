@@ -2,6 +2,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use super::Requests;
 use super::{
     Busy, ItemType, StoreError,
     hot::{self, LikeShardsItem},
@@ -9,7 +10,6 @@ use super::{
     table::{Committing, Deleted, Expr, Query, TxOutcome, Write},
     users::UserItem,
 };
-use super::{FanOut, Requests};
 use crate::{
     ids::{IdError, LikeId, PostId, UserId},
     keys::{self, Counter, Entity, Key, KeyError, LIKE_PREFIX, PostPartition},
@@ -62,7 +62,7 @@ impl LikeItem {
     }
 
     fn key_of(place: PostPartition, like: &LikeId) -> Key {
-        Key::new(place.pk(), keys::like_sk(like))
+        keys::like(place, like)
     }
 }
 
@@ -117,7 +117,7 @@ impl LikerMarker {
     }
 
     fn key_of(place: PostPartition, liker: &UserId) -> Key {
-        Key::new(place.pk(), keys::liker_sk(liker))
+        keys::liker(place, liker)
     }
 
     fn place(&self) -> PostPartition {
@@ -459,55 +459,5 @@ impl Requests<'_> {
         self.db
             .query_up_to("likes", &query, Some(start.item()), 1)
             .await
-    }
-}
-
-impl FanOut<'_> {
-    /// Erasure (fan-out): the like `like` of `liker` in the partition
-    /// `place`, its marker (when it names this like: a new account of the
-    /// same user may have liked since) and one off the count it was counted
-    /// in, in one transaction, as unliking would; `false` when the like is
-    /// gone already. When the post is gone (its own deletion clears its
-    /// partitions) the like goes alone.
-    pub(super) async fn erase_like(
-        &self,
-        place: PostPartition,
-        like: &LikeId,
-        liker: &UserId,
-    ) -> Result<bool, StoreError> {
-        let like_key = LikeItem::key_of(place, like).item();
-        let mut with_marker = true;
-        let mut with_count = true;
-        loop {
-            let mut tx = self.db.transaction("erase like");
-            let exists = Expr::item_exists();
-            let remove = Write::delete(like_key.clone(), Deleted::IfGone).when(exists);
-            let removed = tx.add("like", remove);
-            let marker = with_marker.then(|| {
-                let names_it = Expr::item_absent()
-                    .or("likeId = :like")
-                    .value(":like", s(like.to_string()));
-                let key = LikerMarker::key_of(place, liker).item();
-                tx.add(
-                    "liker marker",
-                    Write::delete(key, Deleted::IfGone).when(names_it),
-                )
-            });
-            let counted = with_count.then(|| {
-                let count = hot::counted_down(&place.post, place.shard, Counter::Likes);
-                tx.add("count", count)
-            });
-            match tx.commit().await? {
-                TxOutcome::Committed => return Ok(true),
-                TxOutcome::ConditionFailed(failed) if failed.failed(removed) => return Ok(false),
-                TxOutcome::ConditionFailed(failed) if marker.is_some_and(|m| failed.failed(m)) => {
-                    with_marker = false;
-                }
-                TxOutcome::ConditionFailed(failed) if counted.is_some_and(|c| failed.failed(c)) => {
-                    with_count = false;
-                }
-                TxOutcome::ConditionFailed(failed) => return Err(failed.unexpected("erase like")),
-            }
-        }
     }
 }

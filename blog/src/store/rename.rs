@@ -172,7 +172,7 @@ enum Phase {
 
 impl RenameProgress {
     pub(super) fn key(user: &UserId) -> Item {
-        Key::new(keys::user_pk(user), keys::RENAME_SK).item()
+        keys::rename_progress(user).item()
     }
 
     fn start(user: &UserItem) -> Self {
@@ -194,7 +194,7 @@ impl Entity for RenameProgress {
     const OWN: &'static [&'static str] = &["version", "updatedAt"];
 
     fn key(&self) -> Key {
-        Key::new(keys::user_pk(&self.user_id), keys::RENAME_SK)
+        keys::rename_progress(&self.user_id)
     }
 
     /// Progress saved before it carried `userId` takes it from its key.

@@ -260,7 +260,7 @@ fn combined_conditions_read_as_written_whatever_each_side_holds() {
     let either = Expr::item_absent().or("version <= :v AND userVersion <= :uv");
     assert_eq!(
         either.text,
-        "(attribute_not_exists(PK)) OR (version <= :v AND userVersion <= :uv)"
+        format!("(attribute_not_exists({PK})) OR (version <= :v AND userVersion <= :uv)")
     );
     let guarded = Expr::new("a = :a OR b = :b").value(":a", n(1)).and_expr(
         Expr::new("c = :c OR d = :d")
@@ -273,6 +273,6 @@ fn combined_conditions_read_as_written_whatever_each_side_holds() {
     assert_eq!(guarded.names.get("#x").map(String::as_str), Some("x"));
     assert_eq!(
         Expr::item_exists().and("x > :zero").text,
-        "(attribute_exists(PK)) AND (x > :zero)"
+        format!("(attribute_exists({PK})) AND (x > :zero)")
     );
 }
