@@ -126,7 +126,7 @@ case "$what" in
     done
     ;;
   *)
-    echo "unknown measurement: $what (test, run-local, sam-build or profiles)" >&2
+    echo "unknown measurement: $what (test, run-local, sam-build, profiles or cold)" >&2
     exit 2
     ;;
 esac

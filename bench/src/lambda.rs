@@ -5,8 +5,9 @@
 //!
 //! The functions run as built (`target/release/<name>`) against a stand-in for
 //! the Runtime API on a loopback port: it notes when the first
-//! `GET /runtime/invocation/next` arrives, hands out queued events, and
-//! counts the responses and errors posted back.
+//! `GET /runtime/invocation/next` arrives, hands out queued events (holding
+//! the poll while none is queued, as Lambda holds a frozen environment), and
+//! records what each response or error posted back answered ([`Answer`]).
 
 use std::{
     collections::VecDeque,
@@ -56,6 +57,64 @@ struct State {
     served: Vec<f64>,
     answered: usize,
     failed: usize,
+    /// What each invocation answered, in order.
+    answers: Vec<Answer>,
+}
+
+/// What an invocation answered, as the harness judges it against what the
+/// function should answer ([`Expected`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Answer {
+    /// An HTTP function's response: the `statusCode` it carries.
+    Status(u16),
+    /// A batch function's response (the stream fan-out, the failure
+    /// queue's): how many items it reported in `batchItemFailures`.
+    Batch { failures: usize },
+    /// Posted to `/error`: the handler failed.
+    Error,
+    /// A response the harness cannot read either way.
+    Unreadable,
+}
+
+impl Answer {
+    fn of(path: &str, body: &[u8]) -> Self {
+        if path.ends_with("/error") {
+            return Self::Error;
+        }
+        let Ok(value) = serde_json::from_slice::<serde_json::Value>(body) else {
+            return Self::Unreadable;
+        };
+        if let Some(status) = value["statusCode"].as_u64() {
+            return u16::try_from(status).map_or(Self::Unreadable, Self::Status);
+        }
+        match &value["batchItemFailures"] {
+            serde_json::Value::Array(failures) => Self::Batch {
+                failures: failures.len(),
+            },
+            // An empty partial-batch response may leave the list out.
+            serde_json::Value::Null if value.is_object() => Self::Batch { failures: 0 },
+            _ => Self::Unreadable,
+        }
+    }
+}
+
+/// The answer a function gives on its success path.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Expected {
+    /// This HTTP status, exactly.
+    Status(u16),
+    /// A batch response with no `batchItemFailures`.
+    NoBatchFailures,
+}
+
+impl Expected {
+    pub fn met_by(self, answer: &Answer) -> bool {
+        match (self, answer) {
+            (Self::Status(want), Answer::Status(got)) => want == *got,
+            (Self::NoBatchFailures, Answer::Batch { failures }) => *failures == 0,
+            _ => false,
+        }
+    }
 }
 
 /// The Runtime API stand-in.
@@ -81,20 +140,20 @@ impl RuntimeApi {
             response
         };
         if path.ends_with("/invocation/next") {
-            let event = {
-                let mut state = self.state();
-                state.first_poll.get_or_insert_with(Instant::now);
-                let event = state.events.pop_front();
-                if event.is_some() {
-                    state.handed_out = Some(Instant::now());
-                }
-                event
-            };
+            self.state().first_poll.get_or_insert_with(Instant::now);
             self.changed.notify_waiters();
-            let Some(event) = event else {
-                // Nothing to invoke: hold the poll, as Lambda freezes the process.
-                std::future::pending::<()>().await;
-                return Ok(reply(500, String::new()));
+            // Nothing to invoke yet: hold the poll, as Lambda freezes the
+            // process, until the harness queues the next event.
+            let event = loop {
+                let queued = self.changed.notified();
+                {
+                    let mut state = self.state();
+                    if let Some(event) = state.events.pop_front() {
+                        state.handed_out = Some(Instant::now());
+                        break event;
+                    }
+                }
+                queued.await;
             };
             let deadline = SystemTime::now()
                 .duration_since(UNIX_EPOCH)
@@ -131,6 +190,7 @@ impl RuntimeApi {
             let status = serde_json::from_slice::<serde_json::Value>(&body)
                 .ok()
                 .and_then(|v| v["statusCode"].as_u64());
+            let answer = Answer::of(&path, &body);
             {
                 let mut state = self.state();
                 state.first_answer.get_or_insert_with(Instant::now);
@@ -141,6 +201,7 @@ impl RuntimeApi {
                 if path.ends_with("/error") || status.is_some_and(|s| s >= 300) {
                     state.failed += 1;
                 }
+                state.answers.push(answer);
             }
             self.changed.notify_waiters();
             return Ok(reply(202, r#"{"status":"OK"}"#.into()));
@@ -148,7 +209,9 @@ impl RuntimeApi {
         Ok(reply(404, String::new()))
     }
 
-    async fn serve() -> Result<(Arc<Self>, String, tokio::task::JoinHandle<()>), Error> {
+    /// The stand-in on a loopback port: the API, its `host:port`, and its
+    /// server task, aborted when the guard is dropped (on every exit path).
+    async fn serve() -> Result<(Arc<Self>, String, AbortOnDrop), Error> {
         let api = Arc::new(Self {
             state: Mutex::new(State::default()),
             changed: Notify::new(),
@@ -167,7 +230,14 @@ impl RuntimeApi {
                 });
             }
         });
-        Ok((api, address, task))
+        Ok((api, address, AbortOnDrop(task)))
+    }
+
+    /// Queues `event`, handed to the function's next poll (or the one it
+    /// is holding).
+    fn queue(&self, event: String) {
+        self.state().events.push_back(event);
+        self.changed.notify_waiters();
     }
 
     /// Waits until `done` holds of the state, or `limit` passes.
@@ -184,6 +254,16 @@ impl RuntimeApi {
             }
             let _ = tokio::time::timeout(left.min(Duration::from_millis(100)), notified).await;
         }
+    }
+}
+
+/// A task aborted when dropped: the Runtime API stand-in's server does not
+/// outlive the measurement, whichever way it ends.
+struct AbortOnDrop(tokio::task::JoinHandle<()>);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        self.0.abort();
     }
 }
 
@@ -304,8 +384,8 @@ pub async fn measure(
     let mut to_answer = Vec::with_capacity(cold.len());
     let mut cold_failed = 0;
     for event in cold {
-        let (api, address, server) = RuntimeApi::serve().await?;
-        api.state().events.push_back(event);
+        let (api, address, _server) = RuntimeApi::serve().await?;
+        api.queue(event);
         let started = Instant::now();
         let mut child = command(binary, name, env, &address).spawn()?;
         api.wait(Duration::from_secs(30), |s| {
@@ -322,10 +402,9 @@ pub async fn measure(
             to_answer.push(answer.duration_since(started).as_secs_f64());
         }
         child.kill().await?;
-        server.abort();
     }
 
-    let (api, address, server) = RuntimeApi::serve().await?;
+    let (api, address, _server) = RuntimeApi::serve().await?;
     let invocations = events.len();
     api.state().events.extend(events);
     let mut child = command(binary, name, env, &address).spawn()?;
@@ -333,7 +412,6 @@ pub async fn measure(
         .await?;
     let peak_kib = child.id().and_then(peak_rss_kib);
     child.kill().await?;
-    server.abort();
     let failed = api.state().failed + cold_failed;
     // The first invocation opened the process's connections: warm ones only.
     let invocation = Stats::of(api.state().served.iter().skip(1).copied().collect());
@@ -374,48 +452,79 @@ pub struct ColdFigures {
     pub failed: usize,
 }
 
-/// A cold start of `binary` given `events`: what it took to the first poll
-/// and the first answer, each invocation's time, and the CPU it used.
+/// A cold start of `binary` serving one event several times: what it took
+/// to the first poll and the first answer, each invocation's time and
+/// answer, and the CPU it used.
 #[derive(Debug, Clone, Default)]
 pub struct Served {
     pub init: f64,
     pub first_answer: f64,
     /// Each invocation, from handing out its event to its response.
     pub invocations: Vec<f64>,
+    /// What each invocation answered.
+    pub answers: Vec<Answer>,
     /// CPU time used, and time held back by the quota, up to the first
     /// answer (when the cgroups say).
     pub cpu: Option<f64>,
     pub throttled: Option<f64>,
     pub peak_kib: Option<u64>,
+    /// Invocations whose answer was not the [`Expected`] one.
     pub failed: usize,
 }
 
-/// Starts `binary` under `confinement` and has it serve `events`, one at a
-/// time as Lambda hands them out.
+/// What a process serves in [`serve`]: one event, `count` times, each
+/// expected to answer `expected`.
+pub struct Invocations<'a> {
+    pub event: &'a str,
+    pub count: usize,
+    pub expected: Expected,
+}
+
+/// Puts the table back as an invocation needs it, before each event is
+/// handed out: every invocation then takes the same path, whatever the one
+/// before it wrote or took away.
+pub trait Prepare {
+    fn prepare(&self) -> impl Future<Output = Result<(), Error>>;
+}
+
+/// Starts `binary` under `confinement` and has it serve `invocations`, one
+/// at a time as Lambda hands them out, `prepare` run before each (the
+/// process holding its poll meanwhile, as a frozen Lambda environment
+/// would).
 pub async fn serve(
     name: &str,
     binary: &Path,
     env: &Environment<'_>,
     confinement: &Confinement,
-    events: Vec<String>,
+    invocations: &Invocations<'_>,
+    prepare: &impl Prepare,
 ) -> Result<Served, Error> {
-    let count = events.len();
-    let (api, address, server) = RuntimeApi::serve().await?;
-    api.state().events.extend(events);
+    let (api, address, _server) = RuntimeApi::serve().await?;
+    prepare.prepare().await?;
+    api.queue(invocations.event.to_owned());
     // Counters of the cgroup before the start: a start is measured from a
     // full quota (the caller leaves a period between starts).
     let (cpu_before, throttled_before) = (confinement.cpu_used(), confinement.throttled());
+    // An unconfined start is timed from before its launch, as a confined
+    // one is from the moment its shell is told to become the binary.
+    let launched = Instant::now();
     let mut child = confined_command(binary, name, env, &address, confinement).spawn()?;
-    let started = go(&mut child).await?;
+    let started = go(&mut child).await?.unwrap_or(launched);
     api.wait(Duration::from_secs(60), |s| s.answered >= 1)
         .await?;
+    // Read before the next event is queued: the figures are the first
+    // invocation's alone.
     let cpu = confinement.cpu_used().zip(cpu_before).map(|(a, b)| a - b);
     let throttled = confinement
         .throttled()
         .zip(throttled_before)
         .map(|(a, b)| a - b);
-    api.wait(Duration::from_secs(300), |s| s.answered >= count)
-        .await?;
+    for served in 1..invocations.count {
+        prepare.prepare().await?;
+        api.queue(invocations.event.to_owned());
+        api.wait(Duration::from_secs(60), |s| s.answered > served)
+            .await?;
+    }
     // VmHWM, confined or not (the shell became the binary: one pid), as
     // Lambda's "Max Memory Used" counts the process, not the page cache
     // a memory cgroup also charges.
@@ -428,23 +537,28 @@ pub async fn serve(
             init: poll.duration_since(started).as_secs_f64(),
             first_answer: answer.duration_since(started).as_secs_f64(),
             invocations: state.served.clone(),
+            answers: state.answers.clone(),
             cpu,
             throttled,
             peak_kib,
-            failed: state.failed,
+            failed: state
+                .answers
+                .iter()
+                .filter(|answer| !invocations.expected.met_by(answer))
+                .count(),
         }
     };
     child.kill().await?;
-    server.abort();
     Ok(served)
 }
 
 /// When a confined start's shell has joined its cgroups, tells it to become
-/// the binary; the instant it was told (for an unconfined start, now).
-async fn go(child: &mut tokio::process::Child) -> Result<Instant, Error> {
+/// the binary; the instant it was told (`None` for an unconfined start,
+/// which is the binary from its launch).
+async fn go(child: &mut tokio::process::Child) -> Result<Option<Instant>, Error> {
     use tokio::io::{AsyncBufReadExt, AsyncWriteExt};
     let (Some(stdin), Some(stdout)) = (child.stdin.as_mut(), child.stdout.take()) else {
-        return Ok(Instant::now());
+        return Ok(None);
     };
     let mut line = String::new();
     tokio::io::BufReader::new(stdout)
@@ -456,7 +570,7 @@ async fn go(child: &mut tokio::process::Child) -> Result<Instant, Error> {
     let started = Instant::now();
     stdin.write_all(b"go\n").await?;
     stdin.flush().await?;
-    Ok(started)
+    Ok(Some(started))
 }
 
 impl ColdFigures {

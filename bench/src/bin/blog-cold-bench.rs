@@ -8,8 +8,16 @@
 //! bundle (about 140 roots, as Lambda's) in the file the function is given as
 //! `SSL_CERT_FILE` (where the SDK's HTTPS client, rustls with the platform's
 //! roots, reads its trust roots). Each start serves the function's sample
-//! event (`events/<name>.json`) twice, on a table holding the user, post and
-//! comment the events name.
+//! event (`events/<name>.json`) twice, and every invocation takes the
+//! function's success path: before each one (warm-up and `--warm`
+//! invocations included) the table is emptied and the function's seed put
+//! back (the user, post and comment the events name; see `seed`), so that
+//! no invocation meets what the one before it wrote or deleted. Each answer
+//! is checked against the function's success status (201, 204 or 200; for
+//! the fan-out and the failure queue's consumer, no `batchItemFailures`):
+//! the tables' `failed` column counts those that missed it, and the run
+//! exits non-zero after printing them if any did (or at once, if the
+//! warm-up's did).
 //!
 //! ```text
 //! blog-cold-bench --endpoint URL --functions DIR --events DIR
@@ -21,32 +29,43 @@
 //! share is checked to be in force: a busy loop in its cgroup must run about
 //! 1,769 / MB times slower than outside. `--baseline DIR` measures a second
 //! build of the functions beside the first, start by start in turn, so that
-//! both meet the same machine. `--warm N` measures, instead of cold starts,
-//! N warm invocations of one process at each size: their p50 and p99, and
-//! what a million of them cost at arm64 prices. `--root-only` trusts the test
-//! root alone (what loading the platform's bundle costs shows against a run
-//! without it). `--latency-ms` delays each of DynamoDB Local's answers by
-//! that much, as the network and DynamoDB itself would. Needs root (cgroups).
+//! both meet the same machine (rows labelled `baseline` and `candidate`).
+//! `--warm N` (N ≥ 1) measures, instead of cold starts, N warm invocations
+//! of one process at each size: their p50 and p99, and what a million of
+//! them cost at arm64 prices (unconfined priced at 1,769 MB). `--root-only`
+//! trusts the test root alone (what loading the platform's bundle costs
+//! shows against a run without it). `--latency-ms` delays each of DynamoDB
+//! Local's answers by that much, once per answer, as the network and
+//! DynamoDB itself would. Needs root (cgroups); the cgroups and the scratch
+//! directory (the test CA's keys) are removed however the run ends.
 //! `infra/measure.sh cold` runs it against a DynamoDB Local of its own.
 
 use std::{
     path::{Path, PathBuf},
-    sync::Arc,
+    sync::{
+        Arc,
+        atomic::{AtomicBool, Ordering},
+    },
     time::{Duration, Instant},
 };
 
 use bench::{
-    lambda::{self, ColdFigures, Confinement, Environment},
+    lambda::{self, Answer, ColdFigures, Confinement, Environment, Expected, Invocations, Prepare},
     measure::{Clients, Stats},
     naive::Error,
 };
 use blog::{
-    ids::{CommentId, PostId, UserId},
+    ids::{CommentId, LikeId, PostId, UserId},
+    keys::PostPartition,
+    keys::{PK, SK},
     store::{
+        Item,
         bulk::{self, PostWithReplies},
         comments::CommentItem,
+        feed::FEED_CAPACITY,
+        likes::LikeItem,
         posts::{PostContentItem, PostItem},
-        table,
+        table::{self, Scan, Table, Write},
         users::UserItem,
     },
     text::Username,
@@ -131,48 +150,51 @@ fn options() -> Result<Options, Error> {
     if options.endpoint.is_empty() {
         return Err("give DynamoDB Local's URL with --endpoint".into());
     }
+    if options.warm == Some(0) {
+        return Err("--warm needs at least one warm invocation".into());
+    }
     Ok(options)
 }
 
-/// The builds measured: `(label, directory)`, the label the directory's
-/// name when there are two.
+/// The builds measured: `(label, directory)`, labelled "baseline" and
+/// "candidate" when there are two (two directories may well share a last
+/// name, `release`).
 fn builds(options: &Options) -> Vec<(String, PathBuf)> {
-    let label = |dir: &Path| {
-        dir.file_name().map_or_else(
-            || dir.display().to_string(),
-            |n| n.to_string_lossy().into_owned(),
-        )
-    };
     match &options.baseline {
         Some(baseline) => vec![
-            (label(baseline), baseline.clone()),
-            (label(&options.functions), options.functions.clone()),
+            ("baseline".to_owned(), baseline.clone()),
+            ("candidate".to_owned(), options.functions.clone()),
         ],
         None => vec![(String::new(), options.functions.clone())],
     }
 }
 
-/// The functions measured, those that take the sample user's account or
-/// content away last, so that the others find it.
+/// The functions measured. The table is put back before each invocation
+/// (see [`Reseed`]), so their order does not matter.
 fn functions(options: &Options) -> Vec<&'static str> {
-    let mut names: Vec<&'static str> = blog::routes::functions()
+    blog::routes::functions()
         .filter(|name| options.only.is_empty() || options.only.iter().any(|o| o == name))
-        .collect();
-    names.sort_by_key(|name| match *name {
-        "delete-comment" => 1,
-        "delete-post" => 2,
-        "delete-user" => 3,
-        _ => 0,
-    });
-    names
+        .collect()
+}
+
+/// A directory removed when dropped, whichever way the run ends: it holds
+/// the test CA's private keys.
+struct Scratch(PathBuf);
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
 }
 
 #[tokio::main]
 async fn main() -> Result<(), Error> {
     let options = options()?;
-    let scratch = std::env::temp_dir().join(format!("blog-cold-{}", ulid::Ulid::generate()));
-    std::fs::create_dir_all(&scratch)?;
-    let mut bundle = test_ca(&scratch)?;
+    let scratch =
+        Scratch(std::env::temp_dir().join(format!("blog-cold-{}", ulid::Ulid::generate())));
+    std::fs::create_dir_all(&scratch.0)?;
+    let scratch = &scratch.0;
+    let mut bundle = test_ca(scratch)?;
     if options.root_only {
         bundle = scratch.join("root.pem");
     }
@@ -181,7 +203,7 @@ async fn main() -> Result<(), Error> {
         .trim_start_matches("http://")
         .trim_end_matches('/')
         .to_owned();
-    let tls = serve_tls(&scratch, upstream, options.latency).await?;
+    let tls = serve_tls(scratch, upstream, options.latency).await?;
     println!(
         "DynamoDB Local behind TLS at {tls}; trust bundle {}",
         bundle.display()
@@ -193,48 +215,56 @@ async fn main() -> Result<(), Error> {
         ulid::Ulid::generate().to_string().to_lowercase()
     );
     table::create_if_missing(&clients.plain, &table).await?;
-    seed(&clients.plain, &table).await?;
     let env = Environment {
         table: &table,
         endpoint: &tls,
     };
     let names = functions(&options);
-    let events = names
+    let cases = names
         .iter()
-        .map(|name| std::fs::read_to_string(options.events.join(format!("{name}.json"))))
+        .map(|name| {
+            let event = std::fs::read_to_string(options.events.join(format!("{name}.json")))?;
+            let seed = Reseed {
+                table: Table::new(clients.plain.clone(), &table),
+                items: seed(name)?,
+            };
+            Ok::<_, Error>((*name, event, seed))
+        })
         .collect::<Result<Vec<_>, _>>()?;
     let builds = builds(&options);
-    warm_up(&names, &events, &builds, &env, &bundle).await?;
+    warm_up(&cases, &builds, &env, &bundle).await?;
 
     let mut rows = Vec::new();
+    let mut failed = 0;
     for memory in &options.memory {
         let confinement = confine(*memory, &bundle)?;
-        for (name, event) in names.iter().zip(&events) {
+        for (name, event, reseed) in &cases {
             let case = Case {
                 name,
                 memory: *memory,
                 builds: &builds,
                 env: &env,
-                confinement: &confinement,
+                confinement: &confinement.confinement,
                 event,
+                reseed,
             };
             let measured = match options.warm {
                 Some(invocations) => warm(&case, invocations).await?,
                 None => cold(&case, options.starts).await?,
             };
-            for row in measured {
+            for (row, row_failed) in measured {
                 println!("{row}");
                 rows.push(row);
+                failed += row_failed;
             }
         }
-        release(&confinement.cgroups);
     }
     println!();
     if options.warm.is_some() {
         println!(
-            "| function | memory (CPU share) | build | warm p50 / p99 ms | billed ms (mean) | USD per million |"
+            "| function | memory (CPU share) | build | warm p50 / p99 ms | billed ms (mean) | USD per million | failed |"
         );
-        println!("|---|---|---|---|---|---|");
+        println!("|---|---|---|---|---|---|---|");
     } else {
         println!(
             "| function | memory (CPU share) | build | init p50 / max ms | first answer p50 / max ms | CPU to first answer p50 / max ms | held by the quota p50 / max ms | second answer p50 / max ms | peak memory MiB | failed |"
@@ -244,44 +274,121 @@ async fn main() -> Result<(), Error> {
     for row in rows {
         println!("{row}");
     }
-    let _ = std::fs::remove_dir_all(&scratch);
+    if options.warm.is_some() && options.memory.contains(&0) {
+        println!();
+        println!("Unconfined rows are priced at {ONE_VCPU_MB} MB (one vCPU).");
+    }
+    if failed > 0 {
+        return Err(format!(
+            "FAILED: {failed} measured invocations did not answer their success status \
+             (the failed column): those figures measure error paths"
+        )
+        .into());
+    }
     Ok(())
 }
 
-/// The user, post and comment the sample events name.
-async fn seed(client: &aws_sdk_dynamodb::Client, table: &str) -> Result<(), Error> {
+/// The ids the sample events (`events/*.json`) name: their caller, who
+/// wrote the post and the comment.
+const USER: &str = "0b3f1e2a-8c1d-4f5e-9a7b-2c3d4e5f6a7b";
+const POST: &str = "01JD5Z8Q6N3W4X5Y6Z7A8B9C0D";
+const COMMENT: &str = "01JD5Z9A1B2C3D4E5F6G7H8J9K";
+/// The caller's like of the post, which unlike-post's event takes away.
+const LIKE: &str = "01JD5Z9B1B2C3D4E5F6G7H8J9K";
+
+/// What the table holds before each of `function`'s invocations, so that
+/// its sample event takes the success path: the caller's profile and
+/// username claim, their post (its content and one comment) and the feed
+/// entry the fan-out would have written for it. Except: create-user's
+/// caller has no profile or username claim yet (or it would answer 409);
+/// find-user's username is "alice_2", the name its event looks up (the one
+/// update-user's event gives); unlike-post's caller has liked the post.
+fn seed(function: &str) -> Result<Vec<Item>, Error> {
     let at = "2026-11-22T09:00:00.000Z";
-    let user = UserItem::new(
-        &UserId::parse("0b3f1e2a-8c1d-4f5e-9a7b-2c3d4e5f6a7b")?,
-        &Username::parse("alice")?,
-        at,
-    );
-    let post_id = PostId::parse("01JD5Z8Q6N3W4X5Y6Z7A8B9C0D")?;
+    let username = if function == "find-user" {
+        "alice_2"
+    } else {
+        "alice"
+    };
+    let user = UserItem::new(&UserId::parse(USER)?, &Username::parse(username)?, at);
+    let post_id = PostId::parse(POST)?;
     let content = "My first post.";
     let post = PostItem::new(post_id, &user, "Hello", content, at);
-    let comment = CommentItem::new(
-        post_id,
-        CommentId::parse("01JD5Z9A1B2C3D4E5F6G7H8J9K")?,
-        &user,
-        "Nice post!",
-    );
+    let comment = CommentItem::new(post_id, CommentId::parse(COMMENT)?, &user, "Nice post!");
+    let likes = if function == "unlike-post" {
+        let place = PostPartition::own(post_id);
+        vec![LikeItem::new(place, LikeId::parse(LIKE)?, &user)]
+    } else {
+        Vec::new()
+    };
     let thread = PostWithReplies::new(
         post,
         PostContentItem::new(post_id, content, at),
         vec![comment],
-        Vec::new(),
+        likes,
     );
-    let mut items = bulk::user_items(&user)?;
-    items.extend(bulk::post_items(&thread)?);
-    bulk::put_items(client, table, items).await?;
-    Ok(())
+    let mut items = bulk::post_items(&thread)?;
+    items.extend(bulk::feed_items(&[&thread.post], FEED_CAPACITY)?);
+    if function != "create-user" {
+        items.extend(bulk::user_items(&user)?);
+    }
+    Ok(items)
 }
 
-/// Serves each function's event [`WARM_UP`] times, unconfined, discarding
-/// the figures.
+/// The answer `function`'s sample event gets on its success path.
+fn expected(function: &str) -> Expected {
+    match function {
+        "create-user" | "create-post" | "create-comment" | "like-post" => Expected::Status(201),
+        "delete-user" | "delete-post" | "delete-comment" | "unlike-post" => Expected::Status(204),
+        "fan-out" | "park-failures" => Expected::NoBatchFailures,
+        _ => Expected::Status(200),
+    }
+}
+
+/// Puts the table back to one function's [`seed`] before each invocation:
+/// deletes every item in it (what the last invocation wrote: profiles,
+/// claims, erasure marks, rename progress, posts, likes and their markers,
+/// comments, feed entries, request records, parked failures, whatever it
+/// was), then writes the seed. Through DynamoDB Local's plain endpoint,
+/// outside every figure measured.
+struct Reseed {
+    table: Table,
+    items: Vec<Item>,
+}
+
+impl Prepare for Reseed {
+    async fn prepare(&self) -> Result<(), Error> {
+        let what = "reseed the cold bench's table";
+        let scan = Scan::default().consistent();
+        let mut start = None;
+        loop {
+            let page = self.table.scan_page(what, &scan, start).await?;
+            for item in page.items {
+                let key = [PK, SK]
+                    .into_iter()
+                    .filter_map(|name| Some((name.to_owned(), item.get(name)?.clone())))
+                    .collect();
+                self.table.write(what, &Write::delete(key)).await?;
+            }
+            start = page.next;
+            if start.is_none() {
+                break;
+            }
+        }
+        self.table.batch_put(self.items.clone()).await?;
+        Ok(())
+    }
+}
+
+/// A function measured: its name, its sample event, and its table's seed.
+type Function = (&'static str, String, Reseed);
+
+/// Serves each function's event [`WARM_UP`] times, unconfined, the table
+/// reseeded before each as for the measured ones, discarding the figures;
+/// fails if any invocation missed its success path (the seed would be
+/// wrong, and every figure after it with it).
 async fn warm_up(
-    names: &[&str],
-    events: &[String],
+    functions: &[Function],
     builds: &[(String, PathBuf)],
     env: &Environment<'_>,
     bundle: &Path,
@@ -290,13 +397,35 @@ async fn warm_up(
         ca_file: Some(bundle.to_owned()),
         ..Confinement::default()
     };
-    for (name, event) in names.iter().zip(events) {
+    for (name, event, reseed) in functions {
         for (_, dir) in builds {
-            let binary = dir.join(name);
-            lambda::serve(name, &binary, env, &free, vec![event.clone(); WARM_UP]).await?;
+            let invocations = Invocations {
+                event,
+                count: WARM_UP,
+                expected: expected(name),
+            };
+            let served =
+                lambda::serve(name, &dir.join(name), env, &free, &invocations, reseed).await?;
+            if served.failed > 0 {
+                return Err(unexpected(name, &invocations, &served.answers).into());
+            }
         }
     }
     Ok(())
+}
+
+/// What a function answered that it should not have.
+fn unexpected(name: &str, invocations: &Invocations<'_>, answers: &[Answer]) -> String {
+    let wrong: Vec<&Answer> = answers
+        .iter()
+        .filter(|answer| !invocations.expected.met_by(answer))
+        .collect();
+    format!(
+        "{name}: {} of {} invocations answered other than {:?}: {wrong:?}",
+        wrong.len(),
+        answers.len(),
+        invocations.expected
+    )
 }
 
 /// One function at one memory size, in each build.
@@ -307,22 +436,47 @@ struct Case<'a> {
     env: &'a Environment<'a>,
     confinement: &'a Confinement,
     event: &'a str,
+    reseed: &'a Reseed,
 }
 
-/// One function's cold starts at one size, the builds' starts in turn.
-async fn cold(case: &Case<'_>, starts: usize) -> Result<Vec<String>, Error> {
+impl Case<'_> {
+    /// Has one process of `dir`'s build serve `count` invocations, the table
+    /// reseeded before each; says on stderr what any of them answered wrong.
+    async fn serve(&self, dir: &Path, count: usize) -> Result<lambda::Served, Error> {
+        let invocations = Invocations {
+            event: self.event,
+            count,
+            expected: expected(self.name),
+        };
+        let binary = dir.join(self.name);
+        let served = lambda::serve(
+            self.name,
+            &binary,
+            self.env,
+            self.confinement,
+            &invocations,
+            self.reseed,
+        )
+        .await?;
+        if served.failed > 0 {
+            eprintln!(
+                "{} ({}): {}",
+                share(self.memory),
+                dir.display(),
+                unexpected(self.name, &invocations, &served.answers)
+            );
+        }
+        Ok(served)
+    }
+}
+
+/// One function's cold starts at one size, the builds' starts in turn: each
+/// build's row, and how many of its invocations failed.
+async fn cold(case: &Case<'_>, starts: usize) -> Result<Vec<(String, usize)>, Error> {
     let mut figures = vec![ColdFigures::default(); case.builds.len()];
     for _ in 0..starts {
         for ((_, dir), figures) in case.builds.iter().zip(figures.iter_mut()) {
-            let events = vec![case.event.to_owned(); 2];
-            let served = lambda::serve(
-                case.name,
-                &dir.join(case.name),
-                case.env,
-                case.confinement,
-                events,
-            )
-            .await?;
+            let served = case.serve(dir, 2).await?;
             figures.add(&served);
             // The next start begins with a full quota, as a new Lambda
             // environment would: two periods pass first.
@@ -333,38 +487,42 @@ async fn cold(case: &Case<'_>, starts: usize) -> Result<Vec<String>, Error> {
         .builds
         .iter()
         .zip(&figures)
-        .map(|((build, _), figures)| row(case.name, case.memory, build, figures))
+        .map(|((build, _), figures)| {
+            let row = row(case.name, case.memory, build, figures);
+            (row, figures.failed)
+        })
         .collect())
 }
 
 /// One function's warm invocations at one size: one process, its first
-/// (cold) invocation left out.
-async fn warm(case: &Case<'_>, invocations: usize) -> Result<Vec<String>, Error> {
+/// (cold) invocation left out of the figures but not of the failed count.
+async fn warm(case: &Case<'_>, invocations: usize) -> Result<Vec<(String, usize)>, Error> {
     let mut rows = Vec::new();
     for (build, dir) in case.builds {
-        let served = lambda::serve(
-            case.name,
-            &dir.join(case.name),
-            case.env,
-            case.confinement,
-            vec![case.event.to_owned(); invocations + 1],
-        )
-        .await?;
+        let served = case.serve(dir, invocations + 1).await?;
         let warm: Vec<f64> = served.invocations.iter().skip(1).copied().collect();
         let stats = Stats::of(warm.clone());
         // Lambda bills each invocation's duration rounded up to the
-        // millisecond, at the memory size's GB-second price.
+        // millisecond, at the memory size's GB-second price; unconfined is
+        // priced as one vCPU's memory size.
         let billed_ms = warm.iter().map(|s| (s * 1000.0).ceil()).sum::<f64>() / warm.len() as f64;
-        let size_mb = if case.memory == 0 { 1769 } else { case.memory };
+        let (size_mb, memory) = if case.memory == 0 {
+            (
+                ONE_VCPU_MB as u32,
+                format!("unconfined (priced at {ONE_VCPU_MB} MB)"),
+            )
+        } else {
+            (case.memory, share(case.memory))
+        };
         let per_million = 1e6
             * (REQUEST_USD
                 + billed_ms / 1000.0 * f64::from(size_mb) / 1024.0 * ARM64_GB_SECOND_USD);
-        rows.push(format!(
-            "| {} | {} | {build} | {:.2} / {:.2} | {billed_ms:.2} | {per_million:.4} |",
-            case.name,
-            share(case.memory),
-            stats.p50,
-            stats.p99
+        rows.push((
+            format!(
+                "| {} | {memory} | {build} | {:.2} / {:.2} | {billed_ms:.2} | {per_million:.4} | {} |",
+                case.name, stats.p50, stats.p99, served.failed
+            ),
+            served.failed,
         ));
     }
     Ok(rows)
@@ -383,12 +541,15 @@ fn share(memory: u32) -> String {
 
 /// The table row of one function at one memory size.
 fn row(name: &str, memory: u32, build: &str, figures: &ColdFigures) -> String {
+    // "–" where nothing was measured (the CPU columns of an unconfined
+    // start, which has no cgroup to count them).
     let ms = |v: &[f64]| {
         let mut v = v.to_vec();
         v.sort_by(f64::total_cmp);
-        let p50 = v.get(v.len() / 2).copied().unwrap_or(f64::NAN);
-        let max = v.last().copied().unwrap_or(f64::NAN);
-        format!("{:.1} / {:.1}", p50 * 1000.0, max * 1000.0)
+        match (v.get(v.len() / 2), v.last()) {
+            (Some(p50), Some(max)) => format!("{:.1} / {:.1}", p50 * 1000.0, max * 1000.0),
+            _ => "–".to_owned(),
+        }
     };
     let peak = figures.peak_kib.iter().max().map_or("–".to_owned(), |kib| {
         format!("{:.1}", *kib as f64 / 1024.0)
@@ -405,18 +566,47 @@ fn row(name: &str, memory: u32, build: &str, figures: &ColdFigures) -> String {
     )
 }
 
+/// A [`Confinement`] whose cgroups are removed when it is dropped, however
+/// the run leaves the memory size (an error included): none is left behind
+/// with its quota set.
+struct Confined {
+    confinement: Confinement,
+}
+
+impl Drop for Confined {
+    fn drop(&mut self) {
+        for group in &self.confinement.cgroups {
+            // A process killed on an error path may take a moment to leave.
+            let mut tries = 0;
+            while let Err(e) = std::fs::remove_dir(group) {
+                tries += 1;
+                if e.kind() == std::io::ErrorKind::NotFound {
+                    break;
+                }
+                if tries == 50 {
+                    eprintln!("could not remove the cgroup {}: {e}", group.display());
+                    break;
+                }
+                std::thread::sleep(Duration::from_millis(20));
+            }
+        }
+    }
+}
+
 /// The cgroups of a `memory` MB function (v1 `cpu` with its quota,
 /// `cpuacct` to count its CPU time, `memory` with its limit), the share
 /// checked to be in force; none for 0 (unconfined). The function trusts
 /// `bundle`.
-fn confine(memory: u32, bundle: &Path) -> Result<Confinement, Error> {
-    let mut confinement = Confinement {
-        memory_mb: (memory > 0).then_some(memory),
-        ca_file: Some(bundle.to_owned()),
-        ..Confinement::default()
+fn confine(memory: u32, bundle: &Path) -> Result<Confined, Error> {
+    let mut confined = Confined {
+        confinement: Confinement {
+            memory_mb: (memory > 0).then_some(memory),
+            ca_file: Some(bundle.to_owned()),
+            ..Confinement::default()
+        },
     };
     if memory == 0 {
-        return Ok(confinement);
+        return Ok(confined);
     }
     let group =
         |controller: &str| PathBuf::from(format!("/sys/fs/cgroup/{controller}/blog-cold-{memory}"));
@@ -424,16 +614,16 @@ fn confine(memory: u32, bundle: &Path) -> Result<Confinement, Error> {
     for group in [&cpu, &cpuacct, &mem] {
         std::fs::create_dir_all(group)
             .map_err(|e| format!("{}: {e} (cgroup v1, as root)", group.display()))?;
+        confined.confinement.cgroups.push(group.clone());
     }
     let quota = PERIOD_US * u64::from(memory) / ONE_VCPU_MB;
     std::fs::write(cpu.join("cpu.cfs_period_us"), PERIOD_US.to_string())?;
     std::fs::write(cpu.join("cpu.cfs_quota_us"), quota.to_string())?;
     let bytes = u64::from(memory) * 1024 * 1024;
     std::fs::write(mem.join("memory.limit_in_bytes"), bytes.to_string())?;
-    confinement.cgroups = vec![cpu.clone(), cpuacct.clone(), mem];
-    confinement.cpu = Some(cpu);
-    confinement.cpuacct = Some(cpuacct);
-    let slowdown = check_share(&confinement.cgroups)?;
+    confined.confinement.cpu = Some(cpu);
+    confined.confinement.cpuacct = Some(cpuacct);
+    let slowdown = check_share(&confined.confinement.cgroups)?;
     let expected = ONE_VCPU_MB as f64 / f64::from(memory);
     println!("{memory} MB: a busy loop runs {slowdown:.1} times slower (expected {expected:.1})");
     // Below one vCPU the quota must show; well above it, it cannot.
@@ -443,13 +633,7 @@ fn confine(memory: u32, bundle: &Path) -> Result<Confinement, Error> {
     // The busy loop spent this period's quota: the first start must not
     // inherit what is left of it.
     std::thread::sleep(Duration::from_micros(2 * PERIOD_US));
-    Ok(confinement)
-}
-
-fn release(cgroups: &[PathBuf]) {
-    for group in cgroups {
-        let _ = std::fs::remove_dir(group);
-    }
+    Ok(confined)
 }
 
 /// How many times slower a busy loop runs in `cgroups` than outside them:
@@ -556,7 +740,8 @@ fn test_ca(dir: &Path) -> Result<PathBuf, Error> {
 
 /// A TLS endpoint on a loopback port that forwards every connection, once
 /// its handshake is done, to `upstream` (DynamoDB Local's host:port), each
-/// answer held back `latency`; its `https://localhost:PORT` URL.
+/// answer held back `latency` once (before its first bytes); its
+/// `https://localhost:PORT` URL.
 async fn serve_tls(dir: &Path, upstream: String, latency: Duration) -> Result<String, Error> {
     let certs =
         CertificateDer::pem_file_iter(dir.join("chain.pem"))?.collect::<Result<Vec<_>, _>>()?;
@@ -583,7 +768,22 @@ async fn serve_tls(dir: &Path, upstream: String, latency: Duration) -> Result<St
                 let _ = plain.set_nodelay(true);
                 let (mut tls_in, mut tls_out) = tokio::io::split(tls);
                 let (mut plain_in, mut plain_out) = plain.into_split();
-                let requests = tokio::io::copy(&mut tls_in, &mut plain_out);
+                // Set when a request has gone upstream, cleared by the first
+                // chunk of its answer: the latency is added once an answer,
+                // however many reads it arrives in. (The SDK's HTTP/1.1
+                // client sends no request before the last one's answer.)
+                let asked = AtomicBool::new(false);
+                let requests = async {
+                    let mut buffer = vec![0; 64 * 1024];
+                    loop {
+                        let read = tls_in.read(&mut buffer).await?;
+                        if read == 0 {
+                            return Ok::<_, std::io::Error>(());
+                        }
+                        plain_out.write_all(&buffer[..read]).await?;
+                        asked.store(true, Ordering::Release);
+                    }
+                };
                 let answers = async {
                     let mut buffer = vec![0; 64 * 1024];
                     loop {
@@ -591,7 +791,7 @@ async fn serve_tls(dir: &Path, upstream: String, latency: Duration) -> Result<St
                         if read == 0 {
                             return Ok::<_, std::io::Error>(());
                         }
-                        if !latency.is_zero() {
+                        if !latency.is_zero() && asked.swap(false, Ordering::AcqRel) {
                             tokio::time::sleep(latency).await;
                         }
                         tls_out.write_all(&buffer[..read]).await?;
