@@ -65,7 +65,7 @@ use blog::{
         feed::FEED_CAPACITY,
         likes::LikeItem,
         posts::{PostContentItem, PostItem},
-        table::{self, Scan, Table, Write},
+        table::{self, Deleted, Scan, Table, Write},
         users::UserItem,
     },
     text::Username,
@@ -368,7 +368,9 @@ impl Prepare for Reseed {
                     .into_iter()
                     .filter_map(|name| Some((name.to_owned(), item.get(name)?.clone())))
                     .collect();
-                self.table.write(what, &Write::delete(key)).await?;
+                self.table
+                    .write(what, &Write::delete(key, Deleted::IfGone))
+                    .await?;
             }
             start = page.next;
             if start.is_none() {
