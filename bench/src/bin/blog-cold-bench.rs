@@ -220,17 +220,20 @@ async fn main() -> Result<(), Error> {
         endpoint: &tls,
     };
     let names = functions(&options);
-    let cases = names
-        .iter()
-        .map(|name| {
-            let event = std::fs::read_to_string(options.events.join(format!("{name}.json")))?;
-            let seed = Reseed {
-                table: Table::new(clients.plain.clone(), &table),
-                items: seed(name)?,
-            };
-            Ok::<_, Error>((*name, event, seed))
-        })
-        .collect::<Result<Vec<_>, _>>()?;
+    let mut cases = Vec::new();
+    for name in &names {
+        let mut event = std::fs::read_to_string(options.events.join(format!("{name}.json")))?;
+        let seed = Reseed {
+            table: Table::new(clients.plain.clone(), &table),
+            items: seed(name)?,
+        };
+        if *name == "park-failures" {
+            // Its seed's writes are the stream records it is pointed at.
+            seed.prepare().await?;
+            event = park_failures_event(&clients, &table, &event).await?;
+        }
+        cases.push((*name, event, seed));
+    }
     let builds = builds(&options);
     warm_up(&cases, &builds, &env, &bundle).await?;
 
@@ -333,6 +336,77 @@ fn seed(function: &str) -> Result<Vec<Item>, Error> {
         items.extend(bulk::user_items(&user)?);
     }
     Ok(items)
+}
+
+/// park-failures' sample event names a record of a deployed table's stream,
+/// which DynamoDB Local has not: the event, pointed at the first record of
+/// the bench table's stream instead (which stays there for 24 hours, whatever
+/// the reseeds write after it), so that the function reads and parks it.
+async fn park_failures_event(
+    clients: &Clients,
+    table: &str,
+    sample: &str,
+) -> Result<String, Error> {
+    let described = clients
+        .plain
+        .describe_table()
+        .table_name(table)
+        .send()
+        .await?;
+    let stream_arn = described
+        .table
+        .and_then(|t| t.latest_stream_arn)
+        .ok_or("the bench table has no stream")?;
+    let stream = clients
+        .streams
+        .describe_stream()
+        .stream_arn(&stream_arn)
+        .send()
+        .await?;
+    let shard_id = stream
+        .stream_description
+        .and_then(|d| d.shards)
+        .and_then(|shards| shards.into_iter().next())
+        .and_then(|shard| shard.shard_id)
+        .ok_or("the bench table's stream has no shard")?;
+    let iterator = clients
+        .streams
+        .get_shard_iterator()
+        .stream_arn(&stream_arn)
+        .shard_id(&shard_id)
+        .shard_iterator_type(aws_sdk_dynamodbstreams::types::ShardIteratorType::TrimHorizon)
+        .send()
+        .await?
+        .shard_iterator
+        .ok_or("no shard iterator")?;
+    let records = clients
+        .streams
+        .get_records()
+        .shard_iterator(iterator)
+        .limit(1)
+        .send()
+        .await?;
+    let first = records
+        .records
+        .and_then(|records| records.into_iter().next())
+        .and_then(|record| record.dynamodb)
+        .and_then(|change| change.sequence_number)
+        .ok_or("the bench table's stream has no record yet")?;
+    let mut event: serde_json::Value = serde_json::from_str(sample)?;
+    let records = event["Records"]
+        .as_array_mut()
+        .ok_or("park-failures' event has no Records")?;
+    for record in records {
+        let body = record["body"].as_str().ok_or("a record without a body")?;
+        let mut body: serde_json::Value = serde_json::from_str(body)?;
+        let info = &mut body["DDBStreamBatchInfo"];
+        info["streamArn"] = stream_arn.clone().into();
+        info["shardId"] = shard_id.clone().into();
+        info["startSequenceNumber"] = first.clone().into();
+        info["endSequenceNumber"] = first.clone().into();
+        record["body"] = body.to_string().into();
+    }
+    Ok(event.to_string())
 }
 
 /// The answer `function`'s sample event gets on its success path.

@@ -14,9 +14,11 @@ use serde::{Deserialize, Serialize};
 #[cfg(feature = "admin")]
 use super::Admin;
 use super::FanOut;
+#[cfg(feature = "admin")]
+use super::table::Deleted;
 use super::{
     ItemType, StoreError,
-    table::{Deleted, Landed, Write},
+    table::{Landed, Write},
 };
 use crate::keys::{self, Entity, Key, PARKED_PK};
 #[cfg(feature = "admin")]
