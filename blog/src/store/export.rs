@@ -26,13 +26,16 @@ use crate::{
 enum Entry {
     Post(PostId),
     Comment(PostId, CommentId),
-    Like(PostId, LikeId),
+    /// A like, in the partition the entry's table key names: the post's own,
+    /// or one of a hot post's shards (`POST#<postId>#<k>`).
+    Like(String, LikeId),
 }
 
 impl Entry {
     /// From the index item, with its GSI1 sort key (the cursor's place): the
-    /// key names the kind and the id, and the projected `postId` the post a
-    /// comment or a like is on.
+    /// key names the kind and the id, the projected `postId` the post a
+    /// comment is on, and the table's partition key (every index holds it) the
+    /// partition a like is in.
     fn of(item: &Item) -> Result<(String, Self), StoreError> {
         let text = |name: &str| item.get(name).and_then(|v| v.as_s().ok());
         let sk = text(keys::GSI1SK).ok_or_else(|| StoreError::Internal("no GSI1SK".into()))?;
@@ -47,7 +50,8 @@ impl Entry {
         } else if let Some(id) = sk.strip_prefix(COMMENT_PREFIX) {
             Entry::Comment(post()?, CommentId::parse(id).map_err(bad)?)
         } else if let Some(id) = sk.strip_prefix(LIKE_PREFIX) {
-            Entry::Like(post()?, LikeId::parse(id).map_err(bad)?)
+            let pk = text(keys::PK).ok_or_else(|| StoreError::Internal(format!("{sk}: no PK")))?;
+            Entry::Like(pk.clone(), LikeId::parse(id).map_err(bad)?)
         } else {
             return Err(StoreError::Internal(format!("unexpected GSI1SK {sk}")));
         };
@@ -61,7 +65,7 @@ impl Entry {
             Entry::Comment(post, comment) => {
                 Key::new(keys::post_pk(post), keys::comment_sk(comment))
             }
-            Entry::Like(post, like) => Key::new(keys::post_pk(post), keys::like_sk(like)),
+            Entry::Like(pk, like) => Key::new(pk.clone(), keys::like_sk(like)),
         }
     }
 

@@ -341,3 +341,56 @@ async fn a_batch_of_likes_on_hot_posts_writes_each_post_and_its_copies_once() {
         assert_eq!(got["likeCount"], json!(100));
     }
 }
+
+/// A like given while a post is hot lives in one of its shards: the liker's
+/// export finds it there, beside one given while the post was quiet.
+#[tokio::test]
+async fn an_export_holds_the_likes_a_user_gave_hot_posts() {
+    let api = TestApi::start().await;
+    let author = api.user("author").await;
+    let fan = api.user("fan").await;
+    let quiet = api.post(&author, "Quiet", "post").await;
+    let hot = api.post(&author, "Hot", "post").await;
+    api.like(&fan, &quiet).await;
+    api.app
+        .store
+        .requests()
+        .make_hot(&post_id(&hot))
+        .await
+        .expect("hot");
+    api.like(&fan, &hot).await;
+    let own = format!("POST#{hot}");
+    let sharded: Vec<_> = table_snapshot(&api)
+        .await
+        .into_iter()
+        .filter(|item| {
+            item.get("type")
+                .and_then(|t| t.as_s().ok())
+                .map(String::as_str)
+                == Some("like")
+        })
+        .filter_map(|item| item.get(PK).and_then(|pk| pk.as_s().ok()).cloned())
+        .filter(|pk| pk.starts_with(&format!("{own}#")))
+        .collect();
+    assert_eq!(sharded.len(), 1, "the hot like is in a shard");
+
+    let (status, page) = api
+        .call(
+            "GET",
+            &format!("/users/{fan}/export?limit=25"),
+            Some(&fan),
+            None,
+        )
+        .await;
+    assert_eq!(status, 200, "{page}");
+    let mut liked: Vec<_> = page["items"]
+        .as_array()
+        .expect("items")
+        .iter()
+        .filter_map(|item| item["like"]["postId"].as_str())
+        .collect();
+    liked.sort_unstable();
+    let mut expected = vec![quiet.as_str(), hot.as_str()];
+    expected.sort_unstable();
+    assert_eq!(liked, expected, "{page}");
+}
