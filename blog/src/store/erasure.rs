@@ -35,23 +35,22 @@
 
 use aws_sdk_dynamodb::types::AttributeValue;
 use futures::StreamExt;
-use serde::{Deserialize, Serialize};
 
 #[cfg(feature = "admin")]
 use super::Admin;
 use super::{
-    Busy, Item, ItemType, Store, StoreError,
+    Busy, Item, StoreError,
     comments::CommentItem,
     hot, n,
     rename::Deadline,
     s,
     table::{Deleted, Expr, Landed, Query, TxOutcome, Write},
-    users::{UserItem, UsernameClaim, Writer},
+    users::{ErasureMark, UserItem, UsernameClaim, Writer},
 };
 use super::{FanOut, Requests};
 use crate::{
     ids::{CommentId, LikeId, PostId, UserId},
-    keys::{self, Counter, Entity, Key, PK, PostPartition, REQUEST_PREFIX, SK},
+    keys::{self, Counter, Key, PK, PostPartition, REQUEST_PREFIX, SK},
     timestamp,
 };
 
@@ -64,28 +63,6 @@ const CONCURRENCY: usize = 16;
 /// How often erasing a comment reads it again when it was counted elsewhere
 /// than its transaction took it to be (its post turned hot meanwhile).
 const COMMENT_ATTEMPTS: usize = 3;
-
-/// What is left of an erased account: the version its profile had (every
-/// item it wrote carries a `userVersion` at most this), when, and whether
-/// the fan-out has deleted everything it wrote.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct ErasureMark {
-    pub user_id: UserId,
-    pub version: u64,
-    pub erased_at: String,
-    pub done: bool,
-}
-
-impl Entity for ErasureMark {
-    const TYPE: ItemType = ItemType::Erasure;
-    /// Each erasure of the same user has its own time.
-    const OWN: &'static [&'static str] = &["erasedAt"];
-
-    fn key(&self) -> Key {
-        keys::erasure(&self.user_id)
-    }
-}
 
 /// What `DELETE /users/{userId}` did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -196,14 +173,6 @@ impl Requests<'_> {
             Busy::Conflict,
             "the profile kept changing during the erasure",
         ))
-    }
-}
-
-impl Store {
-    /// The mark of `user`'s erased account, if any (strongly consistent:
-    /// requests and the fan-out decide on it).
-    pub async fn erasure_mark(&self, user: &UserId) -> Result<Option<ErasureMark>, StoreError> {
-        self.db.get_entity(keys::erasure(user).item(), true).await
     }
 }
 

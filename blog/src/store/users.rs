@@ -164,6 +164,29 @@ pub enum Writer {
     NoProfile,
 }
 
+/// What is left of an erased account (in its partition, beside where the
+/// profile was; `store::erasure` writes and walks it): the version its profile had (every
+/// item it wrote carries a `userVersion` at most this), when, and whether
+/// the fan-out has deleted everything it wrote.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ErasureMark {
+    pub user_id: UserId,
+    pub version: u64,
+    pub erased_at: String,
+    pub done: bool,
+}
+
+impl Entity for ErasureMark {
+    const TYPE: ItemType = ItemType::Erasure;
+    /// Each erasure of the same user has its own time.
+    const OWN: &'static [&'static str] = &["erasedAt"];
+
+    fn key(&self) -> Key {
+        keys::erasure(&self.user_id)
+    }
+}
+
 impl Writer {
     /// The profile of a caller whose write copies it (C2, C3, C4 create):
     /// [`StoreError::AccountErased`] for an erased account,
@@ -361,6 +384,13 @@ impl Store {
         consistent: bool,
     ) -> Result<Option<UserItem>, StoreError> {
         self.db.get_entity(UserItem::key(user), consistent).await
+    }
+
+    /// The mark of `user`'s erased account, if any (strongly consistent:
+    /// requests and the fan-out decide on it), in the user's partition
+    /// beside the profile.
+    pub async fn erasure_mark(&self, user: &UserId) -> Result<Option<ErasureMark>, StoreError> {
+        self.db.get_entity(keys::erasure(user).item(), true).await
     }
 }
 
