@@ -32,6 +32,8 @@ scratch=$(mktemp -d)
 trap 'rm -rf "$scratch"' EXIT
 git clone -q "$ROOT" "$scratch/blog"
 cd "$scratch/blog"
+# lib.sh pointed cargo at this checkout's target/; the clone builds its own.
+export CARGO_TARGET_DIR="$PWD/target"
 
 # seconds since $1 as m:ss
 since() { local s=$(($(date +%s) - $1)); printf '%d:%02d' $((s / 60)) $((s % 60)); }
