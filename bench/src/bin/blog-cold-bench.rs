@@ -12,7 +12,9 @@
 //! function's success path: before each one (warm-up and `--warm`
 //! invocations included) the table is emptied and the function's seed put
 //! back (the user, post and comment the events name; see `seed`), so that
-//! no invocation meets what the one before it wrote or deleted. Each answer
+//! no invocation meets what the one before it wrote or deleted; each
+//! function at each size runs on a table of its own, deleted after it
+//! (`FreshTable`: DynamoDB Local slows as a table's stream grows). Each answer
 //! is checked against the function's success status (201, 204 or 200; for
 //! the fan-out and the failure queue's consumer, no `batchItemFailures`):
 //! the tables' `failed` column counts those that missed it, and the run
@@ -210,52 +212,39 @@ async fn main() -> Result<(), Error> {
     );
 
     let clients = Clients::local(&options.endpoint).await;
-    let table = format!(
-        "cold-bench-{}",
-        ulid::Ulid::generate().to_string().to_lowercase()
-    );
-    table::create_if_missing(&clients.plain, &table).await?;
-    let env = Environment {
-        table: &table,
-        endpoint: &tls,
-    };
     let names = functions(&options);
     let mut cases = Vec::new();
     for name in &names {
-        let mut event = std::fs::read_to_string(options.events.join(format!("{name}.json")))?;
-        let seed = Reseed {
-            table: Table::new(clients.plain.clone(), &table),
-            items: seed(name)?,
-        };
-        if *name == "park-failures" {
-            // Its seed's writes are the stream records it is pointed at.
-            seed.prepare().await?;
-            event = park_failures_event(&clients, &table, &event).await?;
-        }
-        cases.push((*name, event, seed));
+        let sample = std::fs::read_to_string(options.events.join(format!("{name}.json")))?;
+        cases.push((*name, sample));
     }
     let builds = builds(&options);
-    warm_up(&cases, &builds, &env, &bundle).await?;
+    warm_up(&cases, &builds, &clients, &tls, &bundle).await?;
 
     let mut rows = Vec::new();
     let mut failed = 0;
     for memory in &options.memory {
         let confinement = confine(*memory, &bundle)?;
-        for (name, event, reseed) in &cases {
+        for (name, sample) in &cases {
+            let fresh = FreshTable::for_function(&clients, name, sample).await?;
             let case = Case {
                 name,
                 memory: *memory,
                 builds: &builds,
-                env: &env,
+                env: &Environment {
+                    table: &fresh.name,
+                    endpoint: &tls,
+                },
                 confinement: &confinement.confinement,
-                event,
-                reseed,
+                event: &fresh.event,
+                reseed: &fresh.reseed,
             };
             let measured = match options.warm {
-                Some(invocations) => warm(&case, invocations).await?,
-                None => cold(&case, options.starts).await?,
+                Some(invocations) => warm(&case, invocations).await,
+                None => cold(&case, options.starts).await,
             };
-            for (row, row_failed) in measured {
+            fresh.delete(&clients).await;
+            for (row, row_failed) in measured? {
                 println!("{row}");
                 rows.push(row);
                 failed += row_failed;
@@ -456,8 +445,53 @@ impl Prepare for Reseed {
     }
 }
 
-/// A function measured: its name, its sample event, and its table's seed.
-type Function = (&'static str, String, Reseed);
+/// A function measured: its name and its sample event.
+type Function = (&'static str, String);
+
+/// The table one function's invocations at one size run on, made for them
+/// and deleted after: DynamoDB Local keeps a table's stream, which the
+/// reseeds fill (about 16 records an invocation), and slows as it grows; a
+/// table shared by a whole run measured that slowing, not the functions.
+struct FreshTable {
+    name: String,
+    reseed: Reseed,
+    /// The function's event: its sample, but for park-failures (below).
+    event: String,
+}
+
+impl FreshTable {
+    async fn for_function(clients: &Clients, function: &str, sample: &str) -> Result<Self, Error> {
+        let name = format!(
+            "cold-bench-{}",
+            ulid::Ulid::generate().to_string().to_lowercase()
+        );
+        table::create_if_missing(&clients.plain, &name).await?;
+        let reseed = Reseed {
+            table: Table::new(clients.plain.clone(), &name),
+            items: seed(function)?,
+        };
+        let mut event = sample.to_owned();
+        if function == "park-failures" {
+            // Its seed's writes are the stream records it is pointed at.
+            reseed.prepare().await?;
+            event = park_failures_event(clients, &name, &event).await?;
+        }
+        Ok(Self {
+            name,
+            reseed,
+            event,
+        })
+    }
+
+    /// Deletes it, its stream with it; a table left behind (the delete
+    /// refused) only takes DynamoDB Local's memory, so it is not an error.
+    async fn delete(&self, clients: &Clients) {
+        let deleted = clients.plain.delete_table().table_name(&self.name).send();
+        if let Err(err) = deleted.await {
+            eprintln!("{}: not deleted: {err}", self.name);
+        }
+    }
+}
 
 /// Serves each function's event [`WARM_UP`] times, unconfined, the table
 /// reseeded before each as for the measured ones, discarding the figures;
@@ -466,22 +500,37 @@ type Function = (&'static str, String, Reseed);
 async fn warm_up(
     functions: &[Function],
     builds: &[(String, PathBuf)],
-    env: &Environment<'_>,
+    clients: &Clients,
+    endpoint: &str,
     bundle: &Path,
 ) -> Result<(), Error> {
     let free = Confinement {
         ca_file: Some(bundle.to_owned()),
         ..Confinement::default()
     };
-    for (name, event, reseed) in functions {
+    for (name, sample) in functions {
         for (_, dir) in builds {
+            let fresh = FreshTable::for_function(clients, name, sample).await?;
+            let env = Environment {
+                table: &fresh.name,
+                endpoint,
+            };
             let invocations = Invocations {
-                event,
+                event: &fresh.event,
                 count: WARM_UP,
                 expected: expected(name),
             };
-            let served =
-                lambda::serve(name, &dir.join(name), env, &free, &invocations, reseed).await?;
+            let served = lambda::serve(
+                name,
+                &dir.join(name),
+                &env,
+                &free,
+                &invocations,
+                &fresh.reseed,
+            )
+            .await;
+            fresh.delete(clients).await;
+            let served = served?;
             if served.failed > 0 {
                 return Err(unexpected(name, &invocations, &served.answers).into());
             }
