@@ -74,12 +74,14 @@ impl Store {
         let mut tx = self.db.transaction("delete post");
         let remove = Write::delete(keys::post_item(post).item(), Deleted::IfGone).when(mine);
         let removed = tx.add("post", remove);
-        tx.add("content", Write::delete(content, Deleted::IfGone));
+        // The post's own delete tells whether this committed: an old-shape
+        // post has no content item, whose absence would pass for a commit.
+        tx.add("content", Write::delete(content, Deleted::Untold));
         // A hot post's counters go with it: a like or comment counted there
         // fails from now on, as one on a quiet post does.
         if let Some(shards) = found.shards {
             for counter in Store::shard_counter_keys(post, shards) {
-                tx.add("shard counter", Write::delete(counter, Deleted::IfGone));
+                tx.add("shard counter", Write::delete(counter, Deleted::Untold));
             }
         }
         match tx.commit().await? {

@@ -158,7 +158,7 @@ impl Requests<'_> {
                 Write::delete(UserItem::key(user), Deleted::IfGone).when(unchanged),
             );
             let claim = UsernameClaim::key(&profile.username);
-            let claim = Write::delete(claim, Deleted::IfGone).when(theirs);
+            let claim = Write::delete(claim, Deleted::Untold).when(theirs);
             tx.add("username claim", claim);
             let erased_at = Landed::When(vec![("erasedAt", s(&mark.erased_at))]);
             tx.add("erasure mark", Write::put(&mark, erased_at)?);
@@ -384,7 +384,8 @@ impl FanOut<'_> {
                 let key = keys::liker(place, liker).item();
                 tx.add(
                     "liker marker",
-                    Write::delete(key, Deleted::IfGone).when(names_it),
+                    // The like's own delete tells (a marker may be absent).
+                    Write::delete(key, Deleted::Untold).when(names_it),
                 )
             });
             let counted = with_count.then(|| {

@@ -347,7 +347,7 @@ impl Requests<'_> {
                 "liker marker",
                 Write::delete(marker.key().item(), Deleted::IfGone).when(names_it),
             );
-            let like = Write::delete(like_key.item(), Deleted::IfGone).when(exists);
+            let like = Write::delete(like_key.item(), Deleted::Untold).when(exists);
             let removed = tx.add("like", like);
             let counted = tx.add(
                 "count",

@@ -354,7 +354,7 @@ impl Requests<'_> {
                 tx.add("username claim", follow);
             } else {
                 let old = UsernameClaim::key(&current.username);
-                let release = Write::delete(old, Deleted::IfGone).when(mine);
+                let release = Write::delete(old, Deleted::Untold).when(mine);
                 tx.add("old username claim", release);
                 let new_claim = Write::create(&UsernameClaim::of(&renamed))?;
                 claim = Some(tx.add("new username claim", new_claim));

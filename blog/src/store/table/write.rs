@@ -37,7 +37,11 @@ pub enum Landed {
 pub enum Deleted {
     /// It landed if its item is gone: what was asked for is done, whoever
     /// did it. Not for a delete whose caller needs the item it removed
-    /// ([`Returning::Old`]): after a lost answer that is not known.
+    /// ([`Returning::Old`]): after a lost answer that is not known. In a
+    /// transaction, one item's landing means the whole committed: only for
+    /// an item that was there before it (the one the transaction is about),
+    /// never for one that may have been absent already (a post's content,
+    /// a marker): its absence would pass for a commit.
     IfGone,
     /// As [`Landed::Untold`].
     Untold,
