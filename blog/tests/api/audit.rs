@@ -47,7 +47,7 @@ async fn the_audit_finds_and_repairs_every_stale_copy() {
     api.like(&fan, &newest).await;
     let comment = api.comment(&fan, &newest, "hi").await;
     api.settle(&mut poller).await;
-    let clean = api.app.store.admin().audit(false).await.expect("audit");
+    let clean = api.audit(false).await;
     assert_eq!(
         clean.findings,
         vec![],
@@ -100,14 +100,7 @@ async fn the_audit_finds_and_repairs_every_stale_copy() {
     // And a floor above a post the feed shows: it could keep a post out.
     corrupt(&api, FEED_PK, FEED_FLOOR_SK, "floorPostId", s(&posts[3])).await;
 
-    let found = api
-        .app
-        .store
-        .admin()
-        .audit(false)
-        .await
-        .expect("audit")
-        .findings;
+    let found = api.audit(false).await.findings;
     let kinds: Vec<String> = found
         .iter()
         .map(|f| {
@@ -150,13 +143,7 @@ async fn the_audit_finds_and_repairs_every_stale_copy() {
             page_size,
             ..AuditOptions::default()
         };
-        let again = api
-            .app
-            .store
-            .admin()
-            .audit_with(&options)
-            .await
-            .expect("audit");
+        let again = api.audit_with(&options).await;
         assert_eq!(
             sorted(&again.findings),
             sorted(&found),
@@ -165,15 +152,9 @@ async fn the_audit_finds_and_repairs_every_stale_copy() {
         assert_eq!(again.found, 6);
     }
 
-    let repaired = api.app.store.admin().audit(true).await.expect("repair");
+    let repaired = api.audit(true).await;
     assert_eq!(repaired.repaired, 6);
-    let after = api
-        .app
-        .store
-        .admin()
-        .audit(true)
-        .await
-        .expect("audit again");
+    let after = api.audit(true).await;
     assert_eq!(
         (after.findings, after.repaired),
         (vec![], 0),
@@ -182,16 +163,7 @@ async fn the_audit_finds_and_repairs_every_stale_copy() {
 
     // And the API shows the truth again, after the fan-out has seen the repairs.
     api.settle(&mut poller).await;
-    assert_eq!(
-        api.app
-            .store
-            .admin()
-            .audit(false)
-            .await
-            .expect("audit")
-            .findings,
-        vec![]
-    );
+    assert_eq!(api.audit(false).await.findings, vec![]);
     assert_eq!(api.get(&format!("/posts/{newest}")).await.1["likeCount"], 1);
     let (_, comments) = api.get(&format!("/posts/{newest}/comments")).await;
     assert_eq!(comments["items"][0]["username"], "fan");
@@ -256,13 +228,7 @@ async fn a_post_whose_replies_span_many_pages_is_counted_right_in_bounded_memory
             page_size,
             ..AuditOptions::default()
         };
-        let report = api
-            .app
-            .store
-            .admin()
-            .audit_with(&options)
-            .await
-            .expect("audit");
+        let report = api.audit_with(&options).await;
         assert_eq!(
             report.findings,
             vec![],
@@ -296,13 +262,7 @@ async fn a_post_whose_replies_span_many_pages_is_counted_right_in_bounded_memory
         page_size: Some(3),
         ..AuditOptions::default()
     };
-    let report = api
-        .app
-        .store
-        .admin()
-        .audit_with(&options)
-        .await
-        .expect("audit");
+    let report = api.audit_with(&options).await;
     assert_eq!(report.found, 1, "{:#?}", report.findings);
     assert!(matches!(
         report.findings[0],
@@ -318,36 +278,15 @@ async fn a_post_whose_replies_span_many_pages_is_counted_right_in_bounded_memory
         keep: 0,
         ..options.clone()
     };
-    let report = api
-        .app
-        .store
-        .admin()
-        .audit_with(&kept_none)
-        .await
-        .expect("audit");
+    let report = api.audit_with(&kept_none).await;
     assert_eq!((report.found, report.findings.len()), (1, 0));
     let repair = AuditOptions {
         repair: true,
         ..options
     };
-    let report = api
-        .app
-        .store
-        .admin()
-        .audit_with(&repair)
-        .await
-        .expect("repair");
+    let report = api.audit_with(&repair).await;
     assert_eq!((report.found, report.repaired), (1, 1));
-    assert_eq!(
-        api.app
-            .store
-            .admin()
-            .audit(false)
-            .await
-            .expect("audit")
-            .found,
-        0
-    );
+    assert_eq!(api.audit(false).await.found, 0);
 }
 
 #[tokio::test]

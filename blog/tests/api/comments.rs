@@ -207,7 +207,7 @@ async fn a_comment_is_deleted_by_its_author_or_the_posts_and_by_no_one_else() {
         api.get(&format!("/users/{author}/posts")).await.1["items"][0]["commentCount"],
         1
     );
-    let audit = api.app.store.admin().audit(false).await.expect("audit");
+    let audit = api.audit(false).await;
     assert_eq!(audit.findings, vec![], "{:#?}", audit.findings);
 }
 

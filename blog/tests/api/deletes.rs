@@ -95,7 +95,7 @@ async fn a_deleted_post_disappears_everywhere() {
         (status, body["error"]["code"].as_str()),
         (404, Some("not_found"))
     );
-    let audit = api.app.store.admin().audit(false).await.expect("audit");
+    let audit = api.audit(false).await;
     assert_eq!(audit.findings, vec![], "{:#?}", audit.findings);
 }
 
@@ -142,7 +142,7 @@ async fn the_feed_still_shows_its_full_count_after_a_deletion() {
         .collect();
     let expected: Vec<&str> = posts.iter().rev().take(10).map(String::as_str).collect();
     assert_eq!(shown, expected, "the ten newest that exist");
-    let audit = api.app.store.admin().audit(false).await.expect("audit");
+    let audit = api.audit(false).await;
     assert_eq!(audit.findings, vec![], "{:#?}", audit.findings);
 }
 
@@ -212,7 +212,7 @@ async fn thousands_of_items_go_over_several_short_invocations_and_nothing_comes_
     assert!(response.batch_item_failures.is_empty());
     assert_eq!(partition(&api, &post).await, 0);
     assert_eq!(api.get("/feed").await.1["items"], json!([]));
-    let audit = api.app.store.admin().audit(false).await.expect("audit");
+    let audit = api.audit(false).await;
     assert_eq!(audit.findings, vec![], "{:#?}", audit.findings);
 }
 
@@ -235,7 +235,7 @@ async fn a_late_insert_of_a_deleted_post_does_not_put_it_back_in_the_feed() {
     let mut poller = api.poller();
     api.settle(&mut poller).await;
     assert_eq!(api.get("/feed").await.1["items"], json!([]));
-    let audit = api.app.store.admin().audit(false).await.expect("audit");
+    let audit = api.audit(false).await;
     assert_eq!(audit.findings, vec![], "{:#?}", audit.findings);
 }
 
@@ -254,22 +254,15 @@ async fn the_audit_finds_and_removes_what_a_deleted_post_left() {
         204
     );
     assert_eq!(partition(&api, &post).await, 2, "the like and its marker");
-    let found = api
-        .app
-        .store
-        .admin()
-        .audit(false)
-        .await
-        .expect("audit")
-        .findings;
+    let found = api.audit(false).await.findings;
     assert!(
         found
             .iter()
             .any(|f| matches!(f, blog::audit::Finding::Orphans { items: 2, .. })),
         "{found:#?}"
     );
-    api.app.store.admin().audit(true).await.expect("repair");
+    api.audit(true).await;
     assert_eq!(partition(&api, &post).await, 0);
-    let audit = api.app.store.admin().audit(false).await.expect("audit");
+    let audit = api.audit(false).await;
     assert_eq!(audit.findings, vec![], "{:#?}", audit.findings);
 }

@@ -106,7 +106,7 @@ async fn assert_erased_again_changes_nothing(api: &TestApi, user: &str) {
 }
 
 async fn audit_is_clean(api: &TestApi) {
-    let audit = api.app.store.admin().audit(false).await.expect("audit");
+    let audit = api.audit(false).await;
     assert_eq!(audit.findings, vec![], "{:#?}", audit.findings);
 }
 
@@ -648,7 +648,7 @@ async fn the_audit_finds_an_erasure_left_undone_and_finishes_it() {
     erase(&api, &gone).await;
     // The fan-out never ran (its records were lost, say): the audit finds
     // the four items the user wrote and the walk not done.
-    let found = api.app.store.admin().audit(false).await.expect("audit");
+    let found = api.audit(false).await;
     let unerased: Vec<String> = found.findings.iter().map(ToString::to_string).collect();
     assert_eq!(
         unerased,
@@ -656,13 +656,7 @@ async fn the_audit_finds_an_erasure_left_undone_and_finishes_it() {
             "user {gone} was erased, but 4 of their items are left"
         )]
     );
-    let repaired = api
-        .app
-        .store
-        .admin()
-        .audit(true)
-        .await
-        .expect("audit --repair");
+    let repaired = api.audit(true).await;
     assert_eq!(repaired.repaired, 1, "{:#?}", repaired.findings);
     // The deleted post's REMOVE clears its partition, as it would have.
     api.settle(&mut poller).await;

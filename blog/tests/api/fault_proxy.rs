@@ -1086,7 +1086,7 @@ async fn a_hostile_dynamodb_loses_nothing_and_leaves_every_copy_exact() {
     println!("{landed_late} likes answered outcome_unknown landed after all");
     check_table(&api, &outcomes).await;
     check_lists(&api, &outcomes).await;
-    let audit = api.app.store.admin().audit(false).await.expect("audit");
+    let audit = api.audit(false).await;
     assert_eq!(audit.findings, vec![], "{:#?}", audit.findings);
 }
 

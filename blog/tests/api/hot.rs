@@ -155,7 +155,7 @@ async fn a_hot_post_counts_every_like_and_comment_exactly_on_every_copy() {
     let comments = every_page(&api, &format!("/posts/{post}/comments"), 3).await;
     assert_eq!(comments.len(), expected_comments);
 
-    let report = api.app.store.admin().audit(false).await.expect("audit");
+    let report = api.audit(false).await;
     assert_eq!(report.findings, vec![], "the audit finds nothing");
 }
 
@@ -167,12 +167,7 @@ async fn a_deleted_hot_post_leaves_nothing_in_any_shard_and_takes_no_like() {
     let fan = api.user("fan").await;
     let post = api.post(&author, "Short-lived", "viral").await;
     api.like(&fan, &post).await;
-    api.app
-        .store
-        .requests()
-        .make_hot(&post_id(&post))
-        .await
-        .expect("hot");
+    api.make_hot(&post).await;
     let late = api.user("late").await;
     api.like(&late, &post).await;
     api.comment(&late, &post, "wow").await;
@@ -196,7 +191,7 @@ async fn a_deleted_hot_post_leaves_nothing_in_any_shard_and_takes_no_like() {
         partitions_of(&api, &post).await.is_empty(),
         "every shard emptied"
     );
-    let report = api.app.store.admin().audit(false).await.expect("audit");
+    let report = api.audit(false).await;
     assert_eq!(report.findings, vec![], "the audit finds nothing");
 }
 
@@ -209,12 +204,7 @@ async fn an_erased_account_takes_its_likes_and_comments_out_of_a_hot_post() {
     let post = api.post(&author, "Hot", "post").await;
     api.like(&leaver, &post).await;
     api.comment(&leaver, &post, "quiet").await;
-    api.app
-        .store
-        .requests()
-        .make_hot(&post_id(&post))
-        .await
-        .expect("hot");
+    api.make_hot(&post).await;
     let fan = api.user("fan").await;
     api.like(&fan, &post).await;
     // The leaver's like is in the post's partition; a comment counted in a shard.
@@ -237,7 +227,7 @@ async fn an_erased_account_takes_its_likes_and_comments_out_of_a_hot_post() {
         (json!(1), json!(0)),
         "{got}"
     );
-    let report = api.app.store.admin().audit(false).await.expect("audit");
+    let report = api.audit(false).await;
     assert_eq!(report.findings, vec![], "the audit finds nothing");
 
     // A hot like of an account erased afterwards lives in a shard.
@@ -250,7 +240,7 @@ async fn an_erased_account_takes_its_likes_and_comments_out_of_a_hot_post() {
     assert_eq!(got["likeCount"], json!(0), "{got}");
     let shard = PostPartition::shard(post_id(&post), 0).pk();
     assert!(shard.starts_with(&format!("POST#{post}#")));
-    let report = api.app.store.admin().audit(false).await.expect("audit");
+    let report = api.audit(false).await;
     assert_eq!(report.findings, vec![], "the audit finds nothing");
 }
 
@@ -269,12 +259,7 @@ async fn a_batch_of_likes_on_hot_posts_writes_each_post_and_its_copies_once() {
     let mut posts = Vec::new();
     for i in 0..10 {
         let post = api.post(&author, format!("post {i}"), "c").await;
-        api.app
-            .store
-            .requests()
-            .make_hot(&post_id(&post))
-            .await
-            .expect("hot");
+        api.make_hot(&post).await;
         posts.push(post_id(&post));
     }
     let fans: Vec<String> =
@@ -352,12 +337,7 @@ async fn an_export_holds_the_likes_a_user_gave_hot_posts() {
     let quiet = api.post(&author, "Quiet", "post").await;
     let hot = api.post(&author, "Hot", "post").await;
     api.like(&fan, &quiet).await;
-    api.app
-        .store
-        .requests()
-        .make_hot(&post_id(&hot))
-        .await
-        .expect("hot");
+    api.make_hot(&hot).await;
     api.like(&fan, &hot).await;
     let own = format!("POST#{hot}");
     let sharded: Vec<_> = table_snapshot(&api)

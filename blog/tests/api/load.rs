@@ -93,7 +93,7 @@ async fn a_mixed_load_gets_no_5xx_and_leaves_nothing_to_repair() {
     fan_out.stop().await;
     let mut poller = api.poller();
     api.settle(&mut poller).await;
-    let audit = api.app.store.admin().audit(false).await.expect("audit");
+    let audit = api.audit(false).await;
     let statuses = statuses.into_inner().expect("lock");
     let sent: usize = statuses.values().sum();
     println!(

@@ -189,7 +189,7 @@ async fn old_shape_posts_are_served_then_migrated_while_the_api_serves() {
         assert_eq!(got["likeCount"], json!(likes), "post {i}");
     }
     api.settle(&mut poller).await;
-    let audit = api.app.store.admin().audit(false).await.expect("audit");
+    let audit = api.audit(false).await;
     assert_eq!(audit.findings, vec![], "{:#?}", audit.findings);
 }
 

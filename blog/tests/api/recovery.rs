@@ -122,7 +122,7 @@ async fn records_the_fan_out_gave_up_on_are_parked_and_replay_applies_them_once(
     );
     // The fan-out's own records of what replay wrote change nothing more.
     api.settle(&mut api.poller()).await;
-    let audit = api.app.store.admin().audit(false).await.expect("audit");
+    let audit = api.audit(false).await;
     assert_eq!(audit.findings, vec![], "{:#?}", audit.findings);
 }
 
@@ -146,7 +146,7 @@ async fn a_record_replayed_after_newer_ones_changes_nothing() {
         )
         .await;
     assert_eq!(status, 200);
-    api.app.store.admin().audit(true).await.expect("repair");
+    api.audit(true).await;
     api.settle(&mut poller).await;
     assert_eq!(
         api.get("/feed").await.1["items"][0]["title"],

@@ -212,7 +212,7 @@ async fn a_rename_of_5000_items_goes_on_over_several_invocations_until_every_cop
     assert_eq!(invocations, 11, "5,000 items, 500 an invocation");
     assert_eq!(copies(&api, &user).await, [("renamed".to_owned(), 5_000)]);
     refresh_feed_copies(&api).await;
-    let audit = api.app.store.admin().audit(false).await.expect("audit");
+    let audit = api.audit(false).await;
     assert!(audit.findings.is_empty(), "{:?}", audit.findings);
 
     // Delivered again once done: nothing to do, nothing written.
@@ -265,7 +265,7 @@ async fn a_second_rename_during_the_first_stops_the_first_and_wins() {
         Some((3, "done".to_owned()))
     );
     refresh_feed_copies(&api).await;
-    let audit = api.app.store.admin().audit(false).await.expect("audit");
+    let audit = api.audit(false).await;
     assert!(audit.findings.is_empty(), "{:?}", audit.findings);
 }
 
@@ -334,6 +334,6 @@ async fn a_throttled_walk_slows_down_and_goes_on_until_every_copy_is_right() {
     assert!(injected > 100, "{injected} throttles injected");
     assert_eq!(copies(&api, &user).await, [("paced".to_owned(), 200)]);
     refresh_feed_copies(&api).await;
-    let audit = api.app.store.admin().audit(false).await.expect("audit");
+    let audit = api.audit(false).await;
     assert!(audit.findings.is_empty(), "{:?}", audit.findings);
 }

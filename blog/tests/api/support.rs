@@ -13,6 +13,7 @@ use aws_sdk_dynamodb::{
 };
 use blog::{
     api::{App, FeedCache},
+    audit::{AuditOptions, Report},
     fanout,
     ids::{CommentId, PostId, UserId},
     keys,
@@ -161,6 +162,29 @@ impl TestApi {
     /// A new table and a gateway in front of it.
     pub async fn start() -> Self {
         Self::start_full(None).await
+    }
+
+    /// The full audit of the table, repairing what it finds if `repair`.
+    pub async fn audit(&self, repair: bool) -> Report {
+        self.app.store.admin().audit(repair).await.expect("audit")
+    }
+
+    /// The full audit with `options` (segments, page size, repair).
+    pub async fn audit_with(&self, options: &AuditOptions) -> Report {
+        self.app
+            .store
+            .admin()
+            .audit_with(options)
+            .await
+            .expect("audit")
+    }
+
+    /// Makes `post` hot, as the first throttled like or comment would
+    /// (DynamoDB Local throttles nothing).
+    pub async fn make_hot(&self, post: &str) {
+        let post = post_id(post);
+        let hot = self.app.store.requests().make_hot(&post).await;
+        hot.expect("hot");
     }
 
     /// A new table behind a client that sends its requests through `http`.
