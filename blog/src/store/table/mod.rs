@@ -16,9 +16,8 @@
 //! | file | holds |
 //! |---|---|
 //! | `expr.rs` | [`Expr`]: conditions, updates, key conditions and projections with their placeholders; [`s`], [`n`], [`signed`] |
-//! | `write.rs` | [`Write`], [`Table::write`] and its [`Outcome`]; reading a write back after a lost answer |
+//! | `write.rs` | [`Write`]: on its own ([`Table::write`], its [`Outcome`]) or in a [`Transaction`] (its items, its retries); reading a write back after a lost answer, and a transaction's resolution under the same token |
 //! | `read.rs` | [`Table::get`], [`Table::batch_get`], [`Query`] and `Scan` (admin only) and their [`Page`]s |
-//! | `transaction.rs` | [`Transaction`]: its items, its retries, the resolution of an unknown outcome |
 //! | `tokens.rs` | client request tokens, and the [`request_scope`] (and deadline) they come from |
 //! | `retry.rs` | [`Backoff`], and the one way a plain call is sent, retried and its failure classified |
 //! | `errors.rs` | what each of DynamoDB's errors means: [`Busy`], [`classify`] |
@@ -65,7 +64,6 @@ mod expr;
 mod read;
 mod retry;
 mod tokens;
-mod transaction;
 mod write;
 
 use aws_sdk_dynamodb::Client;
@@ -79,8 +77,9 @@ pub use retry::Backoff;
 #[cfg(feature = "admin")]
 pub use schema::{GSI1_PROJECTED, create_if_missing};
 pub use tokens::{request_scope, request_scope_until};
-pub use transaction::{Committing, Rejected, Slot, Transaction, TxOutcome};
-pub use write::{Deleted, Landed, Outcome, Returning, Write};
+pub use write::{
+    Committing, Deleted, Landed, Outcome, Rejected, Returning, Slot, Transaction, TxOutcome, Write,
+};
 
 /// The table and the SDK client a process shares across invocations. Its
 /// operations are spread over this module's files by what they do (see the

@@ -1,6 +1,6 @@
 //! The one retry layer: [`Backoff`], and [`Table::call`], the way every
 //! plain call of this layer (everything but TransactWriteItems, whose
-//! retries also choose its tokens: `transaction.rs`) is sent, retried and
+//! retries also choose its tokens: `write.rs`) is sent, retried and
 //! its failure classified.
 
 use std::{
