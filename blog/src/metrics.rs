@@ -2,12 +2,13 @@
 //! event, which CloudWatch Logs turns into metrics (namespace `Blog`,
 //! dimension `Function`) with no API call and no permission beyond the logs.
 //!
-//! | metric | from | dimensions |
+//! | metric ([`Metric`]) | from | dimensions ([`Dimension`]) |
 //! |---|---|---|
 //! | `Created` | every 201 | Function |
 //! | `Unavailable` | every 503, by what DynamoDB said | Function, Cause (`throttle`, `conflict`, `unavailable`) |
 //! | `Records`, `Applied`, `Stale`, `Ignored`, `Failed`, `Paused`, `Writes`, `OldestRecordAge` | each fan-out batch | Function |
 //! | `RenameCopies`, `RenamesPaused`, `RenamesFinished` | each rename walk's invocation | Function |
+//! | `ErasedItems`, `ErasuresPaused`, `ErasuresFinished` | each erasure walk's invocation | Function |
 //! | `Parked`, `ParkingFailed` | each `park-failures` invocation | Function |
 //! | `ReadCapacityUnits`, `WriteCapacityUnits` | each invocation, from the `ConsumedCapacity` of its DynamoDB calls | Function, Target (`table`, `GSI1`) |
 //!
@@ -45,16 +46,118 @@ impl Unit {
     }
 }
 
+/// Every metric the functions print (the table above): its name in
+/// CloudWatch, which the template's alarms use, and its unit.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Metric {
+    Created,
+    Unavailable,
+    Records,
+    Applied,
+    Stale,
+    Ignored,
+    Failed,
+    Paused,
+    Writes,
+    OldestRecordAge,
+    RenameCopies,
+    RenamesPaused,
+    RenamesFinished,
+    ErasedItems,
+    ErasuresPaused,
+    ErasuresFinished,
+    Parked,
+    ParkingFailed,
+    ReadCapacityUnits,
+    WriteCapacityUnits,
+}
+
+impl Metric {
+    #[cfg(test)]
+    const ALL: [Metric; 20] = [
+        Metric::Created,
+        Metric::Unavailable,
+        Metric::Records,
+        Metric::Applied,
+        Metric::Stale,
+        Metric::Ignored,
+        Metric::Failed,
+        Metric::Paused,
+        Metric::Writes,
+        Metric::OldestRecordAge,
+        Metric::RenameCopies,
+        Metric::RenamesPaused,
+        Metric::RenamesFinished,
+        Metric::ErasedItems,
+        Metric::ErasuresPaused,
+        Metric::ErasuresFinished,
+        Metric::Parked,
+        Metric::ParkingFailed,
+        Metric::ReadCapacityUnits,
+        Metric::WriteCapacityUnits,
+    ];
+
+    pub const fn name(self) -> &'static str {
+        match self {
+            Metric::Created => "Created",
+            Metric::Unavailable => "Unavailable",
+            Metric::Records => "Records",
+            Metric::Applied => "Applied",
+            Metric::Stale => "Stale",
+            Metric::Ignored => "Ignored",
+            Metric::Failed => "Failed",
+            Metric::Paused => "Paused",
+            Metric::Writes => "Writes",
+            Metric::OldestRecordAge => "OldestRecordAge",
+            Metric::RenameCopies => "RenameCopies",
+            Metric::RenamesPaused => "RenamesPaused",
+            Metric::RenamesFinished => "RenamesFinished",
+            Metric::ErasedItems => "ErasedItems",
+            Metric::ErasuresPaused => "ErasuresPaused",
+            Metric::ErasuresFinished => "ErasuresFinished",
+            Metric::Parked => "Parked",
+            Metric::ParkingFailed => "ParkingFailed",
+            Metric::ReadCapacityUnits => "ReadCapacityUnits",
+            Metric::WriteCapacityUnits => "WriteCapacityUnits",
+        }
+    }
+
+    pub const fn unit(self) -> Unit {
+        match self {
+            Metric::OldestRecordAge => Unit::Milliseconds,
+            _ => Unit::Count,
+        }
+    }
+}
+
+/// A dimension a metric is printed under besides `Function`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Dimension {
+    /// Why a request answered 503 (`throttle`, `conflict`, `unavailable`).
+    Cause,
+    /// What a call's capacity was consumed on (`table`, `GSI1`).
+    Target,
+}
+
+impl Dimension {
+    pub const fn name(self) -> &'static str {
+        match self {
+            Dimension::Cause => "Cause",
+            Dimension::Target => "Target",
+        }
+    }
+}
+
 /// One EMF document: `values` recorded at `timestamp_ms` under `Function`
 /// and the extra `dimensions`.
 pub fn document(
     function: &str,
-    dimensions: &[(&str, &str)],
-    values: &[(&str, f64, Unit)],
+    dimensions: &[(Dimension, &str)],
+    values: &[(Metric, f64)],
     timestamp_ms: u64,
 ) -> Value {
     let mut names = vec!["Function"];
-    names.extend(dimensions.iter().map(|(name, _)| *name));
+    names.extend(dimensions.iter().map(|(dimension, _)| dimension.name()));
     let mut doc = Map::new();
     doc.insert(
         "_aws".into(),
@@ -65,17 +168,17 @@ pub fn document(
                 "Dimensions": [names],
                 "Metrics": values
                     .iter()
-                    .map(|(name, _, unit)| json!({ "Name": name, "Unit": unit.as_str() }))
+                    .map(|(metric, _)| json!({ "Name": metric.name(), "Unit": metric.unit().as_str() }))
                     .collect::<Vec<_>>(),
             }],
         }),
     );
     doc.insert("Function".into(), function.into());
-    for (name, value) in dimensions {
-        doc.insert((*name).into(), (*value).into());
+    for (dimension, value) in dimensions {
+        doc.insert(dimension.name().into(), (*value).into());
     }
-    for (name, value, _) in values {
-        doc.insert((*name).into(), json!(value));
+    for (metric, value) in values {
+        doc.insert(metric.name().into(), json!(value));
     }
     Value::Object(doc)
 }
@@ -117,17 +220,17 @@ pub fn emit_capacity(calls: &[Call]) {
             continue;
         }
         emit(
-            &[("Target", target.as_str())],
+            &[(Dimension::Target, target.as_str())],
             &[
-                ("ReadCapacityUnits", read, Unit::Count),
-                ("WriteCapacityUnits", write, Unit::Count),
+                (Metric::ReadCapacityUnits, read),
+                (Metric::WriteCapacityUnits, write),
             ],
         );
     }
 }
 
 /// Prints one EMF line, when running as a Lambda function.
-pub fn emit(dimensions: &[(&str, &str)], values: &[(&str, f64, Unit)]) {
+pub fn emit(dimensions: &[(Dimension, &str)], values: &[(Metric, f64)]) {
     let Some(function) = function() else {
         return;
     };
@@ -173,8 +276,8 @@ mod tests {
     fn a_document_names_its_metrics_dimensions_and_values_as_emf_wants() {
         let doc = document(
             "like-post",
-            &[("Cause", "throttle")],
-            &[("Unavailable", 1.0, Unit::Count)],
+            &[(Dimension::Cause, "throttle")],
+            &[(Metric::Unavailable, 1.0)],
             1_700_000_000_000,
         );
         assert_eq!(
@@ -193,5 +296,38 @@ mod tests {
                 "Unavailable": 1.0,
             })
         );
+    }
+
+    #[test]
+    fn every_metric_has_its_own_name_and_the_table_above_lists_it() {
+        let docs = include_str!("metrics.rs");
+        let mut names: Vec<_> = Metric::ALL.iter().map(|m| m.name()).collect();
+        for name in &names {
+            assert!(
+                docs.contains(&format!("`{name}`")),
+                "{name} is not in the table"
+            );
+        }
+        names.sort_unstable();
+        names.dedup();
+        assert_eq!(names.len(), Metric::ALL.len());
+    }
+
+    #[test]
+    fn the_templates_alarms_on_the_blog_namespace_name_metrics_the_functions_print() {
+        let template = include_str!("../../template.yaml");
+        let lines: Vec<_> = template.lines().map(str::trim).collect();
+        let alarmed: Vec<_> = lines
+            .windows(2)
+            .filter(|pair| pair[0] == format!("Namespace: {NAMESPACE}"))
+            .filter_map(|pair| pair[1].strip_prefix("MetricName: "))
+            .collect();
+        assert!(!alarmed.is_empty(), "no alarm on the Blog namespace found");
+        for name in alarmed {
+            assert!(
+                Metric::ALL.iter().any(|m| m.name() == name),
+                "the template alarms on {name}, which no function prints"
+            );
+        }
     }
 }

@@ -30,7 +30,7 @@ use serde_json::{Value, json};
 
 use crate::{
     fanout,
-    metrics::{self, Unit},
+    metrics::{self, Metric},
     store::{Store, StoreError, classify, parked::ParkedRecordItem},
     timestamp,
 };
@@ -171,8 +171,8 @@ pub async fn handle_notices(
     metrics::emit(
         &[],
         &[
-            ("Parked", parked as f64, Unit::Count),
-            ("ParkingFailed", f64::from(failed), Unit::Count),
+            (Metric::Parked, parked as f64),
+            (Metric::ParkingFailed, f64::from(failed)),
         ],
     );
     response

@@ -20,7 +20,7 @@ pub use error::{ApiError, ErrorCode};
 pub use feed::FeedCache;
 
 use crate::{
-    metrics::{self, Unit},
+    metrics::{self, Dimension, Metric},
     store::{Store, idempotency::Answer},
 };
 
@@ -138,14 +138,14 @@ pub fn respond(result: ApiResult, request_id: &str) -> Response<Body> {
     let (status, body, freshness, replayed) = match result {
         Ok(reply) => {
             if reply.status == StatusCode::CREATED && !reply.replayed {
-                metrics::emit(&[], &[("Created", 1.0, Unit::Count)]);
+                metrics::emit(&[], &[(Metric::Created, 1.0)]);
             }
             (reply.status, reply.body, reply.freshness, reply.replayed)
         }
         Err(err) => {
             err.log();
             if let ApiError::Unavailable { cause, .. } = &err {
-                metrics::emit(&[("Cause", cause)], &[("Unavailable", 1.0, Unit::Count)]);
+                metrics::emit(&[(Dimension::Cause, cause)], &[(Metric::Unavailable, 1.0)]);
             }
             (
                 err.status(),

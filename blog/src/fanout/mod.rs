@@ -28,7 +28,7 @@ use thiserror::Error;
 
 use crate::{
     keys::{Key, PostPartition},
-    metrics::{self, Unit},
+    metrics::{self, Metric},
     store::{Store, StoreError, rename::Deadline},
 };
 
@@ -394,18 +394,14 @@ impl BatchStats {
         metrics::emit(
             &[],
             &[
-                ("Records", count(self.records), Unit::Count),
-                ("Applied", count(self.written), Unit::Count),
-                ("Stale", count(self.stale), Unit::Count),
-                ("Ignored", count(self.ignored), Unit::Count),
-                ("Failed", count(self.failed), Unit::Count),
-                ("Paused", count(self.paused), Unit::Count),
-                ("Writes", count(self.writes), Unit::Count),
-                (
-                    "OldestRecordAge",
-                    self.oldest_age_ms as f64,
-                    Unit::Milliseconds,
-                ),
+                (Metric::Records, count(self.records)),
+                (Metric::Applied, count(self.written)),
+                (Metric::Stale, count(self.stale)),
+                (Metric::Ignored, count(self.ignored)),
+                (Metric::Failed, count(self.failed)),
+                (Metric::Paused, count(self.paused)),
+                (Metric::Writes, count(self.writes)),
+                (Metric::OldestRecordAge, self.oldest_age_ms as f64),
             ],
         );
     }

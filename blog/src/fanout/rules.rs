@@ -35,7 +35,7 @@ use super::{FanoutError, Outcome};
 use crate::{
     ids::UserId,
     keys::Key,
-    metrics::{self, Unit},
+    metrics::{self, Metric},
     store::{
         ItemType, Store,
         deletion::Removal,
@@ -261,9 +261,9 @@ async fn removed_user(
     metrics::emit(
         &[],
         &[
-            ("ErasedItems", erased as f64, Unit::Count),
-            ("ErasuresPaused", paused, Unit::Count),
-            ("ErasuresFinished", finished, Unit::Count),
+            (Metric::ErasedItems, erased as f64),
+            (Metric::ErasuresPaused, paused),
+            (Metric::ErasuresFinished, finished),
         ],
     );
     Ok(match step {
@@ -336,9 +336,9 @@ async fn changed_user(
     metrics::emit(
         &[],
         &[
-            ("RenameCopies", copies as f64, Unit::Count),
-            ("RenamesPaused", paused, Unit::Count),
-            ("RenamesFinished", finished, Unit::Count),
+            (Metric::RenameCopies, copies as f64),
+            (Metric::RenamesPaused, paused),
+            (Metric::RenamesFinished, finished),
         ],
     );
     Ok(match step {
