@@ -18,7 +18,14 @@
 #                                behind TLS (blog-cold-bench; ARGS go to it,
 #                                e.g. --memory 128,256 --starts 3; --warm 100
 #                                --latency-ms 4 for warm latency and cost per
-#                                million at each memory size)
+#                                million at each memory size: prefer `warm`)
+#   infra/measure.sh warm        every function's warm latency and cost per
+#                                million at 128, 256, 512 and 1,024 MB
+#                                (blog-cold-bench --warm 100 --latency-ms 4),
+#                                each function at each size against a
+#                                DynamoDB Local of its own: one Local for a
+#                                whole run slows as the run goes on (fresh
+#                                tables do not prevent it), and measures that
 #
 # Each takes as long as what it measures (the test command and sam build
 # take tens of minutes on a 2-core machine); run one at a time, with nothing
@@ -26,7 +33,7 @@
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 
-what=${1:?"what to measure: test, run-local, sam-build, profiles or cold"}
+what=${1:?"what to measure: test, run-local, sam-build, profiles, cold or warm"}
 shift
 scratch=$(mktemp -d)
 trap 'rm -rf "$scratch"' EXIT
@@ -88,6 +95,28 @@ case "$what" in
     target/release/blog-cold-bench --endpoint "http://127.0.0.1:$port" \
       --functions target/release --events events "$@"
     ;;
+  warm)
+    ensure_java
+    ensure_dynamodb_local
+    cargo build --quiet --release --locked -p functions
+    cargo build --quiet --release --locked -p bench --bin blog-cold-bench
+    trap 'kill "${DDB_PID:-}" 2>/dev/null || true; rm -rf "$scratch"' EXIT
+    header=true
+    for memory in 128 256 512 1024; do
+      for function in $(cargo metadata --format-version 1 --no-deps |
+        python3 -c 'import json,sys; print(" ".join(t["name"] for p in json.load(sys.stdin)["packages"] if p["name"] == "functions" for t in p["targets"]))'); do
+        port=$(free_port)
+        start_dynamodb_local "$port" memory
+        target/release/blog-cold-bench --endpoint "http://127.0.0.1:$port" \
+          --functions target/release --events events --warm 100 --latency-ms 4 \
+          --memory "$memory" --only "$function" "$@" >"$scratch/warm.out"
+        if $header; then sed -n '/^| function/,/^|---/p' "$scratch/warm.out"; header=false; fi
+        grep -m1 "^| $function " "$scratch/warm.out"
+        kill "$DDB_PID"
+        wait "$DDB_PID" 2>/dev/null || true
+      done
+    done
+    ;;
   profiles)
     # Each candidate builds the 20 functions (x86_64, this machine's: the
     # arm64 binaries cannot run here) in one cargo invocation from nothing,
@@ -128,7 +157,7 @@ case "$what" in
     done
     ;;
   *)
-    echo "unknown measurement: $what (test, run-local, sam-build, profiles or cold)" >&2
+    echo "unknown measurement: $what (test, run-local, sam-build, profiles, cold or warm)" >&2
     exit 2
     ;;
 esac

@@ -467,6 +467,8 @@ pub struct Served {
     /// answer (when the cgroups say).
     pub cpu: Option<f64>,
     pub throttled: Option<f64>,
+    /// CPU time used by the invocations after the first, all together.
+    pub later_cpu: Option<f64>,
     pub peak_kib: Option<u64>,
     /// Invocations whose answer was not the [`Expected`] one.
     pub failed: usize,
@@ -525,6 +527,12 @@ pub async fn serve(
         api.wait(Duration::from_secs(60), |s| s.answered > served)
             .await?;
     }
+    // The process idles in its poll between invocations (while `prepare`
+    // runs): what the cgroup counted since the first answer is theirs.
+    let later_cpu = confinement
+        .cpu_used()
+        .zip(cpu.zip(cpu_before))
+        .map(|(now, (first, before))| now - before - first);
     // VmHWM, confined or not (the shell became the binary: one pid), as
     // Lambda's "Max Memory Used" counts the process, not the page cache
     // a memory cgroup also charges.
@@ -540,6 +548,7 @@ pub async fn serve(
             answers: state.answers.clone(),
             cpu,
             throttled,
+            later_cpu,
             peak_kib,
             failed: state
                 .answers

@@ -40,7 +40,10 @@
 //! Local's answers by that much, once per answer, as the network and
 //! DynamoDB itself would. Needs root (cgroups); the cgroups and the scratch
 //! directory (the test CA's keys) are removed however the run ends.
-//! `infra/measure.sh cold` runs it against a DynamoDB Local of its own.
+//! `infra/measure.sh cold` runs it against a DynamoDB Local of its own;
+//! `infra/measure.sh warm` runs `--warm` one function at one size at a time,
+//! each against a fresh DynamoDB Local: through a whole run one Local slows
+//! (fresh tables or not), and the later functions' figures measured that.
 
 use std::{
     path::{Path, PathBuf},
@@ -254,9 +257,9 @@ async fn main() -> Result<(), Error> {
     println!();
     if options.warm.is_some() {
         println!(
-            "| function | memory (CPU share) | build | warm p50 / p99 ms | billed ms (mean) | USD per million | failed |"
+            "| function | memory (CPU share) | build | warm p50 / p99 ms | billed ms (mean) | USD per million | CPU ms per invocation | share used up above (/s) | failed |"
         );
-        println!("|---|---|---|---|---|---|---|");
+        println!("|---|---|---|---|---|---|---|---|---|");
     } else {
         println!(
             "| function | memory (CPU share) | build | init p50 / max ms | first answer p50 / max ms | CPU to first answer p50 / max ms | held by the quota p50 / max ms | second answer p50 / max ms | peak memory MiB | failed |"
@@ -642,9 +645,21 @@ async fn warm(case: &Case<'_>, invocations: usize) -> Result<Vec<(String, usize)
         let per_million = 1e6
             * (REQUEST_USD
                 + billed_ms / 1000.0 * f64::from(size_mb) / 1024.0 * ARM64_GB_SECOND_USD);
+        // CPU per warm invocation, and the rate of back-to-back invocations
+        // one environment sustains before its share (memory / 1,769 of a
+        // vCPU-second each second) is used up: past it the quota holds each
+        // invocation back.
+        let (cpu_ms, binds_above) = match served.later_cpu {
+            Some(cpu) if case.memory > 0 => {
+                let cpu_ms = cpu * 1000.0 / invocations as f64;
+                let share_ms = 1000.0 * f64::from(case.memory) / ONE_VCPU_MB as f64;
+                (format!("{cpu_ms:.2}"), format!("{:.0}", share_ms / cpu_ms))
+            }
+            _ => ("–".to_owned(), "–".to_owned()),
+        };
         rows.push((
             format!(
-                "| {} | {memory} | {build} | {:.2} / {:.2} | {billed_ms:.2} | {per_million:.4} | {} |",
+                "| {} | {memory} | {build} | {:.2} / {:.2} | {billed_ms:.2} | {per_million:.4} | {cpu_ms} | {binds_above} | {} |",
                 case.name, stats.p50, stats.p99, served.failed
             ),
             served.failed,
