@@ -25,6 +25,7 @@
 //! blog-cold-bench --endpoint URL --functions DIR --events DIR
 //!     [--baseline DIR] [--starts 5] [--memory 128,256,512,1024,0]
 //!     [--only a,b] [--warm N] [--root-only] [--latency-ms 0]
+//!     [--rename-items N]
 //! ```
 //!
 //! `--memory 0` is the machine's whole CPU, unconfined. Before measuring, each
@@ -40,6 +41,10 @@
 //! Local's answers by that much, once per answer, as the network and
 //! DynamoDB itself would. Needs root (cgroups); the cgroups and the scratch
 //! directory (the test CA's keys) are removed however the run ends.
+//! `--rename-items N` gives the fan-out a rename's walk to do instead of its
+//! sample: its event only the sample's user MODIFY (a new username), its
+//! seed N more comments by the user, whose copies of the name the walk
+//! rewrites (rows labelled `fan-out, rename of N items`).
 //! `infra/measure.sh cold` runs it against a DynamoDB Local of its own;
 //! `infra/measure.sh warm` runs `--warm` one function at one size at a time,
 //! each against a fresh DynamoDB Local: through a whole run one Local slows
@@ -113,6 +118,9 @@ struct Options {
     /// a millisecond on loopback where DynamoDB takes a few from a Lambda
     /// function in its region.
     latency: Duration,
+    /// The fan-out's sample replaced by a rename of a user with this many
+    /// items (0: the sample).
+    rename_items: usize,
 }
 
 fn options() -> Result<Options, Error> {
@@ -127,6 +135,7 @@ fn options() -> Result<Options, Error> {
         warm: None,
         root_only: false,
         latency: Duration::ZERO,
+        rename_items: 0,
     };
     let mut args = std::env::args().skip(1);
     while let Some(arg) = args.next() {
@@ -146,6 +155,7 @@ fn options() -> Result<Options, Error> {
             "--only" => options.only = value()?.split(',').map(str::to_owned).collect(),
             "--warm" => options.warm = Some(value()?.parse()?),
             "--root-only" => options.root_only = true,
+            "--rename-items" => options.rename_items = value()?.parse()?,
             "--latency-ms" => {
                 options.latency = Duration::from_secs_f64(value()?.parse::<f64>()? / 1e3)
             }
@@ -222,16 +232,22 @@ async fn main() -> Result<(), Error> {
         cases.push((*name, sample));
     }
     let builds = builds(&options);
-    warm_up(&cases, &builds, &clients, &tls, &bundle).await?;
+    let walk = options.rename_items;
+    warm_up(&cases, &builds, &clients, &tls, &bundle, walk).await?;
 
     let mut rows = Vec::new();
     let mut failed = 0;
     for memory in &options.memory {
         let confinement = confine(*memory, &bundle)?;
         for (name, sample) in &cases {
-            let fresh = FreshTable::for_function(&clients, name, sample).await?;
+            let fresh = FreshTable::for_function(&clients, name, sample, walk).await?;
+            let label = match walk {
+                n if n > 0 && *name == "fan-out" => format!("fan-out, rename of {n} items"),
+                _ => (*name).to_owned(),
+            };
             let case = Case {
                 name,
+                label: &label,
                 memory: *memory,
                 builds: &builds,
                 env: &Environment {
@@ -298,7 +314,7 @@ const LIKE: &str = "01JD5Z9B1B2C3D4E5F6G7H8J9K";
 /// caller has no profile or username claim yet (or it would answer 409);
 /// find-user's username is "alice_2", the name its event looks up (the one
 /// update-user's event gives); unlike-post's caller has liked the post.
-fn seed(function: &str) -> Result<Vec<Item>, Error> {
+fn seed(function: &str, rename_items: usize) -> Result<Vec<Item>, Error> {
     let at = "2026-11-22T09:00:00.000Z";
     let username = if function == "find-user" {
         "alice_2"
@@ -309,7 +325,18 @@ fn seed(function: &str) -> Result<Vec<Item>, Error> {
     let post_id = PostId::parse(POST)?;
     let content = "My first post.";
     let post = PostItem::new(post_id, &user, "Hello", content, at);
-    let comment = CommentItem::new(post_id, CommentId::parse(COMMENT)?, &user, "Nice post!");
+    let mut comments = vec![CommentItem::new(
+        post_id,
+        CommentId::parse(COMMENT)?,
+        &user,
+        "Nice post!",
+    )];
+    if function == "fan-out" {
+        comments
+            .extend((0..rename_items).map(|n| {
+                CommentItem::new(post_id, CommentId::generate(), &user, &format!("#{n}"))
+            }));
+    }
     let likes = if function == "unlike-post" {
         let place = PostPartition::own(post_id);
         vec![LikeItem::new(place, LikeId::parse(LIKE)?, &user)]
@@ -319,7 +346,7 @@ fn seed(function: &str) -> Result<Vec<Item>, Error> {
     let thread = PostWithReplies::new(
         post,
         PostContentItem::new(post_id, content, at),
-        vec![comment],
+        comments,
         likes,
     );
     let mut items = bulk::post_items(&thread)?;
@@ -401,6 +428,22 @@ async fn park_failures_event(
     Ok(event.to_string())
 }
 
+/// The fan-out's sample event cut to its user MODIFY record, a rename: the
+/// walk then rewrites every item the seed gave the user.
+fn rename_event(sample: &str) -> Result<String, Error> {
+    let mut event: serde_json::Value = serde_json::from_str(sample)?;
+    let records = event["Records"]
+        .as_array_mut()
+        .ok_or("the fan-out's event has no Records")?;
+    records.retain(|record| {
+        record["eventName"] == "MODIFY" && record["dynamodb"]["NewImage"]["type"]["S"] == "user"
+    });
+    if records.len() != 1 {
+        return Err("the fan-out's sample should hold one user MODIFY".into());
+    }
+    Ok(event.to_string())
+}
+
 /// The answer `function`'s sample event gets on its success path.
 fn expected(function: &str) -> Expected {
     match function {
@@ -463,7 +506,12 @@ struct FreshTable {
 }
 
 impl FreshTable {
-    async fn for_function(clients: &Clients, function: &str, sample: &str) -> Result<Self, Error> {
+    async fn for_function(
+        clients: &Clients,
+        function: &str,
+        sample: &str,
+        rename_items: usize,
+    ) -> Result<Self, Error> {
         let name = format!(
             "cold-bench-{}",
             ulid::Ulid::generate().to_string().to_lowercase()
@@ -471,13 +519,16 @@ impl FreshTable {
         table::create_if_missing(&clients.plain, &name).await?;
         let reseed = Reseed {
             table: Table::new(clients.plain.clone(), &name),
-            items: seed(function)?,
+            items: seed(function, rename_items)?,
         };
         let mut event = sample.to_owned();
         if function == "park-failures" {
             // Its seed's writes are the stream records it is pointed at.
             reseed.prepare().await?;
             event = park_failures_event(clients, &name, &event).await?;
+        }
+        if function == "fan-out" && rename_items > 0 {
+            event = rename_event(&event)?;
         }
         Ok(Self {
             name,
@@ -506,6 +557,7 @@ async fn warm_up(
     clients: &Clients,
     endpoint: &str,
     bundle: &Path,
+    rename_items: usize,
 ) -> Result<(), Error> {
     let free = Confinement {
         ca_file: Some(bundle.to_owned()),
@@ -513,7 +565,7 @@ async fn warm_up(
     };
     for (name, sample) in functions {
         for (_, dir) in builds {
-            let fresh = FreshTable::for_function(clients, name, sample).await?;
+            let fresh = FreshTable::for_function(clients, name, sample, rename_items).await?;
             let env = Environment {
                 table: &fresh.name,
                 endpoint,
@@ -559,6 +611,8 @@ fn unexpected(name: &str, invocations: &Invocations<'_>, answers: &[Answer]) -> 
 /// One function at one memory size, in each build.
 struct Case<'a> {
     name: &'a str,
+    /// What its rows say it measured.
+    label: &'a str,
     memory: u32,
     builds: &'a [(String, PathBuf)],
     env: &'a Environment<'a>,
@@ -616,7 +670,7 @@ async fn cold(case: &Case<'_>, starts: usize) -> Result<Vec<(String, usize)>, Er
         .iter()
         .zip(&figures)
         .map(|((build, _), figures)| {
-            let row = row(case.name, case.memory, build, figures);
+            let row = row(case.label, case.memory, build, figures);
             (row, figures.failed)
         })
         .collect())
@@ -660,7 +714,7 @@ async fn warm(case: &Case<'_>, invocations: usize) -> Result<Vec<(String, usize)
         rows.push((
             format!(
                 "| {} | {memory} | {build} | {:.2} / {:.2} | {billed_ms:.2} | {per_million:.4} | {cpu_ms} | {binds_above} | {} |",
-                case.name, stats.p50, stats.p99, served.failed
+                case.label, stats.p50, stats.p99, served.failed
             ),
             served.failed,
         ));
