@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Every check and test:
-# 1. formatting and lints;
+# 1. formatting and lints; blog's docs without a broken link (rustdoc);
 # 2. the deployment template: cfn-lint in every commercial region (and the
 #    budget's template), `sam validate --lint`, and the IAM
 #    roles as SAM expands them (infra/check_roles.py);
@@ -119,6 +119,17 @@ status=${PIPESTATUS[0]}
 set -e
 kill "${api_pids[@]}" 2>/dev/null || true
 unset DYNAMODB_ENDPOINTS
+
+# The library's docs as docs.rs would build them, with and without the admin
+# feature (an always-built item must not link to an admin-only one): a
+# moved item leaves a broken intra-doc link that no build or test sees.
+log "rustdoc: blog's docs, broken links refused (-D warnings)"
+set +e
+for features in --all-features --features=; do
+  RUSTDOCFLAGS="-D warnings" cargo doc --quiet --locked -p blog --no-deps "$features" 2>&1 | tee -a "$LOCAL/test.log"
+  [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
+done
+set -e
 
 set +e
 wait "$template_pid"

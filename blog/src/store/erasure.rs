@@ -15,9 +15,10 @@
 //! Each page it deletes is gone from the next Query, so the walk needs no
 //! saved place: stopped near the deadline (the record is reported failed) or
 //! killed, it goes on from what is left when the record comes again. Once
-//! GSI1 has had [`Store::gsi_lag_bound`] to show what was written before the
-//! erasure and the partition reads empty, the mark says `done`, and the same
-//! user may make a new profile, which starts past the erased one's version.
+//! GSI1 has had [`Store::gsi_lag_bound`](super::Store::gsi_lag_bound) to
+//! show what was written before the erasure and the partition reads empty,
+//! the mark says `done`, and the same user may make a new profile, which
+//! starts past the erased one's version.
 //!
 //! A write that had read the profile before the erasure may commit after it
 //! (a like in flight): the fan-out's INSERT rule finds its author erased
