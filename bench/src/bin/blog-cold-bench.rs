@@ -25,7 +25,7 @@
 //! blog-cold-bench --endpoint URL --functions DIR --events DIR
 //!     [--baseline DIR] [--starts 5] [--memory 128,256,512,1024,0]
 //!     [--only a,b] [--warm N] [--root-only] [--latency-ms 0]
-//!     [--rename-items N]
+//!     [--rename-items N | --batch-likes N]
 //! ```
 //!
 //! `--memory 0` is the machine's whole CPU, unconfined. Before measuring, each
@@ -44,7 +44,9 @@
 //! `--rename-items N` gives the fan-out a rename's walk to do instead of its
 //! sample: its event only the sample's user MODIFY (a new username), its
 //! seed N more comments by the user, whose copies of the name the walk
-//! rewrites (rows labelled `fan-out, rename of N items`).
+//! rewrites (rows labelled `fan-out, rename of N items`). `--batch-likes N`
+//! gives it instead a batch of N like INSERTs, as a liked post's backlog
+//! arrives (rows labelled `fan-out, N like INSERTs`).
 //! `infra/measure.sh cold` runs it against a DynamoDB Local of its own;
 //! `infra/measure.sh warm` runs `--warm` one function at one size at a time,
 //! each against a fresh DynamoDB Local: through a whole run one Local slows
@@ -118,9 +120,32 @@ struct Options {
     /// a millisecond on loopback where DynamoDB takes a few from a Lambda
     /// function in its region.
     latency: Duration,
-    /// The fan-out's sample replaced by a rename of a user with this many
-    /// items (0: the sample).
-    rename_items: usize,
+    /// What the fan-out is given instead of its sample, if anything.
+    fan_out: FanOutLoad,
+}
+
+/// What the fan-out's invocations carry.
+#[derive(Debug, Clone, Copy)]
+enum FanOutLoad {
+    /// Its sample event (`events/fan-out.json`).
+    Sample,
+    /// The sample's rename alone, of a user with this many more items.
+    Rename(usize),
+    /// This many like INSERTs in one batch.
+    Likes(usize),
+}
+
+impl FanOutLoad {
+    /// What a row of `function`'s says it measured.
+    fn label(self, function: &str) -> String {
+        match self {
+            FanOutLoad::Rename(n) if function == "fan-out" => {
+                format!("fan-out, rename of {n} items")
+            }
+            FanOutLoad::Likes(n) if function == "fan-out" => format!("fan-out, {n} like INSERTs"),
+            _ => function.to_owned(),
+        }
+    }
 }
 
 fn options() -> Result<Options, Error> {
@@ -135,7 +160,7 @@ fn options() -> Result<Options, Error> {
         warm: None,
         root_only: false,
         latency: Duration::ZERO,
-        rename_items: 0,
+        fan_out: FanOutLoad::Sample,
     };
     let mut args = std::env::args().skip(1);
     while let Some(arg) = args.next() {
@@ -155,7 +180,8 @@ fn options() -> Result<Options, Error> {
             "--only" => options.only = value()?.split(',').map(str::to_owned).collect(),
             "--warm" => options.warm = Some(value()?.parse()?),
             "--root-only" => options.root_only = true,
-            "--rename-items" => options.rename_items = value()?.parse()?,
+            "--rename-items" => options.fan_out = FanOutLoad::Rename(value()?.parse()?),
+            "--batch-likes" => options.fan_out = FanOutLoad::Likes(value()?.parse()?),
             "--latency-ms" => {
                 options.latency = Duration::from_secs_f64(value()?.parse::<f64>()? / 1e3)
             }
@@ -232,19 +258,16 @@ async fn main() -> Result<(), Error> {
         cases.push((*name, sample));
     }
     let builds = builds(&options);
-    let walk = options.rename_items;
-    warm_up(&cases, &builds, &clients, &tls, &bundle, walk).await?;
+    let load = options.fan_out;
+    warm_up(&cases, &builds, &clients, &tls, &bundle, load).await?;
 
     let mut rows = Vec::new();
     let mut failed = 0;
     for memory in &options.memory {
         let confinement = confine(*memory, &bundle)?;
         for (name, sample) in &cases {
-            let fresh = FreshTable::for_function(&clients, name, sample, walk).await?;
-            let label = match walk {
-                n if n > 0 && *name == "fan-out" => format!("fan-out, rename of {n} items"),
-                _ => (*name).to_owned(),
-            };
+            let fresh = FreshTable::for_function(&clients, name, sample, load).await?;
+            let label = load.label(name);
             let case = Case {
                 name,
                 label: &label,
@@ -299,6 +322,9 @@ async fn main() -> Result<(), Error> {
     Ok(())
 }
 
+/// When the seed's items were made.
+const SEEDED_AT: &str = "2026-11-22T09:00:00.000Z";
+
 /// The ids the sample events (`events/*.json`) name: their caller, who
 /// wrote the post and the comment.
 const USER: &str = "0b3f1e2a-8c1d-4f5e-9a7b-2c3d4e5f6a7b";
@@ -314,8 +340,8 @@ const LIKE: &str = "01JD5Z9B1B2C3D4E5F6G7H8J9K";
 /// caller has no profile or username claim yet (or it would answer 409);
 /// find-user's username is "alice_2", the name its event looks up (the one
 /// update-user's event gives); unlike-post's caller has liked the post.
-fn seed(function: &str, rename_items: usize) -> Result<Vec<Item>, Error> {
-    let at = "2026-11-22T09:00:00.000Z";
+fn seed(function: &str, load: FanOutLoad) -> Result<Vec<Item>, Error> {
+    let at = SEEDED_AT;
     let username = if function == "find-user" {
         "alice_2"
     } else {
@@ -331,17 +357,21 @@ fn seed(function: &str, rename_items: usize) -> Result<Vec<Item>, Error> {
         &user,
         "Nice post!",
     )];
-    if function == "fan-out" {
+    if let ("fan-out", FanOutLoad::Rename(n)) = (function, load) {
         comments
-            .extend((0..rename_items).map(|n| {
+            .extend((0..n).map(|n| {
                 CommentItem::new(post_id, CommentId::generate(), &user, &format!("#{n}"))
             }));
     }
-    let likes = if function == "unlike-post" {
-        let place = PostPartition::own(post_id);
-        vec![LikeItem::new(place, LikeId::parse(LIKE)?, &user)]
-    } else {
-        Vec::new()
+    let likes = match (function, load) {
+        ("unlike-post", _) => {
+            let place = PostPartition::own(post_id);
+            vec![LikeItem::new(place, LikeId::parse(LIKE)?, &user)]
+        }
+        ("fan-out", FanOutLoad::Likes(n)) => {
+            batch_likes(n)?.into_iter().map(|(_, like)| like).collect()
+        }
+        _ => Vec::new(),
     };
     let thread = PostWithReplies::new(
         post,
@@ -353,6 +383,11 @@ fn seed(function: &str, rename_items: usize) -> Result<Vec<Item>, Error> {
     items.extend(bulk::feed_items(&[&thread.post], FEED_CAPACITY)?);
     if function != "create-user" {
         items.extend(bulk::user_items(&user)?);
+    }
+    if let ("fan-out", FanOutLoad::Likes(n)) = (function, load) {
+        for (liker, _) in batch_likes(n)? {
+            items.extend(bulk::user_items(&liker)?);
+        }
     }
     Ok(items)
 }
@@ -426,6 +461,58 @@ async fn park_failures_event(
         record["body"] = body.to_string().into();
     }
     Ok(event.to_string())
+}
+
+/// The likers of a `--batch-likes` batch and their likes of the seeded post,
+/// ids fixed by their place in the batch (the seed holds both, and the
+/// event carries the likes' INSERTs).
+fn batch_likes(n: usize) -> Result<Vec<(UserItem, LikeItem)>, Error> {
+    let place = PostPartition::own(PostId::parse(POST)?);
+    (0..n)
+        .map(|i| {
+            let user_id = UserId::parse(&format!("00000000-0000-4000-8000-{i:012}"))?;
+            let liker = UserItem::new(&user_id, &Username::parse(&format!("fan_{i}"))?, SEEDED_AT);
+            let id = ulid::Ulid::from_parts(1_795_338_000_000 + i as u64, i as u128);
+            let like = LikeItem::new(place, LikeId::parse(&id.to_string())?, &liker);
+            Ok((liker, like))
+        })
+        .collect()
+}
+
+/// The fan-out's event for `--batch-likes n`: the INSERTs of
+/// [`batch_likes`], in the sample's record shape.
+fn likes_event(sample: &str, n: usize) -> Result<String, Error> {
+    let sample: serde_json::Value = serde_json::from_str(sample)?;
+    let source = sample["Records"][0]["eventSourceARN"].clone();
+    let records = batch_likes(n)?
+        .iter()
+        .enumerate()
+        .map(|(i, (_, like))| {
+            let item = blog::keys::Entity::to_item(like)?;
+            let keys: Item = [PK, SK]
+                .into_iter()
+                .filter_map(|name| Some((name.to_owned(), item.get(name)?.clone())))
+                .collect();
+            let image = |item: Item| serde_json::to_value(serde_dynamo::Item::from(item));
+            Ok(serde_json::json!({
+                "eventID": format!("batch-like-{i}"),
+                "eventName": "INSERT",
+                "eventVersion": "1.1",
+                "eventSource": "aws:dynamodb",
+                "awsRegion": "eu-west-1",
+                "eventSourceARN": source,
+                "dynamodb": {
+                    "ApproximateCreationDateTime": 1_795_338_005,
+                    "Keys": image(keys)?,
+                    "SequenceNumber": format!("{}", 200_000_000_000_000_000_000_u128 + i as u128),
+                    "SizeBytes": 300,
+                    "StreamViewType": "NEW_AND_OLD_IMAGES",
+                    "NewImage": image(item)?,
+                },
+            }))
+        })
+        .collect::<Result<Vec<_>, Error>>()?;
+    Ok(serde_json::json!({ "Records": records }).to_string())
 }
 
 /// The fan-out's sample event cut to its user MODIFY record, a rename: the
@@ -510,7 +597,7 @@ impl FreshTable {
         clients: &Clients,
         function: &str,
         sample: &str,
-        rename_items: usize,
+        load: FanOutLoad,
     ) -> Result<Self, Error> {
         let name = format!(
             "cold-bench-{}",
@@ -519,7 +606,7 @@ impl FreshTable {
         table::create_if_missing(&clients.plain, &name).await?;
         let reseed = Reseed {
             table: Table::new(clients.plain.clone(), &name),
-            items: seed(function, rename_items)?,
+            items: seed(function, load)?,
         };
         let mut event = sample.to_owned();
         if function == "park-failures" {
@@ -527,8 +614,10 @@ impl FreshTable {
             reseed.prepare().await?;
             event = park_failures_event(clients, &name, &event).await?;
         }
-        if function == "fan-out" && rename_items > 0 {
-            event = rename_event(&event)?;
+        match (function, load) {
+            ("fan-out", FanOutLoad::Rename(_)) => event = rename_event(&event)?,
+            ("fan-out", FanOutLoad::Likes(n)) => event = likes_event(&event, n)?,
+            _ => {}
         }
         Ok(Self {
             name,
@@ -557,7 +646,7 @@ async fn warm_up(
     clients: &Clients,
     endpoint: &str,
     bundle: &Path,
-    rename_items: usize,
+    load: FanOutLoad,
 ) -> Result<(), Error> {
     let free = Confinement {
         ca_file: Some(bundle.to_owned()),
@@ -565,7 +654,7 @@ async fn warm_up(
     };
     for (name, sample) in functions {
         for (_, dir) in builds {
-            let fresh = FreshTable::for_function(clients, name, sample, rename_items).await?;
+            let fresh = FreshTable::for_function(clients, name, sample, load).await?;
             let env = Environment {
                 table: &fresh.name,
                 endpoint,
