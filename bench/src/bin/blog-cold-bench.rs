@@ -339,7 +339,9 @@ const LIKE: &str = "01JD5Z9B1B2C3D4E5F6G7H8J9K";
 /// entry the fan-out would have written for it. Except: create-user's
 /// caller has no profile or username claim yet (or it would answer 409);
 /// find-user's username is "alice_2", the name its event looks up (the one
-/// update-user's event gives); unlike-post's caller has liked the post.
+/// update-user's event gives); unlike-post's caller has liked the post; the
+/// fan-out's, under `--rename-items` or `--batch-likes`, holds what its
+/// event needs besides ([`FanOutLoad`]).
 fn seed(function: &str, load: FanOutLoad) -> Result<Vec<Item>, Error> {
     let at = SEEDED_AT;
     let username = if function == "find-user" {
@@ -359,8 +361,8 @@ fn seed(function: &str, load: FanOutLoad) -> Result<Vec<Item>, Error> {
     )];
     if let ("fan-out", FanOutLoad::Rename(n)) = (function, load) {
         comments
-            .extend((0..n).map(|n| {
-                CommentItem::new(post_id, CommentId::generate(), &user, &format!("#{n}"))
+            .extend((0..n).map(|i| {
+                CommentItem::new(post_id, CommentId::generate(), &user, &format!("#{i}"))
             }));
     }
     let likes = match (function, load) {
