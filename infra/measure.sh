@@ -42,6 +42,12 @@ cd "$scratch/blog"
 # lib.sh pointed cargo at this checkout's target/; the clone builds its own.
 export CARGO_TARGET_DIR="$PWD/target"
 
+# The 20 functions' binary names, from the functions package's targets.
+function_names() {
+  cargo metadata --format-version 1 --no-deps |
+    python3 -c 'import json,sys; print(" ".join(t["name"] for p in json.load(sys.stdin)["packages"] if p["name"] == "functions" for t in p["targets"]))'
+}
+
 # seconds since $1 as m:ss
 since() { local s=$(($(date +%s) - $1)); printf '%d:%02d' $((s / 60)) $((s % 60)); }
 row() { printf '| %s | %s | %s |\n' "$1" "$2" "$(git rev-parse --short HEAD), $(nproc) cores, $(date -u +%F)"; }
@@ -103,8 +109,7 @@ case "$what" in
     trap 'kill "${DDB_PID:-}" 2>/dev/null || true; rm -rf "$scratch"' EXIT
     header=true
     for memory in 128 256 512 1024; do
-      for function in $(cargo metadata --format-version 1 --no-deps |
-        python3 -c 'import json,sys; print(" ".join(t["name"] for p in json.load(sys.stdin)["packages"] if p["name"] == "functions" for t in p["targets"]))'); do
+      for function in $(function_names); do
         port=$(free_port)
         start_dynamodb_local "$port" memory
         target/release/blog-cold-bench --endpoint "http://127.0.0.1:$port" \
@@ -139,8 +144,7 @@ case "$what" in
         cargo build --quiet --release --locked -p functions
       row "release build of the 20 functions, lto = $lto, codegen-units = $units" "$(since "$start")"
       zips=()
-      for binary in $(cargo metadata --format-version 1 --no-deps |
-        python3 -c 'import json,sys; print(" ".join(t["name"] for p in json.load(sys.stdin)["packages"] if p["name"] == "functions" for t in p["targets"]))'); do
+      for binary in $(function_names); do
         mkdir -p "$dir/zips/$binary"
         cp "$dir/release/$binary" "$dir/zips/$binary/bootstrap"
         (cd "$dir/zips/$binary" && zip -q -9 bootstrap.zip bootstrap)

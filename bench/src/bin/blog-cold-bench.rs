@@ -68,8 +68,7 @@ use bench::{
 };
 use blog::{
     ids::{CommentId, LikeId, PostId, UserId},
-    keys::PostPartition,
-    keys::{PK, SK},
+    keys::{Entity, Key, PostPartition},
     store::{
         Item,
         bulk::{self, PostWithReplies},
@@ -490,11 +489,8 @@ fn likes_event(sample: &str, n: usize) -> Result<String, Error> {
         .iter()
         .enumerate()
         .map(|(i, (_, like))| {
-            let item = blog::keys::Entity::to_item(like)?;
-            let keys: Item = [PK, SK]
-                .into_iter()
-                .filter_map(|name| Some((name.to_owned(), item.get(name)?.clone())))
-                .collect();
+            let item = Entity::to_item(like)?;
+            let keys = Key::of(&item)?.item();
             let image = |item: Item| serde_json::to_value(serde_dynamo::Item::from(item));
             Ok(serde_json::json!({
                 "eventID": format!("batch-like-{i}"),
@@ -562,10 +558,7 @@ impl Prepare for Reseed {
         loop {
             let page = self.table.scan_page(what, &scan, start).await?;
             for item in page.items {
-                let key = [PK, SK]
-                    .into_iter()
-                    .filter_map(|name| Some((name.to_owned(), item.get(name)?.clone())))
-                    .collect();
+                let key = Key::of(&item)?.item();
                 self.table
                     .write(what, &Write::delete(key, Deleted::IfGone))
                     .await?;
