@@ -43,8 +43,12 @@ failures = []
 likes_made = collections.Counter()
 comments_made = collections.Counter()
 likes_by = set()  # (post, user) of every like this run made
+# (post, user) -> likes answered 201. Two threads may like the same post as
+# the same user at once, and either answer may arrive first: whether a like
+# was the first is known only at the end, when every pair liked must have had
+# exactly one 201 (none: a 200 answered a like nobody gave; two: a double like).
+likes_created = collections.Counter()
 comments_by = collections.Counter()  # (post, user) -> comments this run made
-liked = set()
 posts = []  # (post id, author index)
 renames = collections.Counter()
 dropped = []  # connections lost, as "METHOD path while sending|reading: error"
@@ -165,14 +169,13 @@ def one_request(rng):
                 comments_made[post] += 1
                 comments_by[(post, user)] += 1
     elif kind == "like":
+        status, _ = call("POST", f"/posts/{post}/likes", user, expect=(200, 201))
         with lock:
-            fresh = (post, user) not in liked
-            liked.add((post, user))
-        status, _ = call("POST", f"/posts/{post}/likes", user, expect=(201,) if fresh else (200, 201))
-        if status == 201 and fresh:
-            with lock:
-                likes_made[post] += 1
+            if status in (200, 201):
                 likes_by.add((post, user))
+            if status == 201:
+                likes_made[post] += 1
+                likes_created[(post, user)] += 1
     elif kind == "new-post":
         status, body = call("POST", "/posts", user, {"title": "another", "content": "short " * 400},
                             expect=(201,))
@@ -235,6 +238,12 @@ def settled_counts():
     return wrong
 
 
+def one_new_like_each():
+    """Every (post, user) liked was answered 201 exactly once, 200 after."""
+    return [f"{post} liked by user {user}: answered 201 {likes_created[(post, user)]} times"
+            for post, user in sorted(likes_by) if likes_created[(post, user)] != 1]
+
+
 def settled_feed():
     """The feed lists the newest posts, each with its author's current name."""
     status, feed = call("GET", "/feed?limit=100")
@@ -274,6 +283,7 @@ def main():
         t.join()
     print(f"watch load: {sum(statuses.values()) - sequential} requests {THREADS} at a time "
           f"in {time.time() - concurrent_started:.0f} s")
+    failures.extend(one_new_like_each())
     leaver = USERS - 1
     gone = erase(leaver)
     print(f"watch load: user {leaver} erased their account ({len(gone)} posts)")
