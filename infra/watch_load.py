@@ -42,7 +42,7 @@ statuses = collections.Counter()
 failures = []
 likes_made = collections.Counter()
 comments_made = collections.Counter()
-likes_by = set()  # (post, user) of every like this run made
+likes_by = set()  # (post, user) of every like this run made (answered 201 or 200)
 # (post, user) -> likes answered 201. Two threads may like the same post as
 # the same user at once, and either answer may arrive first: whether a like
 # was the first is known only at the end, when every pair liked must have had
@@ -239,7 +239,7 @@ def settled_counts():
 
 
 def one_new_like_each():
-    """Every (post, user) liked was answered 201 exactly once, 200 after."""
+    """Every (post, user) liked was answered 201 exactly once, 200 every other time."""
     return [f"{post} liked by user {user}: answered 201 {likes_created[(post, user)]} times"
             for post, user in sorted(likes_by) if likes_created[(post, user)] != 1]
 
