@@ -364,15 +364,16 @@ fn seed(function: &str, load: FanOutLoad) -> Result<Vec<Item>, Error> {
                 CommentItem::new(post_id, CommentId::generate(), &user, &format!("#{i}"))
             }));
     }
-    let likes = match (function, load) {
-        ("unlike-post", _) => {
-            let place = PostPartition::own(post_id);
-            vec![LikeItem::new(place, LikeId::parse(LIKE)?, &user)]
-        }
-        ("fan-out", FanOutLoad::Likes(n)) => {
-            batch_likes(n)?.into_iter().map(|(_, like)| like).collect()
-        }
-        _ => Vec::new(),
+    // Under `--batch-likes`, the likers' profiles and their likes.
+    let (likers, batch): (Vec<_>, Vec<_>) = match (function, load) {
+        ("fan-out", FanOutLoad::Likes(n)) => batch_likes(n)?.into_iter().unzip(),
+        _ => (Vec::new(), Vec::new()),
+    };
+    let likes = if function == "unlike-post" {
+        let place = PostPartition::own(post_id);
+        vec![LikeItem::new(place, LikeId::parse(LIKE)?, &user)]
+    } else {
+        batch
     };
     let thread = PostWithReplies::new(
         post,
@@ -385,10 +386,8 @@ fn seed(function: &str, load: FanOutLoad) -> Result<Vec<Item>, Error> {
     if function != "create-user" {
         items.extend(bulk::user_items(&user)?);
     }
-    if let ("fan-out", FanOutLoad::Likes(n)) = (function, load) {
-        for (liker, _) in batch_likes(n)? {
-            items.extend(bulk::user_items(&liker)?);
-        }
+    for liker in &likers {
+        items.extend(bulk::user_items(liker)?);
     }
     Ok(items)
 }
