@@ -16,7 +16,14 @@ pub enum CursorError {
     Malformed,
     #[error("cursor belongs to another list")]
     OtherList,
+    #[error("cursor does not match the list it continues")]
+    Mismatch,
 }
+
+/// The longest cursor decoded: every cursor the server writes is far
+/// shorter (a list's name and one key's worth of ids, about 100 characters),
+/// so a longer one was not written here and is refused before any work.
+pub const MAX_LEN: usize = 512;
 
 #[derive(Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -38,6 +45,9 @@ pub fn encode(list: &str, after: &str) -> String {
 
 /// Returns the raw id stored in a cursor of `list`; the caller validates it.
 pub fn decode(cursor: &str, list: &str) -> Result<String, CursorError> {
+    if cursor.len() > MAX_LEN {
+        return Err(CursorError::Malformed);
+    }
     let bytes = URL_SAFE_NO_PAD
         .decode(cursor)
         .map_err(|_| CursorError::Malformed)?;
@@ -75,5 +85,15 @@ mod tests {
         tampered[3] ^= 0x01;
         let tampered = String::from_utf8(tampered).unwrap_or_default();
         assert!(decode(&tampered, "comments:A").is_err());
+    }
+
+    #[test]
+    fn refuses_an_oversized_cursor_before_decoding_it() {
+        let long = encode("comments:A", &"x".repeat(MAX_LEN));
+        assert!(long.len() > MAX_LEN);
+        assert_eq!(decode(&long, "comments:A"), Err(CursorError::Malformed));
+        let id = "01ARZ3NDEKTSV4RRFFQ69G5FAV";
+        let longest = encode(&format!("export:{id}"), &format!("LIKE#{id}#{id}.255"));
+        assert!(longest.len() < MAX_LEN / 2, "{}", longest.len());
     }
 }

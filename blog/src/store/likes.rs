@@ -387,16 +387,27 @@ impl Requests<'_> {
         let list = format!("likes:{post}");
         let resume = super::pages::resume_after(&list, cursor, LikesCursor::parse)?;
         let own = PostPartition::own(*post);
-        let mut items = self.likes_in(own, resume.map(|c| c.after), limit).await?;
+        // A first page reads one item more: a hot post's pointer comes
+        // first and takes a place.
+        let room = if resume.is_none() { limit + 1 } else { limit };
+        let own_page = self.likes_in(own, resume.map(|c| c.after), room);
+        // A cursor that names shards is believed only when the post's
+        // pointer names as many: a forged count would decide how many
+        // Queries the page makes (or which likes it skips).
+        let mut items = match resume.and_then(|c| c.shards) {
+            None => own_page.await?,
+            Some(claimed) => {
+                let (items, pointer) = futures::try_join!(own_page, self.like_shards(post))?;
+                if pointer != Some(claimed) {
+                    return Err(StoreError::BadCursor(super::cursor::CursorError::Mismatch));
+                }
+                items
+            }
+        };
         let mut shards = resume.and_then(|c| c.shards);
         if resume.is_none() && items.first().and_then(LikeShardsItem::of).is_some() {
             shards = items.first().and_then(LikeShardsItem::of);
             items.remove(0);
-            // The pointer took one place: one more from here, in case.
-            if items.len() == limit {
-                let after = self.likes_after_own(post, &items).await?;
-                items.extend(after);
-            }
         }
         let mut likes: Vec<LikeItem> = super::from_items(items)?;
         if let Some(n) = shards {
@@ -422,6 +433,17 @@ impl Requests<'_> {
         })
     }
 
+    /// How many shards a hot post's likes pointer names (`None`: the post is
+    /// quiet, or gone): one strongly consistent read of one small item.
+    async fn like_shards(&self, post: &PostId) -> Result<Option<u8>, StoreError> {
+        let key = Key::new(keys::post_pk(post), keys::LIKE_SHARDS_SK);
+        let pointer = self
+            .db
+            .get_entity::<LikeShardsItem>(key.item(), true)
+            .await?;
+        Ok(pointer.map(|p| p.shards))
+    }
+
     /// Up to `limit + 1` likes (and a hot post's pointer) of one partition,
     /// newest first, after `after`.
     async fn likes_in(
@@ -436,28 +458,6 @@ impl Requests<'_> {
             .newest_first();
         self.db
             .query_up_to("likes", &query, start, limit.saturating_add(1))
-            .await
-    }
-
-    /// The like after the last of `items` in the post's own partition, if
-    /// any: whether a page that found the pointer has more.
-    async fn likes_after_own(
-        &self,
-        post: &PostId,
-        items: &[super::Item],
-    ) -> Result<Vec<super::Item>, StoreError> {
-        let Some(last) = items
-            .last()
-            .map(|i| super::from_item::<LikeItem>(i.clone()))
-        else {
-            return Ok(Vec::new());
-        };
-        let start = LikeItem::key_of(PostPartition::own(*post), &last?.like_id);
-        let query = Query::partition(keys::post_pk(post))
-            .begins_with(LIKE_PREFIX)
-            .newest_first();
-        self.db
-            .query_up_to("likes", &query, Some(start.item()), 1)
             .await
     }
 }

@@ -374,3 +374,96 @@ async fn an_export_holds_the_likes_a_user_gave_hot_posts() {
     expected.sort_unstable();
     assert_eq!(liked, expected, "{page}");
 }
+
+/// GETs `path`, returning its status, body and the Query calls it made.
+async fn queried(api: &TestApi, path: &str) -> (u16, Value, usize) {
+    api.meter.take();
+    let (status, body) = api.get(path).await;
+    let queries = api
+        .meter
+        .take()
+        .into_iter()
+        .filter(|c| c.operation == "Query")
+        .count();
+    (status, body, queries)
+}
+
+#[tokio::test]
+async fn a_forged_likes_cursor_is_refused_and_never_decides_how_much_is_read() {
+    use blog::store::cursor;
+    let api = TestApi::start().await;
+    let author = api.user("cursors").await;
+    let (quiet, hot) = (
+        api.post(&author, "Quiet", "q").await,
+        api.post(&author, "Hot", "h").await,
+    );
+    let likers: Vec<String> =
+        futures::future::join_all((0..4).map(|i| api.user_named(format!("liker{i}")))).await;
+    for who in &likers {
+        api.like(who, &quiet).await;
+    }
+    api.like(&likers[0], &hot).await;
+    api.make_hot(&hot).await;
+    for who in &likers[1..] {
+        api.like(who, &hot).await;
+    }
+    let real = 1 + usize::from(HOT_SHARDS);
+
+    // The server's own cursors: a quiet post's page continues in one Query,
+    // a hot post's in its own partition and each shard.
+    let (status, page, q) = queried(&api, &format!("/posts/{quiet}/likes?limit=1")).await;
+    assert_eq!((status, q), (200, 1), "{page}");
+    let quiet_cursor = page["nextCursor"].as_str().expect("more").to_owned();
+    let (status, page, q) = queried(&api, &format!("/posts/{hot}/likes?limit=1")).await;
+    assert_eq!((status, q), (200, real), "{page}");
+    let hot_cursor = page["nextCursor"].as_str().expect("more").to_owned();
+    for (post, cursor) in [(&quiet, &quiet_cursor), (&hot, &hot_cursor)] {
+        let path = format!("/posts/{post}/likes?limit=1&cursor={cursor}");
+        let (status, page, q) = queried(&api, &path).await;
+        assert_eq!(status, 200, "{page}");
+        assert!(q <= real, "{q} Queries");
+    }
+
+    // The like id a cursor of each post names, with a forged shard count.
+    let after = |c: &str, list: &str| cursor::decode(c, list).expect("the server's cursor");
+    let quiet_after = after(&quiet_cursor, &format!("likes:{quiet}"));
+    let hot_after = after(&hot_cursor, &format!("likes:{hot}"));
+    let hot_like = hot_after.split('.').next().expect("an id").to_owned();
+    let forged = [
+        (&quiet, format!("{quiet_after}.{HOT_SHARDS}")),
+        (&quiet, format!("{quiet_after}.255")),
+        (&quiet, format!("{quiet_after}.1")),
+        (&quiet, format!("{quiet_after}.0")),
+        (&hot, format!("{hot_like}.1")),
+        (&hot, format!("{hot_like}.255")),
+        (&hot, format!("{hot_like}.0")),
+        (&hot, format!("{hot_like}.-16")),
+        (&hot, format!("{hot_like}.{}", HOT_SHARDS + 1)),
+    ];
+    for (post, raw) in forged {
+        let cursor = cursor::encode(&format!("likes:{post}"), &raw);
+        let path = format!("/posts/{post}/likes?cursor={cursor}");
+        let (status, body, q) = queried(&api, &path).await;
+        assert_eq!(status, 400, "{raw}: {body}");
+        assert_eq!(body["error"]["code"], json!("bad_cursor"), "{raw}");
+        assert!(q <= 1, "{raw}: a refused cursor made {q} Queries");
+    }
+    // Another post's cursor, another list's, and one past any the server
+    // writes: refused before any read.
+    let comments = cursor::encode(&format!("comments:{hot}"), &hot_like);
+    let oversized = cursor::encode(&format!("likes:{hot}"), &"7".repeat(600));
+    for (post, cursor) in [
+        (&quiet, hot_cursor.clone()),
+        (&hot, quiet_cursor.clone()),
+        (&hot, comments),
+        (&hot, oversized),
+    ] {
+        let path = format!("/posts/{post}/likes?cursor={cursor}");
+        let (status, body, q) = queried(&api, &path).await;
+        assert_eq!(
+            (status, body["error"]["code"].clone(), q),
+            (400, json!("bad_cursor"), 0),
+            "{cursor}: {body}"
+        );
+    }
+}
