@@ -238,8 +238,11 @@ async fn erased_author(store: &Store, record: &EventRecord) -> Result<Outcome, F
         reason: format!("{}/{} is not a post, comment or like", key.pk, key.sk),
     })?;
     let erased = store.fanout().erase_written(&item.user_id, written).await?;
-    tracing::info!(pk = %key.pk, sk = %key.sk, "an erased author's late item taken out");
-    Ok(match erased.total() {
+    // A keyed create put its request record in the same transaction: it
+    // holds what the erased account wrote, and goes with it.
+    let forgotten = store.fanout().forget_erased_requests(&item.user_id).await?;
+    tracing::info!(pk = %key.pk, sk = %key.sk, forgotten, "an erased author's late item taken out");
+    Ok(match erased.total() + forgotten {
         0 => Outcome::Stale { writes: 1 },
         writes => Outcome::Written { writes },
     })

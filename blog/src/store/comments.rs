@@ -179,7 +179,7 @@ impl Requests<'_> {
                 post_id: *post,
                 comment_id: item.comment_id,
             };
-            let record = Idempotency::add_record(keyed, &mut tx, author, &answer, created)?;
+            let record = Idempotency::add_record(keyed, &mut tx, &profile, &answer, created)?;
             if item.counted_in.is_none() && self.hot_switch {
                 tx.yield_when_throttled(counted);
             }
@@ -195,7 +195,7 @@ impl Requests<'_> {
             if let (Some(keyed), Some(record)) = (keyed, record)
                 && failed.failed(record)
             {
-                return Ok(Answer::Replayed(self.replay(author, keyed).await?));
+                return Ok(Answer::Replayed(self.replay(&profile, keyed).await?));
             }
             if !failed.failed(counted) {
                 return Err(failed.unexpected("comment"));

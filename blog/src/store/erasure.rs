@@ -42,7 +42,9 @@ use super::Admin;
 use super::{
     Busy, Item, StoreError,
     comments::CommentItem,
-    hot, n,
+    hot,
+    idempotency::USER_VERSION,
+    n,
     rename::Deadline,
     s,
     table::{Deleted, Expr, Landed, Query, TxOutcome, Write},
@@ -224,7 +226,7 @@ impl FanOut<'_> {
             .await?;
         // The answers kept for the account's Idempotency-Keys hold its name
         // and what it wrote: they go too, not a day later by TTL.
-        self.forget_requests(user).await?;
+        self.forget_requests(user, None).await?;
         let finished = Write::update(
             keys::erasure(user).item(),
             Expr::new("SET done = :yes").value(":yes", AttributeValue::Bool(true)),
@@ -407,27 +409,64 @@ impl FanOut<'_> {
         }
     }
 
-    /// Every request record of `user`'s (the answers kept for their
-    /// Idempotency-Keys), a page of keys at a time (strongly consistent),
-    /// deleted one by one; how many.
-    async fn forget_requests(&self, user: &UserId) -> Result<usize, StoreError> {
+    /// The request records of an erased account of `user`'s (fan-out: the
+    /// INSERT of an item it wrote that landed after its erasure's walk, in
+    /// the same transaction as its record, if it had a key): every one when
+    /// the user has no profile, else those below the profile's first
+    /// version, so that the account signed up again keeps its own.
+    pub async fn forget_erased_requests(&self, user: &UserId) -> Result<usize, StoreError> {
+        let profile = self.read_profile(user, true).await?;
+        self.forget_requests(user, profile.map(|p| p.first_version))
+            .await
+    }
+
+    /// The request records of `user`'s (the answers kept for their
+    /// Idempotency-Keys) written below profile version `below` (every one
+    /// when `None`), a page of keys at a time (strongly consistent), deleted
+    /// one by one; how many.
+    async fn forget_requests(
+        &self,
+        user: &UserId,
+        below: Option<u64>,
+    ) -> Result<usize, StoreError> {
+        #[derive(serde::Deserialize)]
+        #[serde(rename_all = "camelCase")]
+        struct Kept {
+            #[serde(default = "legacy")]
+            user_version: u64,
+        }
+        fn legacy() -> u64 {
+            1
+        }
         let query = Query::partition(keys::user_pk(user))
             .begins_with(REQUEST_PREFIX)
-            .project(Expr::new("#k1, #k2").name("#k1", PK).name("#k2", SK))
+            .project(
+                Expr::new("#k1, #k2, #version")
+                    .name("#k1", PK)
+                    .name("#k2", SK)
+                    .name("#version", USER_VERSION),
+            )
             .consistent();
         let mut forgotten = 0;
+        let mut start = None;
         loop {
             let page = self
                 .db
-                .query_page("request records", &query, None, Some(100));
-            let records: Vec<Item> = page.await?.items;
-            if records.is_empty() {
-                return Ok(forgotten);
-            }
-            for record in records {
-                let delete = Write::delete(record, Deleted::IfGone);
+                .query_page("request records", &query, start, Some(100))
+                .await?;
+            for record in page.items {
+                let kept: Kept = super::from_item(record.clone())?;
+                if below.is_some_and(|first| kept.user_version >= first) {
+                    continue;
+                }
+                let key = Key::of(&record)?.item();
+                let delete = Write::delete(key, Deleted::IfGone);
                 self.db.write("forget a request record", &delete).await?;
                 forgotten += 1;
+            }
+            start = page.next;
+            if start.is_none() {
+                return Ok(forgotten);
             }
         }
     }

@@ -19,6 +19,7 @@ use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
 use super::Requests;
+use super::users::UserItem;
 use super::{
     ItemType, StoreError, n, s,
     table::{Expr, Landed, Slot, Transaction, Write},
@@ -96,6 +97,27 @@ pub struct RequestRecordItem {
     pub created_at: String,
     /// Seconds since the epoch (DynamoDB's TTL).
     pub expires_at: u64,
+    /// The writer's profile version when it was written. A record below the
+    /// profile's `firstVersion` is an erased account's: it never answers
+    /// for the person who signed up again, and a request under its key
+    /// replaces it. (Records written before it was kept read as 1.)
+    #[serde(default = "first_account_version")]
+    pub user_version: u64,
+}
+
+fn first_account_version() -> u64 {
+    1
+}
+
+/// The attribute that holds a record's [`RequestRecordItem::user_version`].
+pub const USER_VERSION: &str = "userVersion";
+
+impl RequestRecordItem {
+    /// Whether it was written by an account erased before `profile` was
+    /// made (`profile`: the user's current profile).
+    pub fn is_an_erased_accounts(&self, profile: &UserItem) -> bool {
+        self.user_version < profile.first_version
+    }
 }
 
 impl Entity for RequestRecordItem {
@@ -136,7 +158,7 @@ impl Idempotency {
     pub(super) fn add_record(
         keyed: Option<&Self>,
         tx: &mut Transaction<'_>,
-        caller: &UserId,
+        writer: &UserItem,
         response: &impl Serialize,
         created: Created,
     ) -> Result<Option<Slot>, StoreError> {
@@ -145,42 +167,62 @@ impl Idempotency {
         };
         let slot = tx.add(
             "request record",
-            keyed.record(caller, 201, response, created)?,
+            keyed.record(writer, 201, response, created)?,
         );
         tx.report_held(slot);
         Ok(Some(slot))
     }
 
-    /// The transaction item that records `caller`'s request as answered
-    /// `status` with `response` (its `content` left out): a put if there is
-    /// no live record of the key.
-    fn record(
+    /// The record of `writer`'s request as answered `status` with
+    /// `response` (its `content` left out), kept [`KEPT`] from now.
+    pub fn record_item(
         &self,
-        caller: &UserId,
+        writer: &UserItem,
         status: u16,
         response: &impl Serialize,
         created: Created,
-    ) -> Result<Write, StoreError> {
+    ) -> Result<RequestRecordItem, StoreError> {
         let mut body = serde_json::to_value(response)
             .map_err(|e| StoreError::Internal(format!("cannot record the answer: {e}")))?;
         if let Some(fields) = body.as_object_mut() {
             fields.remove("content");
         }
-        let now = epoch_seconds();
-        let record = RequestRecordItem {
-            user_id: caller.clone(),
+        Ok(RequestRecordItem {
+            user_id: writer.user_id.clone(),
             key: self.key.clone(),
             request_digest: self.digest.clone(),
             status,
             response: body.to_string(),
             created,
             created_at: timestamp::now(),
-            expires_at: now + KEPT.as_secs(),
-        };
-        let free = Expr::item_absent()
+            expires_at: epoch_seconds() + KEPT.as_secs(),
+            user_version: writer.version,
+        })
+    }
+
+    /// The transaction item that records `writer`'s request: a put if there
+    /// is no live record of the key (none, an expired one, or an erased
+    /// account's).
+    fn record(
+        &self,
+        writer: &UserItem,
+        status: u16,
+        response: &impl Serialize,
+        created: Created,
+    ) -> Result<Write, StoreError> {
+        let record = self.record_item(writer, status, response, created)?;
+        let mut free = Expr::item_absent()
             .or("#expires < :now")
+            .or("#version < :first")
             .name("#expires", EXPIRES_AT)
-            .value(":now", n(now));
+            .name("#version", USER_VERSION)
+            .value(":now", n(epoch_seconds()))
+            .value(":first", n(writer.first_version));
+        if writer.first_version > 1 {
+            // A record kept from before records held their version: the
+            // erased account's too.
+            free = free.or("attribute_not_exists(#version)");
+        }
         let landed = Landed::When(vec![
             ("requestDigest", s(&record.request_digest)),
             ("createdAt", s(&record.created_at)),
@@ -197,19 +239,23 @@ impl Requests<'_> {
     /// [`StoreError::IdempotencyKeyReused`].
     pub(super) async fn replay(
         &self,
-        caller: &UserId,
+        caller: &UserItem,
         keyed: &Idempotency,
     ) -> Result<Replay, StoreError> {
-        let key = keys::request_record(caller, &keyed.key).item();
+        let key = keys::request_record(&caller.user_id, &keyed.key).item();
         let record = self.db.get_entity::<RequestRecordItem>(key, true).await?;
         // Expired and deleted between the refusal and this read: the first
-        // request was made more than a day ago, and this one may be sent again.
-        let record = record.ok_or_else(|| {
-            StoreError::busy(
-                super::Busy::Conflict,
-                "the Idempotency-Key's record expired while it was read",
-            )
-        })?;
+        // request was made more than a day ago, and this one may be sent
+        // again. An erased account's record (its erasure's fan-out deleting
+        // it, or this request's condition having met another): the same.
+        let record = record
+            .filter(|record| !record.is_an_erased_accounts(caller))
+            .ok_or_else(|| {
+                StoreError::busy(
+                    super::Busy::Conflict,
+                    "the Idempotency-Key's record changed while it was read",
+                )
+            })?;
         if record.request_digest != keyed.digest {
             return Err(StoreError::IdempotencyKeyReused);
         }

@@ -271,7 +271,7 @@ impl Requests<'_> {
         let profile = tx.add("profile", Write::create(&item)?);
         let claim = tx.add("username claim", Write::create(&UsernameClaim::of(&item))?);
         let answer = User::from(item.clone());
-        let record = Idempotency::add_record(keyed, &mut tx, user, &answer, Created::User)?;
+        let record = Idempotency::add_record(keyed, &mut tx, &item, &answer, Created::User)?;
         let failed = match tx.commit_watched().await? {
             Committing::Done(TxOutcome::Committed) => return Ok(Answer::New(answer)),
             Committing::Done(TxOutcome::ConditionFailed(failed)) => failed,
@@ -282,7 +282,7 @@ impl Requests<'_> {
         };
         match (keyed, record) {
             (Some(keyed), Some(record)) if failed.failed(record) => {
-                Ok(Answer::Replayed(self.replay(user, keyed).await?))
+                Ok(Answer::Replayed(self.replay(&item, keyed).await?))
             }
             _ if failed.failed(profile) => Err(StoreError::ProfileExists),
             _ if failed.failed(claim) => Err(StoreError::UsernameTaken),

@@ -9,13 +9,14 @@ use serde_json::{Value, json};
 
 use blog::{
     fanout,
-    ids::{CommentId, LikeId, PostId},
+    ids::{CommentId, IdempotencyKey, LikeId, PostId},
     keys::{self, Counter, ItemType},
     store::{
         Item, bulk,
         comments::CommentItem,
         feed::{FEED_CAPACITY, feed_reserve},
         hot,
+        idempotency::{Created, Idempotency},
         likes::LikeItem,
         posts::{PostContentItem, PostItem},
         rename::Deadline,
@@ -848,4 +849,107 @@ async fn five_thousand_items_go_over_many_short_invocations_while_others_write()
             .iter()
             .all(|c| c["userId"] != json!(leaving))
     );
+}
+
+/// What a keyed `POST /posts` with `body` that read `profile` just before
+/// its account's erasure commits after it: the post, its content and the
+/// key's request record, in one transaction.
+async fn keyed_post_in_flight(api: &TestApi, profile: &UserItem, key: &str, body: &Value) {
+    let (title, text) = (
+        body["title"].as_str().expect("title"),
+        body["content"].as_str().expect("content"),
+    );
+    let post = PostId::generate();
+    let at = post.created_at();
+    let keyed = Idempotency::new(
+        IdempotencyKey::parse(key).expect("key"),
+        "POST /posts",
+        body.to_string().as_bytes(),
+    );
+    let answer = json!({ "postId": post, "title": title });
+    let record = keyed
+        .record_item(profile, 201, &answer, Created::Post { post_id: post })
+        .expect("record");
+    let mut tx = api.app.store.db().transaction("a keyed post in flight");
+    let item = PostItem::new(post, profile, title, text, &at);
+    tx.add("post", Write::create(&item).expect("post"));
+    let content = PostContentItem::new(post, text, &at);
+    tx.add("content", Write::create(&content).expect("content"));
+    tx.add("record", Write::create(&record).expect("record"));
+    tx.commit().await.expect("committed");
+}
+
+/// `user`'s request records: their keys, below profile version `below`.
+async fn records_below(api: &TestApi, user: &str, below: u64) -> Vec<String> {
+    items_of(api, user)
+        .await
+        .into_iter()
+        .filter(|i| ItemType::of(i) == Some(ItemType::RequestRecord))
+        .filter(|i| {
+            let version = i.get("userVersion").and_then(|v| v.as_n().ok());
+            version.and_then(|n| n.parse::<u64>().ok()).unwrap_or(1) < below
+        })
+        .filter_map(|i| text(&i, "key").map(str::to_owned))
+        .collect()
+}
+
+#[tokio::test]
+async fn a_keyed_create_in_flight_at_the_erasure_leaves_no_record_and_never_answers_the_person_back()
+ {
+    let api = TestApi::start().await;
+    let mut poller = api.poller();
+    let gone = api.user("keyed_leaver").await;
+    let old = api.profile(&gone).await;
+    let body = json!({ "title": "Late", "content": "in flight" });
+    let keyed = |key: &'static str| {
+        let (api, gone, body) = (&api, &gone, &body);
+        async move {
+            api.call_keyed("POST", "/posts", Some(gone), Some(key), Some(body))
+                .await
+        }
+    };
+    let (status, _, _) = keyed("answered").await;
+    assert_eq!(status, 201);
+    erase(&api, &gone).await;
+    api.settle(&mut poller).await;
+    assert_only_the_mark_is_left(&api, &gone).await;
+
+    // A keyed create that read the profile before the erasure lands after
+    // its walk: its post and its record go.
+    keyed_post_in_flight(&api, &old, "late", &body).await;
+    api.settle(&mut poller).await;
+    assert_only_the_mark_is_left(&api, &gone).await;
+
+    // The same person back, sending the late request again: a new post,
+    // not the erased account's answer.
+    let (status, reply) = sign_up(&api, &gone, "keyed_back").await;
+    assert_eq!(status, 201, "{reply}");
+    let new = api.profile(&gone).await;
+    let (status, first, replayed) = keyed("late").await;
+    assert_eq!((status, replayed), (201, false), "{first}");
+
+    // An erased account's record landing after the sign-up answers nothing
+    // for the new account: its key makes a new post; the fan-out takes the
+    // old record out and keeps the new account's own.
+    keyed_post_in_flight(&api, &old, "later", &body).await;
+    let (status, later, replayed) = keyed("later").await;
+    assert_eq!((status, replayed), (201, false), "{later}");
+    keyed_post_in_flight(&api, &old, "latest", &body).await;
+    assert_eq!(
+        records_below(&api, &gone, new.first_version).await,
+        ["latest"]
+    );
+    api.settle(&mut poller).await;
+    assert_eq!(
+        records_below(&api, &gone, new.first_version).await,
+        Vec::<String>::new()
+    );
+    for (key, answer) in [("late", &first), ("later", &later)] {
+        let (status, again, replayed) = keyed(key).await;
+        assert_eq!((status, replayed), (201, true), "{key}: {again}");
+        assert_eq!(again["postId"], answer["postId"], "{key}");
+    }
+    let posts = api.get(&format!("/users/{gone}/posts")).await.1;
+    assert_eq!(posts["items"].as_array().map(Vec::len), Some(2), "{posts}");
+    audit_is_clean(&api).await;
 }
