@@ -39,9 +39,19 @@ pub struct PostSummary {
     pub username: Username,
     pub title: String,
     pub summary: String,
+    #[serde(deserialize_with = "count")]
     pub comment_count: u64,
+    #[serde(deserialize_with = "count")]
     pub like_count: u64,
     pub created_at: String,
+}
+
+/// A stored count, read as at least 0: a count is never below 0 while the
+/// items it counts exist, and if one ever were (a repair racing the
+/// fan-out), a read answers 0 rather than failing.
+pub(crate) fn count<'de, D: serde::Deserializer<'de>>(stored: D) -> Result<u64, D::Error> {
+    let value = i64::deserialize(stored)?;
+    Ok(u64::try_from(value).unwrap_or(0))
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

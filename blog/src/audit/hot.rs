@@ -1,6 +1,14 @@
-//! The audit of a hot post (`store::hot`): its likes in its shards counted
-//! with those of its own partition, and each shard counter held to what it
-//! counts (the likes in its shard, the comments counted in it).
+//! The audit of a hot post (`store::hot`): each shard counter held to what
+//! it counts (the likes in its shard, the comments counted in it), and the
+//! post's counts to what is counted on it: the likes of its own partition
+//! (given while it was quiet), the comments no shard counts, and what the
+//! fan-out has added of each shard (`shardCounts`). What a shard counted and
+//! the fan-out has not added yet is in flight, not missing: a repair that
+//! set the post's counts to every item would have the fan-out add it again.
+//!
+//! Every repair reads what it conditions on first (the counter's or the
+//! post's `version`), then counts: a like, unlike or comment that commits
+//! while it counts moves that version, and the repair is refused.
 
 use std::collections::BTreeMap;
 
@@ -8,12 +16,12 @@ use super::{Finding, Sink};
 use crate::store::Admin;
 use crate::{
     ids::PostId,
-    keys::{COMMENT_PREFIX, Counter, LIKE_PREFIX, PostPartition},
+    keys::{COMMENT_PREFIX, Counter, LIKE_PREFIX, PostPartition, SK},
     store::{
         StoreError,
-        hot::{HOT_SHARDS, ShardCounterItem},
+        hot::{HOT_SHARDS, ShardCounterItem, Summed},
         posts::PostItem,
-        table::Query,
+        table::{Expr, Query},
     },
 };
 
@@ -21,21 +29,27 @@ impl Admin<'_> {
     /// The likes in `post`'s shards (none for a quiet post); a finding for
     /// each shard counter that is not what it counts: the likes in its shard
     /// and `counted_in` (the post's comments counted in each shard).
+    ///
+    /// And a finding for each shard whose counts the post holds at an older
+    /// version than the counter's: the fan-out has not added them (yet: the
+    /// repair adds them as the fan-out does, which is safe beside it).
     pub(super) async fn audit_shards(
         &self,
         post: &PostItem,
         counted_in: &BTreeMap<u8, u64>,
         sink: &Sink,
-    ) -> Result<u64, StoreError> {
-        let mut likes = 0;
+    ) -> Result<(), StoreError> {
         for shard in 0..post.shards.unwrap_or(0) {
-            let place = PostPartition::shard(post.post_id, shard);
-            let in_shard = self.count_in(place, LIKE_PREFIX).await?;
-            likes += in_shard;
-            let comments = counted_in.get(&shard).copied().unwrap_or(0);
+            // The counter first: a like counted after it is read is in the
+            // count below, and the repair's condition on this version
+            // refuses (read after, it would be set one short).
             let key = ShardCounterItem::key_of(post.post_id, shard).item();
             let stored = self.db().get_entity::<ShardCounterItem>(key, true).await?;
+            let place = PostPartition::shard(post.post_id, shard);
+            let in_shard = self.count_in(place, LIKE_PREFIX).await?;
+            let comments = counted_in.get(&shard).copied().unwrap_or(0);
             let (stored_likes, stored_comments, version) = stored
+                .as_ref()
                 .map(|c| (c.like_count, c.comment_count, c.version))
                 .unwrap_or_default();
             if (stored_likes, stored_comments) != (in_shard, comments) {
@@ -48,8 +62,46 @@ impl Admin<'_> {
                 };
                 sink.found(self, finding, None).await?;
             }
+            let added = post.added(shard).map_or(0, |a| a.version);
+            if stored.is_some_and(|c| c.version > added) {
+                let finding = Finding::ShardNotAdded {
+                    post: post.post_id,
+                    shard,
+                };
+                sink.found(self, finding, None).await?;
+            }
         }
-        Ok(likes)
+        Ok(())
+    }
+
+    /// The comments in `post`'s own partition: how many, and how many each
+    /// shard counts (a consistent Query of their `countedIn`, every page).
+    pub(super) async fn comments_counted(
+        &self,
+        post: &PostId,
+    ) -> Result<(u64, BTreeMap<u8, u64>), StoreError> {
+        let query = Query::partition(PostPartition::own(*post).pk())
+            .between(COMMENT_PREFIX.to_owned(), format!("{COMMENT_PREFIX}~"))
+            .project(Expr::new("#sk, countedIn").name("#sk", SK))
+            .consistent();
+        let (mut total, mut counted_in) = (0, BTreeMap::new());
+        let mut start = None;
+        loop {
+            let page = self
+                .db()
+                .query_page("count a post's comments", &query, start, None)
+                .await?;
+            for item in &page.items {
+                total += 1;
+                if let Some(shard) = super::counted_in(item) {
+                    *counted_in.entry(shard).or_default() += 1;
+                }
+            }
+            start = page.next;
+            if start.is_none() {
+                return Ok((total, counted_in));
+            }
+        }
     }
 
     /// How many of the items of the partition `place` are `prefix`'s (likes
@@ -81,26 +133,19 @@ impl Admin<'_> {
         }
     }
 
-    /// What `counter` of `post` should be: its items in the post's partition
-    /// and, for likes, in its shards.
+    /// What `counter` of `post` (as read, before this) should be, counted
+    /// now in its own partition ([`expected_count`]).
     pub(super) async fn count_of(
         &self,
         post: &PostItem,
         counter: Counter,
     ) -> Result<u64, StoreError> {
         let own = PostPartition::own(post.post_id);
-        let prefix = match counter {
-            Counter::Comments => COMMENT_PREFIX,
-            Counter::Likes => LIKE_PREFIX,
+        let (total, counted_in) = match counter {
+            Counter::Likes => (self.count_in(own, LIKE_PREFIX).await?, BTreeMap::new()),
+            Counter::Comments => self.comments_counted(&post.post_id).await?,
         };
-        let mut count = self.count_in(own, prefix).await?;
-        if counter == Counter::Likes {
-            for shard in 0..post.shards.unwrap_or(0) {
-                let place = PostPartition::shard(post.post_id, shard);
-                count += self.count_in(place, prefix).await?;
-            }
-        }
-        Ok(count)
+        Ok(expected_count(post, counter, total, &counted_in))
     }
 
     /// Whether the shard partition `place` has lost its post: then what it
@@ -113,16 +158,73 @@ impl Admin<'_> {
     /// The repair of a shard counter: its counts set to what it counts, if
     /// its `version` is still the one read (a like counted since moved it);
     /// the fan-out then adds the change onto the post.
-    pub(super) async fn recount_shard(
-        &self,
-        post: &PostId,
-        shard: u8,
-        actual: (u64, u64),
-        version: u64,
-    ) -> Result<bool, StoreError> {
-        let write = ShardCounterItem::set(*post, shard, actual, version);
+    /// Counted again after the counter is read (what the finding saw may
+    /// be stale): the counter first, then its shard's likes and the comments
+    /// it counts.
+    pub(super) async fn recount_shard(&self, post: &PostId, shard: u8) -> Result<bool, StoreError> {
+        let key = ShardCounterItem::key_of(*post, shard).item();
+        let Some(stored) = self.db().get_entity::<ShardCounterItem>(key, true).await? else {
+            return Ok(false);
+        };
+        let place = PostPartition::shard(*post, shard);
+        let likes = self.count_in(place, LIKE_PREFIX).await?;
+        let (_, counted_in) = self.comments_counted(post).await?;
+        let actual = (likes, counted_in.get(&shard).copied().unwrap_or(0));
+        if actual == (stored.like_count, stored.comment_count) {
+            return Ok(true);
+        }
+        let write = ShardCounterItem::set(*post, shard, actual, stored.version);
         Ok(self.db().write("set shard count", &write).await?.done())
     }
+
+    /// A shard's counts added onto its post as the fan-out adds them (a
+    /// record it lost, or one still in flight: adding twice adds nothing).
+    pub(super) async fn add_shard(&self, post: &PostId, shard: u8) -> Result<bool, StoreError> {
+        let key = ShardCounterItem::key_of(*post, shard).item();
+        let Some(counter) = self.db().get_entity::<ShardCounterItem>(key, true).await? else {
+            return Ok(false);
+        };
+        let summed = self.fanout().add_shard_counts(post, &[counter]).await?;
+        Ok(summed != Summed::Gone)
+    }
+}
+
+/// What `post`'s (comment, like) counts should say, from the `comments` and
+/// `likes` of its own partition, `counted_in` of the comments counted in
+/// shards ([`expected_count`]).
+pub(super) fn expected_counts(
+    post: &PostItem,
+    comments: u64,
+    likes: u64,
+    counted_in: &BTreeMap<u8, u64>,
+) -> (u64, u64) {
+    (
+        expected_count(post, Counter::Comments, comments, counted_in),
+        expected_count(post, Counter::Likes, likes, &BTreeMap::new()),
+    )
+}
+
+/// What `counter` of `post` should say, from what its own partition holds:
+/// `total` items, `counted_in` of them (comments) counted in a shard. A quiet
+/// post counts every one; a hot post the rest, plus what the fan-out has
+/// added of its shards' counts.
+pub(super) fn expected_count(
+    post: &PostItem,
+    counter: Counter,
+    total: u64,
+    counted_in: &BTreeMap<u8, u64>,
+) -> u64 {
+    if post.shards.is_none() {
+        return total;
+    }
+    let in_shards: u64 = counted_in.values().sum();
+    let added: u64 = post
+        .shard_counts
+        .iter()
+        .flat_map(|added| added.values())
+        .map(|added| added.of(counter))
+        .sum();
+    total.saturating_sub(in_shards) + added
 }
 
 /// Every shard a deleted post may have had: a post that is gone no longer

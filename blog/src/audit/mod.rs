@@ -77,6 +77,9 @@ pub enum Finding {
         /// The counter's `version` when read: the repair's condition.
         version: u64,
     },
+    /// A hot post holds a shard's counts at an older version than the
+    /// shard counter's: the fan-out has not added what it counted since.
+    ShardNotAdded { post: PostId, shard: u8 },
     /// A post, comment or like shows another username than its author's profile.
     Username {
         pk: String,
@@ -150,6 +153,10 @@ impl fmt::Display for Finding {
             } => write!(
                 f,
                 "post {post}: shard {shard} counts (likes, comments) {stored:?}, but holds {actual:?}"
+            ),
+            Self::ShardNotAdded { post, shard } => write!(
+                f,
+                "post {post}: shard {shard} counted more than the post holds of it"
             ),
             Self::Username {
                 pk,
@@ -335,13 +342,8 @@ impl Admin<'_> {
     ) -> Result<bool, StoreError> {
         match finding {
             Finding::Count { post, counter, .. } => self.recount(post, *counter).await,
-            Finding::ShardCount {
-                post,
-                shard,
-                actual,
-                version,
-                ..
-            } => self.recount_shard(post, *shard, *actual, *version).await,
+            Finding::ShardCount { post, shard, .. } => self.recount_shard(post, *shard).await,
+            Finding::ShardNotAdded { post, shard } => self.add_shard(post, *shard).await,
             // What the fan-out's walk does; safe beside it (deleting what is
             // gone is a no-op, and nothing can be added to a deleted post).
             Finding::Orphans { post, .. } => {
@@ -423,7 +425,7 @@ fn shown(entry: &FeedEntryItem) -> FeedEntryItem {
 
 /// The attributes the audit reads: everything but a post's content, which
 /// nothing copies (it is never sent over the wire to the audit).
-const READ: [&str; 20] = [
+const READ: [&str; 21] = [
     "PK",
     "SK",
     "GSI1PK",
@@ -446,6 +448,8 @@ const READ: [&str; 20] = [
     // A hot post's shards, and the shard that counts a comment.
     "shards",
     "countedIn",
+    // What the fan-out has added of each shard's counts.
+    crate::store::hot::ADDED_ATTRIBUTE,
 ];
 
 /// [`READ`] as a projection expression (every name through a placeholder,

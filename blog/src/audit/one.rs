@@ -255,14 +255,18 @@ impl Admin<'_> {
         let Some(mut post) = partition.post else {
             return Ok(None);
         };
-        let likes = partition.likes
-            + self
-                .audit_shards(&post, &partition.counted_in, sink)
-                .await?;
-        for finding in Finding::counts(&post, partition.comments, likes) {
+        self.audit_shards(&post, &partition.counted_in, sink)
+            .await?;
+        let (comments, likes) = super::hot::expected_counts(
+            &post,
+            partition.comments,
+            partition.likes,
+            &partition.counted_in,
+        );
+        for finding in Finding::counts(&post, comments, likes) {
             sink.found(self, finding, None).await?;
         }
-        post.comment_count = partition.comments;
+        post.comment_count = comments;
         post.like_count = likes;
         if let Some(Some((name, _))) = partition.profiles.get(&post.user_id) {
             post.username.clone_from(name);

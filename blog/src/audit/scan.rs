@@ -459,11 +459,15 @@ impl Admin<'_> {
             }
             return Ok(());
         };
-        let likes = collection.likes
-            + self
-                .audit_shards(&post, &collection.counted_in, sink)
-                .await?;
-        for finding in Finding::counts(&post, collection.comments, likes) {
+        self.audit_shards(&post, &collection.counted_in, sink)
+            .await?;
+        let (comments, likes) = super::hot::expected_counts(
+            &post,
+            collection.comments,
+            collection.likes,
+            &collection.counted_in,
+        );
+        for finding in Finding::counts(&post, comments, likes) {
             sink.found(self, finding, None).await?;
         }
         let newer = done
@@ -471,7 +475,7 @@ impl Admin<'_> {
             .first_key_value()
             .is_none_or(|(oldest, _)| *oldest < post.post_id);
         if done.newest.len() < keep_newest || newer {
-            post.comment_count = collection.comments;
+            post.comment_count = comments;
             post.like_count = likes;
             done.newest.insert(post.post_id, FeedEntryItem::from(&post));
             while done.newest.len() > keep_newest {

@@ -125,7 +125,9 @@ pub fn comment_shard(comment: &CommentId, shards: u8) -> u8 {
 pub struct ShardCounterItem {
     pub post_id: PostId,
     pub shard: u8,
+    #[serde(deserialize_with = "crate::model::count")]
     pub like_count: u64,
+    #[serde(deserialize_with = "crate::model::count")]
     pub comment_count: u64,
     pub version: u64,
 }
@@ -231,6 +233,16 @@ pub struct Added {
     pub comment_count: u64,
     #[serde(rename = "v")]
     pub version: u64,
+}
+
+impl Added {
+    /// The count of `counter` added.
+    pub fn of(&self, counter: Counter) -> u64 {
+        match counter {
+            Counter::Comments => self.comment_count,
+            Counter::Likes => self.like_count,
+        }
+    }
 }
 
 /// The post item's attribute that holds the [`Added`] of each shard, by

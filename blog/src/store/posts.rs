@@ -48,7 +48,9 @@ pub struct PostItem {
     pub user_version: u64,
     pub title: String,
     pub summary: String,
+    #[serde(deserialize_with = "crate::model::count")]
     pub comment_count: u64,
+    #[serde(deserialize_with = "crate::model::count")]
     pub like_count: u64,
     pub created_at: String,
     pub updated_at: String,
@@ -97,6 +99,11 @@ impl PostItem {
             Counter::Comments => self.comment_count,
             Counter::Likes => self.like_count,
         }
+    }
+
+    /// What the fan-out has added onto it of hot shard `shard`'s counts.
+    pub fn added(&self, shard: u8) -> Option<super::hot::Added> {
+        self.shard_counts.as_ref()?.get(&shard.to_string()).copied()
     }
 }
 
@@ -539,6 +546,22 @@ mod tests {
                 "GSI1 projects {name}, no post attribute"
             );
         }
+        Ok(())
+    }
+
+    /// A count below 0 (which no write makes while its items exist) reads
+    /// as 0, in the post and in its short form: a read answers, not a 500.
+    #[test]
+    fn a_count_stored_below_zero_reads_as_zero() -> Result<(), Box<dyn std::error::Error>> {
+        let mut item = post()?.to_item()?;
+        item.insert(
+            Counter::Likes.attribute().to_owned(),
+            AttributeValue::N("-2".to_owned()),
+        );
+        let read: PostItem = crate::store::from_item(item.clone())?;
+        assert_eq!((read.like_count, read.comment_count), (0, 3));
+        let short: crate::model::PostSummary = crate::store::from_item(item)?;
+        assert_eq!((short.like_count, short.comment_count), (0, 3));
         Ok(())
     }
 }

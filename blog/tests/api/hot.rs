@@ -467,3 +467,91 @@ async fn a_forged_likes_cursor_is_refused_and_never_decides_how_much_is_read() {
         );
     }
 }
+
+/// `delta` added to `counter` of the item at `key`, as a fault would.
+async fn damage(api: &TestApi, key: blog::keys::Key, counter: blog::keys::Counter, delta: i64) {
+    use aws_sdk_dynamodb::types::AttributeValue;
+    use blog::store::table::{Expr, Landed, Write};
+    let change = Expr::new("SET #c = #c + :d")
+        .name("#c", counter.attribute())
+        .value(":d", AttributeValue::N(delta.to_string()));
+    let write = Write::update(key.item(), change, Landed::Untold);
+    let written = api.app.store.db().write("damage", &write).await;
+    assert!(written.expect("written").done());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn the_audit_repairs_a_live_hot_post_exactly_while_its_fan_out_is_behind() {
+    use blog::{keys::Counter, store::hot::ShardCounterItem};
+    let api = TestApi::start().await;
+    let mut poller = api.poller();
+    let author = api.user("audited").await;
+    let post = api.post(&author, "Hot, audited", "live").await;
+    let users: Vec<String> =
+        futures::future::join_all((0..30).map(|i| api.user_named(format!("reader{i:02}")))).await;
+    // Quiet: 5 likes and 2 comments on the post item; then hot: 10 likes
+    // and 3 comments in its shards, all added by the fan-out.
+    for who in &users[..5] {
+        api.like(who, &post).await;
+    }
+    api.comment(&users[0], &post, "quiet").await;
+    api.comment(&users[1], &post, "quiet too").await;
+    api.make_hot(&post).await;
+    for who in &users[5..15] {
+        api.like(who, &post).await;
+    }
+    for who in &users[5..8] {
+        api.comment(who, &post, "hot").await;
+    }
+    api.settle(&mut poller).await;
+    // Damage: the post's likes 4 too many, shard 3's 3 too many.
+    let id = post_id(&post);
+    damage(&api, blog::keys::post_item(&id), Counter::Likes, 4).await;
+    damage(&api, ShardCounterItem::key_of(id, 3), Counter::Likes, 3).await;
+
+    // With the fan-out stopped: likes, unlikes (quiet and hot) and comments
+    // before the audit and while it repairs.
+    let likes = format!("/posts/{post}/likes");
+    let before = async {
+        for who in &users[15..20] {
+            api.like(who, &post).await;
+        }
+        api.comment(&users[15], &post, "pending").await;
+    };
+    before.await;
+    let writes = async {
+        for (i, who) in users[20..30].iter().enumerate() {
+            api.like(who, &post).await;
+            // Every quiet liker's like (users 0–4) and five hot ones.
+            let taken_back = if i % 2 == 0 {
+                &users[i / 2]
+            } else {
+                &users[5 + i]
+            };
+            let (status, _) = api.call("DELETE", &likes, Some(taken_back), None).await;
+            assert_eq!(status, 204);
+            api.comment(who, &post, "meanwhile").await;
+        }
+    };
+    let (report, ()) = futures::join!(api.audit(true), writes);
+    assert!(report.repaired >= 1, "{:?}", report.findings);
+
+    // The fan-out resumes; then the counts are the items, and a second
+    // audit (repairing what the first was refused for) leaves them so.
+    api.settle(&mut poller).await;
+    api.audit(true).await;
+    api.settle(&mut poller).await;
+    let liked = every_page(&api, &likes, 100).await.len();
+    let commented = every_page(&api, &format!("/posts/{post}/comments"), 100)
+        .await
+        .len();
+    assert_eq!((liked, commented), (30 - 10, 2 + 3 + 1 + 10));
+    let (_, got) = api.get(&format!("/posts/{post}")).await;
+    assert_eq!(
+        (got["likeCount"].clone(), got["commentCount"].clone()),
+        (json!(liked), json!(commented)),
+        "{got}"
+    );
+    let report = api.audit(false).await;
+    assert_eq!(report.findings, vec![], "exact after the repair");
+}
