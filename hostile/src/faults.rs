@@ -259,6 +259,19 @@ pub(crate) fn partition_throttle_body(reasons: serde_json::Value) -> String {
     .to_string()
 }
 
+/// A request (a transaction too) refused because its table is past its
+/// on-demand maximum, with DynamoDB's reasons (this exception's model names
+/// them `throttlingReasons`, lower case, unlike
+/// `ProvisionedThroughputExceededException`'s `ThrottlingReasons`).
+pub(crate) fn table_throttle_body(reasons: serde_json::Value) -> String {
+    json!({
+        "__type": format!("{ERROR_NAMESPACE}ThrottlingException"),
+        "message": THROTTLING_MESSAGE,
+        "throttlingReasons": reasons,
+    })
+    .to_string()
+}
+
 /// A `TransactionCanceledException` body whose item `i` has the reason
 /// `reason(i)` (`None` for the others).
 fn cancellation(

@@ -67,6 +67,6 @@ mod proxy;
 mod stats;
 
 pub use faults::{Faults, RATE_KINDS};
-pub use partitions::PartitionLimits;
+pub use partitions::{PartitionLimits, TableCeiling};
 pub use proxy::Proxy;
 pub use stats::Stats;

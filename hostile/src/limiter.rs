@@ -12,8 +12,8 @@ use std::{
 use serde_json::{Map, Value, json};
 
 use crate::partitions::{
-    Buckets, Charge, Kind, Partition, PartitionLimits, TableShape, item_size, partition_value,
-    read_units, write_charges,
+    Buckets, Charge, Kind, Partition, PartitionLimits, TableShape, index_estimates, item_size,
+    partition_value, read_units, write_charges,
 };
 
 /// The limiter of a proxy: the buckets and the shapes of the tables seen.
@@ -177,7 +177,7 @@ impl Limiter {
                     After::Updated => Some(old.cloned().unwrap_or_else(|| write.key.clone())),
                     After::Checked => old.cloned(),
                 };
-                let item_charges = write_charges(
+                let mut item_charges = write_charges(
                     &write.table,
                     &shape,
                     &write.key,
@@ -186,6 +186,9 @@ impl Limiter {
                     transactional,
                     write.index,
                 );
+                if let (After::Updated, Some(old)) = (&write.after, old) {
+                    item_charges.extend(index_estimates(&write.table, &shape, old, write.index));
+                }
                 if matches!(write.after, After::Updated) {
                     updates.push(Update {
                         write: write.clone(),

@@ -53,6 +53,22 @@ pub struct PartitionLimits {
     /// Seconds of unused capacity a partition keeps (at least 1; DynamoDB's
     /// burst capacity is 300).
     pub burst_seconds: f64,
+    /// A table's on-demand maximum (`MaxWriteRequestUnits`,
+    /// `MaxReadRequestUnits`), in units a second over all its partitions,
+    /// not scaled; `None`: none.
+    pub table_ceiling: Option<TableCeiling>,
+}
+
+/// A table's on-demand maximum throughput: what all its partitions take
+/// together, a second. A request past it (a transaction too) is refused
+/// whole with `ThrottlingException` and the reason
+/// `TableWriteMaxOnDemandThroughputExceeded` (or the read one): DynamoDB's
+/// docs have requests past the maximum "receive quick throttle responses"
+/// with a `MaxOnDemandThroughputExceeded` reason, not a cancellation.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct TableCeiling {
+    pub write_units_per_second: f64,
+    pub read_units_per_second: f64,
 }
 
 impl PartitionLimits {
@@ -64,7 +80,16 @@ impl PartitionLimits {
         Ok(Self {
             scale,
             burst_seconds: 1.0,
+            table_ceiling: None,
         })
+    }
+
+    /// These limits with each table's on-demand maximum at `ceiling`.
+    pub fn with_table_ceiling(self, ceiling: TableCeiling) -> Self {
+        Self {
+            table_ceiling: Some(ceiling),
+            ..self
+        }
     }
 
     pub fn write_units_per_second(&self) -> f64 {
@@ -185,6 +210,27 @@ pub(crate) struct Partition {
     pub(crate) key: String,
 }
 
+/// The key of the bucket that stands for a whole table (its on-demand
+/// maximum), which no partition key value can be (DynamoDB keys are not
+/// empty).
+const WHOLE_TABLE: &str = "";
+
+impl Partition {
+    /// The bucket of `table`'s on-demand maximum.
+    fn whole_table(table: &str) -> Self {
+        Self {
+            table: table.to_owned(),
+            index: None,
+            key: WHOLE_TABLE.to_owned(),
+        }
+    }
+
+    /// Whether it stands for a whole table's on-demand maximum.
+    pub(crate) fn is_whole_table(&self) -> bool {
+        self.index.is_none() && self.key == WHOLE_TABLE
+    }
+}
+
 /// Which of a partition's two allowances.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Kind {
@@ -273,6 +319,35 @@ pub(crate) fn write_charges(
         }
     }
     charges
+}
+
+/// What an update of `before` is charged on the indexes before it is known
+/// what it changes: each index entry `before` has, as if it changed (the
+/// true charges are settled once it took effect). Without this an index
+/// partition would never refuse an update, only be charged after it.
+pub(crate) fn index_estimates(
+    table: &str,
+    shape: &TableShape,
+    before: &Map<String, Value>,
+    item: usize,
+) -> Vec<Charge> {
+    shape
+        .indexes
+        .iter()
+        .filter_map(|index| {
+            let entry = shape.entry(index, before)?;
+            Some(Charge {
+                partition: Partition {
+                    table: table.to_owned(),
+                    index: Some(index.name.clone()),
+                    key: entry.get(&index.pk).map(partition_value)?,
+                },
+                kind: Kind::Write,
+                units: write_units(item_size(&entry)),
+                item,
+            })
+        })
+        .collect()
 }
 
 /// Read units for `bytes` read in one go.
@@ -382,15 +457,35 @@ impl Buckets {
         self.limits
     }
 
-    fn rate(&self, kind: Kind) -> f64 {
-        match kind {
-            Kind::Read => self.limits.read_units_per_second(),
-            Kind::Write => self.limits.write_units_per_second(),
+    fn rate(&self, partition: &Partition, kind: Kind) -> f64 {
+        match (kind, partition.is_whole_table(), self.limits.table_ceiling) {
+            (Kind::Read, true, Some(ceiling)) => ceiling.read_units_per_second,
+            (Kind::Write, true, Some(ceiling)) => ceiling.write_units_per_second,
+            (Kind::Read, _, _) => self.limits.read_units_per_second(),
+            (Kind::Write, _, _) => self.limits.write_units_per_second(),
         }
     }
 
-    fn capacity(&self, kind: Kind) -> f64 {
-        self.rate(kind) * self.limits.burst_seconds.max(1.0)
+    fn capacity(&self, partition: &Partition, kind: Kind) -> f64 {
+        self.rate(partition, kind) * self.limits.burst_seconds.max(1.0)
+    }
+
+    /// `charges` and, for a table with a ceiling, the same units of each
+    /// charge on one of its own partitions charged to the whole table.
+    fn with_ceiling(&self, charges: &[Charge]) -> Vec<Charge> {
+        let mut all = charges.to_vec();
+        if self.limits.table_ceiling.is_some() {
+            all.extend(
+                charges
+                    .iter()
+                    .filter(|c| c.partition.index.is_none())
+                    .map(|c| Charge {
+                        partition: Partition::whole_table(&c.partition.table),
+                        ..c.clone()
+                    }),
+            );
+        }
+        all
     }
 
     /// What a partition has left now (`None`: never charged).
@@ -408,8 +503,8 @@ impl Buckets {
 
     /// The tokens of a partition now, refilled since it was last seen.
     fn refilled(&mut self, partition: &Partition, kind: Kind, now: Instant) -> &mut Bucket {
-        let rate = self.rate(kind);
-        let capacity = self.capacity(kind);
+        let rate = self.rate(partition, kind);
+        let capacity = self.capacity(partition, kind);
         let bucket = self
             .buckets
             .entry((partition.clone(), kind))
@@ -443,8 +538,9 @@ impl Buckets {
         charges: &[Charge],
         now: Instant,
     ) -> Result<(), Vec<Charge>> {
+        let charges = self.with_ceiling(charges);
         let mut totals: HashMap<(Partition, Kind), f64> = HashMap::new();
-        for charge in charges {
+        for charge in &charges {
             *totals
                 .entry((charge.partition.clone(), charge.kind))
                 .or_default() += charge.units;
@@ -452,7 +548,7 @@ impl Buckets {
         let short: Vec<(Partition, Kind)> = totals
             .iter()
             .filter(|((partition, kind), needed)| {
-                let capacity = self.capacity(*kind);
+                let capacity = self.capacity(partition, *kind);
                 self.refilled(partition, *kind, now).tokens < needed.min(capacity)
             })
             .map(|(key, _)| key.clone())
@@ -460,10 +556,14 @@ impl Buckets {
         if short.is_empty() {
             return Ok(());
         }
-        Err(charges
+        // Past the table's ceiling, the request is refused for that alone.
+        let whole = short
             .iter()
+            .any(|(partition, _)| partition.is_whole_table());
+        Err(charges
+            .into_iter()
             .filter(|c| short.contains(&(c.partition.clone(), c.kind)))
-            .cloned()
+            .filter(|c| !whole || c.partition.is_whole_table())
             .collect())
     }
 
@@ -472,6 +572,10 @@ impl Buckets {
     pub(crate) fn adjust(&mut self, partition: &Partition, kind: Kind, units: f64, now: Instant) {
         self.refilled(partition, kind, now).tokens -= units;
         *self.charged.entry((partition.clone(), kind)).or_default() += units;
+        if self.limits.table_ceiling.is_some() && partition.index.is_none() {
+            let table = Partition::whole_table(&partition.table);
+            self.refilled(&table, kind, now).tokens -= units;
+        }
     }
 
     /// The totals charged since the last call, which starts them again.
@@ -503,6 +607,12 @@ impl Buckets {
 
 /// DynamoDB's throttling reason for a refused charge.
 pub(crate) fn reason(charge: &Charge) -> &'static str {
+    if charge.partition.is_whole_table() {
+        return match charge.kind {
+            Kind::Write => "TableWriteMaxOnDemandThroughputExceeded",
+            Kind::Read => "TableReadMaxOnDemandThroughputExceeded",
+        };
+    }
     match (charge.partition.index.is_some(), charge.kind) {
         (false, Kind::Write) => "TableWriteKeyRangeThroughputExceeded",
         (false, Kind::Read) => "TableReadKeyRangeThroughputExceeded",
@@ -659,5 +769,63 @@ mod tests {
             buckets.take(&[charge("a", 0.5)], much_later).is_err(),
             "no burst"
         );
+    }
+
+    #[test]
+    fn a_table_ceiling_refuses_what_all_partitions_take_together() {
+        let ceiling = TableCeiling {
+            write_units_per_second: 15.0,
+            read_units_per_second: 30.0,
+        };
+        // 10 WCU/s a partition, 15 for the table.
+        let limits = PartitionLimits::scaled(0.01)
+            .expect("scale")
+            .with_table_ceiling(ceiling);
+        let mut buckets = Buckets::new(limits);
+        let charge = |key: &str, index: Option<&str>, units: f64| Charge {
+            partition: Partition {
+                table: "t".into(),
+                index: index.map(str::to_owned),
+                key: key.into(),
+            },
+            kind: Kind::Write,
+            units,
+            item: 0,
+        };
+        let start = Instant::now();
+        assert!(buckets.take(&[charge("a", None, 8.0)], start).is_ok());
+        // An index's partitions are not the table's.
+        assert!(
+            buckets
+                .take(&[charge("u", Some("GSI1"), 9.0)], start)
+                .is_ok()
+        );
+        // b has room, the table has 7 left.
+        let refused = buckets
+            .take(&[charge("b", None, 8.0)], start)
+            .expect_err("past the ceiling");
+        assert!(refused.iter().all(|c| c.partition.is_whole_table()));
+        assert_eq!(
+            throttling_reasons(&refused),
+            json!([{
+                "reason": "TableWriteMaxOnDemandThroughputExceeded",
+                "resource": "arn:aws:dynamodb:local:000000000000:table/t",
+            }])
+        );
+        assert!(buckets.take(&[charge("b", None, 7.0)], start).is_ok());
+        // A partition's own limit still names the partition.
+        let later = start + std::time::Duration::from_secs(1);
+        assert!(buckets.take(&[charge("a", None, 10.0)], later).is_ok());
+        let refused = buckets
+            .take(&[charge("a", None, 1.0)], later)
+            .expect_err("past a's own limit");
+        assert_eq!(refused[0].partition.key, "a");
+        assert_eq!(
+            throttling_reasons(&refused)[0]["reason"],
+            "TableWriteKeyRangeThroughputExceeded"
+        );
+        // What the ceiling took is not billed twice.
+        let charged = buckets.take_charged();
+        assert!((charged.write_units - 34.0).abs() < 1e-9, "{charged:?}");
     }
 }

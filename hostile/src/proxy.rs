@@ -27,7 +27,7 @@ use tokio::{net::TcpListener, sync::watch};
 use crate::{
     faults::{
         self, Committed, Fault, Faults, TARGET_PREFIX, Transaction, error_body,
-        partition_throttle_body, throttled_cancellation_body,
+        partition_throttle_body, table_throttle_body, throttled_cancellation_body,
     },
     gsi,
     limiter::{Admission, Limiter, Upstream},
@@ -290,7 +290,13 @@ impl Shared {
                 } => {
                     self.counters.partition_throttle();
                     tracing::debug!(operation, ?refused, "hostile proxy: partition throttled");
+                    let whole_table = refused.iter().any(|c| c.partition.is_whole_table());
+                    // Past the table's ceiling, any request (a transaction
+                    // too) is refused whole, with DynamoDB's reasons; past a
+                    // partition's, a transaction's cancellation names the
+                    // items refused and a single call gets the reasons.
                     let body = match transaction {
+                        _ if whole_table => table_throttle_body(throttling_reasons(&refused)),
                         Some(items) => {
                             let mut throttled: Vec<usize> =
                                 refused.iter().map(|c| c.item).collect();

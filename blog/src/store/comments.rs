@@ -165,13 +165,15 @@ impl Requests<'_> {
         // The caller's profile (403 for an erased account, or without one):
         // its name goes onto the item.
         let profile = self.writer(author).await?.profile()?;
+        // As a like's ([`Requests::like_post`]).
+        let mut may_switch = self.hot_switch;
         for _ in 0..COMMENT_ATTEMPTS {
             let mut item = CommentItem::new(*post, CommentId::generate(), &profile, content);
             item.counted_in = self
                 .known_shards(post)
                 .map(|shards| hot::comment_shard(&item.comment_id, shards));
             let mut tx = self.db.transaction("comment");
-            tx.add("comment", Write::create(&item)?);
+            let comment = tx.add("comment", Write::create(&item)?);
             let count = hot::counted_up(post, item.counted_in, Counter::Comments);
             let counted = tx.add("count", count);
             let answer = Comment::from(item.clone());
@@ -180,14 +182,17 @@ impl Requests<'_> {
                 comment_id: item.comment_id,
             };
             let record = Idempotency::add_record(keyed, &mut tx, &profile, &answer, created)?;
-            if item.counted_in.is_none() && self.hot_switch {
-                tx.yield_when_throttled(counted);
+            if item.counted_in.is_none() && may_switch {
+                // Both in the post's partition; each also in an index
+                // partition of its own (the commenter's, the author's):
+                // throttled together, the post's partition is at its limit.
+                tx.yield_when_throttled(&[comment, counted]);
             }
             let failed = match tx.commit_watched().await? {
                 Committing::Done(TxOutcome::Committed) => return Ok(Answer::New(answer)),
                 Committing::Done(TxOutcome::ConditionFailed(failed)) => failed,
                 Committing::Throttled => {
-                    self.make_hot(post).await?;
+                    may_switch = self.switch_if_hot(post).await?;
                     continue;
                 }
                 Committing::Held => return Err(StoreError::IdempotencyKeyInFlight),

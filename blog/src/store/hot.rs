@@ -38,7 +38,7 @@ use serde::{Deserialize, Serialize};
 use super::{FanOut, Requests};
 use super::{
     Item, ItemType, Store, StoreError, from_item, n, signed,
-    table::{Expr, Landed, Outcome, TxOutcome, Write},
+    table::{Expr, Landed, Outcome, Room, Throttle, TxOutcome, Write},
 };
 use crate::{
     ids::{CommentId, PostId, UserId},
@@ -343,6 +343,31 @@ impl Requests<'_> {
             None => {
                 self.hot.forget(post);
                 Err(StoreError::PostNotFound)
+            }
+        }
+    }
+
+    /// Request: a like's or a comment's transaction was throttled on every
+    /// item it has in the post's partition, which says that partition is at
+    /// its limit (an index partition refuses only the item that writes to it,
+    /// and the table's on-demand maximum the whole request, never an item).
+    /// Makes the post hot unless a probe of the post item
+    /// ([`crate::store::table::Table::probe_write`]) is refused for another
+    /// limit (an index's, the table's): then nothing is switched, and
+    /// `false` says to retry without watching for throttles again. A probe
+    /// that finds room (its one unit fits where the transaction's six did
+    /// not, or the burst has passed) does not undo what the cancellation
+    /// showed.
+    pub(super) async fn switch_if_hot(&self, post: &PostId) -> Result<bool, StoreError> {
+        let probe = self.db.probe_write(keys::post_item(post).item()).await?;
+        match probe {
+            Room::Refused(cause @ (Throttle::Index | Throttle::Table)) => {
+                tracing::info!(post_id = %post, ?cause, "a throttle elsewhere: the post stays quiet");
+                Ok(false)
+            }
+            Room::Now | Room::Refused(Throttle::KeyRange | Throttle::Unstated) => {
+                self.make_hot(post).await?;
+                Ok(true)
             }
         }
     }

@@ -213,6 +213,9 @@ impl Requests<'_> {
         // The caller's profile (403 for an erased account, or without one):
         // its name goes onto the item.
         let profile = self.writer(liker).await?.profile()?;
+        // Whether a throttle of the post's partition may make it hot: not
+        // once a probe found the limit elsewhere (an index, the table).
+        let mut may_switch = self.hot_switch;
         // A like taken back between the refused put and the read of the
         // existing one: like again.
         for _ in 0..UNLIKE_ATTEMPTS {
@@ -233,13 +236,15 @@ impl Requests<'_> {
             );
             tx.add("like", Write::create(&like)?);
             let counted = tx.add("count", hot::counted_up(post, shard, Counter::Likes));
-            if shard.is_none() && self.hot_switch {
-                tx.yield_when_throttled(counted);
+            if shard.is_none() && may_switch {
+                // The marker touches no index: throttled with the count,
+                // it is the post's partition that is at its limit.
+                tx.yield_when_throttled(&[marker, counted]);
             }
             let outcome = tx.commit_watched().await?;
             let failed = match outcome {
                 Committing::Throttled => {
-                    self.make_hot(post).await?;
+                    may_switch = self.switch_if_hot(post).await?;
                     continue;
                 }
                 Committing::Done(TxOutcome::Committed) => return Ok(Liked::New(like.into())),

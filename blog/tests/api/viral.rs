@@ -125,3 +125,132 @@ async fn a_post_liked_past_its_partitions_limit_answers_every_like_and_counts_it
     let report = api.audit(false).await;
     assert_eq!(report.findings, vec![], "the audit finds nothing");
 }
+
+/// 20 posts by one author, each liked by its own users at `per_post` likes
+/// a second for 4 seconds through a proxy enforcing `limits`; returns the
+/// like answers, how many were throttled at the proxy, and how many posts
+/// turned hot.
+async fn twenty_posts_liked(limits: PartitionLimits, per_post: f64) -> (Vec<u16>, u64, usize) {
+    const POSTS: usize = 20;
+    const SECONDS: f64 = 4.0;
+    let (proxy, api) = behind_proxy(Backoff::default()).await;
+    let api = Arc::new(api);
+    let author = api.user("prolific").await;
+    let posts: Vec<String> = futures::future::join_all(
+        (0..POSTS).map(|i| api.post(&author, format!("Post {i}"), "liked")),
+    )
+    .await;
+    let per_post_likes = (per_post * SECONDS) as usize;
+    let users: Vec<String> = futures::future::join_all(
+        (0..per_post_likes * POSTS).map(|i| api.user_named(format!("liker{i:04}"))),
+    )
+    .await;
+    proxy.set_partition_limits(Some(limits));
+    let rate = per_post * POSTS as f64;
+    let started = Instant::now();
+    let mut tasks = Vec::new();
+    for (i, user) in users.into_iter().enumerate() {
+        let at = Duration::from_secs_f64(i as f64 / rate);
+        tokio::time::sleep(at.saturating_sub(started.elapsed())).await;
+        let (api, post) = (api.clone(), posts[i % POSTS].clone());
+        tasks.push(tokio::spawn(async move {
+            let path = format!("/posts/{post}/likes");
+            api.call("POST", &path, Some(&user), None).await.0
+        }));
+    }
+    let mut statuses = Vec::new();
+    for task in tasks {
+        statuses.push(task.await.expect("a like"));
+    }
+    let throttled = proxy.stats().partition_throttle;
+    proxy.set_partition_limits(None);
+    let hot = table_snapshot(&api)
+        .await
+        .iter()
+        .filter(|item| item.contains_key("shards"))
+        .count();
+    (statuses, throttled, hot)
+}
+
+#[tokio::test]
+async fn the_tables_ceiling_turns_no_post_hot() {
+    // Each post's partition takes 50 WCU a second; the table as a whole
+    // takes 60: 20 posts liked once a second each (120 WCU a second) stay
+    // far below their own partitions' limits.
+    let ceiling = hostile::TableCeiling {
+        write_units_per_second: 60.0,
+        read_units_per_second: 10_000.0,
+    };
+    let limits = PartitionLimits::scaled(SCALE)
+        .expect("scale")
+        .with_table_ceiling(ceiling);
+    let (statuses, throttled, hot) = twenty_posts_liked(limits, 1.0).await;
+    assert!(throttled > 0, "the table's ceiling was reached");
+    assert!(
+        statuses.iter().all(|s| [201, 503].contains(s)),
+        "{statuses:?}"
+    );
+    assert_eq!(hot, 0, "a table-level throttle turned posts hot");
+}
+
+#[tokio::test]
+async fn an_authors_index_partition_throttled_turns_no_post_hot() {
+    // 10 WCU a second a partition: each post takes 1 like a second (6 WCU
+    // in its own partition), but every like changes the count its author's
+    // GSI1 partition lists (1 WCU each, 20 a second).
+    let limits = PartitionLimits::scaled(0.01).expect("scale");
+    let (statuses, throttled, hot) = twenty_posts_liked(limits, 1.0).await;
+    assert!(throttled > 0, "the author's index partition was reached");
+    assert!(
+        statuses.iter().all(|s| [201, 503].contains(s)),
+        "{statuses:?}"
+    );
+    assert_eq!(hot, 0, "an index throttle turned posts hot");
+}
+
+#[tokio::test]
+async fn a_probe_says_which_limit_refused_a_write_and_changes_nothing() {
+    use blog::store::table::{Room, Throttle};
+    let (proxy, api) = behind_proxy(Backoff::default()).await;
+    let author = api.user("probed").await;
+    let post = api.post(&author, "Probed", "p").await;
+    let other = api.post(&author, "Other", "o").await;
+    let key = |post: &str| blog::keys::post_item(&crate::support::post_id(post)).item();
+    let probe = |post: &str| {
+        let (api, key) = (&api, key(post));
+        async move { api.app.store.db().probe_write(key).await.expect("probe") }
+    };
+    // A probe changes nothing, whatever it is answered.
+    let before = table_snapshot(&api).await;
+    assert_eq!(probe(&post).await, Room::Now, "a quiet partition has room");
+    assert_eq!(table_snapshot(&api).await, before);
+
+    // One unit a second a partition: a like spends the post's.
+    proxy.set_partition_limits(Some(PartitionLimits::scaled(0.001).expect("scale")));
+    let fan = api.user("fan").await;
+    let _ = api
+        .call("POST", &format!("/posts/{post}/likes"), Some(&fan), None)
+        .await;
+    let before = table_snapshot(&api).await;
+    assert_eq!(probe(&post).await, Room::Refused(Throttle::KeyRange));
+    assert_eq!(table_snapshot(&api).await, before);
+    proxy.set_partition_limits(None);
+
+    // Each partition takes 1,000 units a second, the table 1: a like of one
+    // post leaves the other's partition room, but not the table.
+    let ceiling = hostile::TableCeiling {
+        write_units_per_second: 1.0,
+        read_units_per_second: 10_000.0,
+    };
+    let limits = PartitionLimits::scaled(1.0)
+        .expect("scale")
+        .with_table_ceiling(ceiling);
+    proxy.set_partition_limits(Some(limits));
+    let _ = api
+        .call("POST", &format!("/posts/{post}/likes"), Some(&author), None)
+        .await;
+    let before = table_snapshot(&api).await;
+    assert_eq!(probe(&other).await, Room::Refused(Throttle::Table));
+    assert_eq!(table_snapshot(&api).await, before);
+    proxy.set_partition_limits(None);
+}

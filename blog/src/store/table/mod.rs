@@ -15,6 +15,7 @@
 //!
 //! | file | holds |
 //! |---|---|
+//! | `probe.rs` | [`Table::probe_write`]: which partition a throttle came from ([`Room`], [`Throttle`]) |
 //! | `expr.rs` | [`Expr`]: conditions, updates, key conditions and projections with their placeholders; [`s`], [`n`], [`signed`] |
 //! | `write.rs` | [`Write`]: on its own ([`Table::write`], its [`Outcome`]) or in a [`Transaction`] (its items, its retries); reading a write back after a lost answer, and a transaction's resolution under the same token |
 //! | `read.rs` | [`Table::get`], [`Table::batch_get`], [`Query`] and `Scan` (admin only) and their [`Page`]s |
@@ -61,6 +62,7 @@ mod schema;
 
 mod errors;
 mod expr;
+mod probe;
 mod read;
 mod retry;
 mod tokens;
@@ -70,6 +72,7 @@ use aws_sdk_dynamodb::Client;
 
 pub use errors::{Busy, busy_call, classify};
 pub use expr::{Expr, n, s, signed};
+pub use probe::{Room, Throttle};
 #[cfg(feature = "admin")]
 pub use read::Scan;
 pub use read::{Page, Query};

@@ -398,8 +398,9 @@ pub struct Transaction<'t> {
     table: &'t Table,
     what: &'static str,
     slots: Vec<(&'static str, Write)>,
-    /// The item whose throttling ends the retries ([`Committing::Throttled`]).
-    yield_on: Option<Slot>,
+    /// The items whose throttling together ends the retries
+    /// ([`Committing::Throttled`]).
+    yield_on: Vec<Slot>,
     /// The item whose being held by another transaction, when the retries
     /// run out, is [`Committing::Held`].
     held_by: Option<Slot>,
@@ -462,7 +463,7 @@ impl Table {
             table: self,
             what,
             slots: Vec::new(),
-            yield_on: None,
+            yield_on: Vec::new(),
             held_by: None,
         }
     }
@@ -493,12 +494,15 @@ impl Transaction<'_> {
         }
     }
 
-    /// Makes the first cancellation that throttles the item in `slot` end
-    /// the transaction ([`Committing::Throttled`]): the caller moves that
-    /// item's load elsewhere ([`crate::store::hot`]) rather than retry into
-    /// a partition at its limit.
-    pub fn yield_when_throttled(&mut self, slot: Slot) {
-        self.yield_on = Some(slot);
+    /// Makes the first cancellation that throttles every item in `slots`
+    /// end the transaction ([`Committing::Throttled`]): the caller moves
+    /// their load elsewhere ([`crate::store::hot`]) rather than retry into a
+    /// partition at its limit. A cancellation names each item it throttled,
+    /// so items of one partition throttled together are that partition's
+    /// doing, where one of them alone may be an index partition's its write
+    /// also touches.
+    pub fn yield_when_throttled(&mut self, slots: &[Slot]) {
+        self.yield_on = slots.to_vec();
     }
 
     /// Makes retries that run out while another transaction holds the item
@@ -540,10 +544,13 @@ impl Transaction<'_> {
         let what = self.what;
         let items = self.items()?;
         let tokens = Tokens::new();
-        let yield_on = self.yield_on;
-        let busy = |err: &SdkError<TransactWriteItemsError, _>| match yield_on {
-            Some(slot) if throttled_item(err, slot) => None,
-            _ => busy_transaction(err),
+        let yield_on = self.yield_on.clone();
+        let yields = |err: &SdkError<TransactWriteItemsError, _>| {
+            !yield_on.is_empty() && yield_on.iter().all(|slot| throttled_item(err, *slot))
+        };
+        let busy = |err: &SdkError<TransactWriteItemsError, _>| match yields(err) {
+            true => None,
+            false => busy_transaction(err),
         };
         let result = Box::pin(self.table.backoff.retry(what, busy, || async {
             let sent = self.send(&items, tokens.current()).await;
@@ -564,7 +571,7 @@ impl Transaction<'_> {
             tracing::info!(what, "a lost answer's transaction had committed");
             return Ok(Committing::Done(TxOutcome::Committed));
         }
-        if yield_on.is_some_and(|slot| throttled_item(&err, slot)) && !after_unknown {
+        if yields(&err) && !after_unknown {
             tracing::info!(what, "an item's partition throttled the transaction");
             return Ok(Committing::Throttled);
         }
