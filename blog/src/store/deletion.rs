@@ -1,10 +1,15 @@
-//! Deleting a post (C2 taken back): the request removes the post and its
-//! content in one transaction; the fan-out, on the post's REMOVE record,
-//! removes its feed entry and then everything else its partition holds
-//! (comments, likes, like markers), a page at a time.
+//! Deleting a post (C2 taken back): the request removes the post item, one
+//! conditional DeleteItem (and closes a hot post's shards: below); the
+//! fan-out, on the post's REMOVE record, removes its feed entry and then
+//! everything else its partitions hold (its content, comments, likes, like
+//! markers), a page at a time.
 //!
 //! Nothing can be added to a deleted post: a comment or a like changes the
-//! post's count in its transaction, on the condition that the post exists. So
+//! post's count in its transaction, on the condition that the post exists
+//! (a hot post's: its shard's counter, which the request deletes, each on
+//! its own, before it answers, and the walk before it reads a shard). The
+//! request's delete touches only the post item, which no like or comment
+//! of a hot post writes: it goes through under any load. So
 //! the walk, which starts after the post is gone, finds everything there will
 //! ever be, and needs no saved place: each page it deletes is gone from the
 //! next Query, and a walk stopped at the deadline (or killed) goes on from
@@ -17,17 +22,24 @@ use futures::StreamExt;
 
 use super::{FanOut, Requests};
 use super::{
-    Item, Store, StoreError,
+    Item, Store, StoreError, hot, n,
     posts::PostItem,
     rename::Deadline,
     s,
-    table::{Deleted, Expr, Query, TxOutcome, Write},
+    table::{Deleted, Expr, Outcome, Query, Write},
 };
 use crate::{
     ids::{PostId, UserId},
     keys::{self, PK, PostPartition, SK},
 };
 
+/// How often a deletion reads the post again when it turned hot between
+/// its read and its transaction.
+const DELETE_ATTEMPTS: usize = 3;
+/// How many times a shard counter's delete is sent through the table
+/// layer's retries (each up to its attempts and budget) while likes keep
+/// holding it.
+const CLOSE_ROUNDS: usize = 4;
 /// Items deleted at once while walking a post's partition.
 const DELETE_CONCURRENCY: usize = 16;
 /// Items read per page of the walk.
@@ -46,51 +58,114 @@ impl Requests<'_> {
     /// C2 taken back (request): the post and its content, in one
     /// transaction, by its author only. An erased account is refused first
     /// ([`crate::store::Requests::writer`]), whatever the post; then the post is read
-    /// (strongly consistent, for 404 and 403). The rest goes in the fan-out.
+    /// (strongly consistent, for 404 and 403). A hot post's shards are closed
+    /// before the answer; the rest goes in the fan-out.
     pub async fn delete_post(&self, post: &PostId, caller: &UserId) -> Result<(), StoreError> {
         self.refuse_erased(caller).await?;
         self.delete_post_by(post, caller).await
     }
 }
 
+/// What deleting a post as it was read did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Deleting {
+    /// Deleted, and a hot post's shards closed.
+    Done,
+    /// The post is not as read any more (it turned hot, or was deleted):
+    /// read it again.
+    Changed,
+}
+
 impl Store {
-    /// The post and its content, in one transaction, if `author` wrote it:
-    /// the request's deletion once the caller may write, and the erasure's
-    /// walk deleting what an erased account wrote.
+    /// The post and its content, if `author` wrote it: the request's
+    /// deletion once the caller may write, and the erasure's walk deleting
+    /// what an erased account wrote. Read, then deleted as read; read again
+    /// if it changed shape in between.
     pub(super) async fn delete_post_by(
         &self,
         post: &PostId,
         author: &UserId,
     ) -> Result<(), StoreError> {
-        let found = self
-            .db
-            .get_entity::<PostItem>(keys::post_item(post).item(), true);
-        let found = found.await?.ok_or(StoreError::PostNotFound)?;
-        if &found.user_id != author {
-            return Err(StoreError::NotAuthor);
+        for _ in 0..DELETE_ATTEMPTS {
+            let found = self
+                .db
+                .get_entity::<PostItem>(keys::post_item(post).item(), true);
+            let found = found.await?.ok_or(StoreError::PostNotFound)?;
+            if &found.user_id != author {
+                return Err(StoreError::NotAuthor);
+            }
+            if self.delete_post_as_read(&found).await? == Deleting::Done {
+                return Ok(());
+            }
         }
-        let mine = Expr::new("userId = :me").value(":me", s(author.as_str()));
-        let content = keys::post_content(post).item();
-        let mut tx = self.db.transaction("delete post");
-        let remove = Write::delete(keys::post_item(post).item(), Deleted::IfGone).when(mine);
-        let removed = tx.add("post", remove);
-        // The post's own delete tells whether this committed: an old-shape
-        // post has no content item, whose absence would pass for a commit.
-        tx.add("content", Write::delete(content, Deleted::Untold));
-        // A hot post's counters go with it: a like or comment counted there
-        // fails from now on, as one on a quiet post does.
+        Err(StoreError::busy(
+            super::Busy::Conflict,
+            "the post kept changing while it was deleted",
+        ))
+    }
+
+    /// Deletes the post `found` (as read, strongly consistent): its item,
+    /// on the condition that it is still its author's and still of the shape
+    /// read (quiet, or hot with as many shards), one DeleteItem of one small
+    /// item that no like or comment of a hot post writes; then, for a hot
+    /// post, closes its shards ([`Store::close_shards`]). Its content goes
+    /// with the rest in the fan-out's walk (without the post item, every
+    /// read of the post answers 404). A post that turned hot after it was
+    /// read is [`Deleting::Changed`]: it is not deleted as a quiet one, which
+    /// would leave its shards open.
+    pub async fn delete_post_as_read(&self, found: &PostItem) -> Result<Deleting, StoreError> {
+        let post = &found.post_id;
+        let shape = match found.shards {
+            None => Expr::new("attribute_not_exists(#shards)"),
+            Some(shards) => Expr::new("#shards = :shards").value(":shards", n(u64::from(shards))),
+        }
+        .name("#shards", hot::SHARDS_ATTRIBUTE);
+        let as_read = Expr::new("userId = :me")
+            .value(":me", s(found.user_id.as_str()))
+            .and_expr(shape);
+        let remove = Write::delete(keys::post_item(post).item(), Deleted::IfGone).when(as_read);
+        match self.db.write("delete post", &remove).await? {
+            Outcome::Done(_) => {}
+            // Deleted, or made hot, meanwhile.
+            Outcome::ConditionFailed { .. } => return Ok(Deleting::Changed),
+        }
         if let Some(shards) = found.shards {
-            for counter in Store::shard_counter_keys(post, shards) {
-                tx.add("shard counter", Write::delete(counter, Deleted::Untold));
-            }
+            self.close_shards(post, shards).await?;
         }
-        match tx.commit().await? {
-            TxOutcome::Committed => Ok(()),
-            // Deleted meanwhile by another request.
-            TxOutcome::ConditionFailed(failed) if failed.failed(removed) => {
-                Err(StoreError::PostNotFound)
+        Ok(Deleting::Done)
+    }
+
+    /// Deletes a deleted hot post's shard counters, each on its own (all at
+    /// once): a hot like or comment counts in one on the condition that it
+    /// exists, so from then on every one is refused (404), as on a deleted
+    /// quiet post. Each is a plain delete, which fails while a like's
+    /// transaction holds its counter (`TransactionConflict`) and is sent
+    /// again; a transaction holds it for milliseconds, so under any load it
+    /// soon goes through, where one transaction over all 16 would need all
+    /// of them free at once. The fan-out's walk closes them too (first,
+    /// before it reads a shard), so that one left open here is closed before
+    /// anything of its shard is read.
+    pub(super) async fn close_shards(&self, post: &PostId, shards: u8) -> Result<(), StoreError> {
+        let closing = Store::shard_counter_keys(post, shards)
+            .into_iter()
+            .map(|counter| self.close_shard(counter));
+        futures::future::try_join_all(closing).await?;
+        Ok(())
+    }
+
+    async fn close_shard(&self, counter: Item) -> Result<(), StoreError> {
+        let delete = Write::delete(counter, Deleted::IfGone);
+        let mut rounds = 0;
+        loop {
+            rounds += 1;
+            match self.db.write("close a deleted post's shard", &delete).await {
+                Ok(_) => return Ok(()),
+                Err(StoreError::Busy {
+                    cause: super::Busy::Conflict | super::Busy::Throttled,
+                    ..
+                }) if rounds < CLOSE_ROUNDS => {}
+                Err(err) => return Err(err),
             }
-            TxOutcome::ConditionFailed(failed) => Err(failed.unexpected("delete post")),
         }
     }
 }
@@ -108,6 +183,11 @@ impl FanOut<'_> {
         deadline: &Deadline,
     ) -> Result<Removal, StoreError> {
         let mut deleted = 0;
+        // The shards are closed first: nothing is counted in them, so
+        // nothing lands in them, once they are.
+        if let Some(shards) = shards {
+            self.close_shards(post, shards).await?;
+        }
         let shards = (0..shards.unwrap_or(0)).map(|k| PostPartition::shard(*post, k));
         for place in std::iter::once(PostPartition::own(*post)).chain(shards) {
             if let Removal::Paused { deleted } =

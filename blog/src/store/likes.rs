@@ -226,6 +226,13 @@ impl Requests<'_> {
             if shard.is_some()
                 && let Some(existing) = self.existing_like(PostPartition::own(*post), liker).await?
             {
+                // A deleted post's likes stay until the fan-out's walk takes
+                // them: answered only while the post is there (404 after,
+                // as a quiet post's like is).
+                if self.post_shards(post).await?.is_none() {
+                    self.forget_hot(post);
+                    return Err(StoreError::PostNotFound);
+                }
                 return Ok(Liked::Already(existing));
             }
             let like = LikeItem::new(place, LikeId::generate(), &profile);

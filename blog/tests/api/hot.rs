@@ -555,3 +555,70 @@ async fn the_audit_repairs_a_live_hot_post_exactly_while_its_fan_out_is_behind()
     let report = api.audit(false).await;
     assert_eq!(report.findings, vec![], "exact after the repair");
 }
+
+#[tokio::test]
+async fn a_post_made_hot_between_its_deletions_read_and_write_is_read_again() {
+    use blog::store::{deletion::Deleting, posts::PostItem};
+    let api = TestApi::start().await;
+    let author = api.user("racing").await;
+    let post = api.post(&author, "Racing", "the switch").await;
+    let id = post_id(&post);
+    let read = || async {
+        let key = blog::keys::post_item(&id).item();
+        let found = api.app.store.db().get_entity::<PostItem>(key, true);
+        found.await.expect("read").expect("the post")
+    };
+    // The deletion read it quiet; a like's switch made it hot; then the
+    // deletion's write: refused, nothing deleted.
+    let quiet = read().await;
+    api.make_hot(&post).await;
+    let deleting = api.app.store.delete_post_as_read(&quiet).await;
+    assert_eq!(deleting.expect("answered"), Deleting::Changed);
+    assert_eq!(api.get(&format!("/posts/{post}")).await.0, 200);
+
+    // Read again, it is deleted with its shards closed: no like or comment
+    // answers 201 after.
+    let hot = read().await;
+    let deleting = api.app.store.delete_post_as_read(&hot).await;
+    assert_eq!(deleting.expect("answered"), Deleting::Done);
+    let fan = api.user("late_fan").await;
+    let (status, body) = api
+        .call("POST", &format!("/posts/{post}/likes"), Some(&fan), None)
+        .await;
+    assert_eq!(status, 404, "{body}");
+    let comment = json!({ "content": "too late" });
+    let path = format!("/posts/{post}/comments");
+    let (status, body) = api.call("POST", &path, Some(&fan), Some(comment)).await;
+    assert_eq!(status, 404, "{body}");
+    let counters = table_snapshot(&api)
+        .await
+        .into_iter()
+        .filter(|item| {
+            item.get("type").and_then(|t| t.as_s().ok()) == Some(&"shardCounter".to_owned())
+        })
+        .count();
+    assert_eq!(counters, 0, "every shard closed");
+}
+
+#[tokio::test]
+async fn a_quiet_likers_like_of_a_deleted_hot_post_answers_404() {
+    let api = TestApi::start().await;
+    let author = api.user("deleter").await;
+    let early = api.user("early_bird").await;
+    let post = api.post(&author, "Liked early", "x").await;
+    api.like(&early, &post).await;
+    api.make_hot(&post).await;
+    // This process knows the post is hot: the like looks for the marker
+    // given while it was quiet first.
+    let late = api.user("late_bird").await;
+    api.like(&late, &post).await;
+    let (status, _) = api
+        .call("DELETE", &format!("/posts/{post}"), Some(&author), None)
+        .await;
+    assert_eq!(status, 204);
+    // The fan-out has not walked it: the quiet-era marker is still there.
+    let (status, body) = api
+        .call("POST", &format!("/posts/{post}/likes"), Some(&early), None)
+        .await;
+    assert_eq!(status, 404, "{body}");
+}

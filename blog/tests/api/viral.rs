@@ -254,3 +254,115 @@ async fn a_probe_says_which_limit_refused_a_write_and_changes_nothing() {
     assert_eq!(table_snapshot(&api).await, before);
     proxy.set_partition_limits(None);
 }
+
+/// What one write sent while a hot post was deleted answered, and when it
+/// was sent.
+struct Sent {
+    at: Instant,
+    what: &'static str,
+    status: u16,
+}
+
+#[tokio::test]
+async fn a_hot_post_is_deleted_under_its_load_and_takes_nothing_after() {
+    // 20 WCU a second a partition: the hot post's likes (about 14 a
+    // second) and comments (about 5) spread over its shards, its comments
+    // in its own partition.
+    const USERS: usize = 60;
+    const PER_SECOND: f64 = 20.0;
+    let (proxy, api) = behind_proxy(Backoff::default()).await;
+    let api = Arc::new(api);
+    let author = api.user("viral_author").await;
+    // 30 KB of content: deleting it costs 30 WCU, more than its partition
+    // takes in a second (60 in a transaction).
+    let post = api
+        .post(&author, "Viral, then gone", &"x".repeat(30_000))
+        .await;
+    let mut users = Vec::new();
+    for i in 0..USERS {
+        users.push(api.user_named(format!("crowd{i:02}")).await);
+    }
+    // One like given while it was quiet, whose liker likes again later.
+    api.like(&users[0], &post).await;
+    api.make_hot(&post).await;
+    let mut poller = api.poller();
+    proxy.set_partition_limits(Some(PartitionLimits::scaled(0.02).expect("scale")));
+
+    let sent = Arc::new(Mutex::new(Vec::<Sent>::new()));
+    let started = Instant::now();
+    let mut tasks = Vec::new();
+    let mut deleted_at = None;
+    for i in 0..USERS * 2 {
+        let at = Duration::from_secs_f64(i as f64 / PER_SECOND);
+        tokio::time::sleep(at.saturating_sub(started.elapsed())).await;
+        if i == USERS {
+            // Half way: the author deletes it.
+            let (status, body) = api
+                .call("DELETE", &format!("/posts/{post}"), Some(&author), None)
+                .await;
+            assert_eq!(status, 204, "{body}");
+            deleted_at = Some(Instant::now());
+        }
+        let (api, sent, post) = (api.clone(), sent.clone(), post.clone());
+        let user = users[i % USERS].clone();
+        tasks.push(tokio::spawn(async move {
+            let at = Instant::now();
+            let (what, status) = if i % 4 == 3 {
+                let body = json!({ "content": format!("comment {i}") });
+                let path = format!("/posts/{post}/comments");
+                (
+                    "comment",
+                    api.call("POST", &path, Some(&user), Some(body)).await.0,
+                )
+            } else {
+                let path = format!("/posts/{post}/likes");
+                ("like", api.call("POST", &path, Some(&user), None).await.0)
+            };
+            sent.lock().expect("lock").push(Sent { at, what, status });
+        }));
+    }
+    for task in tasks {
+        task.await.expect("a write");
+    }
+    proxy.set_partition_limits(None);
+    let deleted_at = deleted_at.expect("deleted");
+    let sent = Arc::try_unwrap(sent)
+        .ok()
+        .expect("every task done")
+        .into_inner()
+        .expect("lock");
+    for Sent { at, what, status } in &sent {
+        if *at > deleted_at {
+            assert_eq!(*status, 404, "a {what} sent after the 204");
+        } else {
+            assert!([200, 201, 404].contains(status), "a {what}: {status}");
+        }
+    }
+    assert!(sent.iter().any(|s| s.at < deleted_at && s.status == 201));
+
+    // Once the fan-out has walked it, nothing of the post is left, and no
+    // export holds anything of it.
+    api.settle(&mut poller).await;
+    let left: Vec<_> = table_snapshot(&api)
+        .await
+        .into_iter()
+        .filter(|item| {
+            let pk = item.get(PK).and_then(|pk| pk.as_s().ok());
+            pk.is_some_and(|pk| pk.starts_with(&format!("POST#{post}")))
+        })
+        .collect();
+    assert!(left.is_empty(), "{left:?}");
+    for user in users.iter().take(8) {
+        let (status, export) = api
+            .call(
+                "GET",
+                &format!("/users/{user}/export?limit=25"),
+                Some(user),
+                None,
+            )
+            .await;
+        assert_eq!(status, 200, "{export}");
+        assert!(!export.to_string().contains(&post), "{export}");
+    }
+    assert_eq!(api.audit(false).await.findings, vec![]);
+}
