@@ -126,33 +126,38 @@ async fn a_post_liked_past_its_partitions_limit_answers_every_like_and_counts_it
     assert_eq!(report.findings, vec![], "the audit finds nothing");
 }
 
-/// 20 posts by one author, each liked by its own users at `per_post` likes
-/// a second for 4 seconds through a proxy enforcing `limits`; returns the
-/// like answers, how many were throttled at the proxy, and how many posts
-/// turned hot.
-async fn twenty_posts_liked(limits: PartitionLimits, per_post: f64) -> (Vec<u16>, u64, usize) {
-    const POSTS: usize = 20;
-    const SECONDS: f64 = 4.0;
+/// 160 posts by one author, each liked once, 20 likes a second for 8
+/// seconds (by 20 users), through a proxy enforcing `limits` with 5 seconds
+/// of burst capacity; returns the like answers, how many requests the proxy
+/// throttled, and how many posts turned hot. One like a post: no post's own
+/// partition takes more than one like's 6 WCU (and its retries'), so a post
+/// that turns hot was turned by another partition's throttle.
+async fn posts_liked_once(limits: PartitionLimits) -> (Vec<u16>, u64, usize) {
+    const POSTS: usize = 160;
+    const USERS: usize = 20;
+    const PER_SECOND: f64 = 20.0;
     let (proxy, api) = behind_proxy(Backoff::default()).await;
     let api = Arc::new(api);
     let author = api.user("prolific").await;
-    let posts: Vec<String> = futures::future::join_all(
-        (0..POSTS).map(|i| api.post(&author, format!("Post {i}"), "liked")),
-    )
-    .await;
-    let per_post_likes = (per_post * SECONDS) as usize;
-    let users: Vec<String> = futures::future::join_all(
-        (0..per_post_likes * POSTS).map(|i| api.user_named(format!("liker{i:04}"))),
-    )
-    .await;
+    let mut posts = Vec::new();
+    for i in 0..POSTS {
+        posts.push(api.post(&author, format!("Post {i}"), "liked").await);
+    }
+    let mut users = Vec::new();
+    for i in 0..USERS {
+        users.push(api.user_named(format!("liker{i:02}")).await);
+    }
+    let limits = PartitionLimits {
+        burst_seconds: 5.0,
+        ..limits
+    };
     proxy.set_partition_limits(Some(limits));
-    let rate = per_post * POSTS as f64;
     let started = Instant::now();
     let mut tasks = Vec::new();
-    for (i, user) in users.into_iter().enumerate() {
-        let at = Duration::from_secs_f64(i as f64 / rate);
+    for (i, post) in posts.iter().enumerate() {
+        let at = Duration::from_secs_f64(i as f64 / PER_SECOND);
         tokio::time::sleep(at.saturating_sub(started.elapsed())).await;
-        let (api, post) = (api.clone(), posts[i % POSTS].clone());
+        let (api, post, user) = (api.clone(), post.clone(), users[i % USERS].clone());
         tasks.push(tokio::spawn(async move {
             let path = format!("/posts/{post}/likes");
             api.call("POST", &path, Some(&user), None).await.0
@@ -167,6 +172,7 @@ async fn twenty_posts_liked(limits: PartitionLimits, per_post: f64) -> (Vec<u16>
     let hot = table_snapshot(&api)
         .await
         .iter()
+        .filter(|item| item.get("type").and_then(|t| t.as_s().ok()) == Some(&"post".to_owned()))
         .filter(|item| item.contains_key("shards"))
         .count();
     (statuses, throttled, hot)
@@ -175,8 +181,8 @@ async fn twenty_posts_liked(limits: PartitionLimits, per_post: f64) -> (Vec<u16>
 #[tokio::test]
 async fn the_tables_ceiling_turns_no_post_hot() {
     // Each post's partition takes 50 WCU a second; the table as a whole
-    // takes 60: 20 posts liked once a second each (120 WCU a second) stay
-    // far below their own partitions' limits.
+    // 60: 20 likes a second (120 WCU a second in all), each post liked once,
+    // stay far below each post's own partition's limit.
     let ceiling = hostile::TableCeiling {
         write_units_per_second: 60.0,
         read_units_per_second: 10_000.0,
@@ -184,7 +190,7 @@ async fn the_tables_ceiling_turns_no_post_hot() {
     let limits = PartitionLimits::scaled(SCALE)
         .expect("scale")
         .with_table_ceiling(ceiling);
-    let (statuses, throttled, hot) = twenty_posts_liked(limits, 1.0).await;
+    let (statuses, throttled, hot) = posts_liked_once(limits).await;
     assert!(throttled > 0, "the table's ceiling was reached");
     assert!(
         statuses.iter().all(|s| [201, 503].contains(s)),
@@ -195,11 +201,11 @@ async fn the_tables_ceiling_turns_no_post_hot() {
 
 #[tokio::test]
 async fn an_authors_index_partition_throttled_turns_no_post_hot() {
-    // 10 WCU a second a partition: each post takes 1 like a second (6 WCU
-    // in its own partition), but every like changes the count its author's
-    // GSI1 partition lists (1 WCU each, 20 a second).
+    // 10 WCU a second a partition: each post takes one like (6 WCU in its
+    // own partition), but every like changes the count its author's GSI1
+    // partition lists: 20 WCU a second there.
     let limits = PartitionLimits::scaled(0.01).expect("scale");
-    let (statuses, throttled, hot) = twenty_posts_liked(limits, 1.0).await;
+    let (statuses, throttled, hot) = posts_liked_once(limits).await;
     assert!(throttled > 0, "the author's index partition was reached");
     assert!(
         statuses.iter().all(|s| [201, 503].contains(s)),
