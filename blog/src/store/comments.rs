@@ -4,7 +4,9 @@ use serde::{Deserialize, Serialize};
 
 use super::Requests;
 use super::{
-    Busy, ItemType, Store, StoreError, hot,
+    Busy, ItemType, Store, StoreError,
+    counts::{self, Counting, Tried},
+    hot,
     idempotency::{Answer, Created, Idempotency},
     posts::PostItem,
     table::{Committing, Deleted, Expr, Query, TxOutcome, Write},
@@ -113,7 +115,7 @@ impl Requests<'_> {
         let mut tx = self.db.transaction("delete comment");
         let remove = Write::delete(comment_key, Deleted::IfGone).when(exists);
         let removed = tx.add("comment", remove);
-        let count = hot::counted_down(post, found.counted_in, Counter::Comments);
+        let count = counts::counted_down(post, found.counted_in, Counter::Comments);
         let counted = tx.add("count", count);
         match tx.commit().await? {
             TxOutcome::Committed => Ok(()),
@@ -165,53 +167,64 @@ impl Requests<'_> {
         // The caller's profile (403 for an erased account, or without one):
         // its name goes onto the item.
         let profile = self.writer(author).await?.profile()?;
-        // As a like's ([`Requests::like_post`]).
-        let mut may_switch = self.hot_switch;
-        for _ in 0..COMMENT_ATTEMPTS {
-            let mut item = CommentItem::new(*post, CommentId::generate(), &profile, content);
-            item.counted_in = self
-                .known_shards(post)
-                .map(|shards| hot::comment_shard(&item.comment_id, shards));
-            let mut tx = self.db.transaction("comment");
-            let comment = tx.add("comment", Write::create(&item)?);
-            let count = hot::counted_up(post, item.counted_in, Counter::Comments);
-            let counted = tx.add("count", count);
-            let answer = Comment::from(item.clone());
-            let created = Created::Comment {
-                post_id: *post,
-                comment_id: item.comment_id,
-            };
-            let record = Idempotency::add_record(keyed, &mut tx, &profile, &answer, created)?;
-            if item.counted_in.is_none() && may_switch {
-                // Both in the post's partition; each also in an index
-                // partition of its own (the commenter's, the author's):
-                // throttled together, the post's partition is at its limit.
-                tx.yield_when_throttled(&[comment, counted]);
-            }
-            let failed = match tx.commit_watched().await? {
-                Committing::Done(TxOutcome::Committed) => return Ok(Answer::New(answer)),
-                Committing::Done(TxOutcome::ConditionFailed(failed)) => failed,
-                Committing::Throttled => {
-                    may_switch = self.switch_if_hot(post).await?;
-                    continue;
-                }
-                Committing::Held => return Err(StoreError::IdempotencyKeyInFlight),
-            };
-            if let (Some(keyed), Some(record)) = (keyed, record)
-                && failed.failed(record)
-            {
-                return Ok(Answer::Replayed(self.replay(&profile, keyed).await?));
-            }
-            if !failed.failed(counted) {
-                return Err(failed.unexpected("comment"));
-            }
-            // Gone (404), or hot meanwhile: in its shards then.
-            self.learn_shards(post).await?;
+        let commented = self.count_up(post, COMMENT_ATTEMPTS, |counting| {
+            self.comment_once(post, &profile, content, keyed, counting)
+        });
+        commented.await?.ok_or_else(|| {
+            StoreError::busy(
+                Busy::Conflict,
+                "the post kept changing while it was commented on",
+            )
+        })
+    }
+
+    /// One attempt of [`Requests::create_comment_keyed`], counting where
+    /// `counting` says ([`super::counts`]).
+    async fn comment_once(
+        &self,
+        post: &PostId,
+        profile: &UserItem,
+        content: &str,
+        keyed: Option<&Idempotency>,
+        counting: Counting,
+    ) -> Result<Tried<Answer<Comment>>, StoreError> {
+        let mut item = CommentItem::new(*post, CommentId::generate(), profile, content);
+        item.counted_in = counting
+            .shards
+            .map(|shards| hot::comment_shard(&item.comment_id, shards));
+        let mut tx = self.db.transaction("comment");
+        let comment = tx.add("comment", Write::create(&item)?);
+        let count = counts::counted_up(post, item.counted_in, Counter::Comments);
+        let counted = tx.add("count", count);
+        let answer = Comment::from(item.clone());
+        let created = Created::Comment {
+            post_id: *post,
+            comment_id: item.comment_id,
+        };
+        let record = Idempotency::add_record(keyed, &mut tx, profile, &answer, created)?;
+        if item.counted_in.is_none() && counting.watch {
+            // Both in the post's partition; each also in an index partition
+            // of its own (the commenter's, the author's): throttled
+            // together, the post's partition is at its limit.
+            tx.yield_when_throttled(&[comment, counted]);
         }
-        Err(StoreError::busy(
-            Busy::Conflict,
-            "the post kept changing while it was commented on",
-        ))
+        let failed = match tx.commit_watched().await? {
+            Committing::Done(TxOutcome::Committed) => return Ok(Tried::Done(Answer::New(answer))),
+            Committing::Done(TxOutcome::ConditionFailed(failed)) => failed,
+            Committing::Throttled => return Ok(Tried::Throttled),
+            Committing::Held => return Err(StoreError::IdempotencyKeyInFlight),
+        };
+        if let (Some(keyed), Some(record)) = (keyed, record)
+            && failed.failed(record)
+        {
+            let replay = self.replay(profile, keyed).await?;
+            return Ok(Tried::Done(Answer::Replayed(replay)));
+        }
+        if !failed.failed(counted) {
+            return Err(failed.unexpected("comment"));
+        }
+        // Gone (404), or hot meanwhile: in its shards then.
+        Ok(Tried::Refused)
     }
 
     /// Q4 (request): one Query in the post's partition, oldest first.

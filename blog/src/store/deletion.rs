@@ -108,7 +108,7 @@ impl Store {
     /// on the condition that it is still its author's and still of the shape
     /// read (quiet, or hot with as many shards), one DeleteItem of one small
     /// item that no like or comment of a hot post writes; then, for a hot
-    /// post, closes its shards ([`Store::close_shards`]). Its content goes
+    /// post, closes its shards (`Store::close_shards`). Its content goes
     /// with the rest in the fan-out's walk (without the post item, every
     /// read of the post answers 404). A post that turned hot after it was
     /// read is [`Deleting::Changed`]: it is not deleted as a quiet one, which

@@ -42,7 +42,7 @@ use super::Admin;
 use super::{
     Busy, Item, StoreError,
     comments::CommentItem,
-    hot,
+    counts,
     idempotency::USER_VERSION,
     n,
     rename::Deadline,
@@ -331,7 +331,7 @@ impl FanOut<'_> {
             let mut tx = self.db.transaction("erase comment");
             let remove = Write::delete(key.clone(), Deleted::IfGone).when(there);
             let removed = tx.add("comment", remove);
-            let count = hot::counted_down(post, counted_in, Counter::Comments);
+            let count = counts::counted_down(post, counted_in, Counter::Comments);
             let counted = tx.add("count", count);
             match tx.commit().await? {
                 TxOutcome::Committed => return Ok(true),
@@ -392,7 +392,7 @@ impl FanOut<'_> {
                 )
             });
             let counted = with_count.then(|| {
-                let count = hot::counted_down(&place.post, place.shard, Counter::Likes);
+                let count = counts::counted_down(&place.post, place.shard, Counter::Likes);
                 tx.add("count", count)
             });
             match tx.commit().await? {

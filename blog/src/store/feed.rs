@@ -23,10 +23,7 @@ use crate::{
     model::PostSummary,
 };
 
-/// How many posts the feed shows (Q6). The partition keeps a reserve below
-/// them ([`feed_reserve`]: the next newest, shown when one of them is deleted)
-/// and a slack of older ones until the next trim ([`feed_slack`]).
-pub const FEED_CAPACITY: usize = 100;
+pub use super::handle::FEED_CAPACITY;
 
 /// A feed entry: the short form of a post (its attributes are the short
 /// form's own, side by side with the versions, so Q6 reads them as it is),

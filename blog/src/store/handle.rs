@@ -6,11 +6,20 @@ use std::time::Duration;
 
 use aws_sdk_dynamodb::Client;
 
-use super::{
-    feed,
-    hot::HotPosts,
-    table::{Backoff, Table},
-};
+use std::collections::HashMap;
+
+use super::table::{Backoff, Table};
+use crate::ids::PostId;
+
+/// How many posts the feed shows (Q6). The partition keeps a reserve below
+/// them ([`super::feed::feed_reserve`]: the next newest, shown when one of
+/// them is deleted) and a slack of older ones until the next trim
+/// ([`super::feed::feed_slack`]). Here, as every store's default.
+pub const FEED_CAPACITY: usize = 100;
+
+/// How many hot posts a process remembers (past it, it forgets them all and
+/// learns again: one refused transaction per post).
+const REMEMBERED: usize = 4096;
 
 /// How long the rename fan-out allows GSI1 to catch up with a write. DynamoDB
 /// documents GSI propagation as usually under a second; twice that leaves room.
@@ -33,7 +42,7 @@ impl Store {
     pub fn new(client: Client, table: impl Into<String>) -> Self {
         Self {
             db: Table::new(client, table),
-            feed_capacity: feed::FEED_CAPACITY,
+            feed_capacity: FEED_CAPACITY,
             gsi_lag_bound: GSI_LAG_BOUND,
             hot: std::sync::Arc::default(),
             hot_switch: true,
@@ -67,7 +76,7 @@ impl Store {
         self.gsi_lag_bound
     }
 
-    /// Caps the feed at `capacity` posts instead of [`feed::FEED_CAPACITY`]:
+    /// Caps the feed at `capacity` posts instead of [`FEED_CAPACITY`]:
     /// lets tests exercise trimming with a few posts.
     pub fn with_feed_capacity(mut self, capacity: usize) -> Self {
         self.feed_capacity = capacity;
@@ -149,4 +158,29 @@ view! {
     /// with the `admin` feature.
     Admin,
     admin
+}
+
+/// The hot posts a process has met, so that it goes to their shards at once.
+#[derive(Debug, Default)]
+pub struct HotPosts(std::sync::Mutex<HashMap<PostId, u8>>);
+
+impl HotPosts {
+    pub(super) fn get(&self, post: &PostId) -> Option<u8> {
+        self.0.lock().ok()?.get(post).copied()
+    }
+
+    pub(super) fn remember(&self, post: PostId, shards: u8) {
+        if let Ok(mut known) = self.0.lock() {
+            if known.len() >= REMEMBERED {
+                known.clear();
+            }
+            known.insert(post, shards);
+        }
+    }
+
+    pub(super) fn forget(&self, post: &PostId) {
+        if let Ok(mut known) = self.0.lock() {
+            known.remove(post);
+        }
+    }
 }

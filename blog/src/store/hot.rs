@@ -37,8 +37,8 @@ use serde::{Deserialize, Serialize};
 
 use super::{FanOut, Requests};
 use super::{
-    Item, ItemType, Store, StoreError, from_item, n, signed,
-    table::{Expr, Landed, Outcome, Room, Throttle, TxOutcome, Write},
+    ItemType, Store, StoreError, from_item, n, signed,
+    table::{Expr, Landed, Outcome, TxOutcome, Write},
 };
 use crate::{
     ids::{CommentId, PostId, UserId},
@@ -50,49 +50,12 @@ use crate::{
 /// 410 WCU a second, 41 % of a partition, with room for an uneven hash.
 pub const HOT_SHARDS: u8 = 16;
 
-/// How many hot posts a process remembers (past it, it forgets them all and
-/// learns again: one refused transaction per post).
-const REMEMBERED: usize = 4096;
-
 /// How often the fan-out reads the post again when another batch added its
 /// shards' counts in between.
 const SUM_ATTEMPTS: usize = 8;
 
 /// How often the switch reads the post again when it changed under it.
 const SWITCH_ATTEMPTS: usize = 5;
-
-/// Which way a counter goes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Step {
-    Up,
-    Down,
-}
-
-/// `counter` of the item at `key` (a post, or a hot post's shard counter) one
-/// `step` up or down, its `version` one up, as a transaction's item: it must
-/// exist, going up it must also meet `up_also`, and going down the counter
-/// must be above 0.
-fn step_counter(key: Item, counter: Counter, step: Step, up_also: Option<Expr>) -> Write {
-    let sign = match step {
-        Step::Up => "+",
-        Step::Down => "-",
-    };
-    let change = Expr::new(format!(
-        "SET #counter = #counter {sign} :one, version = version + :one"
-    ))
-    .name("#counter", counter.attribute())
-    .value(":one", n(1));
-    let condition = match (step, up_also) {
-        (Step::Up, None) => Expr::item_exists(),
-        (Step::Up, Some(also)) => Expr::item_exists().and_expr(also),
-        (Step::Down, _) => Expr::item_exists()
-            .and("#counter > :zero")
-            .name("#counter", counter.attribute())
-            .value(":zero", n(0)),
-    };
-    // Its transaction's create or delete tells whether it committed.
-    Write::update(key, change, Landed::Untold).when(condition)
-}
 
 /// FNV-1a, 64 bits: a hash that is the same in every build, so that a
 /// liker's shard never moves.
@@ -164,14 +127,6 @@ impl ShardCounterItem {
             (Counter::Comments.attribute(), n(counts.1)),
         ]);
         Write::update(Self::key_of(post, shard).item(), change, landed).when(still)
-    }
-
-    /// `counter` of shard `shard` one `step` up or down, its `version` one up:
-    /// the item of a transaction that adds or removes what it counts. It
-    /// fails if the post is gone (its deletion deletes the counters) and,
-    /// going down, if the count is 0.
-    pub fn count(post: PostId, shard: u8, counter: Counter, step: Step) -> Write {
-        step_counter(Self::key_of(post, shard).item(), counter, step, None)
     }
 
     /// The counter of `counter` in it.
@@ -274,31 +229,6 @@ pub(super) struct PostShards {
     pub shard_counts: Option<BTreeMap<String, Added>>,
 }
 
-/// The hot posts a process has met, so that it goes to their shards at once.
-#[derive(Debug, Default)]
-pub struct HotPosts(std::sync::Mutex<HashMap<PostId, u8>>);
-
-impl HotPosts {
-    fn get(&self, post: &PostId) -> Option<u8> {
-        self.0.lock().ok()?.get(post).copied()
-    }
-
-    fn remember(&self, post: PostId, shards: u8) {
-        if let Ok(mut known) = self.0.lock() {
-            if known.len() >= REMEMBERED {
-                known.clear();
-            }
-            known.insert(post, shards);
-        }
-    }
-
-    fn forget(&self, post: &PostId) {
-        if let Ok(mut known) = self.0.lock() {
-            known.remove(post);
-        }
-    }
-}
-
 impl Store {
     /// The post item's shards and shard counts, strongly consistent; `None`
     /// when there is no such post.
@@ -330,48 +260,6 @@ impl Store {
 }
 
 impl Requests<'_> {
-    /// A like's or a comment's count refused by its condition: the post is
-    /// gone (404), or it is hot (remembered, and the caller tries again in its
-    /// shards).
-    pub(super) async fn learn_shards(&self, post: &PostId) -> Result<(), StoreError> {
-        let found = self.post_shards(post);
-        match found.await?.and_then(|p| p.shards) {
-            Some(shards) => {
-                self.hot.remember(*post, shards);
-                Ok(())
-            }
-            None => {
-                self.hot.forget(post);
-                Err(StoreError::PostNotFound)
-            }
-        }
-    }
-
-    /// Request: a like's or a comment's transaction was throttled on every
-    /// item it has in the post's partition, which says that partition is at
-    /// its limit (an index partition refuses only the item that writes to it,
-    /// and the table's on-demand maximum the whole request, never an item).
-    /// Makes the post hot unless a probe of the post item
-    /// ([`crate::store::table::Table::probe_write`]) is refused for another
-    /// limit (an index's, the table's): then nothing is switched, and
-    /// `false` says to retry without watching for throttles again. A probe
-    /// that finds room (its one unit fits where the transaction's six did
-    /// not, or the burst has passed) does not undo what the cancellation
-    /// showed.
-    pub(super) async fn switch_if_hot(&self, post: &PostId) -> Result<bool, StoreError> {
-        let probe = self.db.probe_write(keys::post_item(post).item()).await?;
-        match probe {
-            Room::Refused(cause @ (Throttle::Index | Throttle::Table)) => {
-                tracing::info!(post_id = %post, ?cause, "a throttle elsewhere: the post stays quiet");
-                Ok(false)
-            }
-            Room::Now | Room::Refused(Throttle::KeyRange | Throttle::Unstated) => {
-                self.make_hot(post).await?;
-                Ok(true)
-            }
-        }
-    }
-
     /// Request (a like or a comment whose post's partition throttled it), and
     /// tests: makes `post` hot, once; the number of its shards. Reads the
     /// post first (strongly consistent: another request may have switched it).
@@ -541,35 +429,6 @@ fn shard_update(added: &BTreeMap<String, Added>, counters: &[ShardCounterItem]) 
 
 fn signed_difference(now: u64, was: u64) -> i64 {
     i64::try_from(now).unwrap_or(i64::MAX) - i64::try_from(was).unwrap_or(i64::MAX)
-}
-
-/// `counter` of `post` one `step` up or down, with its `version` one up:
-/// the item of a transaction that adds or removes what it counts. Its
-/// condition fails if the post is gone; going up, if the post is hot (its
-/// new likes and comments count in its shards); going down, if the counter
-/// is already 0 (which an exact count never is while the counted item
-/// exists).
-fn counted_on_post(post: &PostId, counter: Counter, step: Step) -> Write {
-    let quiet = Expr::new("attribute_not_exists(#shards)").name("#shards", SHARDS_ATTRIBUTE);
-    step_counter(keys::post_item(post).item(), counter, step, Some(quiet))
-}
-
-/// Where a post's counter for a new like or comment is, by what is known of
-/// it: the post item while it is quiet, a shard's counter once it is hot.
-pub fn counted_up(post: &PostId, shard: Option<u8>, counter: Counter) -> Write {
-    match shard {
-        None => counted_on_post(post, counter, Step::Up),
-        Some(shard) => ShardCounterItem::count(*post, shard, counter, Step::Up),
-    }
-}
-
-/// Where a like or comment being taken back was counted: on the post item
-/// (`None`: given while the post was quiet), or in a shard.
-pub(super) fn counted_down(post: &PostId, shard: Option<u8>, counter: Counter) -> Write {
-    match shard {
-        None => counted_on_post(post, counter, Step::Down),
-        Some(shard) => ShardCounterItem::count(*post, shard, counter, Step::Down),
-    }
 }
 
 #[cfg(test)]

@@ -5,6 +5,7 @@ use serde::{Deserialize, Serialize};
 use super::Requests;
 use super::{
     Busy, ItemType, StoreError,
+    counts::{self, Counting, Tried},
     hot::{self, LikeShardsItem},
     s,
     table::{Committing, Deleted, Expr, Query, TxOutcome, Write},
@@ -213,66 +214,73 @@ impl Requests<'_> {
         // The caller's profile (403 for an erased account, or without one):
         // its name goes onto the item.
         let profile = self.writer(liker).await?.profile()?;
-        // Whether a throttle of the post's partition may make it hot: not
-        // once a probe found the limit elsewhere (an index, the table).
-        let mut may_switch = self.hot_switch;
         // A like taken back between the refused put and the read of the
         // existing one: like again.
-        for _ in 0..UNLIKE_ATTEMPTS {
-            let shard = self
-                .known_shards(post)
-                .map(|shards| hot::liker_shard(liker, shards));
-            let place = PostPartition { post: *post, shard };
-            if shard.is_some()
-                && let Some(existing) = self.existing_like(PostPartition::own(*post), liker).await?
-            {
-                // A deleted post's likes stay until the fan-out's walk takes
-                // them: answered only while the post is there (404 after,
-                // as a quiet post's like is).
-                if self.post_shards(post).await?.is_none() {
-                    self.forget_hot(post);
-                    return Err(StoreError::PostNotFound);
-                }
-                return Ok(Liked::Already(existing));
+        let liked = self.count_up(post, UNLIKE_ATTEMPTS, |counting| {
+            self.like_once(post, &profile, counting)
+        });
+        liked.await?.ok_or_else(|| {
+            StoreError::busy(Busy::Conflict, "the like kept being given and taken back")
+        })
+    }
+
+    /// One attempt of [`Requests::like_post`], counting where `counting`
+    /// says ([`super::counts`]).
+    async fn like_once(
+        &self,
+        post: &PostId,
+        profile: &UserItem,
+        counting: Counting,
+    ) -> Result<Tried<Liked>, StoreError> {
+        let liker = &profile.user_id;
+        let shard = counting
+            .shards
+            .map(|shards| hot::liker_shard(liker, shards));
+        let place = PostPartition { post: *post, shard };
+        if shard.is_some()
+            && let Some(existing) = self.existing_like(PostPartition::own(*post), liker).await?
+        {
+            // A deleted post's likes stay until the fan-out's walk takes
+            // them: answered only while the post is there (404 after, as a
+            // quiet post's like is).
+            if self.post_shards(post).await?.is_none() {
+                self.forget_hot(post);
+                return Err(StoreError::PostNotFound);
             }
-            let like = LikeItem::new(place, LikeId::generate(), &profile);
-            let mut tx = self.db.transaction("like");
-            let marker = tx.add(
-                "liker marker",
-                Write::create(&LikerMarker::for_like(&like))?,
-            );
-            tx.add("like", Write::create(&like)?);
-            let counted = tx.add("count", hot::counted_up(post, shard, Counter::Likes));
-            if shard.is_none() && may_switch {
-                // The marker touches no index: throttled with the count,
-                // it is the post's partition that is at its limit.
-                tx.yield_when_throttled(&[marker, counted]);
-            }
-            let outcome = tx.commit_watched().await?;
-            let failed = match outcome {
-                Committing::Throttled => {
-                    may_switch = self.switch_if_hot(post).await?;
-                    continue;
-                }
-                Committing::Done(TxOutcome::Committed) => return Ok(Liked::New(like.into())),
-                Committing::Done(TxOutcome::ConditionFailed(failed)) => failed,
-                Committing::Held => return Err(StoreError::Internal("like: held".into())),
-            };
-            if failed.failed(counted) {
-                // Gone, or (quiet as far as this process knew) hot meanwhile.
-                self.learn_shards(post).await?;
-            } else if failed.failed(marker) {
-                if let Some(existing) = self.existing_like(place, liker).await? {
-                    return Ok(Liked::Already(existing));
-                }
-            } else {
-                return Err(failed.unexpected("like"));
-            }
+            return Ok(Tried::Done(Liked::Already(existing)));
         }
-        Err(StoreError::busy(
-            Busy::Conflict,
-            "the like kept being given and taken back",
-        ))
+        let like = LikeItem::new(place, LikeId::generate(), profile);
+        let mut tx = self.db.transaction("like");
+        let marker = tx.add(
+            "liker marker",
+            Write::create(&LikerMarker::for_like(&like))?,
+        );
+        tx.add("like", Write::create(&like)?);
+        let counted = tx.add("count", counts::counted_up(post, shard, Counter::Likes));
+        if shard.is_none() && counting.watch {
+            // The marker touches no index: throttled with the count, it is
+            // the post's partition that is at its limit.
+            tx.yield_when_throttled(&[marker, counted]);
+        }
+        let failed = match tx.commit_watched().await? {
+            Committing::Throttled => return Ok(Tried::Throttled),
+            Committing::Done(TxOutcome::Committed) => {
+                return Ok(Tried::Done(Liked::New(like.into())));
+            }
+            Committing::Done(TxOutcome::ConditionFailed(failed)) => failed,
+            Committing::Held => return Err(StoreError::Internal("like: held".into())),
+        };
+        if failed.failed(counted) {
+            // Gone, or (quiet as far as this process knew) hot meanwhile.
+            Ok(Tried::Refused)
+        } else if failed.failed(marker) {
+            Ok(match self.existing_like(place, liker).await? {
+                Some(existing) => Tried::Done(Liked::Already(existing)),
+                None => Tried::Again,
+            })
+        } else {
+            Err(failed.unexpected("like"))
+        }
     }
 
     /// The like a user already gave a post, in the partition `place`: the
@@ -363,7 +371,7 @@ impl Requests<'_> {
             let removed = tx.add("like", like);
             let counted = tx.add(
                 "count",
-                hot::counted_down(post, place.shard, Counter::Likes),
+                counts::counted_down(post, place.shard, Counter::Likes),
             );
             match tx.commit().await? {
                 TxOutcome::Committed => return Ok(true),

@@ -23,6 +23,7 @@
 pub mod bulk;
 mod client;
 pub mod comments;
+pub mod counts;
 pub mod cursor;
 pub mod deletion;
 pub mod erasure;

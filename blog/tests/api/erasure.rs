@@ -14,8 +14,8 @@ use blog::{
     store::{
         Item, bulk,
         comments::CommentItem,
+        counts,
         feed::{FEED_CAPACITY, feed_reserve},
-        hot,
         idempotency::{Created, Idempotency},
         likes::LikeItem,
         posts::{PostContentItem, PostItem},
@@ -465,12 +465,12 @@ async fn in_flight(api: &TestApi, profile: &UserItem, on: &PostId) -> (LikeId, C
     );
     let mut tx = db.transaction("a like in flight");
     tx.add("like", Write::create(&like).expect("like"));
-    tx.add("post", hot::counted_up(on, None, Counter::Likes));
+    tx.add("post", counts::counted_up(on, None, Counter::Likes));
     tx.commit().await.expect("like committed");
     let comment = CommentItem::new(*on, CommentId::generate(), profile, "in flight");
     let mut tx = db.transaction("a comment in flight");
     tx.add("comment", Write::create(&comment).expect("comment"));
-    tx.add("post", hot::counted_up(on, None, Counter::Comments));
+    tx.add("post", counts::counted_up(on, None, Counter::Comments));
     tx.commit().await.expect("comment committed");
     let post = PostId::generate();
     let at = post.created_at();

@@ -1,0 +1,193 @@
+//! Counts (request; the fan-out's erasure): where a post's `likeCount` and
+//! `commentCount` go up or down, in the transaction of the like or comment
+//! they count, and the one loop every like and comment counts up through.
+//!
+//! A count is on the post item while the post is quiet, in one of its
+//! shard counters once it is hot ([`super::hot`]). Counting up, a request
+//! does not know which for sure, so `Requests::count_up` goes round:
+//!
+//! 1. the shards this process knows the post has (none: the post item);
+//! 2. one attempt: the caller's transaction, counting where step 1 says;
+//! 3. throttled on the post's own partition ⇒ the post is made hot
+//!    (`Requests::switch_if_hot`), and the next attempt counts in a shard;
+//! 4. the count refused by its condition ⇒ the post is gone (404) or hot
+//!    meanwhile: its shards are learned (`Requests::learn_shards`) and
+//!    the next attempt counts there.
+//!
+//! Counting down is its inverse, with no loop: a like or comment taken back
+//! is counted down where it was counted up (it says where: `shard`,
+//! `countedIn`), and a refusal there means the post is gone.
+
+use std::future::Future;
+
+use super::{
+    Item, Requests, StoreError,
+    hot::{SHARDS_ATTRIBUTE, ShardCounterItem},
+    n,
+    table::{Expr, Landed, Room, Throttle, Write},
+};
+use crate::{
+    ids::PostId,
+    keys::{self, Counter},
+};
+
+/// Which way a counter goes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Step {
+    Up,
+    Down,
+}
+
+/// `counter` of the item at `key` (a post, or a hot post's shard counter) one
+/// `step` up or down, its `version` one up, as a transaction's item: it must
+/// exist, going up it must also meet `up_also`, and going down the counter
+/// must be above 0.
+fn step_counter(key: Item, counter: Counter, step: Step, up_also: Option<Expr>) -> Write {
+    let sign = match step {
+        Step::Up => "+",
+        Step::Down => "-",
+    };
+    let change = Expr::new(format!(
+        "SET #counter = #counter {sign} :one, version = version + :one"
+    ))
+    .name("#counter", counter.attribute())
+    .value(":one", n(1));
+    let condition = match (step, up_also) {
+        (Step::Up, None) => Expr::item_exists(),
+        (Step::Up, Some(also)) => Expr::item_exists().and_expr(also),
+        (Step::Down, _) => Expr::item_exists()
+            .and("#counter > :zero")
+            .name("#counter", counter.attribute())
+            .value(":zero", n(0)),
+    };
+    // Its transaction's create or delete tells whether it committed.
+    Write::update(key, change, Landed::Untold).when(condition)
+}
+
+/// `counter` one `step` up or down where it is counted: on the post item
+/// (`shard` `None`), whose condition also fails going up once the post is
+/// hot (its new likes and comments count in its shards), or in shard
+/// `shard`'s counter, whose condition fails once the post is deleted (its
+/// deletion deletes the counters). Going down, either fails at 0, which an
+/// exact count never is while the counted item exists.
+fn counted(post: &PostId, shard: Option<u8>, counter: Counter, step: Step) -> Write {
+    match shard {
+        None => {
+            let quiet =
+                Expr::new("attribute_not_exists(#shards)").name("#shards", SHARDS_ATTRIBUTE);
+            step_counter(keys::post_item(post).item(), counter, step, Some(quiet))
+        }
+        Some(shard) => {
+            let key = ShardCounterItem::key_of(*post, shard).item();
+            step_counter(key, counter, step, None)
+        }
+    }
+}
+
+/// Where a post's counter for a new like or comment is, by what is known of
+/// it: the post item while it is quiet, a shard's counter once it is hot.
+pub fn counted_up(post: &PostId, shard: Option<u8>, counter: Counter) -> Write {
+    counted(post, shard, counter, Step::Up)
+}
+
+/// Where a like or comment being taken back was counted: on the post item
+/// (`None`: given while the post was quiet), or in a shard.
+pub(super) fn counted_down(post: &PostId, shard: Option<u8>, counter: Counter) -> Write {
+    counted(post, shard, counter, Step::Down)
+}
+
+/// Where one attempt counts up: in the shards this process knows the post
+/// has (`None`: on the post item), and whether a throttle of the post's
+/// partition may make it hot (the attempt then watches its items there:
+/// `Transaction::yield_when_throttled`).
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Counting {
+    pub shards: Option<u8>,
+    pub watch: bool,
+}
+
+/// What one attempt that counts up did.
+#[derive(Debug)]
+pub(super) enum Tried<T> {
+    /// The caller's answer.
+    Done(T),
+    /// Throttled on every item watched in the post's partition.
+    Throttled,
+    /// The count's condition refused it: the post is gone, or hot.
+    Refused,
+    /// Something else changed under it (a like taken back meanwhile).
+    Again,
+}
+
+impl Requests<'_> {
+    /// The loop every like and comment counts up through (the module's
+    /// docs): `attempt` at most `attempts` times, each told where to count;
+    /// `None` when they ran out.
+    pub(super) async fn count_up<T, F, Fut>(
+        &self,
+        post: &PostId,
+        attempts: usize,
+        mut attempt: F,
+    ) -> Result<Option<T>, StoreError>
+    where
+        F: FnMut(Counting) -> Fut,
+        Fut: Future<Output = Result<Tried<T>, StoreError>>,
+    {
+        let mut watch = self.hot_switch;
+        for _ in 0..attempts {
+            let counting = Counting {
+                shards: self.known_shards(post),
+                watch,
+            };
+            match attempt(counting).await? {
+                Tried::Done(answer) => return Ok(Some(answer)),
+                Tried::Throttled => watch = self.switch_if_hot(post).await?,
+                Tried::Refused => self.learn_shards(post).await?,
+                Tried::Again => {}
+            }
+        }
+        Ok(None)
+    }
+
+    /// A like's or a comment's count refused by its condition: the post is
+    /// gone (404), or it is hot (remembered, and the caller tries again in its
+    /// shards).
+    pub(super) async fn learn_shards(&self, post: &PostId) -> Result<(), StoreError> {
+        let found = self.post_shards(post);
+        match found.await?.and_then(|p| p.shards) {
+            Some(shards) => {
+                self.hot.remember(*post, shards);
+                Ok(())
+            }
+            None => {
+                self.hot.forget(post);
+                Err(StoreError::PostNotFound)
+            }
+        }
+    }
+
+    /// A like's or a comment's transaction was throttled on every item it
+    /// has in the post's partition, which says that partition is at its
+    /// limit (an index partition refuses only the item that writes to it,
+    /// and the table's on-demand maximum the whole request, never an item).
+    /// Makes the post hot unless a probe of the post item
+    /// ([`crate::store::table::Table::probe_write`]) is refused for another
+    /// limit (an index's, the table's): then nothing is switched, and
+    /// `false` says to retry without watching for throttles again. A probe
+    /// that finds room (its one unit fits where the transaction's six did
+    /// not, or the burst has passed) does not undo what the cancellation
+    /// showed.
+    pub(super) async fn switch_if_hot(&self, post: &PostId) -> Result<bool, StoreError> {
+        let probe = self.db.probe_write(keys::post_item(post).item()).await?;
+        match probe {
+            Room::Refused(cause @ (Throttle::Index | Throttle::Table)) => {
+                tracing::info!(post_id = %post, ?cause, "a throttle elsewhere: the post stays quiet");
+                Ok(false)
+            }
+            Room::Now | Room::Refused(Throttle::KeyRange | Throttle::Unstated) => {
+                self.make_hot(post).await?;
+                Ok(true)
+            }
+        }
+    }
+}
