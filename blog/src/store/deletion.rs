@@ -55,8 +55,8 @@ pub enum Removal {
 }
 
 impl Requests<'_> {
-    /// C2 taken back (request): the post and its content, in one
-    /// transaction, by its author only. An erased account is refused first
+    /// C2 taken back (request): the post, by its author only
+    /// ([`Store::delete_post_as_read`]). An erased account is refused first
     /// ([`crate::store::Requests::writer`]), whatever the post; then the post is read
     /// (strongly consistent, for 404 and 403). A hot post's shards are closed
     /// before the answer; the rest goes in the fan-out.
@@ -77,10 +77,10 @@ pub enum Deleting {
 }
 
 impl Store {
-    /// The post and its content, if `author` wrote it: the request's
-    /// deletion once the caller may write, and the erasure's walk deleting
-    /// what an erased account wrote. Read, then deleted as read; read again
-    /// if it changed shape in between.
+    /// The post, if `author` wrote it: the request's deletion once the
+    /// caller may write, and the erasure's walk deleting what an erased
+    /// account wrote. Read, then deleted as read; read again if it changed
+    /// shape in between.
     pub(super) async fn delete_post_by(
         &self,
         post: &PostId,

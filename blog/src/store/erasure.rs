@@ -432,11 +432,8 @@ impl FanOut<'_> {
         #[derive(serde::Deserialize)]
         #[serde(rename_all = "camelCase")]
         struct Kept {
-            #[serde(default = "legacy")]
+            #[serde(default = "crate::store::idempotency::first_account_version")]
             user_version: u64,
-        }
-        fn legacy() -> u64 {
-            1
         }
         let query = Query::partition(keys::user_pk(user))
             .begins_with(REQUEST_PREFIX)

@@ -105,7 +105,8 @@ pub struct RequestRecordItem {
     pub user_version: u64,
 }
 
-fn first_account_version() -> u64 {
+/// The version a record without one is read at: an account's first.
+pub(super) fn first_account_version() -> u64 {
     1
 }
 
