@@ -201,7 +201,7 @@ impl Requests<'_> {
             post_id: *post,
             comment_id: item.comment_id,
         };
-        let record = Idempotency::add_record(keyed, &mut tx, profile, &answer, created)?;
+        let record = Idempotency::add_record(keyed, &mut tx, profile.account(), &answer, created)?;
         if item.counted_in.is_none() && counting.watch {
             // Both in the post's partition; each also in an index partition
             // of its own (the commenter's, the author's): throttled
@@ -217,7 +217,7 @@ impl Requests<'_> {
         if let (Some(keyed), Some(record)) = (keyed, record)
             && failed.failed(record)
         {
-            let replay = self.replay(profile, keyed).await?;
+            let replay = self.replay(profile.account(), keyed).await?;
             return Ok(Tried::Done(Answer::Replayed(replay)));
         }
         if !failed.failed(counted) {

@@ -19,7 +19,6 @@ use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
 use super::Requests;
-use super::users::UserItem;
 use super::{
     ItemType, StoreError, n, s,
     table::{Expr, Landed, Slot, Transaction, Write},
@@ -113,11 +112,21 @@ pub(super) fn first_account_version() -> u64 {
 /// The attribute that holds a record's [`RequestRecordItem::user_version`].
 pub const USER_VERSION: &str = "userVersion";
 
+/// Who sends a keyed request, as their profile says: the user, the
+/// profile's version, and the version it started at (above every version of
+/// an erased account of the same user).
+#[derive(Debug, Clone, Copy)]
+pub struct Account<'a> {
+    pub user: &'a UserId,
+    pub version: u64,
+    pub first_version: u64,
+}
+
 impl RequestRecordItem {
-    /// Whether it was written by an account erased before `profile` was
-    /// made (`profile`: the user's current profile).
-    pub fn is_an_erased_accounts(&self, profile: &UserItem) -> bool {
-        self.user_version < profile.first_version
+    /// Whether it was written by an account erased before `account` was
+    /// made (`account`: the user's current one).
+    pub fn is_an_erased_accounts(&self, account: Account<'_>) -> bool {
+        self.user_version < account.first_version
     }
 }
 
@@ -159,7 +168,7 @@ impl Idempotency {
     pub(super) fn add_record(
         keyed: Option<&Self>,
         tx: &mut Transaction<'_>,
-        writer: &UserItem,
+        writer: Account<'_>,
         response: &impl Serialize,
         created: Created,
     ) -> Result<Option<Slot>, StoreError> {
@@ -178,7 +187,7 @@ impl Idempotency {
     /// `response` (its `content` left out), kept [`KEPT`] from now.
     pub fn record_item(
         &self,
-        writer: &UserItem,
+        writer: Account<'_>,
         status: u16,
         response: &impl Serialize,
         created: Created,
@@ -189,7 +198,7 @@ impl Idempotency {
             fields.remove("content");
         }
         Ok(RequestRecordItem {
-            user_id: writer.user_id.clone(),
+            user_id: writer.user.clone(),
             key: self.key.clone(),
             request_digest: self.digest.clone(),
             status,
@@ -206,7 +215,7 @@ impl Idempotency {
     /// account's).
     fn record(
         &self,
-        writer: &UserItem,
+        writer: Account<'_>,
         status: u16,
         response: &impl Serialize,
         created: Created,
@@ -240,10 +249,10 @@ impl Requests<'_> {
     /// [`StoreError::IdempotencyKeyReused`].
     pub(super) async fn replay(
         &self,
-        caller: &UserItem,
+        caller: Account<'_>,
         keyed: &Idempotency,
     ) -> Result<Replay, StoreError> {
-        let key = keys::request_record(&caller.user_id, &keyed.key).item();
+        let key = keys::request_record(caller.user, &keyed.key).item();
         let record = self.db.get_entity::<RequestRecordItem>(key, true).await?;
         // Expired and deleted between the refusal and this read: the first
         // request was made more than a day ago, and this one may be sent

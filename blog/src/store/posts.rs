@@ -261,14 +261,16 @@ impl Requests<'_> {
             content: Some(text),
         });
         let created = Created::Post { post_id };
-        let record = Idempotency::add_record(keyed, &mut tx, &profile, &answer, created)?;
+        let record = Idempotency::add_record(keyed, &mut tx, profile.account(), &answer, created)?;
         match tx.commit_watched().await? {
             Committing::Done(TxOutcome::Committed) => Ok(Answer::New(answer)),
             Committing::Done(TxOutcome::ConditionFailed(failed))
                 if record.is_some_and(|r| failed.failed(r)) =>
             {
                 match keyed {
-                    Some(keyed) => Ok(Answer::Replayed(self.replay(&profile, keyed).await?)),
+                    Some(keyed) => Ok(Answer::Replayed(
+                        self.replay(profile.account(), keyed).await?,
+                    )),
                     None => Err(failed.unexpected("create post")),
                 }
             }

@@ -4,7 +4,7 @@ use serde::{Deserialize, Serialize};
 
 use super::{
     Busy, Item, ItemType, Store, StoreError,
-    idempotency::{Answer, Created, Idempotency},
+    idempotency::{Account, Answer, Created, Idempotency},
     n, s,
     table::{Committing, Deleted, Expr, Landed, Outcome, Query, TxOutcome, Write},
 };
@@ -46,6 +46,15 @@ fn is_first_version(version: &u64) -> bool {
 }
 
 impl UserItem {
+    /// Who this profile's user is, as a keyed request records it.
+    pub fn account(&self) -> Account<'_> {
+        Account {
+            user: &self.user_id,
+            version: self.version,
+            first_version: self.first_version,
+        }
+    }
+
     /// A new profile, version 1, made `at`.
     pub fn new(user: &UserId, username: &Username, at: &str) -> Self {
         Self {
@@ -271,7 +280,8 @@ impl Requests<'_> {
         let profile = tx.add("profile", Write::create(&item)?);
         let claim = tx.add("username claim", Write::create(&UsernameClaim::of(&item))?);
         let answer = User::from(item.clone());
-        let record = Idempotency::add_record(keyed, &mut tx, &item, &answer, Created::User)?;
+        let record =
+            Idempotency::add_record(keyed, &mut tx, item.account(), &answer, Created::User)?;
         let failed = match tx.commit_watched().await? {
             Committing::Done(TxOutcome::Committed) => return Ok(Answer::New(answer)),
             Committing::Done(TxOutcome::ConditionFailed(failed)) => failed,
@@ -282,7 +292,7 @@ impl Requests<'_> {
         };
         match (keyed, record) {
             (Some(keyed), Some(record)) if failed.failed(record) => {
-                Ok(Answer::Replayed(self.replay(&item, keyed).await?))
+                Ok(Answer::Replayed(self.replay(item.account(), keyed).await?))
             }
             _ if failed.failed(profile) => Err(StoreError::ProfileExists),
             _ if failed.failed(claim) => Err(StoreError::UsernameTaken),

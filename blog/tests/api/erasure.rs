@@ -868,7 +868,12 @@ async fn keyed_post_in_flight(api: &TestApi, profile: &UserItem, key: &str, body
     );
     let answer = json!({ "postId": post, "title": title });
     let record = keyed
-        .record_item(profile, 201, &answer, Created::Post { post_id: post })
+        .record_item(
+            profile.account(),
+            201,
+            &answer,
+            Created::Post { post_id: post },
+        )
         .expect("record");
     let mut tx = api.app.store.db().transaction("a keyed post in flight");
     let item = PostItem::new(post, profile, title, text, &at);
