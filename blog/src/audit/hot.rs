@@ -26,11 +26,10 @@ use crate::{
 };
 
 impl Admin<'_> {
-    /// The likes in `post`'s shards (none for a quiet post); a finding for
-    /// each shard counter that is not what it counts: the likes in its shard
-    /// and `counted_in` (the post's comments counted in each shard).
-    ///
-    /// And a finding for each shard whose counts the post holds at an older
+    /// For each of `post`'s shards (none for a quiet post), a finding when
+    /// its counter is not what it counts: the likes in its shard and
+    /// `counted_in` (the post's comments counted in each shard); and one for
+    /// each shard whose counts the post holds at an older
     /// version than the counter's: the fan-out has not added them (yet: the
     /// repair adds them as the fan-out does, which is safe beside it).
     pub(super) async fn audit_shards(
