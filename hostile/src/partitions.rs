@@ -14,7 +14,9 @@
 //!   partition, 1 WCU per KB of the projected entry when the entry changes
 //!   (put, removed, or moved: both partitions). The item before is read
 //!   from upstream first (one strongly consistent BatchGetItem of the
-//!   request's keys); the item after an `UpdateItem` is read back once it
+//!   request's keys); an update is admitted on the estimate that each index
+//!   entry the item has changes (so that an index partition at its limit
+//!   refuses it, as DynamoDB's does), its item after is read back once it
 //!   took effect, and the difference charged then;
 //! - a read: 4 KB units of what it returned (per item for GetItem and
 //!   BatchGetItem, the page's total for a Query, at least one unit), half
@@ -35,7 +37,11 @@
 //! `IndexWriteKeyRangeThroughputExceeded`, and the read ones); a refused
 //! transaction `TransactionCanceledException` with `ThrottlingError` for
 //! each item that met a throttled partition. A throttled index partition
-//! refuses the base table's write, as on DynamoDB.
+//! refuses the base table's write, as on DynamoDB. A table may also have an
+//! on-demand maximum ([`TableCeiling`]): one more bucket, of the whole
+//! table, charged with every charge on one of its partitions; a request past
+//! it is refused whole with `ThrottlingException` and
+//! `TableWriteMaxOnDemandThroughputExceeded` (or the read one).
 
 use std::{collections::HashMap, time::Instant};
 
