@@ -43,8 +43,9 @@ struct WriteItem {
 enum After {
     Item(Map<String, Value>),
     Gone,
-    /// An update: known once it has taken effect.
-    Updated,
+    /// An update: known once it has taken effect. It names the attributes
+    /// its expression mentions (`None`: it could not be read).
+    Updated(Option<Vec<String>>),
     /// A transaction's condition check: nothing changes.
     Checked,
 }
@@ -174,7 +175,7 @@ impl Limiter {
                     After::Gone => None,
                     // Estimated as the item before (or its key alone), set
                     // right once the update has taken effect.
-                    After::Updated => Some(old.cloned().unwrap_or_else(|| write.key.clone())),
+                    After::Updated(_) => Some(old.cloned().unwrap_or_else(|| write.key.clone())),
                     After::Checked => old.cloned(),
                 };
                 let mut item_charges = write_charges(
@@ -186,10 +187,12 @@ impl Limiter {
                     transactional,
                     write.index,
                 );
-                if let (After::Updated, Some(old)) = (&write.after, old) {
-                    item_charges.extend(index_estimates(&write.table, &shape, old, write.index));
+                if let (After::Updated(names), Some(old)) = (&write.after, old) {
+                    let names = names.as_deref();
+                    let estimates = index_estimates(&write.table, &shape, old, names, write.index);
+                    item_charges.extend(estimates);
                 }
-                if matches!(write.after, After::Updated) {
+                if matches!(write.after, After::Updated(_)) {
                     updates.push(Update {
                         write: write.clone(),
                         before: old.cloned(),
@@ -441,6 +444,44 @@ fn transaction_items(operation: &str, request: &Value) -> Option<usize> {
 }
 
 /// The items a write request changes, and whether it is a transaction.
+/// The attributes an update's `UpdateExpression` mentions, top-level,
+/// placeholders resolved (those it sets or removes, and those it reads:
+/// more than it changes, never fewer); `None` without an expression.
+fn updated_names(update: &Value) -> Option<Vec<String>> {
+    let expression = update["UpdateExpression"].as_str()?;
+    let placeholders = update["ExpressionAttributeNames"].as_object();
+    let mut names = Vec::new();
+    let separators = |c: char| c.is_whitespace() || ",=+-()".contains(c);
+    for token in expression.split(separators).filter(|t| !t.is_empty()) {
+        // A path's first element is the item's attribute.
+        let first = token.split(['.', '[']).next().unwrap_or_default();
+        let name = if first.starts_with('#') {
+            placeholders
+                .and_then(|p| p.get(first))
+                .and_then(Value::as_str)
+        } else if first.starts_with(':')
+            || [
+                "SET",
+                "REMOVE",
+                "ADD",
+                "DELETE",
+                "if_not_exists",
+                "list_append",
+            ]
+            .iter()
+            .any(|word| first.eq_ignore_ascii_case(word))
+        {
+            None
+        } else {
+            Some(first)
+        };
+        if let Some(name) = name.filter(|n| !names.iter().any(|known| known == n)) {
+            names.push(name.to_owned());
+        }
+    }
+    Some(names)
+}
+
 fn writes_of(operation: &str, request: &Value) -> (Vec<WriteItem>, bool) {
     let object = |v: &Value| v.as_object().cloned();
     let table = |v: &Value| v["TableName"].as_str().map(str::to_owned);
@@ -450,7 +491,7 @@ fn writes_of(operation: &str, request: &Value) -> (Vec<WriteItem>, bool) {
         "UpdateItem" | "DeleteItem" => {
             if let (Some(table), Some(key)) = (table(request), object(&request["Key"])) {
                 let after = if operation == "UpdateItem" {
-                    After::Updated
+                    After::Updated(updated_names(request))
                 } else {
                     After::Gone
                 };
@@ -486,7 +527,7 @@ fn writes_of(operation: &str, request: &Value) -> (Vec<WriteItem>, bool) {
                 .enumerate()
             {
                 for (kind, after) in [
-                    ("Update", After::Updated),
+                    ("Update", After::Updated(updated_names(&item["Update"]))),
                     ("Delete", After::Gone),
                     ("ConditionCheck", After::Checked),
                 ] {
@@ -597,6 +638,33 @@ mod tests {
 
     use super::{key_condition_value, key_text, writes_of};
 
+    #[test]
+    fn an_updates_names_are_the_attributes_its_expression_mentions() {
+        let count = json!({
+            "UpdateExpression": "SET #counter = #counter + :one, version = version + :one",
+            "ExpressionAttributeNames": { "#counter": "likeCount" },
+        });
+        assert_eq!(
+            super::updated_names(&count),
+            Some(vec!["likeCount".to_owned(), "version".to_owned()])
+        );
+        let nested = json!({
+            "UpdateExpression": "SET #added.#s3 = :s3, likes = if_not_exists(likes, :zero) REMOVE #probe",
+            "ExpressionAttributeNames": { "#added": "shardCounts", "#s3": "3", "#probe": "throttleProbe" },
+        });
+        assert_eq!(
+            super::updated_names(&nested),
+            Some(vec![
+                "shardCounts".to_owned(),
+                "likes".to_owned(),
+                "throttleProbe".to_owned()
+            ])
+        );
+        assert_eq!(
+            super::updated_names(&json!({ "AttributeUpdates": {} })),
+            None
+        );
+    }
     #[test]
     fn a_query_names_its_partition_in_its_key_condition() {
         let request = json!({

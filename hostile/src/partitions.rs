@@ -328,18 +328,35 @@ pub(crate) fn write_charges(
 }
 
 /// What an update of `before` is charged on the indexes before it is known
-/// what it changes: each index entry `before` has, as if it changed (the
-/// true charges are settled once it took effect). Without this an index
-/// partition would never refuse an update, only be charged after it.
+/// what it changes: each index entry `before` has whose attributes the
+/// update's expression names (`names`; `None`: unknown, so every entry), as
+/// if it changed (the true charges are settled once it took effect).
+/// Without this an index partition would never refuse an update, only be
+/// charged after it; with every entry, an update of an attribute no index
+/// holds would be refused for an index it cannot change.
 pub(crate) fn index_estimates(
     table: &str,
     shape: &TableShape,
     before: &Map<String, Value>,
+    names: Option<&[String]>,
     item: usize,
 ) -> Vec<Charge> {
+    let touches = |index: &IndexShape| {
+        names.is_none_or(|names| {
+            names.iter().any(|name| {
+                *name == index.pk
+                    || index.sk.as_ref() == Some(name)
+                    || index
+                        .projected
+                        .as_ref()
+                        .is_none_or(|projected| projected.contains(name))
+            })
+        })
+    };
     shape
         .indexes
         .iter()
+        .filter(|index| touches(index))
         .filter_map(|index| {
             let entry = shape.entry(index, before)?;
             Some(Charge {
