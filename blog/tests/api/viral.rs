@@ -190,13 +190,7 @@ async fn the_tables_ceiling_turns_no_post_hot() {
     let limits = PartitionLimits::scaled(SCALE)
         .expect("scale")
         .with_table_ceiling(ceiling);
-    let (statuses, throttled, hot) = posts_liked_once(limits).await;
-    assert!(throttled > 0, "the table's ceiling was reached");
-    assert!(
-        statuses.iter().all(|s| [201, 503].contains(s)),
-        "{statuses:?}"
-    );
-    assert_eq!(hot, 0, "a table-level throttle turned posts hot");
+    throttled_elsewhere_turns_no_post_hot(limits, "the table's ceiling").await;
 }
 
 #[tokio::test]
@@ -205,13 +199,20 @@ async fn an_authors_index_partition_throttled_turns_no_post_hot() {
     // own partition), but every like changes the count its author's GSI1
     // partition lists: 20 WCU a second there.
     let limits = PartitionLimits::scaled(0.01).expect("scale");
+    throttled_elsewhere_turns_no_post_hot(limits, "the author's index partition").await;
+}
+
+/// [`posts_liked_once`] under `limits`, which `what` (not a post's own
+/// partition) reaches: some requests throttled, each like answered 201 or
+/// 503, no post hot.
+async fn throttled_elsewhere_turns_no_post_hot(limits: PartitionLimits, what: &str) {
     let (statuses, throttled, hot) = posts_liked_once(limits).await;
-    assert!(throttled > 0, "the author's index partition was reached");
+    assert!(throttled > 0, "{what} was reached");
     assert!(
         statuses.iter().all(|s| [201, 503].contains(s)),
         "{statuses:?}"
     );
-    assert_eq!(hot, 0, "an index throttle turned posts hot");
+    assert_eq!(hot, 0, "{what} turned posts hot");
 }
 
 #[tokio::test]
