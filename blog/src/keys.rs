@@ -11,7 +11,8 @@
 //! | like marker     | `POST#<postId>`     | `LIKER#<userId>`    | –             | –                   |
 //! | hot post's likes pointer | `POST#<postId>` | `LIKE#~SHARDED`  | –             | –                   |
 //! | hot post's like | `POST#<postId>#<k>` | `LIKE#<likeId>`     | `USER#<userId>` | `LIKE#<likeId>`   |
-//! | hot post's like marker | `POST#<postId>#<k>` | `LIKER#<userId>` | –           | –                   |
+//! | hot post's like marker (before likers moved) | `POST#<postId>#<k>` | `LIKER#<userId>` | – | –  |
+//! | hot post's liker mark | `USER#<userId>`  | `~LIKED#<postId>`   | –             | –                   |
 //! | hot post's shard counter | `POST#<postId>#<k>` | `COUNTS`     | –             | –                   |
 //! | feed entry      | `FEED`              | `POST#<postId>`     | –             | –                   |
 //! | feed floor      | `FEED`              | `FLOOR`             | –             | –                   |
@@ -103,6 +104,10 @@ pub const POST_PREFIX: &str = "POST#";
 pub const COMMENT_PREFIX: &str = "COMMENT#";
 pub const LIKE_PREFIX: &str = "LIKE#";
 pub const LIKER_PREFIX: &str = "LIKER#";
+/// A user's mark of a like they gave a hot post, in their own partition. It
+/// sorts after `PROFILE`, `RENAME` and `REQUEST#…` (`~` is after every
+/// letter), so the writer read (`ERASED`..`PROFILE`) never meets it.
+pub const LIKED_PREFIX: &str = "~LIKED#";
 /// A hot post's pointer to its like shards, in its own partition. It sorts
 /// after every `LIKE#<ulid>` (a ULID is `0-9A-Z`), so the first item of Q5's
 /// newest-first Query says whether the likes are sharded; the audit and the
@@ -261,6 +266,12 @@ pub fn liker(place: PostPartition, user: &UserId) -> Key {
     Key::new(place.pk(), liker_sk(user))
 }
 
+/// `user`'s mark of their like of the hot post `post`, in their own
+/// partition: wherever the post keeps the like, the mark stays here.
+pub fn liked(user: &UserId, post: &PostId) -> Key {
+    Key::new(user_pk(user), format!("{LIKED_PREFIX}{post}"))
+}
+
 /// Where a user's rename walk keeps its place (`store::rename`).
 pub fn rename_progress(user: &UserId) -> Key {
     Key::new(user_pk(user), RENAME_SK)
@@ -341,6 +352,9 @@ item_types! {
     ShardCounter,
     /// A hot post's pointer to its like shards (`POST#p / LIKE#~SHARDED`).
     LikeShards,
+    /// A user's mark of their like of a hot post (`USER#u / ~LIKED#p`,
+    /// [`crate::store::likes`]).
+    Liked,
     /// The first answer to a caller's creating request made with an
     /// `Idempotency-Key` (`USER#u / REQUEST#<key>`,
     /// [`crate::store::idempotency`]), deleted by TTL.

@@ -152,11 +152,12 @@ async fn migrate() -> Result<(), Error> {
         found = done.found,
         moved = done.moved,
         busy = done.busy,
+        likers_moved = done.likers_moved,
         "migration finished"
     );
     println!(
-        "{} post(s) in the old shape, {} moved",
-        done.found, done.moved
+        "{} post(s) in the old shape, {} moved; {} hot post(s) had their likers marked",
+        done.found, done.moved, done.likers_moved
     );
     if done.busy > 0 {
         return Err(format!(

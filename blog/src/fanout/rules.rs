@@ -12,6 +12,7 @@
 //! | user REMOVE (erased) | everything the user wrote out, page by page under GSI1 `USER#u`: each post as `DELETE /posts/{id}` deletes it, each comment and like with its post's count one down; near the deadline it stops and the record is reported failed, so that the retry deletes what is left (`store::erasure`) | deleting what is gone is a no-op; the erased user can write nothing new, and what they had in flight is taken out by the INSERT rule |
 //! | post, comment or like INSERT of an erased author (in flight when the erasure committed) | the item out, with its count (as the erasure's walk does) | deleting what is gone is a no-op |
 //! | post REMOVE (deleted) | its feed entry out (the count one down; the reserve's next newest shows in its place), then every comment, like and marker of its partition (and of a hot post's shards), a page at a time; near the deadline it stops and the record is reported failed, so that the retry deletes what is left (`store::deletion`) | deleting what is gone is a no-op; nothing can be added to a deleted post; a late INSERT finds no post and takes its entry back out |
+//! | a hot post's pointer INSERT (the post made hot) | a mark in its liker's partition for every like the post had, a page at a time, its place kept on the pointer; then the post's `likersMoved` (`store::hot`); near the deadline it stops and the record is reported failed | a mark is put only where none is; one whose marker changed as it was put is taken back |
 //! | a hot post's shard counter MODIFY | once a batch per post (its counters' records coalesced into the last one): what each shard counted since the version the post holds of it, added onto the post's counts (`store::hot`); that post MODIFY then refreshes the feed entry | the post update is conditional on each shard's version as read |
 //! | anything else | nothing | – |
 //!
@@ -41,7 +42,7 @@ use crate::{
         deletion::Removal,
         erasure::{ErasureStep, Written},
         feed::{Copied, FeedEntryItem},
-        hot::{ShardCounterItem, Summed},
+        hot::{LikeShardsItem, Moving, ShardCounterItem, Summed},
         posts::PostItem,
         rename::{Deadline, RenameStep},
         users::{Author, UserItem},
@@ -87,6 +88,7 @@ pub(super) enum Rule {
     RemovedUser,
     RemovedPost,
     ShardCounts,
+    MovedLikers,
 }
 
 impl Rule {
@@ -120,10 +122,16 @@ impl Rule {
                 Change::Modify => Some(Rule::ShardCounts),
                 Change::Insert | Change::Remove => None,
             },
+            // A post made hot: the likes it had are marked in their likers'
+            // partitions.
+            ItemType::LikeShards => match change {
+                Change::Insert => Some(Rule::MovedLikers),
+                Change::Modify | Change::Remove => None,
+            },
             // The copies the fan-out keeps and its own bookkeeping: nothing
             // is copied from them.
             ItemType::Username
-            | ItemType::LikeShards
+            | ItemType::Liked
             | ItemType::PostContent
             | ItemType::Liker
             | ItemType::FeedEntry
@@ -186,6 +194,7 @@ pub(super) async fn apply_record(
         Some(Rule::RemovedUser) => Box::pin(removed_user(store, record, deadline)).await,
         Some(Rule::RemovedPost) => Box::pin(removed_post(store, record, deadline)).await,
         Some(Rule::ShardCounts) => Box::pin(shard_counts(store, record, carried)).await,
+        Some(Rule::MovedLikers) => Box::pin(moved_likers(store, record, deadline)).await,
         None => Ok(Outcome::Ignored),
     }
 }
@@ -383,6 +392,27 @@ async fn removed_post(
             Removal::Done { deleted } => Outcome::Written {
                 writes: left + deleted,
             },
+        },
+    )
+}
+
+/// A post made hot (its pointer's INSERT): the likes it had marked in their
+/// likers' partitions (`store::hot`).
+async fn moved_likers(
+    store: &Store,
+    record: &EventRecord,
+    deadline: &Deadline,
+) -> Result<Outcome, FanoutError> {
+    let pointer: LikeShardsItem = decode(&record.change.new_image, "new")?;
+    Ok(
+        match store
+            .fanout()
+            .move_likers(&pointer.post_id, deadline)
+            .await?
+        {
+            Moving::Done { moved } => Outcome::Written { writes: moved + 1 },
+            Moving::Paused { moved } => Outcome::Paused { writes: moved },
+            Moving::Stale => Outcome::Stale { writes: 0 },
         },
     )
 }

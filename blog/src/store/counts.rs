@@ -40,9 +40,8 @@ pub enum Step {
 
 /// `counter` of the item at `key` (a post, or a hot post's shard counter) one
 /// `step` up or down, its `version` one up, as a transaction's item: it must
-/// exist, going up it must also meet `up_also`, and going down the counter
-/// must be above 0.
-fn step_counter(key: Item, counter: Counter, step: Step, up_also: Option<Expr>) -> Write {
+/// exist and meet `also`, and going down the counter must be above 0.
+fn step_counter(key: Item, counter: Counter, step: Step, also: Option<Expr>) -> Write {
     let sign = match step {
         Step::Up => "+",
         Step::Down => "-",
@@ -52,13 +51,16 @@ fn step_counter(key: Item, counter: Counter, step: Step, up_also: Option<Expr>) 
     ))
     .name("#counter", counter.attribute())
     .value(":one", n(1));
-    let condition = match (step, up_also) {
-        (Step::Up, None) => Expr::item_exists(),
-        (Step::Up, Some(also)) => Expr::item_exists().and_expr(also),
-        (Step::Down, _) => Expr::item_exists()
+    let condition = match step {
+        Step::Up => Expr::item_exists(),
+        Step::Down => Expr::item_exists()
             .and("#counter > :zero")
             .name("#counter", counter.attribute())
             .value(":zero", n(0)),
+    };
+    let condition = match also {
+        None => condition,
+        Some(also) => condition.and_expr(also),
     };
     // Its transaction's create or delete tells whether it committed.
     Write::update(key, change, Landed::Untold).when(condition)
@@ -73,9 +75,10 @@ fn step_counter(key: Item, counter: Counter, step: Step, up_also: Option<Expr>) 
 fn counted(post: &PostId, shard: Option<u8>, counter: Counter, step: Step) -> Write {
     match shard {
         None => {
-            let quiet =
-                Expr::new("attribute_not_exists(#shards)").name("#shards", SHARDS_ATTRIBUTE);
-            step_counter(keys::post_item(post).item(), counter, step, Some(quiet))
+            let quiet = (step == Step::Up).then(|| {
+                Expr::new("attribute_not_exists(#shards)").name("#shards", SHARDS_ATTRIBUTE)
+            });
+            step_counter(keys::post_item(post).item(), counter, step, quiet)
         }
         Some(shard) => {
             let key = ShardCounterItem::key_of(*post, shard).item();
@@ -96,6 +99,22 @@ pub(super) fn counted_down(post: &PostId, shard: Option<u8>, counter: Counter) -
     counted(post, shard, counter, Step::Down)
 }
 
+/// A like given while the post was quiet, taken back by a request that
+/// believes it still is: one off the post item's `likeCount`, which fails
+/// once the post is hot. Then its liker may have a mark of it in their own
+/// partition ([`super::hot::FanOut::move_likers`]), which the request must
+/// take back too: it learns the post is hot and goes the hot way. The
+/// condition costs nothing.
+pub(super) fn counted_down_while_quiet(post: &PostId, counter: Counter) -> Write {
+    let quiet = Expr::new("attribute_not_exists(#shards)").name("#shards", SHARDS_ATTRIBUTE);
+    step_counter(
+        keys::post_item(post).item(),
+        counter,
+        Step::Down,
+        Some(quiet),
+    )
+}
+
 /// Where one attempt counts up: in the shards this process knows the post
 /// has (`None`: on the post item), and whether a throttle of the post's
 /// partition may make it hot (the attempt then watches its items there:
@@ -103,6 +122,9 @@ pub(super) fn counted_down(post: &PostId, shard: Option<u8>, counter: Counter) -
 #[derive(Debug, Clone, Copy)]
 pub(super) struct Counting {
     pub shards: Option<u8>,
+    /// The post is hot and its quiet likes' marks are in their likers'
+    /// partitions: a like need not read the post's.
+    pub likers_moved: bool,
     pub watch: bool,
 }
 
@@ -135,8 +157,13 @@ impl Requests<'_> {
     {
         let mut watch = self.hot_switch;
         for _ in 0..attempts {
+            if self.known_hot(post).is_some_and(|hot| hot.stale()) {
+                self.learn_shards(post).await?;
+            }
+            let known = self.known_hot(post);
             let counting = Counting {
-                shards: self.known_shards(post),
+                shards: known.map(|hot| hot.shards),
+                likers_moved: known.is_some_and(|hot| hot.likers_moved),
                 watch,
             };
             match attempt(counting).await? {
@@ -154,9 +181,9 @@ impl Requests<'_> {
     /// shards).
     pub(super) async fn learn_shards(&self, post: &PostId) -> Result<(), StoreError> {
         let found = self.post_shards(post);
-        match found.await?.and_then(|p| p.shards) {
-            Some(shards) => {
-                self.hot.remember(*post, shards);
+        match found.await?.and_then(|p| p.hot()) {
+            Some(hot) => {
+                self.hot.remember(*post, hot);
                 Ok(())
             }
             None => {

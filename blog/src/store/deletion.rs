@@ -22,7 +22,7 @@ use futures::StreamExt;
 
 use super::{FanOut, Requests};
 use super::{
-    Item, Store, StoreError, hot, n,
+    Item, ItemType, Store, StoreError, hot, n,
     posts::PostItem,
     rename::Deadline,
     s,
@@ -30,7 +30,7 @@ use super::{
 };
 use crate::{
     ids::{PostId, UserId},
-    keys::{self, PK, PostPartition, SK},
+    keys::{self, Key, PK, PostPartition, SK},
 };
 
 /// How often a deletion reads the post again when it turned hot between
@@ -188,10 +188,14 @@ impl FanOut<'_> {
         if let Some(shards) = shards {
             self.close_shards(post, shards).await?;
         }
+        // A hot post's likers have marks of their likes in their own
+        // partitions: each goes before its like.
+        let marked = shards.is_some();
         let shards = (0..shards.unwrap_or(0)).map(|k| PostPartition::shard(*post, k));
         for place in std::iter::once(PostPartition::own(*post)).chain(shards) {
-            if let Removal::Paused { deleted } =
-                self.remove_partition(place, deadline, &mut deleted).await?
+            if let Removal::Paused { deleted } = self
+                .remove_partition(place, marked, deadline, &mut deleted)
+                .await?
             {
                 return Ok(Removal::Paused { deleted });
             }
@@ -200,10 +204,13 @@ impl FanOut<'_> {
     }
 
     /// One partition of [`crate::store::FanOut::remove_post_items`]'s walk; `deleted`
-    /// counts on from the partitions before it.
+    /// counts on from the partitions before it. With `marked` (a hot post's)
+    /// each like's mark in its liker's partition goes first, so that a walk
+    /// stopped between the two finds the like again.
     async fn remove_partition(
         &self,
         place: PostPartition,
+        marked: bool,
         deadline: &Deadline,
         deleted: &mut usize,
     ) -> Result<Removal, StoreError> {
@@ -213,15 +220,35 @@ impl FanOut<'_> {
                 return Ok(Removal::Paused { deleted: *deleted });
             }
             let query = Query::partition(place.pk())
-                .project(Expr::new("#k1, #k2").name("#k1", PK).name("#k2", SK))
+                .project(
+                    Expr::new("#k1, #k2, #type, #user")
+                        .name("#k1", PK)
+                        .name("#k2", SK)
+                        .name("#type", keys::TYPE)
+                        .name("#user", "userId"),
+                )
                 .consistent();
             let page = self
                 .db
                 .query_page("read a deleted post's items", &query, None, Some(PAGE));
-            let keys: Vec<Item> = page.await?.items;
-            if keys.is_empty() {
+            let items: Vec<Item> = page.await?.items;
+            if items.is_empty() {
                 return Ok(Removal::Done { deleted: *deleted });
             }
+            if marked {
+                let marks = items
+                    .iter()
+                    .filter(|item| ItemType::of(item) == Some(ItemType::Like))
+                    .filter_map(|item| item.get("userId")?.as_s().ok())
+                    .filter_map(|user| UserId::parse(user).ok())
+                    .map(|user| keys::liked(&user, &place.post).item())
+                    .collect();
+                self.delete_keys(marks).await?;
+            }
+            let keys = items
+                .iter()
+                .map(|item| Key::of(item).map(|key| key.item()))
+                .collect::<Result<Vec<_>, _>>()?;
             *deleted += self.delete_keys(keys).await?;
         }
     }

@@ -227,6 +227,8 @@ impl FanOut<'_> {
         // The answers kept for the account's Idempotency-Keys hold its name
         // and what it wrote: they go too, not a day later by TTL.
         self.forget_requests(user, None).await?;
+        // So do the marks of its likes of hot posts (each like is gone).
+        self.forget_liked_marks(user).await?;
         let finished = Write::update(
             keys::erasure(user).item(),
             Expr::new("SET done = :yes").value(":yes", AttributeValue::Bool(true)),
@@ -374,6 +376,10 @@ impl FanOut<'_> {
     ) -> Result<bool, StoreError> {
         let like_key = keys::like(place, like).item();
         let mut with_marker = true;
+        // A like given while its post was hot is marked in the liker's own
+        // partition (one given while it was quiet may be too: the sweep at
+        // the walk's end takes those).
+        let mut with_mark = place.shard.is_some();
         let mut with_count = true;
         loop {
             let mut tx = self.db.transaction("erase like");
@@ -391,6 +397,16 @@ impl FanOut<'_> {
                     Write::delete(key, Deleted::Untold).when(names_it),
                 )
             });
+            let mark = with_mark.then(|| {
+                let names_it = Expr::item_absent()
+                    .or("likeId = :like")
+                    .value(":like", s(like.to_string()));
+                let key = keys::liked(liker, &place.post).item();
+                tx.add(
+                    "liked mark",
+                    Write::delete(key, Deleted::Untold).when(names_it),
+                )
+            });
             let counted = with_count.then(|| {
                 let count = counts::counted_down(&place.post, place.shard, Counter::Likes);
                 tx.add("count", count)
@@ -400,6 +416,9 @@ impl FanOut<'_> {
                 TxOutcome::ConditionFailed(failed) if failed.failed(removed) => return Ok(false),
                 TxOutcome::ConditionFailed(failed) if marker.is_some_and(|m| failed.failed(m)) => {
                     with_marker = false;
+                }
+                TxOutcome::ConditionFailed(failed) if mark.is_some_and(|m| failed.failed(m)) => {
+                    with_mark = false;
                 }
                 TxOutcome::ConditionFailed(failed) if counted.is_some_and(|c| failed.failed(c)) => {
                     with_count = false;
@@ -418,6 +437,29 @@ impl FanOut<'_> {
         let profile = self.read_profile(user, true).await?;
         self.forget_requests(user, profile.map(|p| p.first_version))
             .await
+    }
+
+    /// Every mark `user`'s partition holds of a like of a hot post
+    /// ([`super::likes`]), a page of keys at a time (strongly consistent),
+    /// deleted one by one; how many.
+    async fn forget_liked_marks(&self, user: &UserId) -> Result<usize, StoreError> {
+        let query = Query::partition(keys::user_pk(user))
+            .begins_with(keys::LIKED_PREFIX)
+            .project(Expr::new("#k1, #k2").name("#k1", PK).name("#k2", SK))
+            .consistent();
+        let mut forgotten = 0;
+        loop {
+            let page = self.db.query_page("liked marks", &query, None, Some(100));
+            let page = page.await?;
+            if page.items.is_empty() {
+                return Ok(forgotten);
+            }
+            for mark in page.items {
+                let delete = Write::delete(Key::of(&mark)?.item(), Deleted::IfGone);
+                self.db.write("forget a liked mark", &delete).await?;
+                forgotten += 1;
+            }
+        }
     }
 
     /// The request records of `user`'s (the answers kept for their

@@ -160,21 +160,53 @@ view! {
     admin
 }
 
+/// What a process knows of a hot post: how many shards it has, whether the
+/// fan-out has moved its likers' marks into their own partitions (until
+/// then a like also reads the post's partition: [`super::likes`]), and when
+/// it learned this.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Hot {
+    pub shards: u8,
+    pub likers_moved: bool,
+    learned: std::time::Instant,
+}
+
+/// How long a process believes a hot post's likers are still being moved
+/// before it reads the post again: the move takes seconds, and each read is
+/// one strongly consistent unit in the post's partition.
+const RELEARN_MOVING: Duration = Duration::from_secs(1);
+
+impl Hot {
+    pub fn new(shards: u8, likers_moved: bool) -> Self {
+        Self {
+            shards,
+            likers_moved,
+            learned: std::time::Instant::now(),
+        }
+    }
+
+    /// Whether it is worth reading the post again: its likers were being
+    /// moved when this was learned, a while ago.
+    pub fn stale(&self) -> bool {
+        !self.likers_moved && self.learned.elapsed() >= RELEARN_MOVING
+    }
+}
+
 /// The hot posts a process has met, so that it goes to their shards at once.
 #[derive(Debug, Default)]
-pub struct HotPosts(std::sync::Mutex<HashMap<PostId, u8>>);
+pub struct HotPosts(std::sync::Mutex<HashMap<PostId, Hot>>);
 
 impl HotPosts {
-    pub(super) fn get(&self, post: &PostId) -> Option<u8> {
+    pub(super) fn get(&self, post: &PostId) -> Option<Hot> {
         self.0.lock().ok()?.get(post).copied()
     }
 
-    pub(super) fn remember(&self, post: PostId, shards: u8) {
+    pub(super) fn remember(&self, post: PostId, hot: Hot) {
         if let Ok(mut known) = self.0.lock() {
             if known.len() >= REMEMBERED {
                 known.clear();
             }
-            known.insert(post, shards);
+            known.insert(post, hot);
         }
     }
 

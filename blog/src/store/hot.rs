@@ -4,11 +4,12 @@
 //! quiet post takes about 160 likes a second. A hot post changes shape once,
 //! for good, and from then on no single partition bounds it:
 //!
-//! - its new likes and their markers go to one of [`HOT_SHARDS`] shard
-//!   partitions `POST#p#k`, `k` a stable hash of the liker (so a second like
-//!   by the same user meets the first one's marker), and each like and each
-//!   new comment counts in a shard counter (`POST#p#k / COUNTS`) in the same
-//!   transaction, never on the post item;
+//! - its new likes go to one of [`HOT_SHARDS`] shard partitions `POST#p#k`,
+//!   `k` a stable hash of the liker, each marked in its liker's own
+//!   partition (`USER#u / ~LIKED#p`: a second like by the same user meets
+//!   the first one's mark, wherever the post keeps it), and each like and
+//!   each new comment counts in a shard counter (`POST#p#k / COUNTS`) in the
+//!   same transaction, never on the post item;
 //! - the fan-out adds the shard counters' changes onto the post item, once a
 //!   batch per post ([`crate::store::FanOut::add_shard_counts`]), so that Q2 stays one read
 //!   of one item and the post's copies (its GSI1 entry, its feed entry) are
@@ -17,7 +18,11 @@
 //!   600 WCU), so Q4 is one Query as before; Q5 merges the post's partition
 //!   (likes given before the post was hot) with the shards, one Query each;
 //! - likes given before the switch stay where they are, counted on the post
-//!   item: taking one back counts down there, as before.
+//!   item: taking one back counts down there, as before. The fan-out gives
+//!   each a mark in its liker's partition ([`FanOut::move_likers`], on the
+//!   switch's pointer INSERT) and then sets the post's `likersMoved`; until
+//!   then a hot like reads the marker such a like has beside it, after it
+//!   a like reads nothing of the post's partition and writes nothing there.
 //!
 //! The switch ([`crate::store::Requests::make_hot`]) is one transaction: the post item gets
 //! `shards` (which every quiet like and comment's count conditions on being
@@ -35,10 +40,13 @@ use std::collections::{BTreeMap, HashMap};
 use aws_sdk_dynamodb::types::AttributeValue;
 use serde::{Deserialize, Serialize};
 
+pub use super::handle::Hot;
 use super::{FanOut, Requests};
 use super::{
-    ItemType, Store, StoreError, from_item, n, signed,
-    table::{Expr, Landed, Outcome, TxOutcome, Write},
+    ItemType, Store, StoreError, from_item,
+    likes::{LikedMarker, LikerMarker},
+    n, signed,
+    table::{Deleted, Expr, Landed, Outcome, Query, TxOutcome, Write},
 };
 use crate::{
     ids::{CommentId, PostId, UserId},
@@ -205,6 +213,11 @@ impl Added {
 pub const ADDED_ATTRIBUTE: &str = "shardCounts";
 /// The post item's attribute that says it is hot, and how many shards it has.
 pub const SHARDS_ATTRIBUTE: &str = "shards";
+/// The post item's attribute that says the fan-out has given every like the
+/// post had before it was hot a mark in its liker's partition
+/// ([`FanOut::move_likers`]): from then on a like reads nothing of the post's
+/// partition.
+pub const LIKERS_MOVED_ATTRIBUTE: &str = "likersMoved";
 
 /// What adding a batch's shard counts onto a post did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -227,6 +240,16 @@ pub(super) struct PostShards {
     pub shards: Option<u8>,
     #[serde(default)]
     pub shard_counts: Option<BTreeMap<String, Added>>,
+    #[serde(default)]
+    pub likers_moved: Option<bool>,
+}
+
+impl PostShards {
+    /// What a process remembers of it, if it is hot.
+    pub fn hot(&self) -> Option<Hot> {
+        let moved = self.likers_moved == Some(true);
+        self.shards.map(|shards| Hot::new(shards, moved))
+    }
 }
 
 impl Store {
@@ -242,6 +265,11 @@ impl Store {
 
     /// How many shards `post` has, if this process knows it is hot.
     pub(super) fn known_shards(&self, post: &PostId) -> Option<u8> {
+        self.hot.get(post).map(|hot| hot.shards)
+    }
+
+    /// What this process knows of `post` being hot.
+    pub(super) fn known_hot(&self, post: &PostId) -> Option<Hot> {
         self.hot.get(post)
     }
 
@@ -267,9 +295,9 @@ impl Requests<'_> {
         for _ in 0..SWITCH_ATTEMPTS {
             let found = self.post_shards(post);
             let found = found.await?.ok_or(StoreError::PostNotFound)?;
-            if let Some(shards) = found.shards {
-                self.hot.remember(*post, shards);
-                return Ok(shards);
+            if let Some(hot) = found.hot() {
+                self.hot.remember(*post, hot);
+                return Ok(hot.shards);
             }
             let shards = HOT_SHARDS;
             let change = Expr::new("SET #shards = :shards, #added = :none")
@@ -302,7 +330,7 @@ impl Requests<'_> {
             match tx.commit().await? {
                 TxOutcome::Committed => {
                     tracing::info!(post_id = %post, shards, "post made hot");
-                    self.hot.remember(*post, shards);
+                    self.hot.remember(*post, Hot::new(shards, false));
                     return Ok(shards);
                 }
                 // Switched or deleted meanwhile: read it again.
@@ -348,6 +376,187 @@ impl FanOut<'_> {
             super::Busy::Conflict,
             "other batches kept adding the post's shard counts",
         ))
+    }
+}
+
+/// What the fan-out's move of a hot post's likers did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Moving {
+    /// Every like the post had before it was hot is marked in its liker's
+    /// partition, and the post says so; `moved` marks written now.
+    Done { moved: usize },
+    /// The deadline came first: the record is to come again (the walk goes
+    /// on from where the pointer says it is).
+    Paused { moved: usize },
+    /// The post is gone, or its likers were moved already.
+    Stale,
+}
+
+/// How many markers the move reads a page.
+const MOVE_PAGE: i32 = 100;
+
+/// The pointer's attribute that says how far the move has got: the place
+/// (`-` for the post's own partition, else the shard) and the sort key of
+/// the last marker moved.
+const MOVED_TO_ATTRIBUTE: &str = "movedTo";
+
+impl FanOut<'_> {
+    /// Fan-out of a post made hot (its pointer's INSERT): gives every like
+    /// marked beside it (given while the post was quiet, or in a shard by a
+    /// version that kept marks there) a mark in its liker's own partition
+    /// ([`super::likes`]), then sets the post's `likersMoved`, after which
+    /// no like reads the post's partition. A page at a time, its place
+    /// kept on the pointer, until the deadline is near.
+    ///
+    /// Each mark is put only where none is; then the markers of the page are
+    /// read again (strongly consistent), and a mark whose marker is gone or
+    /// names another like (taken back as it was copied: the unlike deleted
+    /// the mark before the put) is deleted again. An unlike that believes
+    /// the post quiet cannot land once it is hot (its count's condition), and
+    /// one that knows deletes the mark with the marker, so no mark outlives
+    /// its like.
+    pub async fn move_likers(
+        &self,
+        post: &PostId,
+        deadline: &super::rename::Deadline,
+    ) -> Result<Moving, StoreError> {
+        let Some(found) = self.post_shards(post).await? else {
+            return Ok(Moving::Stale);
+        };
+        let Some(shards) = found.shards else {
+            return Ok(Moving::Stale);
+        };
+        if found.likers_moved == Some(true) {
+            return Ok(Moving::Stale);
+        }
+        let pointer = Key::new(keys::post_pk(post), LIKE_SHARDS_SK);
+        let from = self
+            .db
+            .get(pointer.item(), true)
+            .await?
+            .and_then(|item| item.get(MOVED_TO_ATTRIBUTE)?.as_s().ok().cloned());
+        let places: Vec<PostPartition> = std::iter::once(PostPartition::own(*post))
+            .chain((0..shards).map(|k| PostPartition::shard(*post, k)))
+            .collect();
+        let (mut at, mut start) = match from.as_deref().and_then(|f| f.split_once('/')) {
+            Some((place, sk)) => (
+                places
+                    .iter()
+                    .position(|p| place_label(*p) == place)
+                    .unwrap_or(0),
+                Some(sk.to_owned()),
+            ),
+            None => (0, None),
+        };
+        let mut moved = 0;
+        while let Some(place) = places.get(at).copied() {
+            if moved > 0 && deadline.near() {
+                return Ok(Moving::Paused { moved });
+            }
+            let mut query = Query::partition(place.pk())
+                .begins_with(keys::LIKER_PREFIX)
+                .consistent();
+            if let Some(sk) = &start {
+                query = query.after(sk.clone());
+            }
+            let page = self
+                .db
+                .query_page("likers to move", &query, None, Some(MOVE_PAGE));
+            let page = page.await?;
+            let markers: Vec<LikerMarker> = page
+                .items
+                .into_iter()
+                .map(|item| LikerMarker::decode(item).map_err(StoreError::from))
+                .collect::<Result<_, _>>()?;
+            moved += self.mark_moved(&markers).await?;
+            let progressed = !markers.is_empty();
+            match (page.next.is_some(), markers.last()) {
+                (true, Some(last)) => start = Some(last.key().sk),
+                _ => {
+                    at += 1;
+                    start = None;
+                }
+            }
+            if !progressed {
+                // An empty partition: read again, if it comes to that.
+                continue;
+            }
+            let to = match places.get(at) {
+                Some(next) => format!(
+                    "{}/{}",
+                    place_label(*next),
+                    start.clone().unwrap_or_default()
+                ),
+                None => "done/".to_owned(),
+            };
+            let progress = Write::update(
+                pointer.item(),
+                Expr::new("SET #to = :to")
+                    .name("#to", MOVED_TO_ATTRIBUTE)
+                    .value(":to", super::s(to.clone())),
+                Landed::When(vec![(MOVED_TO_ATTRIBUTE, super::s(to))]),
+            )
+            .when(Expr::item_exists());
+            if let Outcome::ConditionFailed { .. } =
+                self.db.write("likers moved so far", &progress).await?
+            {
+                // The post was deleted: its walk takes the rest.
+                return Ok(Moving::Stale);
+            }
+        }
+        let done = Write::update(
+            keys::post_item(post).item(),
+            Expr::new("SET #moved = :yes")
+                .name("#moved", LIKERS_MOVED_ATTRIBUTE)
+                .value(":yes", AttributeValue::Bool(true)),
+            Landed::When(vec![(LIKERS_MOVED_ATTRIBUTE, AttributeValue::Bool(true))]),
+        )
+        .when(Expr::item_exists());
+        self.db.write("likers moved", &done).await?;
+        tracing::info!(post_id = %post, moved, "a hot post's likers are marked in their partitions");
+        Ok(Moving::Done { moved })
+    }
+
+    /// Marks for the likes `markers` guard, each put only where there is
+    /// none; then the markers read again, and a mark whose marker changed
+    /// meanwhile deleted again. How many marks were put.
+    async fn mark_moved(&self, markers: &[LikerMarker]) -> Result<usize, StoreError> {
+        if markers.is_empty() {
+            return Ok(0);
+        }
+        let puts = markers.iter().map(|marker| async move {
+            let mark = Write::create(&LikedMarker::moved(marker))?;
+            let put = self.db.write("a moved liked mark", &mark).await?;
+            Ok::<_, StoreError>(usize::from(matches!(put, Outcome::Done(_))))
+        });
+        let put: usize = futures::future::try_join_all(puts).await?.into_iter().sum();
+        let keys = markers.iter().map(|m| m.key().item()).collect();
+        let (again, _) = self.db.batch_get("likers moved, read again", keys).await?;
+        let still: Vec<LikerMarker> = again
+            .into_iter()
+            .map(|item| LikerMarker::decode(item).map_err(StoreError::from))
+            .collect::<Result<_, _>>()?;
+        for marker in markers {
+            let kept = still
+                .iter()
+                .any(|s| s.user_id == marker.user_id && s.like_id == marker.like_id);
+            if !kept {
+                let mark = LikedMarker::moved(marker);
+                let names_it = Expr::new("likeId = :like")
+                    .value(":like", super::s(marker.like_id.to_string()));
+                let undo = Write::delete(mark.key().item(), Deleted::Untold).when(names_it);
+                self.db.write("a moved mark taken back", &undo).await?;
+            }
+        }
+        Ok(put)
+    }
+}
+
+/// How [`FanOut::move_likers`]'s place names a partition of the post.
+fn place_label(place: PostPartition) -> String {
+    match place.shard {
+        None => "-".to_owned(),
+        Some(shard) => shard.to_string(),
     }
 }
 

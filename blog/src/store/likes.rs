@@ -99,11 +99,11 @@ impl From<LikeItem> for Like {
 #[derive(Debug, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub(super) struct LikerMarker {
-    post_id: PostId,
-    like_id: LikeId,
-    user_id: UserId,
+    pub(super) post_id: PostId,
+    pub(super) like_id: LikeId,
+    pub(super) user_id: UserId,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    shard: Option<u8>,
+    pub(super) shard: Option<u8>,
 }
 
 impl LikerMarker {
@@ -117,11 +117,11 @@ impl LikerMarker {
         }
     }
 
-    fn key_of(place: PostPartition, liker: &UserId) -> Key {
+    pub(super) fn key_of(place: PostPartition, liker: &UserId) -> Key {
         keys::liker(place, liker)
     }
 
-    fn place(&self) -> PostPartition {
+    pub(super) fn place(&self) -> PostPartition {
         PostPartition {
             post: self.post_id,
             shard: self.shard,
@@ -158,6 +158,95 @@ impl Entity for LikerMarker {
             shard: place.shard,
         })
     }
+}
+
+/// A user's mark of their like of a hot post, in their own partition
+/// (`USER#u / ~LIKED#p`): its conditional put is what makes a hot post's like
+/// unique, wherever the post keeps the like, so the post's shards can be
+/// many or few and a like reads nothing of the post's own partition. It
+/// names the like and where it is: one of the post's shards, or the post's
+/// own partition (a like given while the post was quiet, marked here by the
+/// fan-out's move, [`crate::store::FanOut::move_likers`], which leaves the
+/// [`LikerMarker`] beside the like: `beside`).
+#[derive(Debug, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub(super) struct LikedMarker {
+    post_id: PostId,
+    like_id: LikeId,
+    user_id: UserId,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    shard: Option<u8>,
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    beside: bool,
+}
+
+impl LikedMarker {
+    /// The mark of a like given while the post is hot.
+    fn for_like(like: &LikeItem) -> Self {
+        Self {
+            post_id: like.post_id,
+            like_id: like.like_id,
+            user_id: like.user_id.clone(),
+            shard: like.shard,
+            beside: false,
+        }
+    }
+
+    /// The mark the fan-out's move gives the like `marker` guards.
+    pub(super) fn moved(marker: &LikerMarker) -> Self {
+        Self {
+            post_id: marker.post_id,
+            like_id: marker.like_id,
+            user_id: marker.user_id.clone(),
+            shard: marker.shard,
+            beside: true,
+        }
+    }
+
+    pub(super) fn key_of(liker: &UserId, post: &PostId) -> Key {
+        keys::liked(liker, post)
+    }
+
+    /// The partition of the like it names.
+    fn like_place(&self) -> PostPartition {
+        PostPartition {
+            post: self.post_id,
+            shard: self.shard,
+        }
+    }
+
+    /// The condition of a delete of it (or of a [`LikerMarker`]) that holds
+    /// only while it names `like`.
+    fn naming(like: LikeId) -> Expr {
+        Expr::new("likeId = :like").value(":like", s(like.to_string()))
+    }
+
+    /// The condition of a delete, in a transaction, of a mark or marker that
+    /// may be absent, but must not name another like.
+    fn absent_or_naming(like: LikeId) -> Expr {
+        Expr::item_absent()
+            .or("likeId = :like")
+            .value(":like", s(like.to_string()))
+    }
+}
+
+impl Entity for LikedMarker {
+    const TYPE: ItemType = ItemType::Liked;
+    /// One per (user, post); it names the like it marks.
+    const OWN: &'static [&'static str] = &["likeId"];
+
+    fn key(&self) -> Key {
+        Self::key_of(&self.user_id, &self.post_id)
+    }
+}
+
+/// Where a user's like of a post is marked: in their own partition (a hot
+/// post's), or beside the like (a quiet post's, and a hot post's given while
+/// it was quiet, until the fan-out has moved its mark).
+#[derive(Debug)]
+enum Marked {
+    Liked(LikedMarker),
+    Beside(LikerMarker),
 }
 
 /// What liking did: a new like, or the one the user had already given.
@@ -225,7 +314,11 @@ impl Requests<'_> {
     }
 
     /// One attempt of [`Requests::like_post`], counting where `counting`
-    /// says ([`super::counts`]).
+    /// says ([`super::counts`]). A quiet post's like goes to its partition
+    /// with its marker; a hot post's to the liker's shard, marked in the
+    /// liker's own partition ([`LikedMarker`]). Until the fan-out has moved
+    /// the marks of the likes given while the post was quiet, a hot like
+    /// first reads the marker such a like has beside it.
     async fn like_once(
         &self,
         post: &PostId,
@@ -233,12 +326,11 @@ impl Requests<'_> {
         counting: Counting,
     ) -> Result<Tried<Liked>, StoreError> {
         let liker = &profile.user_id;
-        let shard = counting
-            .shards
-            .map(|shards| hot::liker_shard(liker, shards));
-        let place = PostPartition { post: *post, shard };
-        if shard.is_some()
-            && let Some(existing) = self.existing_like(PostPartition::own(*post), liker).await?
+        let Some(shards) = counting.shards else {
+            return self.like_quiet(post, profile, counting.watch).await;
+        };
+        if !counting.likers_moved
+            && let Some(existing) = self.unmoved_like(post, liker, shards).await?
         {
             // A deleted post's likes stay until the fan-out's walk takes
             // them: answered only while the post is there (404 after, as a
@@ -249,6 +341,41 @@ impl Requests<'_> {
             }
             return Ok(Tried::Done(Liked::Already(existing)));
         }
+        let shard = hot::liker_shard(liker, shards);
+        let place = PostPartition::shard(*post, shard);
+        let like = LikeItem::new(place, LikeId::generate(), profile);
+        let mut tx = self.db.transaction("like a hot post");
+        let marked = tx.add("liked mark", Write::create(&LikedMarker::for_like(&like))?);
+        tx.add("like", Write::create(&like)?);
+        let counted = tx.add(
+            "count",
+            counts::counted_up(post, Some(shard), Counter::Likes),
+        );
+        match tx.commit().await? {
+            TxOutcome::Committed => Ok(Tried::Done(Liked::New(like.into()))),
+            // Gone (its counters are closed first).
+            TxOutcome::ConditionFailed(failed) if failed.failed(counted) => Ok(Tried::Refused),
+            TxOutcome::ConditionFailed(failed) if failed.failed(marked) => {
+                Ok(match self.marked_like(post, liker).await? {
+                    Some(existing) => Tried::Done(Liked::Already(existing)),
+                    None => Tried::Again,
+                })
+            }
+            TxOutcome::ConditionFailed(failed) => Err(failed.unexpected("hot like")),
+        }
+    }
+
+    /// A like of a post this process knows no shards of: the marker, the
+    /// like and the count in the post's partition. Throttled there on the
+    /// marker and the count while `watch`ing, it yields (the post may be
+    /// made hot).
+    async fn like_quiet(
+        &self,
+        post: &PostId,
+        profile: &UserItem,
+        watch: bool,
+    ) -> Result<Tried<Liked>, StoreError> {
+        let place = PostPartition::own(*post);
         let like = LikeItem::new(place, LikeId::generate(), profile);
         let mut tx = self.db.transaction("like");
         let marker = tx.add(
@@ -256,8 +383,8 @@ impl Requests<'_> {
             Write::create(&LikerMarker::for_like(&like))?,
         );
         tx.add("like", Write::create(&like)?);
-        let counted = tx.add("count", counts::counted_up(post, shard, Counter::Likes));
-        if shard.is_none() && counting.watch {
+        let counted = tx.add("count", counts::counted_up(post, None, Counter::Likes));
+        if watch {
             // The marker touches no index: throttled with the count, it is
             // the post's partition that is at its limit.
             tx.yield_when_throttled(&[marker, counted]);
@@ -274,13 +401,31 @@ impl Requests<'_> {
             // Gone, or (quiet as far as this process knew) hot meanwhile.
             Ok(Tried::Refused)
         } else if failed.failed(marker) {
-            Ok(match self.existing_like(place, liker).await? {
+            Ok(match self.existing_like(place, &profile.user_id).await? {
                 Some(existing) => Tried::Done(Liked::Already(existing)),
                 None => Tried::Again,
             })
         } else {
             Err(failed.unexpected("like"))
         }
+    }
+
+    /// A like of a hot post marked only beside it: given while the post was
+    /// quiet (in its own partition), or in the liker's shard by a version
+    /// that kept marks there, and not yet moved by the fan-out. Both reads
+    /// at once.
+    async fn unmoved_like(
+        &self,
+        post: &PostId,
+        liker: &UserId,
+        shards: u8,
+    ) -> Result<Option<Like>, StoreError> {
+        let shard = PostPartition::shard(*post, hot::liker_shard(liker, shards));
+        let (own, sharded) = futures::try_join!(
+            self.existing_like(PostPartition::own(*post), liker),
+            self.existing_like(shard, liker),
+        )?;
+        Ok(own.or(sharded))
     }
 
     /// The like a user already gave a post, in the partition `place`: the
@@ -294,12 +439,45 @@ impl Requests<'_> {
         let Some(marker) = self.marker(place, liker).await? else {
             return Ok(None);
         };
-        let like_key = LikeItem::key_of(place, &marker.like_id);
+        self.like_at(place, marker.like_id).await
+    }
+
+    /// The like `like` in the partition `place`, strongly consistent.
+    async fn like_at(
+        &self,
+        place: PostPartition,
+        like: LikeId,
+    ) -> Result<Option<Like>, StoreError> {
+        let like_key = LikeItem::key_of(place, &like);
         let like = self
             .db
             .get_entity::<LikeItem>(like_key.item(), true)
             .await?;
         Ok(like.map(Like::from))
+    }
+
+    /// The like a user's own partition marks as theirs on a hot post. A mark
+    /// whose like is gone (the fan-out's move copied a marker as the like
+    /// was taken back) is deleted, and `None` says to try again.
+    async fn marked_like(&self, post: &PostId, liker: &UserId) -> Result<Option<Like>, StoreError> {
+        let Some(mark) = self.liked_mark(post, liker).await? else {
+            return Ok(None);
+        };
+        match self.like_at(mark.like_place(), mark.like_id).await? {
+            Some(like) => Ok(Some(like)),
+            None => {
+                self.drop_stale_mark(&mark).await?;
+                Ok(None)
+            }
+        }
+    }
+
+    /// A mark whose like is gone, out (if it still names that like).
+    async fn drop_stale_mark(&self, mark: &LikedMarker) -> Result<(), StoreError> {
+        let delete = Write::delete(mark.key().item(), Deleted::Untold)
+            .when(LikedMarker::naming(mark.like_id));
+        self.db.write("a stale liked mark", &delete).await?;
+        Ok(())
     }
 
     async fn marker(
@@ -311,87 +489,208 @@ impl Requests<'_> {
         self.db.get_entity::<LikerMarker>(key, true).await
     }
 
-    /// The marker of `liker`'s like of `post`, wherever it is: in the
-    /// liker's shard of a hot post, or in the post's own partition (a like
-    /// given while it was quiet). Reads the shard first when this process
-    /// knows the post is hot, and the post when it finds no marker (404 when
-    /// there is no post; a post it learns is hot is looked at again).
+    async fn liked_mark(
+        &self,
+        post: &PostId,
+        liker: &UserId,
+    ) -> Result<Option<LikedMarker>, StoreError> {
+        let key = LikedMarker::key_of(liker, post).item();
+        self.db.get_entity::<LikedMarker>(key, true).await
+    }
+
+    /// Where `liker`'s like of `post` is marked, if they gave one: on a
+    /// post this process knows is hot, their own partition first (then,
+    /// until the marks are moved, beside a like given while it was quiet);
+    /// else beside the like in the post's partition, and when there is none
+    /// the post is read (404 when there is no post; a post it learns is hot
+    /// is looked at again).
     async fn find_marker(
         &self,
         post: &PostId,
         liker: &UserId,
-    ) -> Result<Option<LikerMarker>, StoreError> {
-        let mut looked_in_shards = false;
-        if let Some(shards) = self.known_shards(post) {
-            let place = PostPartition::shard(*post, hot::liker_shard(liker, shards));
-            if let Some(marker) = self.marker(place, liker).await? {
-                return Ok(Some(marker));
-            }
-            looked_in_shards = true;
+    ) -> Result<Option<Marked>, StoreError> {
+        if let Some(hot) = self.known_hot(post) {
+            return self
+                .hot_marker(post, liker, hot.shards, hot.likers_moved, false)
+                .await;
         }
         if let Some(marker) = self.marker(PostPartition::own(*post), liker).await? {
-            return Ok(Some(marker));
+            return Ok(Some(Marked::Beside(marker)));
         }
         let found = self.post_shards(post).await?;
         let found = found.ok_or(StoreError::PostNotFound)?;
-        match found.shards {
-            Some(shards) if !looked_in_shards => {
-                let place = PostPartition::shard(*post, hot::liker_shard(liker, shards));
-                self.marker(place, liker).await
+        match found.hot() {
+            Some(hot) => {
+                self.hot.remember(*post, hot);
+                self.hot_marker(post, liker, hot.shards, hot.likers_moved, true)
+                    .await
             }
-            _ => Ok(None),
+            None => Ok(None),
         }
     }
 
-    /// C4 taken back (request): the caller's like of `post`, its marker and
-    /// one off the count it was counted in (the post's `likeCount`, or its
-    /// shard's counter on a hot post) go together. `false` when there is no
-    /// like to take back (answered 204 all the same); an error if there is
-    /// no such post. The marker is deleted only if it still names the like
-    /// read, so a concurrent unlike and like again are read afresh. An
-    /// erased account's unlike is refused before anything of the post is
-    /// read ([`crate::store::Requests::writer`]).
+    /// [`Requests::find_marker`] on a hot post: the liker's mark, else
+    /// (marks not yet moved) a marker beside a like given while it was
+    /// quiet (`own_read`: the post's partition was read already) or in the
+    /// liker's shard. Nothing found: `None`, or 404 if the post is gone.
+    async fn hot_marker(
+        &self,
+        post: &PostId,
+        liker: &UserId,
+        shards: u8,
+        likers_moved: bool,
+        own_read: bool,
+    ) -> Result<Option<Marked>, StoreError> {
+        if let Some(mark) = self.liked_mark(post, liker).await? {
+            return Ok(Some(Marked::Liked(mark)));
+        }
+        if !likers_moved {
+            let shard = PostPartition::shard(*post, hot::liker_shard(liker, shards));
+            let places = if own_read {
+                vec![shard]
+            } else {
+                vec![PostPartition::own(*post), shard]
+            };
+            for place in places {
+                if let Some(marker) = self.marker(place, liker).await? {
+                    return Ok(Some(Marked::Beside(marker)));
+                }
+            }
+        }
+        if self.post_shards(post).await?.is_none() {
+            self.forget_hot(post);
+            return Err(StoreError::PostNotFound);
+        }
+        Ok(None)
+    }
+
+    /// C4 taken back (request): the caller's like of `post`, its marker (or
+    /// mark) and one off the count it was counted in (the post's
+    /// `likeCount`, or its shard's counter on a hot post) go together.
+    /// `false` when there is no like to take back (answered 204 all the
+    /// same); an error if there is no such post. A marker is deleted only if
+    /// it still names the like read, so a concurrent unlike and like again
+    /// are read afresh. An erased account's unlike is refused before
+    /// anything of the post is read ([`crate::store::Requests::writer`]).
     pub async fn unlike_post(&self, post: &PostId, liker: &UserId) -> Result<bool, StoreError> {
         self.refuse_erased(liker).await?;
         for _ in 0..UNLIKE_ATTEMPTS {
-            let Some(marker) = self.find_marker(post, liker).await? else {
+            let Some(marked) = self.find_marker(post, liker).await? else {
                 return Ok(false);
             };
-            let place = marker.place();
-            let names_it =
-                Expr::new("likeId = :like").value(":like", s(marker.like_id.to_string()));
-            let like_key = LikeItem::key_of(place, &marker.like_id);
-            let exists = Expr::item_exists();
-            let mut tx = self.db.transaction("unlike");
-            let unmarked = tx.add(
-                "liker marker",
-                Write::delete(marker.key().item(), Deleted::IfGone).when(names_it),
-            );
-            let like = Write::delete(like_key.item(), Deleted::Untold).when(exists);
-            let removed = tx.add("like", like);
-            let counted = tx.add(
-                "count",
-                counts::counted_down(post, place.shard, Counter::Likes),
-            );
-            match tx.commit().await? {
-                TxOutcome::Committed => return Ok(true),
-                // Taken back or given again meanwhile (or by this very
-                // request, its answer lost): read the marker again.
-                TxOutcome::ConditionFailed(failed) if failed.failed(unmarked) => continue,
-                TxOutcome::ConditionFailed(failed) if failed.failed(counted) => {
-                    self.forget_hot(post);
-                    return Err(StoreError::PostNotFound);
-                }
-                TxOutcome::ConditionFailed(failed) if failed.failed(removed) => {
-                    return Err(failed.unexpected("unlike: the marked like is missing"));
-                }
-                TxOutcome::ConditionFailed(failed) => return Err(failed.unexpected("unlike")),
+            let taken = match marked {
+                Marked::Liked(mark) => self.unlike_marked(post, liker, mark).await?,
+                Marked::Beside(marker) => self.unlike_beside(post, liker, marker).await?,
+            };
+            match taken {
+                Tried::Done(taken) => return Ok(taken),
+                // The post is gone (404), or hot: learned, and read again.
+                Tried::Refused => self.learn_shards(post).await?,
+                Tried::Again | Tried::Throttled => {}
             }
         }
         Err(StoreError::busy(
             Busy::Conflict,
             "the like kept changing while it was taken back",
         ))
+    }
+
+    /// A hot post's like taken back by its mark: the mark, the like, the
+    /// marker beside it if the fan-out moved it (a like given while the post
+    /// was quiet), and one off where it was counted.
+    async fn unlike_marked(
+        &self,
+        post: &PostId,
+        liker: &UserId,
+        mark: LikedMarker,
+    ) -> Result<Tried<bool>, StoreError> {
+        let place = mark.like_place();
+        let mut tx = self.db.transaction("unlike a hot post");
+        let unmarked = tx.add(
+            "liked mark",
+            Write::delete(mark.key().item(), Deleted::IfGone)
+                .when(LikedMarker::naming(mark.like_id)),
+        );
+        if mark.beside {
+            let key = LikerMarker::key_of(place, liker).item();
+            let names_it = LikedMarker::absent_or_naming(mark.like_id);
+            tx.add(
+                "liker marker",
+                Write::delete(key, Deleted::Untold).when(names_it),
+            );
+        }
+        let like_key = LikeItem::key_of(place, &mark.like_id);
+        let like = Write::delete(like_key.item(), Deleted::Untold).when(Expr::item_exists());
+        let removed = tx.add("like", like);
+        let counted = tx.add(
+            "count",
+            counts::counted_down(post, place.shard, Counter::Likes),
+        );
+        match tx.commit().await? {
+            TxOutcome::Committed => Ok(Tried::Done(true)),
+            // Taken back or given again meanwhile (or by this very request,
+            // its answer lost): read the mark again.
+            TxOutcome::ConditionFailed(failed) if failed.failed(unmarked) => Ok(Tried::Again),
+            TxOutcome::ConditionFailed(failed) if failed.failed(removed) => {
+                // A mark the fan-out's move left as the like was taken back.
+                self.drop_stale_mark(&mark).await?;
+                Ok(Tried::Again)
+            }
+            TxOutcome::ConditionFailed(failed) if failed.failed(counted) => {
+                self.forget_hot(post);
+                Err(StoreError::PostNotFound)
+            }
+            TxOutcome::ConditionFailed(failed) => Err(failed.unexpected("unlike a hot post")),
+        }
+    }
+
+    /// A like taken back by the marker beside it: a quiet post's, or a hot
+    /// post's given while it was quiet whose mark the fan-out has not moved
+    /// yet. On a post this process knows is hot, the liker's mark goes too
+    /// (the move may be copying it), and the count is taken off where it was
+    /// counted; on one it believes quiet, the count's condition fails if the
+    /// post is hot after all (`Refused`: the caller learns it and reads
+    /// again).
+    async fn unlike_beside(
+        &self,
+        post: &PostId,
+        liker: &UserId,
+        marker: LikerMarker,
+    ) -> Result<Tried<bool>, StoreError> {
+        let place = marker.place();
+        let hot = self.known_shards(post).is_some();
+        let mut tx = self.db.transaction("unlike");
+        let unmarked = tx.add(
+            "liker marker",
+            Write::delete(marker.key().item(), Deleted::IfGone)
+                .when(LikedMarker::naming(marker.like_id)),
+        );
+        let like_key = LikeItem::key_of(place, &marker.like_id);
+        let like = Write::delete(like_key.item(), Deleted::Untold).when(Expr::item_exists());
+        let removed = tx.add("like", like);
+        let count = match (hot, place.shard) {
+            (false, None) => counts::counted_down_while_quiet(post, Counter::Likes),
+            (_, shard) => counts::counted_down(post, shard, Counter::Likes),
+        };
+        let counted = tx.add("count", count);
+        if hot {
+            let key = LikedMarker::key_of(liker, post).item();
+            let names_it = LikedMarker::absent_or_naming(marker.like_id);
+            tx.add(
+                "liked mark",
+                Write::delete(key, Deleted::Untold).when(names_it),
+            );
+        }
+        match tx.commit().await? {
+            TxOutcome::Committed => Ok(Tried::Done(true)),
+            TxOutcome::ConditionFailed(failed) if failed.failed(unmarked) => Ok(Tried::Again),
+            TxOutcome::ConditionFailed(failed) if failed.failed(counted) => Ok(Tried::Refused),
+            TxOutcome::ConditionFailed(failed) if failed.failed(removed) => {
+                Err(failed.unexpected("unlike: the marked like is missing"))
+            }
+            // The liker's mark names another like: given again meanwhile.
+            TxOutcome::ConditionFailed(_) => Ok(Tried::Again),
+        }
     }
 
     /// Q5 (request): one Query in the post's partition, newest first. Its

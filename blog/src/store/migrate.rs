@@ -10,12 +10,19 @@
 //! run goes on with the others instead of stopping at the first hot post, and
 //! the next run moves it. Until a table is migrated, every read and write
 //! serves both shapes.
+//!
+//! It also finishes what the fan-out does for a post made hot by this
+//! version ([`crate::store::FanOut::move_likers`]) for posts made hot by a
+//! version before liked marks: their likes get marks in their likers'
+//! partitions, and their likes stop reading the post's partition.
 
 use serde::Deserialize;
 
 use super::Admin;
 use super::{
     ItemType, StoreError, from_items,
+    hot::{LIKERS_MOVED_ATTRIBUTE, Moving, SHARDS_ATTRIBUTE},
+    rename::Deadline,
     table::{Expr, Scan},
 };
 use crate::{ids::PostId, keys::TYPE};
@@ -29,6 +36,8 @@ pub struct Migrated {
     pub moved: usize,
     /// Left in the old shape because DynamoDB stayed busy on them: run again.
     pub busy: usize,
+    /// Hot posts whose likers this run marked in their own partitions.
+    pub likers_moved: usize,
 }
 
 impl Admin<'_> {
@@ -70,7 +79,47 @@ impl Admin<'_> {
             );
             start = page.next;
             if start.is_none() {
-                return Ok(done);
+                break;
+            }
+        }
+        done.likers_moved = self.move_hot_likers().await?;
+        Ok(done)
+    }
+
+    /// Every hot post whose likers are not yet marked in their own
+    /// partitions, marked; how many posts.
+    async fn move_hot_likers(&self) -> Result<usize, StoreError> {
+        #[derive(Deserialize)]
+        #[serde(rename_all = "camelCase")]
+        struct Unmoved {
+            post_id: PostId,
+        }
+        let mut moved = 0;
+        let mut start = None;
+        loop {
+            let unmoved = Expr::new(
+                "#type = :post AND attribute_exists(#shards) AND attribute_not_exists(#moved)",
+            )
+            .name("#type", TYPE)
+            .name("#shards", SHARDS_ATTRIBUTE)
+            .name("#moved", LIKERS_MOVED_ATTRIBUTE)
+            .value(":post", ItemType::Post.attribute()?);
+            let scan = Scan::default().filter(unmoved).project(Expr::new("postId"));
+            let page = self
+                .db
+                .scan_page("unmoved likers scan", &scan, start)
+                .await?;
+            for post in from_items::<Unmoved>(page.items)? {
+                let fanout = self.fanout();
+                if let Moving::Done { .. } =
+                    fanout.move_likers(&post.post_id, &Deadline::NONE).await?
+                {
+                    moved += 1;
+                }
+            }
+            start = page.next;
+            if start.is_none() {
+                return Ok(moved);
             }
         }
     }

@@ -6,7 +6,7 @@
 use std::collections::HashSet;
 
 use blog::{
-    keys::{PK, PostPartition},
+    keys::{PK, PostPartition, SK},
     store::hot::HOT_SHARDS,
 };
 use serde_json::{Value, json};
@@ -240,6 +240,9 @@ async fn an_erased_account_takes_its_likes_and_comments_out_of_a_hot_post() {
     assert_eq!(got["likeCount"], json!(0), "{got}");
     let shard = PostPartition::shard(post_id(&post), 0).pk();
     assert!(shard.starts_with(&format!("POST#{post}#")));
+    // Neither erased account keeps a mark of a like (the leaver's was
+    // given while the post was quiet and moved; the fan's, while hot).
+    assert_eq!(marks_of(&api, &post).await.len(), 0);
     let report = api.audit(false).await;
     assert_eq!(report.findings, vec![], "the audit finds nothing");
 }
@@ -621,4 +624,225 @@ async fn a_quiet_likers_like_of_a_deleted_hot_post_answers_404() {
         .call("POST", &format!("/posts/{post}/likes"), Some(&early), None)
         .await;
     assert_eq!(status, 404, "{body}");
+}
+
+/// The users whose partitions hold a mark of a like of `post`
+/// (`USER#u / ~LIKED#p`), and the like each names.
+async fn marks_of(api: &TestApi, post: &str) -> std::collections::BTreeMap<String, String> {
+    let sk = format!("{}{post}", blog::keys::LIKED_PREFIX);
+    table_snapshot(api)
+        .await
+        .iter()
+        .filter(|item| item.get(SK).and_then(|v| v.as_s().ok()) == Some(&sk))
+        .map(|item| {
+            let field = |name: &str| item[name].as_s().expect("a string").clone();
+            (field("userId"), field("likeId"))
+        })
+        .collect()
+}
+
+/// The users whose likes of `post` are marked beside them in its own
+/// partition (`POST#p / LIKER#u`).
+async fn markers_of(api: &TestApi, post: &str) -> HashSet<String> {
+    table_snapshot(api)
+        .await
+        .iter()
+        .filter(|item| item.get(PK).and_then(|v| v.as_s().ok()) == Some(&format!("POST#{post}")))
+        .filter_map(|item| {
+            item.get(SK)?
+                .as_s()
+                .ok()?
+                .strip_prefix("LIKER#")
+                .map(String::from)
+        })
+        .collect()
+}
+
+/// A hot post's likes are unique through a mark in the liker's own
+/// partition, so a like reads and writes nothing in the post's partition
+/// (`capacity.rs` counts the calls); the likes it had while quiet get their
+/// marks from the fan-out's move. Before the move and after it, a quiet
+/// liker's like answers 200 with the like they gave, and their unlike takes
+/// the like, its marker and its mark; a mark whose like is gone (what the
+/// move leaves if a like is taken back as it is copied, for a moment) never
+/// stops a like nor an unlike.
+#[tokio::test]
+async fn a_hot_posts_likes_are_marked_in_their_likers_partitions() {
+    use aws_sdk_dynamodb::types::AttributeValue;
+
+    let api = TestApi::start().await;
+    let mut poller = api.poller();
+    let author = api.user("marked").await;
+    let post = api.post(&author, "Marked", "likes").await;
+    let likes = format!("/posts/{post}/likes");
+    let [a, b, c] = [
+        api.user("quieta").await,
+        api.user("quietb").await,
+        api.user("quietc").await,
+    ];
+    let a_like = api.like(&a, &post).await;
+    api.like(&b, &post).await;
+    api.like(&c, &post).await;
+    api.make_hot(&post).await;
+
+    // Before the move: the marker beside the like answers.
+    let (status, again) = api.call("POST", &likes, Some(&a), None).await;
+    assert_eq!((status, &again["createdAt"]), (200, &a_like["createdAt"]));
+    let (status, _) = api.call("DELETE", &likes, Some(&b), None).await;
+    assert_eq!(status, 204);
+    assert_eq!(marks_of(&api, &post).await.len(), 0, "nothing moved yet");
+
+    // The move: a mark for each like the post still had, none for b's.
+    api.settle(&mut poller).await;
+    let marks = marks_of(&api, &post).await;
+    assert_eq!(
+        marks.keys().cloned().collect::<Vec<_>>(),
+        {
+            let mut v = vec![a.clone(), c.clone()];
+            v.sort();
+            v
+        },
+        "{marks:?}"
+    );
+    // The API's process learns the post's likers are moved (it would by
+    // itself a second after it learned the post was hot).
+    api.make_hot(&post).await;
+    let fan = api.user("hotfan").await;
+    let (status, _) = api.call("POST", &likes, Some(&fan), None).await;
+    assert_eq!(status, 201);
+    let (status, again) = api.call("POST", &likes, Some(&a), None).await;
+    assert_eq!((status, &again["createdAt"]), (200, &a_like["createdAt"]));
+    let (status, _) = api.call("DELETE", &likes, Some(&c), None).await;
+    assert_eq!(status, 204);
+    assert!(marks_of(&api, &post).await.contains_key(&fan));
+    assert!(
+        !marks_of(&api, &post).await.contains_key(&c),
+        "c's mark went"
+    );
+    assert!(
+        !markers_of(&api, &post).await.contains(&c),
+        "c's marker went"
+    );
+
+    // A mark naming a like that is gone: d likes (201) and unlikes as if
+    // it were not there.
+    let d = api.user("stalemark").await;
+    let stale = blog::ids::LikeId::generate().to_string();
+    let mut item =
+        blog::keys::liked(&blog::ids::UserId::parse(&d).expect("id"), &post_id(&post)).item();
+    for (name, value) in [
+        ("type", "liked"),
+        ("postId", post.as_str()),
+        ("likeId", stale.as_str()),
+        ("userId", d.as_str()),
+    ] {
+        item.insert(name.to_owned(), AttributeValue::S(value.to_owned()));
+    }
+    let store = &api.app.store;
+    let put = store.client().put_item().table_name(store.table());
+    put.set_item(Some(item)).send().await.expect("put");
+    let (status, _) = api.call("POST", &likes, Some(&d), None).await;
+    assert_eq!(status, 201, "a stale mark stops no like");
+    assert_ne!(marks_of(&api, &post).await[&d], stale);
+    let (status, _) = api.call("DELETE", &likes, Some(&d), None).await;
+    assert_eq!(status, 204);
+    assert!(!marks_of(&api, &post).await.contains_key(&d));
+
+    api.settle(&mut poller).await;
+    let (_, got) = api.get(&format!("/posts/{post}")).await;
+    assert_eq!(got["likeCount"], json!(2), "a and the fan: {got}");
+    let mut listed: Vec<String> = every_page(&api, &likes, 10)
+        .await
+        .iter()
+        .map(|like| like["userId"].as_str().expect("id").to_owned())
+        .collect();
+    listed.sort();
+    let mut expected = vec![a.clone(), fan.clone()];
+    expected.sort();
+    assert_eq!(listed, expected);
+    let report = api.audit(false).await;
+    assert_eq!(report.findings, vec![], "the audit finds nothing");
+
+    // Deleting the post takes every mark with it.
+    let (status, _) = api
+        .call("DELETE", &format!("/posts/{post}"), Some(&author), None)
+        .await;
+    assert_eq!(status, 204);
+    api.settle(&mut poller).await;
+    assert_eq!(marks_of(&api, &post).await.len(), 0);
+    assert!(partitions_of(&api, &post).await.is_empty());
+}
+
+/// A post made hot by a version before liked marks kept its hot likes'
+/// markers in their shards and has no `likersMoved`: its likes stay unique
+/// (they read both places a marker may be), and `blog-admin migrate` gives
+/// every like it has a mark, after which they read neither.
+#[tokio::test]
+async fn migrate_marks_the_likers_of_a_post_made_hot_before_liked_marks() {
+    use aws_sdk_dynamodb::types::AttributeValue;
+    use blog::{ids::UserId, keys, store::hot::liker_shard};
+
+    let api = TestApi::start().await;
+    let author = api.user("older").await;
+    let post = api.post(&author, "Hot before", "marks").await;
+    let likes = format!("/posts/{post}/likes");
+    let quiet = api.user("quietone").await;
+    api.like(&quiet, &post).await;
+    api.make_hot(&post).await;
+    // A hot like as the earlier version kept it: its marker in its shard,
+    // no mark (the fan-out, which would move the likers, is not running).
+    let old = api.user("oldhot").await;
+    let old_like = api.like(&old, &post).await;
+    let old_id = UserId::parse(&old).expect("id");
+    let mark = marks_of(&api, &post).await[&old].clone();
+    let store = &api.app.store;
+    let key = keys::liked(&old_id, &post_id(&post)).item();
+    let delete = store.client().delete_item().table_name(store.table());
+    delete.set_key(Some(key)).send().await.expect("delete");
+    let shard = liker_shard(&old_id, HOT_SHARDS);
+    let place = PostPartition::shard(post_id(&post), shard);
+    let mut marker = keys::liker(place, &old_id).item();
+    for (name, value) in [
+        ("type", "liker"),
+        ("postId", post.as_str()),
+        ("likeId", mark.as_str()),
+        ("userId", old.as_str()),
+    ] {
+        marker.insert(name.to_owned(), AttributeValue::S(value.to_owned()));
+    }
+    let put = store.client().put_item().table_name(store.table());
+    put.set_item(Some(marker)).send().await.expect("put");
+
+    // Before the migration: both likes are found where they are marked.
+    let (status, again) = api.call("POST", &likes, Some(&old), None).await;
+    assert_eq!((status, &again["createdAt"]), (200, &old_like["createdAt"]));
+    let (status, _) = api.call("POST", &likes, Some(&quiet), None).await;
+    assert_eq!(status, 200);
+
+    let done = store.admin().migrate().await.expect("migrate");
+    assert_eq!(done.likers_moved, 1, "{done:?}");
+    let marks = marks_of(&api, &post).await;
+    assert_eq!(marks.get(&old), Some(&mark), "{marks:?}");
+    assert!(marks.contains_key(&quiet), "{marks:?}");
+    let again = store.admin().migrate().await.expect("migrate");
+    assert_eq!(again.likers_moved, 0, "once");
+
+    // After: the marks answer, and taking the like back takes its marker.
+    api.make_hot(&post).await;
+    let (status, again) = api.call("POST", &likes, Some(&old), None).await;
+    assert_eq!((status, &again["createdAt"]), (200, &old_like["createdAt"]));
+    let (status, _) = api.call("DELETE", &likes, Some(&old), None).await;
+    assert_eq!(status, 204);
+    let left: Vec<String> = table_snapshot(&api)
+        .await
+        .iter()
+        .filter(|item| item.get(PK).and_then(|v| v.as_s().ok()) == Some(&place.pk()))
+        .filter_map(|item| item.get(SK)?.as_s().ok().cloned())
+        .collect();
+    assert_eq!(
+        left,
+        vec!["COUNTS".to_owned()],
+        "the shard keeps its counter only"
+    );
+    assert!(!marks_of(&api, &post).await.contains_key(&old));
 }

@@ -225,7 +225,8 @@ async fn posts_dynamodb_stays_busy_on_are_left_for_the_next_run() {
         Migrated {
             found: 3,
             moved: 0,
-            busy: 3
+            busy: 3,
+            likers_moved: 0
         }
     );
     let after = proxy.stats();
@@ -254,7 +255,8 @@ async fn posts_dynamodb_stays_busy_on_are_left_for_the_next_run() {
         Migrated {
             found: 3,
             moved: 3,
-            busy: 0
+            busy: 0,
+            likers_moved: 0
         }
     );
     assert_eq!(shape(&table_snapshot(&api).await), (0, 3), "all new");
