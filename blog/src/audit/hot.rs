@@ -19,7 +19,7 @@ use crate::{
     keys::{COMMENT_PREFIX, Counter, LIKE_PREFIX, PostPartition, SK},
     store::{
         StoreError,
-        hot::{HOT_SHARDS, ShardCounterItem, Summed},
+        hot::{MAX_SHARDS, ShardCounterItem, Summed},
         posts::PostItem,
         table::{Expr, Query},
     },
@@ -228,4 +228,4 @@ pub(super) fn expected_count(
 
 /// Every shard a deleted post may have had: a post that is gone no longer
 /// says how many.
-pub(super) const ANY_SHARDS: Option<u8> = Some(HOT_SHARDS);
+pub(super) const ANY_SHARDS: Option<u8> = Some(MAX_SHARDS);

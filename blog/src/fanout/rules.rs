@@ -42,7 +42,7 @@ use crate::{
         deletion::Removal,
         erasure::{ErasureStep, Written},
         feed::{Copied, FeedEntryItem},
-        hot::{LikeShardsItem, Moving, ShardCounterItem, Summed},
+        hot::{LikeShardsItem, Marked, Moving, ShardCounterItem, Summed},
         posts::PostItem,
         rename::{Deadline, RenameStep},
         users::{Author, UserItem},
@@ -407,7 +407,7 @@ async fn moved_likers(
     Ok(
         match store
             .fanout()
-            .move_likers(&pointer.post_id, deadline)
+            .move_likers(&pointer.post_id, Marked::OwnPartition, deadline)
             .await?
         {
             Moving::Done { moved } => Outcome::Written { writes: moved + 1 },

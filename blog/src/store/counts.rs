@@ -10,6 +10,9 @@
 //! 2. one attempt: the caller's transaction, counting where step 1 says;
 //! 3. throttled on the post's own partition ⇒ the post is made hot
 //!    (`Requests::switch_if_hot`), and the next attempt counts in a shard;
+//!    throttled on a hot post's shard ⇒ its shards double, up to
+//!    [`super::hot::MAX_SHARDS`] (`Requests::widen`), so their number
+//!    follows the rate the post takes;
 //! 4. the count refused by its condition ⇒ the post is gone (404) or hot
 //!    meanwhile: its shards are learned (`Requests::learn_shards`) and
 //!    the next attempt counts there.
@@ -157,7 +160,7 @@ impl Requests<'_> {
     {
         let mut watch = self.hot_switch;
         for _ in 0..attempts {
-            if self.known_hot(post).is_some_and(|hot| hot.stale()) {
+            if self.hot.claim_relearn(post) {
                 self.learn_shards(post).await?;
             }
             let known = self.known_hot(post);
@@ -168,7 +171,33 @@ impl Requests<'_> {
             };
             match attempt(counting).await? {
                 Tried::Done(answer) => return Ok(Some(answer)),
-                Tried::Throttled => watch = self.switch_if_hot(post).await?,
+                Tried::Throttled => match counting.shards {
+                    None => watch = self.switch_if_hot(post).await?,
+                    Some(shards) => {
+                        // One request of a process widens; every request
+                        // yields once: its next attempts go through the
+                        // table layer's retries (a throttled partition
+                        // answered at once would spend the attempts).
+                        if self.hot.claim_widening(post, shards) {
+                            match self.widen(post, shards).await {
+                                Ok(_) => {}
+                                // Gone: this attempt's like is refused too.
+                                Err(StoreError::PostNotFound) => {
+                                    return Err(StoreError::PostNotFound);
+                                }
+                                // The post's partition is busy (the fan-out
+                                // adds counts there): the like goes on in
+                                // the shards it has, and a later throttle
+                                // tries again.
+                                Err(error) => {
+                                    tracing::warn!(post_id = %post, %error, "a hot post not widened");
+                                    self.hot.widening_failed(post);
+                                }
+                            }
+                        }
+                        watch = false;
+                    }
+                },
                 Tried::Refused => self.learn_shards(post).await?,
                 Tried::Again => {}
             }

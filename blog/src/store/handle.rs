@@ -169,12 +169,15 @@ pub struct Hot {
     pub shards: u8,
     pub likers_moved: bool,
     learned: std::time::Instant,
+    /// A request of this process is widening the post.
+    widening: bool,
 }
 
 /// How long a process believes a hot post's likers are still being moved
-/// before it reads the post again: the move takes seconds, and each read is
-/// one strongly consistent unit in the post's partition.
-const RELEARN_MOVING: Duration = Duration::from_secs(1);
+/// before it reads the post again (one request of it: the others go on):
+/// each read is one strongly consistent unit in the post's partition, and
+/// until it learns the move is done each of its likes reads a marker there.
+const RELEARN_MOVING: Duration = Duration::from_millis(250);
 
 impl Hot {
     pub fn new(shards: u8, likers_moved: bool) -> Self {
@@ -182,6 +185,7 @@ impl Hot {
             shards,
             likers_moved,
             learned: std::time::Instant::now(),
+            widening: false,
         }
     }
 
@@ -207,6 +211,48 @@ impl HotPosts {
                 known.clear();
             }
             known.insert(post, hot);
+        }
+    }
+
+    /// Whether the caller is the one request of this process to read the
+    /// post again: what it knows is [`Hot::stale`], and no other request
+    /// has claimed the read in the last [`RELEARN_MOVING`] (the others go
+    /// on with what is known, rather than all reading the post's partition
+    /// at once).
+    pub(super) fn claim_relearn(&self, post: &PostId) -> bool {
+        let Ok(mut known) = self.0.lock() else {
+            return false;
+        };
+        match known.get_mut(post) {
+            Some(hot) if hot.stale() => {
+                hot.learned = std::time::Instant::now();
+                true
+            }
+            _ => false,
+        }
+    }
+
+    /// Whether the caller is the one request of this process to widen the
+    /// post from `from` shards; the others retry where they are.
+    pub(super) fn claim_widening(&self, post: &PostId, from: u8) -> bool {
+        let Ok(mut known) = self.0.lock() else {
+            return false;
+        };
+        match known.get_mut(post) {
+            Some(hot) if hot.shards == from && !hot.widening => {
+                hot.widening = true;
+                true
+            }
+            _ => false,
+        }
+    }
+
+    /// A widening that failed: another request may try.
+    pub(super) fn widening_failed(&self, post: &PostId) {
+        if let Ok(mut known) = self.0.lock()
+            && let Some(hot) = known.get_mut(post)
+        {
+            hot.widening = false;
         }
     }
 

@@ -53,10 +53,22 @@ use crate::{
     keys::{self, Counter, Entity, Key, LIKE_SHARDS_SK, PostPartition, SHARD_COUNTS_SK},
 };
 
-/// How many shard partitions a hot post spreads over. At 1,000 likes and 300
-/// comments a second (6 WCU a like, 2 a comment's count) each takes about
-/// 410 WCU a second, 41 % of a partition, with room for an uneven hash.
+/// How many shard partitions a hot post spreads over at first. At 1,000
+/// likes and 300 comments a second (4 WCU a like, 2 a comment's count) each
+/// takes about 290 WCU a second, 29 % of a partition, with room for an
+/// uneven hash.
 pub const HOT_SHARDS: u8 = 16;
+
+/// How many shards a hot post grows to at most, doubling each time one of
+/// its shards is throttled ([`Requests::widen`]): 128 partitions of about
+/// 1,000 WCU a second, about 25,000 likes a second at 4 WCU each plus their
+/// comments.
+pub const MAX_SHARDS: u8 = 128;
+
+/// Whether `n` is a shard count a hot post can have: 16, 32, 64 or 128.
+pub fn is_shard_count(n: u8) -> bool {
+    (HOT_SHARDS..=MAX_SHARDS).contains(&n) && n.is_power_of_two()
+}
 
 /// How often the fan-out reads the post again when another batch added its
 /// shards' counts in between.
@@ -331,6 +343,7 @@ impl Requests<'_> {
                 TxOutcome::Committed => {
                     tracing::info!(post_id = %post, shards, "post made hot");
                     self.hot.remember(*post, Hot::new(shards, false));
+                    self.move_at_switch(post, shards).await;
                     return Ok(shards);
                 }
                 // Switched or deleted meanwhile: read it again.
@@ -341,6 +354,96 @@ impl Requests<'_> {
         Err(StoreError::busy(
             super::Busy::Conflict,
             "the post kept changing while it was made hot",
+        ))
+    }
+}
+
+impl Requests<'_> {
+    /// Right after the switch, in the request that made it: the likes the
+    /// post had while quiet moved to their likers' partitions, for at most
+    /// [`MOVE_AT_SWITCH`] (the fan-out, on the pointer's INSERT, does what
+    /// is left, and anything that failed here). Until the move is done each
+    /// like of the post reads a marker in its partition, which is what
+    /// throttled it: a few hundred marks now spare thousands of reads.
+    async fn move_at_switch(&self, post: &PostId, shards: u8) {
+        let deadline = super::rename::Deadline::at(std::time::Instant::now() + MOVE_AT_SWITCH);
+        let fanout = self.fanout();
+        match fanout
+            .move_likers(post, Marked::OwnPartition, &deadline)
+            .await
+        {
+            Ok(Moving::Done { moved }) => {
+                tracing::info!(post_id = %post, moved, "likers moved at the switch");
+                self.hot.remember(*post, Hot::new(shards, true));
+            }
+            Ok(Moving::Paused { .. } | Moving::Stale) => {}
+            Err(error) => {
+                tracing::warn!(post_id = %post, %error, "likers left for the fan-out to move");
+            }
+        }
+    }
+
+    /// Request (a hot like whose shard DynamoDB throttled with its count):
+    /// doubles `post`'s shards if it still has `from` of them and fewer than
+    /// [`MAX_SHARDS`], in one transaction: the post's and the pointer's
+    /// `shards`, and a counter for each new shard. New likes then spread
+    /// over them (`k` = the liker's hash mod the new count); likes given
+    /// before stay where they are, and their marks say where. The shards this
+    /// process now knows.
+    pub async fn widen(&self, post: &PostId, from: u8) -> Result<u8, StoreError> {
+        for _ in 0..SWITCH_ATTEMPTS {
+            let found = self.post_shards(post);
+            let found = found.await?.ok_or(StoreError::PostNotFound)?;
+            let Some(hot) = found.hot() else {
+                return Err(StoreError::Internal(format!(
+                    "post {post} is hot, then not"
+                )));
+            };
+            if hot.shards != from || hot.shards >= MAX_SHARDS {
+                self.hot.remember(*post, hot);
+                return Ok(hot.shards);
+            }
+            let wider = from.saturating_mul(2);
+            let mut tx = self.db.transaction("widen a hot post");
+            let still = Expr::item_exists()
+                .and("#shards = :from")
+                .name("#shards", SHARDS_ATTRIBUTE)
+                .value(":from", n(u64::from(from)));
+            let set = Expr::new("SET #shards = :wider")
+                .name("#shards", SHARDS_ATTRIBUTE)
+                .value(":wider", n(u64::from(wider)));
+            let widened = tx.add(
+                "post",
+                Write::update(
+                    keys::post_item(post).item(),
+                    set.clone(),
+                    Landed::When(vec![(SHARDS_ATTRIBUTE, n(u64::from(wider)))]),
+                )
+                .when(still),
+            );
+            let pointer = Key::new(keys::post_pk(post), LIKE_SHARDS_SK);
+            tx.add(
+                "like shards pointer",
+                Write::update(pointer.item(), set, Landed::Untold).when(Expr::item_exists()),
+            );
+            for shard in from..wider {
+                let counter = ShardCounterItem::new(*post, shard);
+                tx.add("shard counter", Write::create(&counter)?);
+            }
+            match tx.commit().await? {
+                TxOutcome::Committed => {
+                    tracing::info!(post_id = %post, shards = wider, "a hot post widened");
+                    self.hot.remember(*post, Hot::new(wider, hot.likers_moved));
+                    return Ok(wider);
+                }
+                // Widened or deleted meanwhile: read it again.
+                TxOutcome::ConditionFailed(failed) if failed.failed(widened) => continue,
+                TxOutcome::ConditionFailed(failed) => return Err(failed.unexpected("widen")),
+            }
+        }
+        Err(StoreError::busy(
+            super::Busy::Conflict,
+            "the post kept changing while it was widened",
         ))
     }
 }
@@ -392,6 +495,23 @@ pub enum Moving {
     Stale,
 }
 
+/// Where the likes of a hot post may be marked beside them, for
+/// [`FanOut::move_likers`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Marked {
+    /// A post made hot by this version: the likes it had while quiet, in its
+    /// own partition.
+    OwnPartition,
+    /// A post made hot by a version before liked marks: its shards hold the
+    /// markers of its hot likes too.
+    AndShards,
+}
+
+/// How long the request that makes a post hot moves its likers itself
+/// before it leaves the rest to the fan-out: the post's likes read a marker
+/// in its partition until they are moved, so the sooner the better.
+const MOVE_AT_SWITCH: std::time::Duration = std::time::Duration::from_millis(1500);
+
 /// How many markers the move reads a page.
 const MOVE_PAGE: i32 = 100;
 
@@ -399,6 +519,8 @@ const MOVE_PAGE: i32 = 100;
 /// (`-` for the post's own partition, else the shard) and the sort key of
 /// the last marker moved.
 const MOVED_TO_ATTRIBUTE: &str = "movedTo";
+/// The place of a move that has read every partition.
+const DONE: &str = "done";
 
 impl FanOut<'_> {
     /// Fan-out of a post made hot (its pointer's INSERT): gives every like
@@ -418,6 +540,7 @@ impl FanOut<'_> {
     pub async fn move_likers(
         &self,
         post: &PostId,
+        from: Marked,
         deadline: &super::rename::Deadline,
     ) -> Result<Moving, StoreError> {
         let Some(found) = self.post_shards(post).await? else {
@@ -430,15 +553,20 @@ impl FanOut<'_> {
             return Ok(Moving::Stale);
         }
         let pointer = Key::new(keys::post_pk(post), LIKE_SHARDS_SK);
-        let from = self
+        let moved_to = self
             .db
             .get(pointer.item(), true)
             .await?
             .and_then(|item| item.get(MOVED_TO_ATTRIBUTE)?.as_s().ok().cloned());
+        let shards = match from {
+            Marked::OwnPartition => 0,
+            Marked::AndShards => shards,
+        };
         let places: Vec<PostPartition> = std::iter::once(PostPartition::own(*post))
             .chain((0..shards).map(|k| PostPartition::shard(*post, k)))
             .collect();
-        let (mut at, mut start) = match from.as_deref().and_then(|f| f.split_once('/')) {
+        let (mut at, mut start) = match moved_to.as_deref().and_then(|f| f.split_once('/')) {
+            Some((DONE, _)) => (places.len(), None),
             Some((place, sk)) => (
                 places
                     .iter()
@@ -487,7 +615,7 @@ impl FanOut<'_> {
                     place_label(*next),
                     start.clone().unwrap_or_default()
                 ),
-                None => "done/".to_owned(),
+                None => format!("{DONE}/"),
             };
             let progress = Write::update(
                 pointer.item(),

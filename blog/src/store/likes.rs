@@ -346,12 +346,23 @@ impl Requests<'_> {
         let like = LikeItem::new(place, LikeId::generate(), profile);
         let mut tx = self.db.transaction("like a hot post");
         let marked = tx.add("liked mark", Write::create(&LikedMarker::for_like(&like))?);
-        tx.add("like", Write::create(&like)?);
+        let liked = tx.add("like", Write::create(&like)?);
         let counted = tx.add(
             "count",
             counts::counted_up(post, Some(shard), Counter::Likes),
         );
-        match tx.commit().await? {
+        if counting.watch && shards < hot::MAX_SHARDS {
+            // The like and the count share the shard's partition (the like's
+            // index entry is in the liker's): throttled together, that
+            // partition is at its limit, and the post may widen.
+            tx.yield_when_throttled(&[liked, counted]);
+        }
+        let outcome = match tx.commit_watched().await? {
+            Committing::Done(outcome) => outcome,
+            Committing::Throttled => return Ok(Tried::Throttled),
+            Committing::Held => return Err(StoreError::Internal("hot like: held".into())),
+        };
+        match outcome {
             TxOutcome::Committed => Ok(Tried::Done(Liked::New(like.into()))),
             // Gone (its counters are closed first).
             TxOutcome::ConditionFailed(failed) if failed.failed(counted) => Ok(Tried::Refused),
@@ -711,13 +722,16 @@ impl Requests<'_> {
         let room = if resume.is_none() { limit + 1 } else { limit };
         let own_page = self.likes_in(own, resume.map(|c| c.after), room);
         // A cursor that names shards is believed only when the post's
-        // pointer names as many: a forged count would decide how many
-        // Queries the page makes (or which likes it skips).
+        // pointer names as many, or more (the post widened since the page
+        // before: its new shards hold only likes newer than the cursor's):
+        // a forged count would decide how many Queries the page makes (or
+        // which likes it skips).
         let mut items = match resume.and_then(|c| c.shards) {
             None => own_page.await?,
             Some(claimed) => {
                 let (items, pointer) = futures::try_join!(own_page, self.like_shards(post))?;
-                if pointer != Some(claimed) {
+                let believed = hot::is_shard_count(claimed);
+                if !(believed && pointer.is_some_and(|real| claimed <= real)) {
                     return Err(StoreError::BadCursor(super::cursor::CursorError::Mismatch));
                 }
                 items

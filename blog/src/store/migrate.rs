@@ -21,7 +21,7 @@ use serde::Deserialize;
 use super::Admin;
 use super::{
     ItemType, StoreError, from_items,
-    hot::{LIKERS_MOVED_ATTRIBUTE, Moving, SHARDS_ATTRIBUTE},
+    hot::{LIKERS_MOVED_ATTRIBUTE, Marked, Moving, SHARDS_ATTRIBUTE},
     rename::Deadline,
     table::{Expr, Scan},
 };
@@ -111,8 +111,9 @@ impl Admin<'_> {
                 .await?;
             for post in from_items::<Unmoved>(page.items)? {
                 let fanout = self.fanout();
-                if let Moving::Done { .. } =
-                    fanout.move_likers(&post.post_id, &Deadline::NONE).await?
+                if let Moving::Done { .. } = fanout
+                    .move_likers(&post.post_id, Marked::AndShards, &Deadline::NONE)
+                    .await?
                 {
                     moved += 1;
                 }

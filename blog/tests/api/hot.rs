@@ -641,6 +641,35 @@ async fn marks_of(api: &TestApi, post: &str) -> std::collections::BTreeMap<Strin
         .collect()
 }
 
+/// As if the move of `post`'s likers had not run: no marks, no
+/// `likersMoved`, no place on the pointer; and this process learns it.
+async fn unmove(api: &TestApi, post: &str) {
+    let store = &api.app.store;
+    let id = post_id(post);
+    for user in marks_of(api, post).await.keys() {
+        let user = blog::ids::UserId::parse(user).expect("id");
+        let key = blog::keys::liked(&user, &id).item();
+        let delete = store.client().delete_item().table_name(store.table());
+        delete.set_key(Some(key)).send().await.expect("delete");
+    }
+    for (key, attribute) in [
+        (blog::keys::post_item(&id), "likersMoved"),
+        (
+            blog::keys::Key::new(blog::keys::post_pk(&id), blog::keys::LIKE_SHARDS_SK),
+            "movedTo",
+        ),
+    ] {
+        let update = store.client().update_item().table_name(store.table());
+        update
+            .set_key(Some(key.item()))
+            .update_expression(format!("REMOVE {attribute}"))
+            .send()
+            .await
+            .expect("update");
+    }
+    api.make_hot(post).await;
+}
+
 /// The users whose likes of `post` are marked beside them in its own
 /// partition (`POST#p / LIKER#u`).
 async fn markers_of(api: &TestApi, post: &str) -> HashSet<String> {
@@ -684,6 +713,9 @@ async fn a_hot_posts_likes_are_marked_in_their_likers_partitions() {
     api.like(&b, &post).await;
     api.like(&c, &post).await;
     api.make_hot(&post).await;
+    // The switch's request moves the likes' marks; as if it had not got
+    // to it (its time ran out, DynamoDB was busy), the fan-out will.
+    unmove(&api, &post).await;
 
     // Before the move: the marker beside the like answers.
     let (status, again) = api.call("POST", &likes, Some(&a), None).await;
@@ -789,6 +821,8 @@ async fn migrate_marks_the_likers_of_a_post_made_hot_before_liked_marks() {
     let quiet = api.user("quietone").await;
     api.like(&quiet, &post).await;
     api.make_hot(&post).await;
+    // An earlier version's switch moved nothing.
+    unmove(&api, &post).await;
     // A hot like as the earlier version kept it: its marker in its shard,
     // no mark (the fan-out, which would move the likers, is not running).
     let old = api.user("oldhot").await;
@@ -845,4 +879,113 @@ async fn migrate_marks_the_likers_of_a_post_made_hot_before_liked_marks() {
         "the shard keeps its counter only"
     );
     assert!(!marks_of(&api, &post).await.contains_key(&old));
+}
+
+/// A hot post whose shards are throttled doubles them
+/// (`Requests::widen`; `viral.rs` drives it through partition limits):
+/// likes given after spread over the new shards, every count and list
+/// follows, a cursor made before the widening goes on, a forged shard
+/// count stays refused, and the post's deletion empties every shard.
+#[tokio::test]
+async fn a_widened_hot_post_keeps_every_like_count_and_page() {
+    use blog::store::cursor;
+
+    let api = TestApi::start().await;
+    let mut poller = api.poller();
+    let author = api.user("widens").await;
+    let post = api.post(&author, "Wider", "and wider").await;
+    let likes = format!("/posts/{post}/likes");
+    api.make_hot(&post).await;
+    let first: Vec<String> =
+        futures::future::join_all((0..20).map(|i| api.user_named(format!("before{i:02}")))).await;
+    for who in &first {
+        api.like(who, &post).await;
+    }
+    let (_, page) = api.get(&format!("{likes}?limit=5")).await;
+    let before = page["nextCursor"].as_str().expect("more").to_owned();
+
+    let id = post_id(&post);
+    let requests = api.app.store.requests();
+    assert_eq!(
+        requests.widen(&id, HOT_SHARDS).await.expect("widen"),
+        2 * HOT_SHARDS
+    );
+    assert_eq!(
+        requests.widen(&id, HOT_SHARDS).await.expect("widen"),
+        2 * HOT_SHARDS,
+        "a second widening from the same count changes nothing"
+    );
+    let then: Vec<String> =
+        futures::future::join_all((0..40).map(|i| api.user_named(format!("after{i:02}")))).await;
+    for who in &then {
+        api.like(who, &post).await;
+    }
+    api.settle(&mut poller).await;
+    let wider: HashSet<String> = partitions_of(&api, &post)
+        .await
+        .into_iter()
+        .filter(|pk| {
+            pk.rsplit('#')
+                .next()
+                .and_then(|k| k.parse::<u8>().ok())
+                .is_some_and(|k| k >= HOT_SHARDS)
+        })
+        .collect();
+    assert!(
+        wider.len() > 5,
+        "likes spread over the new shards: {wider:?}"
+    );
+
+    let (_, got) = api.get(&format!("/posts/{post}")).await;
+    assert_eq!(got["likeCount"], json!(60), "{got}");
+    let listed: Vec<String> = every_page(&api, &likes, 7)
+        .await
+        .iter()
+        .map(|like| like["userId"].as_str().expect("id").to_owned())
+        .collect();
+    let unique: HashSet<&String> = listed.iter().collect();
+    assert_eq!((listed.len(), unique.len()), (60, 60));
+
+    // The cursor made before: the rest of the first twenty, nothing else.
+    let mut rest = Vec::new();
+    let mut next = Some(before.clone());
+    while let Some(cursor) = next {
+        let (status, page) = api.get(&format!("{likes}?limit=4&cursor={cursor}")).await;
+        assert_eq!(status, 200, "{page}");
+        rest.extend(page["items"].as_array().cloned().unwrap_or_default());
+        next = page["nextCursor"].as_str().map(String::from);
+    }
+    assert_eq!(rest.len(), 15);
+    assert!(
+        rest.iter()
+            .all(|like| first.iter().any(|u| like["userId"] == json!(u)))
+    );
+
+    // A count the post never had, or past the one it has: refused.
+    let after = cursor::decode(&before, &format!("likes:{post}")).expect("a cursor");
+    let like = after.split('.').next().expect("an id").to_owned();
+    for forged in [24, 64, 128, 255] {
+        let forged = cursor::encode(&format!("likes:{post}"), &format!("{like}.{forged}"));
+        let (status, body, queries) = queried(&api, &format!("{likes}?cursor={forged}")).await;
+        assert_eq!(
+            (status, &body["error"]["code"], queries <= 1),
+            (400, &json!("bad_cursor"), true)
+        );
+    }
+    assert_eq!(
+        api.audit(false).await.findings,
+        vec![],
+        "the audit finds nothing"
+    );
+
+    let (status, _) = api
+        .call("DELETE", &format!("/posts/{post}"), Some(&author), None)
+        .await;
+    assert_eq!(status, 204);
+    api.settle(&mut poller).await;
+    assert!(
+        partitions_of(&api, &post).await.is_empty(),
+        "every shard emptied"
+    );
+    assert_eq!(marks_of(&api, &post).await.len(), 0);
 }

@@ -534,6 +534,18 @@ impl TestApi {
         self.poller_saving_to(None)
     }
 
+    /// A poller that batches as the deployed mapping does (template.yaml's
+    /// `MaximumBatchingWindowInSeconds`; the others take a batch as soon as
+    /// records come, which at a scaled partition limit writes a hot post's
+    /// counts far more often than Lambda would).
+    pub fn poller_as_deployed(&self) -> StreamPoller {
+        let mut mapping = stream_mapping();
+        mapping.batching_window = StreamMapping::of_repository()
+            .expect("template.yaml's stream mapping")
+            .batching_window;
+        self.poller_with(mapping, &endpoint(), None)
+    }
+
     /// A poller that keeps its progress in `checkpoint`.
     pub fn poller_with_checkpoint(&self, checkpoint: &std::path::Path) -> StreamPoller {
         self.poller_saving_to(Some(checkpoint.to_path_buf()))

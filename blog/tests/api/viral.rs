@@ -373,3 +373,81 @@ async fn a_hot_post_is_deleted_under_its_load_and_takes_nothing_after() {
     }
     assert_eq!(api.audit(false).await.findings, vec![]);
 }
+
+/// A hot post liked at twice what its 16 shards take (at 0.01 of the
+/// limits: 10 WCU a second a partition, 4 WCU a hot like, so 16 shards take
+/// about 40 likes a second; 80 offered for 3 seconds): its shards are
+/// throttled, it widens (`Requests::widen`) until they take the rate, and
+/// every like is answered 201 and counted once.
+#[tokio::test]
+async fn a_hot_post_liked_past_its_shards_widens_and_answers_every_like() {
+    const PER_SECOND: f64 = 80.0;
+    const LIKES: usize = 240;
+    const QUIET: usize = 20;
+    let (proxy, api) = behind_proxy(Backoff::default()).await;
+    let api = Arc::new(api);
+    let author = api.user("widening").await;
+    let post = api.post(&author, "Past sixteen", "shards").await;
+    let users: Vec<String> =
+        futures::future::join_all((0..LIKES).map(|i| api.user_named(format!("wide{i:04}")))).await;
+    // Liked while quiet by the first 20: the fan-out moves their marks as
+    // the load begins, and until this process learns it did, each like reads
+    // a marker in the post's partition.
+    for user in &users[..QUIET] {
+        api.like(user, &post).await;
+    }
+    api.make_hot(&post).await;
+    // The fan-out adds the shards' counts onto the post once a batch, and
+    // batches as Lambda would (a batch every second per stream shard): the
+    // post's own partition, which the widening writes, stays within its 10
+    // WCU a second.
+    let running = api.run_fan_out(api.poller_as_deployed());
+    proxy.set_partition_limits(Some(PartitionLimits::scaled(0.01).expect("scale")));
+    let started = Instant::now();
+    let mut tasks = Vec::new();
+    for (i, user) in users.into_iter().enumerate() {
+        let at = Duration::from_secs_f64(i as f64 / PER_SECOND);
+        tokio::time::sleep(at.saturating_sub(started.elapsed())).await;
+        let (api, post) = (api.clone(), post.clone());
+        tasks.push(tokio::spawn(async move {
+            let path = format!("/posts/{post}/likes");
+            (i, api.call("POST", &path, Some(&user), None).await)
+        }));
+    }
+    let mut refused = Vec::new();
+    for task in tasks {
+        let (i, (status, body)) = task.await.expect("a like");
+        // The first 20 liked while the post was quiet: 200, the like they gave.
+        let expected = if i < QUIET { 200 } else { 201 };
+        if status != expected {
+            refused.push((i, status, body));
+        }
+    }
+    let throttled = proxy.stats().partition_throttle;
+    proxy.set_partition_limits(None);
+    assert_eq!(
+        refused,
+        vec![],
+        "every like answered 201 (200: given already)"
+    );
+    assert!(throttled > 0, "the shards were throttled");
+
+    running.stop().await;
+    api.settle(&mut api.poller()).await;
+    let shards = table_snapshot(&api)
+        .await
+        .iter()
+        .find(|item| {
+            item.get(PK).and_then(|v| v.as_s().ok()) == Some(&format!("POST#{post}"))
+                && item.get("type").and_then(|v| v.as_s().ok()) == Some(&"post".to_owned())
+        })
+        .and_then(|item| item.get("shards")?.as_n().ok()?.parse::<u8>().ok());
+    assert!(
+        shards.is_some_and(|n| n > blog::store::hot::HOT_SHARDS),
+        "widened: {shards:?}"
+    );
+    let (_, got) = api.get(&format!("/posts/{post}")).await;
+    assert_eq!(got["likeCount"], json!(LIKES), "{got}");
+    let report = api.audit(false).await;
+    assert_eq!(report.findings, vec![], "the audit finds nothing");
+}
