@@ -159,6 +159,40 @@ ulid_id!(
     CommentId,
     "commentId"
 );
+impl CommentId {
+    /// A new comment's id, saying where the comment lives: in a hot post's
+    /// shard `k` (below 128), or (`None`) in its post's own partition. The
+    /// id's last byte holds it (its top bit set, and `k`; cleared for the
+    /// post's partition); the other 72 random bits keep ids of one
+    /// millisecond apart, and the time prefix keeps them in time order.
+    pub fn generate_in(shard: Option<u8>) -> Self {
+        let random = Ulid::generate().0;
+        let last = match shard {
+            None => random & 0x7F,
+            Some(k) => 0x80 | u128::from(k & 0x7F),
+        };
+        Self(Ulid((random & !0xFF) | last))
+    }
+
+    /// A new comment's id for one of a hot post's `shards`, picked by the
+    /// id's own random bits ([`CommentId::generate_in`]).
+    pub fn generate_spread(shards: u8) -> Self {
+        let random = Ulid::generate().0;
+        let k = (random >> 8) % u128::from(shards.clamp(1, 128));
+        // Below 128, so it fits.
+        Self::generate_in(u8::try_from(k).ok())
+    }
+
+    /// The shard of a hot post an id made by [`CommentId::generate_in`]
+    /// says its comment lives in. Ids made before it said so have a random
+    /// last byte: a comment not found in the shard its id names is looked
+    /// for in its post's own partition.
+    pub fn shard(&self) -> Option<u8> {
+        let last = (self.0.0 & 0xFF) as u8;
+        (last & 0x80 != 0).then_some(last & 0x7F)
+    }
+}
+
 ulid_id!(
     /// Identifies a like within its post; it orders the post's likes by time.
     LikeId,
@@ -222,6 +256,26 @@ mod tests {
         assert!(PostId::parse("POST#01ARZ3NDEKTSV4RRFFQ69G5FAV").is_err());
         assert!(PostId::parse("01ARZ3NDEKTSV4RRFFQ69G5FA").is_err());
         assert!(CommentId::parse("").is_err());
+    }
+
+    #[test]
+    fn a_comment_id_says_where_its_comment_lives() {
+        for k in [0, 1, 17, 127] {
+            let id = CommentId::generate_in(Some(k));
+            assert_eq!(id.shard(), Some(k));
+            assert_eq!(CommentId::parse(&id.to_string()).ok(), Some(id));
+        }
+        assert_eq!(CommentId::generate_in(None).shard(), None);
+        let spread: std::collections::HashSet<u8> = (0..400)
+            .filter_map(|_| CommentId::generate_spread(16).shard())
+            .collect();
+        assert_eq!(spread.len(), 16, "{spread:?}");
+        let (a, b) = (
+            CommentId::generate_in(Some(5)),
+            CommentId::generate_in(None),
+        );
+        assert_ne!(a, CommentId::generate_in(Some(5)), "still unique");
+        assert!(a.created_at() <= b.created_at());
     }
 
     #[test]

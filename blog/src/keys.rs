@@ -10,6 +10,8 @@
 //! | like            | `POST#<postId>`     | `LIKE#<likeId>`     | `USER#<userId>` | `LIKE#<likeId>`   |
 //! | like marker     | `POST#<postId>`     | `LIKER#<userId>`    | –             | –                   |
 //! | hot post's likes pointer | `POST#<postId>` | `LIKE#~SHARDED`  | –             | –                   |
+//! | hot post's comments pointer | `POST#<postId>` | `COMMENT#~SHARDED` | –         | –                   |
+//! | hot post's comment | `POST#<postId>#<k>` | `COMMENT#<commentId>` | `USER#<userId>` | `COMMENT#<commentId>` |
 //! | hot post's like | `POST#<postId>#<k>` | `LIKE#<likeId>`     | `USER#<userId>` | `LIKE#<likeId>`   |
 //! | hot post's like marker (before likers moved) | `POST#<postId>#<k>` | `LIKER#<userId>` | – | –  |
 //! | hot post's liker mark | `USER#<userId>`  | `~LIKED#<postId>`   | –             | –                   |
@@ -113,6 +115,11 @@ pub const LIKED_PREFIX: &str = "~LIKED#";
 /// newest-first Query says whether the likes are sharded; the audit and the
 /// lists skip it.
 pub const LIKE_SHARDS_SK: &str = "LIKE#~SHARDED";
+/// A hot post's pointer to its comment shards, in its own partition: it
+/// sorts after every `COMMENT#<ulid>`, so Q4's oldest-first Query meets it
+/// once it has read every comment the partition holds, which is when the
+/// shards' comments (all made after the post was hot) come next.
+pub const COMMENT_SHARDS_SK: &str = "COMMENT#~SHARDED";
 /// A hot post's shard counter, in each shard partition.
 pub const SHARD_COUNTS_SK: &str = "COUNTS";
 
@@ -255,6 +262,12 @@ pub fn comment(post: &PostId, comment: &CommentId) -> Key {
     Key::new(post_pk(post), comment_sk(comment))
 }
 
+/// A comment, in the partition `place` of its post (its own, or a hot
+/// post's shard: [`CommentId::shard`] says which a new comment went to).
+pub fn comment_in(place: PostPartition, comment: &CommentId) -> Key {
+    Key::new(place.pk(), comment_sk(comment))
+}
+
 /// A like, in the partition `place` of its post (its own, or a hot post's
 /// shard).
 pub fn like(place: PostPartition, like: &LikeId) -> Key {
@@ -352,6 +365,8 @@ item_types! {
     ShardCounter,
     /// A hot post's pointer to its like shards (`POST#p / LIKE#~SHARDED`).
     LikeShards,
+    /// A hot post's pointer to its comment shards (`POST#p / COMMENT#~SHARDED`).
+    CommentShards,
     /// A user's mark of their like of a hot post (`USER#u / ~LIKED#p`,
     /// [`crate::store::likes`]).
     Liked,

@@ -1,5 +1,6 @@
 //! The audit of a hot post (`store::hot`): each shard counter held to what
-//! it counts (the likes in its shard, the comments counted in it), and the
+//! it counts (the likes and comments in its shard, and the comments of the
+//! post's own partition counted in it), and the
 //! post's counts to what is counted on it: the likes of its own partition
 //! (given while it was quiet), the comments no shard counts, and what the
 //! fan-out has added of each shard (`shardCounts`). What a shard counted and
@@ -46,7 +47,8 @@ impl Admin<'_> {
             let stored = self.db().get_entity::<ShardCounterItem>(key, true).await?;
             let place = PostPartition::shard(post.post_id, shard);
             let in_shard = self.count_in(place, LIKE_PREFIX).await?;
-            let comments = counted_in.get(&shard).copied().unwrap_or(0);
+            let comments = counted_in.get(&shard).copied().unwrap_or(0)
+                + self.count_in(place, COMMENT_PREFIX).await?;
             let (stored_likes, stored_comments, version) = stored
                 .as_ref()
                 .map(|c| (c.like_count, c.comment_count, c.version))
@@ -168,7 +170,9 @@ impl Admin<'_> {
         let place = PostPartition::shard(*post, shard);
         let likes = self.count_in(place, LIKE_PREFIX).await?;
         let (_, counted_in) = self.comments_counted(post).await?;
-        let actual = (likes, counted_in.get(&shard).copied().unwrap_or(0));
+        let comments = counted_in.get(&shard).copied().unwrap_or(0)
+            + self.count_in(place, COMMENT_PREFIX).await?;
+        let actual = (likes, comments);
         if actual == (stored.like_count, stored.comment_count) {
             return Ok(true);
         }

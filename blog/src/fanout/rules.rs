@@ -132,6 +132,7 @@ impl Rule {
             // is copied from them.
             ItemType::Username
             | ItemType::Liked
+            | ItemType::CommentShards
             | ItemType::PostContent
             | ItemType::Liker
             | ItemType::FeedEntry
@@ -396,7 +397,8 @@ async fn removed_post(
     )
 }
 
-/// A post made hot (its pointer's INSERT): the likes it had marked in their
+/// A post made hot (its pointer's INSERT): its comments sharded, if the
+/// switch's request did not get to it, and the likes it had marked in their
 /// likers' partitions (`store::hot`).
 async fn moved_likers(
     store: &Store,
@@ -404,6 +406,10 @@ async fn moved_likers(
     deadline: &Deadline,
 ) -> Result<Outcome, FanoutError> {
     let pointer: LikeShardsItem = decode(&record.change.new_image, "new")?;
+    store
+        .fanout()
+        .finish_sharding_comments(&pointer.post_id)
+        .await?;
     Ok(
         match store
             .fanout()

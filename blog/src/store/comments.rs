@@ -6,7 +6,7 @@ use super::Requests;
 use super::{
     Busy, ItemType, Store, StoreError,
     counts::{self, Counting, Tried},
-    hot,
+    hot::{self, CommentShardsItem},
     idempotency::{Answer, Created, Idempotency},
     posts::PostItem,
     table::{Committing, Deleted, Expr, Query, TxOutcome, Write},
@@ -14,7 +14,7 @@ use super::{
 };
 use crate::{
     ids::{CommentId, PostId, UserId},
-    keys::{self, COMMENT_PREFIX, Counter, Entity, Key},
+    keys::{self, COMMENT_PREFIX, Counter, Entity, Key, PostPartition},
     model::{Comment, Page},
     text::Username,
 };
@@ -31,10 +31,15 @@ pub struct CommentItem {
     pub user_version: u64,
     pub content: String,
     pub created_at: String,
-    /// On a hot post: the shard whose counter counts it (it stays in the
-    /// post's partition). `None`: counted on the post item.
+    /// On a hot post: the shard whose counter counts it. `None`: counted on
+    /// the post item.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub counted_in: Option<u8>,
+    /// The hot post's shard it lives in (its id says so too:
+    /// [`CommentId::shard`]). `None`: its post's own partition (a comment
+    /// made while the post was quiet, or before hot posts sharded comments).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shard: Option<u8>,
 }
 
 /// How often a comment is tried again when its post turned hot under it.
@@ -52,11 +57,20 @@ impl CommentItem {
             content: content.to_owned(),
             created_at: comment_id.created_at(),
             counted_in: None,
+            shard: None,
         }
     }
 
-    fn key_of(post: &PostId, comment: &CommentId) -> Key {
-        keys::comment(post, comment)
+    fn key_of(place: PostPartition, comment: &CommentId) -> Key {
+        keys::comment_in(place, comment)
+    }
+
+    /// The partition it lives in.
+    pub fn place(&self) -> PostPartition {
+        PostPartition {
+            post: self.post_id,
+            shard: self.shard,
+        }
     }
 }
 
@@ -66,7 +80,7 @@ impl Entity for CommentItem {
     const OWN: &'static [&'static str] = &[];
 
     fn key(&self) -> Key {
-        Self::key_of(&self.post_id, &self.comment_id)
+        Self::key_of(self.place(), &self.comment_id)
     }
 
     fn gsi1(&self) -> Option<Key> {
@@ -101,9 +115,9 @@ impl Requests<'_> {
         caller: &UserId,
     ) -> Result<(), StoreError> {
         self.refuse_erased(caller).await?;
-        let comment_key = CommentItem::key_of(post, comment).item();
-        let found = self.db.get_entity::<CommentItem>(comment_key.clone(), true);
-        let found = found.await?.ok_or(StoreError::CommentNotFound)?;
+        let found = self.read_comment(post, comment).await?;
+        let found = found.ok_or(StoreError::CommentNotFound)?;
+        let comment_key = found.key().item();
         if &found.user_id != caller {
             let post_item = self.db.get_entity::<PostItem>(PostItem::key(post), true);
             let post_item = post_item.await?.ok_or(StoreError::CommentNotFound)?;
@@ -188,10 +202,25 @@ impl Requests<'_> {
         keyed: Option<&Idempotency>,
         counting: Counting,
     ) -> Result<Tried<Answer<Comment>>, StoreError> {
-        let mut item = CommentItem::new(*post, CommentId::generate(), profile, content);
-        item.counted_in = counting
-            .shards
-            .map(|shards| hot::comment_shard(&item.comment_id, shards));
+        let item = match counting.shards {
+            // A hot post's comment lives and counts in a shard its id names.
+            Some(shards) if counting.comments_sharded => {
+                let id = CommentId::generate_spread(shards);
+                let mut item = CommentItem::new(*post, id, profile, content);
+                item.shard = id.shard();
+                item.counted_in = id.shard();
+                item
+            }
+            // Made hot before its comments were sharded: in its partition,
+            // counted in a shard.
+            Some(shards) => {
+                let id = CommentId::generate_in(None);
+                let mut item = CommentItem::new(*post, id, profile, content);
+                item.counted_in = Some(hot::comment_shard(&id, shards));
+                item
+            }
+            None => CommentItem::new(*post, CommentId::generate_in(None), profile, content),
+        };
         let mut tx = self.db.transaction("comment");
         let comment = tx.add("comment", Write::create(&item)?);
         let count = counts::counted_up(post, item.counted_in, Counter::Comments);
@@ -202,10 +231,13 @@ impl Requests<'_> {
             comment_id: item.comment_id,
         };
         let record = Idempotency::add_record(keyed, &mut tx, profile.account(), &answer, created)?;
-        if item.counted_in.is_none() && counting.watch {
-            // Both in the post's partition; each also in an index partition
-            // of its own (the commenter's, the author's): throttled
-            // together, the post's partition is at its limit.
+        let sharded = item.shard.is_some() && item.shard == item.counted_in;
+        let room = counting.shards.is_some_and(|n| n < hot::MAX_SHARDS);
+        if counting.watch && (item.counted_in.is_none() || (sharded && room)) {
+            // Both in one partition (the post's, or one of its shards); each
+            // also in an index partition of its own (the commenter's, the
+            // author's): throttled together, that partition is at its
+            // limit, and the post may turn hot, or widen.
             tx.yield_when_throttled(&[comment, counted]);
         }
         let failed = match tx.commit_watched().await? {
@@ -227,7 +259,12 @@ impl Requests<'_> {
         Ok(Tried::Refused)
     }
 
-    /// Q4 (request): one Query in the post's partition, oldest first.
+    /// Q4 (request): one Query in the post's partition, oldest first. A hot
+    /// post's comments pointer sorts after its comments: met, the page goes
+    /// on in each of its shards (one Query each, at once, after the same
+    /// comment), and the pages are merged oldest first. The cursor is the
+    /// last comment's id; each page reads the shard count from the pointer,
+    /// so no cursor decides how much is read.
     pub async fn list_comments(
         &self,
         post: &PostId,
@@ -236,28 +273,69 @@ impl Requests<'_> {
     ) -> Result<Page<Comment>, StoreError> {
         let list = format!("comments:{post}");
         let after = super::pages::resume_after(&list, cursor, CommentId::parse)?;
-        let start = after.map(|comment| CommentItem::key_of(post, &comment).item());
-        let query = Query::partition(keys::post_pk(post)).begins_with(COMMENT_PREFIX);
-        let page = self
-            .list_page(&list, &query, start, limit, |c: &CommentItem| {
-                c.comment_id.to_string()
-            })
+        let mut items = self
+            .comments_in(PostPartition::own(*post), after, limit)
             .await?;
+        let shards = items.last().and_then(CommentShardsItem::of);
+        if shards.is_some() {
+            items.pop();
+        }
+        let mut comments: Vec<CommentItem> = super::from_items(items)?;
+        if let Some(n) = shards {
+            let reads =
+                (0..n).map(|k| self.comments_in(PostPartition::shard(*post, k), after, limit));
+            for page in futures::future::try_join_all(reads).await? {
+                comments.extend(super::from_items::<CommentItem>(page)?);
+            }
+            comments.sort_by_key(|comment| comment.comment_id);
+        }
+        let more = comments.len() > limit;
+        comments.truncate(limit);
+        let next_cursor = match comments.last() {
+            Some(last) if more => Some(super::cursor::encode(&list, &last.comment_id.to_string())),
+            _ => None,
+        };
         Ok(Page {
-            items: page.items.into_iter().map(Comment::from).collect(),
-            next_cursor: page.next_cursor,
+            items: comments.into_iter().map(Comment::from).collect(),
+            next_cursor,
         })
+    }
+
+    /// Up to `limit + 1` comments (and a hot post's pointer, after them) of
+    /// one partition, oldest first, after `after`.
+    async fn comments_in(
+        &self,
+        place: PostPartition,
+        after: Option<CommentId>,
+        limit: usize,
+    ) -> Result<Vec<super::Item>, StoreError> {
+        let start = after.map(|comment| CommentItem::key_of(place, &comment).item());
+        let query = Query::partition(place.pk()).begins_with(COMMENT_PREFIX);
+        self.db
+            .query_up_to("comments", &query, start, limit.saturating_add(1))
+            .await
     }
 }
 
 impl Store {
-    /// A comment, strongly consistent (a replay reads its content).
+    /// A comment, strongly consistent (a replay reads its content; a
+    /// deletion its author and where it was counted): in the shard its id
+    /// names, else in its post's own partition (ids made before they named
+    /// one may name a shard by chance).
     pub(super) async fn read_comment(
         &self,
         post: &PostId,
         comment: &CommentId,
     ) -> Result<Option<CommentItem>, StoreError> {
-        let key = CommentItem::key_of(post, comment).item();
+        let own = PostPartition::own(*post);
+        if let Some(shard) = comment.shard() {
+            let key = CommentItem::key_of(PostPartition::shard(*post, shard), comment);
+            let found = self.db.get_entity::<CommentItem>(key.item(), true).await?;
+            if found.is_some() {
+                return Ok(found);
+            }
+        }
+        let key = CommentItem::key_of(own, comment).item();
         self.db.get_entity::<CommentItem>(key, true).await
     }
 }

@@ -10,7 +10,7 @@
 //! 2. one attempt: the caller's transaction, counting where step 1 says;
 //! 3. throttled on the post's own partition ⇒ the post is made hot
 //!    (`Requests::switch_if_hot`), and the next attempt counts in a shard;
-//!    throttled on a hot post's shard ⇒ its shards double, up to
+//!    throttled on a hot post's shard ⇒ it widens, up to
 //!    [`super::hot::MAX_SHARDS`] (`Requests::widen`), so their number
 //!    follows the rate the post takes;
 //! 4. the count refused by its condition ⇒ the post is gone (404) or hot
@@ -24,7 +24,7 @@
 use std::future::Future;
 
 use super::{
-    Item, Requests, StoreError,
+    Busy, Item, Requests, StoreError,
     hot::{SHARDS_ATTRIBUTE, ShardCounterItem},
     n,
     table::{Expr, Landed, Room, Throttle, Write},
@@ -128,6 +128,8 @@ pub(super) struct Counting {
     /// The post is hot and its quiet likes' marks are in their likers'
     /// partitions: a like need not read the post's.
     pub likers_moved: bool,
+    /// The post is hot and its new comments go to its shards.
+    pub comments_sharded: bool,
     pub watch: bool,
 }
 
@@ -147,7 +149,10 @@ pub(super) enum Tried<T> {
 impl Requests<'_> {
     /// The loop every like and comment counts up through (the module's
     /// docs): `attempt` at most `attempts` times, each told where to count;
-    /// `None` when they ran out.
+    /// `None` when they ran out. A hot post's shard throttled with its count
+    /// is not retried by the table layer but here, after the table's
+    /// backoff and within its attempts and budget (one retry layer): each
+    /// try picks its shard again, among as many as the post has by then.
     pub(super) async fn count_up<T, F, Fut>(
         &self,
         post: &PostId,
@@ -159,7 +164,10 @@ impl Requests<'_> {
         Fut: Future<Output = Result<Tried<T>, StoreError>>,
     {
         let mut watch = self.hot_switch;
-        for _ in 0..attempts {
+        let backoff = *self.db.backoff();
+        let started = std::time::Instant::now();
+        let (mut tries, mut throttled) = (0, 0_u32);
+        while tries < attempts {
             if self.hot.claim_relearn(post) {
                 self.learn_shards(post).await?;
             }
@@ -167,42 +175,68 @@ impl Requests<'_> {
             let counting = Counting {
                 shards: known.map(|hot| hot.shards),
                 likers_moved: known.is_some_and(|hot| hot.likers_moved),
+                comments_sharded: known.is_some_and(|hot| hot.comments_sharded),
                 watch,
             };
             match attempt(counting).await? {
                 Tried::Done(answer) => return Ok(Some(answer)),
-                Tried::Throttled => match counting.shards {
-                    None => watch = self.switch_if_hot(post).await?,
-                    Some(shards) => {
-                        // One request of a process widens; every request
-                        // yields once: its next attempts go through the
-                        // table layer's retries (a throttled partition
-                        // answered at once would spend the attempts).
-                        if self.hot.claim_widening(post, shards) {
-                            match self.widen(post, shards).await {
-                                Ok(_) => {}
-                                // Gone: this attempt's like is refused too.
-                                Err(StoreError::PostNotFound) => {
-                                    return Err(StoreError::PostNotFound);
-                                }
-                                // The post's partition is busy (the fan-out
-                                // adds counts there): the like goes on in
-                                // the shards it has, and a later throttle
-                                // tries again.
-                                Err(error) => {
-                                    tracing::warn!(post_id = %post, %error, "a hot post not widened");
-                                    self.hot.widening_failed(post);
-                                }
-                            }
-                        }
-                        watch = false;
+                Tried::Throttled => {
+                    match counting.shards {
+                        None => watch = self.switch_once(post).await?,
+                        Some(shards) => self.widen_once(post, shards).await?,
                     }
-                },
-                Tried::Refused => self.learn_shards(post).await?,
-                Tried::Again => {}
+                    throttled += 1;
+                    let delay = backoff.delay(throttled);
+                    if throttled >= backoff.attempts || started.elapsed() + delay > backoff.budget {
+                        return Err(StoreError::busy(
+                            Busy::Throttled,
+                            "the post's partitions stayed throttled",
+                        ));
+                    }
+                    tokio::time::sleep(delay).await;
+                }
+                Tried::Refused => {
+                    self.learn_shards(post).await?;
+                    tries += 1;
+                }
+                Tried::Again => tries += 1,
             }
         }
         Ok(None)
+    }
+
+    /// A quiet post's partition throttled a like or comment with its count:
+    /// [`Requests::switch_if_hot`]; whether to go on watching for
+    /// throttles. A switch DynamoDB refuses (the post's partition is what is
+    /// busy) is tried again at the next throttle.
+    async fn switch_once(&self, post: &PostId) -> Result<bool, StoreError> {
+        match self.switch_if_hot(post).await {
+            Err(StoreError::Busy { cause, detail }) => {
+                tracing::warn!(post_id = %post, cause = cause.as_str(), %detail, "a post not made hot yet");
+                Ok(true)
+            }
+            other => other,
+        }
+    }
+
+    /// A hot post's shard throttled with its count: one request of the
+    /// process widens the post from `shards` ([`Requests::widen`]); the
+    /// others go on. A widening DynamoDB refuses (the post's partition is
+    /// busy: the fan-out adds counts there) leaves the post as it is, and a
+    /// later throttle tries again.
+    async fn widen_once(&self, post: &PostId, shards: u8) -> Result<(), StoreError> {
+        if !self.hot.claim_widening(post, shards) {
+            return Ok(());
+        }
+        match self.widen(post, shards).await {
+            Ok(_) => Ok(()),
+            Err(StoreError::PostNotFound) => Err(StoreError::PostNotFound),
+            Err(error) => {
+                tracing::warn!(post_id = %post, %error, "a hot post not widened");
+                self.hot.widening_failed(post);
+                Ok(())
+            }
+        }
     }
 
     /// A like's or a comment's count refused by its condition: the post is

@@ -113,7 +113,7 @@ pub enum ErasureStep {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Written {
     Post(PostId),
-    Comment(PostId, CommentId),
+    Comment(PostPartition, CommentId),
     Like(PostPartition, LikeId),
 }
 
@@ -126,7 +126,7 @@ impl Written {
             return Some(Self::Post(post));
         }
         if let Some(id) = key.sk.strip_prefix(keys::COMMENT_PREFIX) {
-            return CommentId::parse(id).ok().map(|c| Self::Comment(post, c));
+            return CommentId::parse(id).ok().map(|c| Self::Comment(place, c));
         }
         let id = key.sk.strip_prefix(keys::LIKE_PREFIX)?;
         LikeId::parse(id).ok().map(|l| Self::Like(place, l))
@@ -302,8 +302,8 @@ impl FanOut<'_> {
                 Err(StoreError::PostNotFound) => {}
                 Err(err) => return Err(err),
             },
-            Written::Comment(post, comment) => {
-                done.comments += usize::from(self.erase_comment(&post, &comment).await?);
+            Written::Comment(place, comment) => {
+                done.comments += usize::from(self.erase_comment(place, &comment).await?);
             }
             Written::Like(place, like) => {
                 done.likes += usize::from(self.erase_like(place, &like, user).await?);
@@ -318,8 +318,13 @@ impl FanOut<'_> {
     /// comment made while the post was quiet); one counted in a hot post's
     /// shard fails that condition, and is read. When the post is gone (its
     /// own deletion clears its partition) the comment goes alone.
-    async fn erase_comment(&self, post: &PostId, comment: &CommentId) -> Result<bool, StoreError> {
-        let key = keys::comment(post, comment).item();
+    async fn erase_comment(
+        &self,
+        place: PostPartition,
+        comment: &CommentId,
+    ) -> Result<bool, StoreError> {
+        let post = &place.post;
+        let key = keys::comment_in(place, comment).item();
         let mut counted_in = None;
         for _ in 0..COMMENT_ATTEMPTS {
             let there = match counted_in {

@@ -168,6 +168,9 @@ view! {
 pub struct Hot {
     pub shards: u8,
     pub likers_moved: bool,
+    /// Its new comments go to its shards (a post made hot before they did
+    /// keeps them in its own partition until `blog-admin migrate`).
+    pub comments_sharded: bool,
     learned: std::time::Instant,
     /// A request of this process is widening the post.
     widening: bool,
@@ -180,10 +183,11 @@ pub struct Hot {
 const RELEARN_MOVING: Duration = Duration::from_millis(250);
 
 impl Hot {
-    pub fn new(shards: u8, likers_moved: bool) -> Self {
+    pub fn new(shards: u8, likers_moved: bool, comments_sharded: bool) -> Self {
         Self {
             shards,
             likers_moved,
+            comments_sharded,
             learned: std::time::Instant::now(),
             widening: false,
         }
@@ -198,15 +202,17 @@ impl Hot {
 
 /// The hot posts a process has met, so that it goes to their shards at once.
 #[derive(Debug, Default)]
-pub struct HotPosts(std::sync::Mutex<HashMap<PostId, Hot>>);
+pub struct HotPosts {
+    known: std::sync::Mutex<HashMap<PostId, Hot>>,
+}
 
 impl HotPosts {
     pub(super) fn get(&self, post: &PostId) -> Option<Hot> {
-        self.0.lock().ok()?.get(post).copied()
+        self.known.lock().ok()?.get(post).copied()
     }
 
     pub(super) fn remember(&self, post: PostId, hot: Hot) {
-        if let Ok(mut known) = self.0.lock() {
+        if let Ok(mut known) = self.known.lock() {
             if known.len() >= REMEMBERED {
                 known.clear();
             }
@@ -220,7 +226,7 @@ impl HotPosts {
     /// on with what is known, rather than all reading the post's partition
     /// at once).
     pub(super) fn claim_relearn(&self, post: &PostId) -> bool {
-        let Ok(mut known) = self.0.lock() else {
+        let Ok(mut known) = self.known.lock() else {
             return false;
         };
         match known.get_mut(post) {
@@ -235,7 +241,7 @@ impl HotPosts {
     /// Whether the caller is the one request of this process to widen the
     /// post from `from` shards; the others retry where they are.
     pub(super) fn claim_widening(&self, post: &PostId, from: u8) -> bool {
-        let Ok(mut known) = self.0.lock() else {
+        let Ok(mut known) = self.known.lock() else {
             return false;
         };
         match known.get_mut(post) {
@@ -249,7 +255,7 @@ impl HotPosts {
 
     /// A widening that failed: another request may try.
     pub(super) fn widening_failed(&self, post: &PostId) {
-        if let Ok(mut known) = self.0.lock()
+        if let Ok(mut known) = self.known.lock()
             && let Some(hot) = known.get_mut(post)
         {
             hot.widening = false;
@@ -257,7 +263,7 @@ impl HotPosts {
     }
 
     pub(super) fn forget(&self, post: &PostId) {
-        if let Ok(mut known) = self.0.lock() {
+        if let Ok(mut known) = self.known.lock() {
             known.remove(post);
         }
     }

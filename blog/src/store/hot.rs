@@ -59,13 +59,21 @@ use crate::{
 /// uneven hash.
 pub const HOT_SHARDS: u8 = 16;
 
-/// How many shards a hot post grows to at most, doubling each time one of
+/// How many shards a hot post grows to at most, widening each time one of
 /// its shards is throttled ([`Requests::widen`]): 128 partitions of about
 /// 1,000 WCU a second, about 25,000 likes a second at 4 WCU each plus their
 /// comments.
 pub const MAX_SHARDS: u8 = 128;
 
-/// Whether `n` is a shard count a hot post can have: 16, 32, 64 or 128.
+/// How many times more shards a widening gives a post: a post that throttles
+/// its shards is taking more than they hold, by how much its throttled
+/// writes do not say, and each widening takes a moment while its likes are
+/// refused: 16 → 64 → 128.
+const WIDEN_BY: u8 = 4;
+
+/// Whether `n` is a shard count a hot post can have: 16, 32, 64 or 128
+/// (each a power of two: a widening from 16 makes 64, and one from 32,
+/// 128).
 pub fn is_shard_count(n: u8) -> bool {
     (HOT_SHARDS..=MAX_SHARDS).contains(&n) && n.is_power_of_two()
 }
@@ -196,6 +204,39 @@ impl Entity for LikeShardsItem {
     }
 }
 
+/// In a hot post's own partition, after its comments: how many shards hold
+/// the comments made since it was hot (Q4 meets it once it has read the
+/// partition's comments).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CommentShardsItem {
+    pub post_id: PostId,
+    pub shards: u8,
+}
+
+impl CommentShardsItem {
+    /// The pointer, if `item` is one.
+    pub fn of(item: &super::Item) -> Option<u8> {
+        (ItemType::of(item) == Some(ItemType::CommentShards))
+            .then(|| super::from_item::<Self>(item.clone()).ok())
+            .flatten()
+            .map(|pointer| pointer.shards)
+    }
+
+    pub fn key_of(post: &PostId) -> Key {
+        Key::new(keys::post_pk(post), keys::COMMENT_SHARDS_SK)
+    }
+}
+
+impl Entity for CommentShardsItem {
+    const TYPE: ItemType = ItemType::CommentShards;
+    const OWN: &'static [&'static str] = &[];
+
+    fn key(&self) -> Key {
+        Self::key_of(&self.post_id)
+    }
+}
+
 /// On a hot post's item, per shard: the shard counter's counts and version
 /// that the fan-out has added to the post's counts. Its names are one letter
 /// each: 16 of them ride on every write of the post item, which DynamoDB
@@ -225,6 +266,9 @@ impl Added {
 pub const ADDED_ATTRIBUTE: &str = "shardCounts";
 /// The post item's attribute that says it is hot, and how many shards it has.
 pub const SHARDS_ATTRIBUTE: &str = "shards";
+/// The post item's attribute that says its new comments go to its shards,
+/// listed through its comments pointer ([`CommentShardsItem`]).
+pub const COMMENTS_SHARDED_ATTRIBUTE: &str = "commentsSharded";
 /// The post item's attribute that says the fan-out has given every like the
 /// post had before it was hot a mark in its liker's partition
 /// ([`FanOut::move_likers`]): from then on a like reads nothing of the post's
@@ -254,17 +298,57 @@ pub(super) struct PostShards {
     pub shard_counts: Option<BTreeMap<String, Added>>,
     #[serde(default)]
     pub likers_moved: Option<bool>,
+    #[serde(default)]
+    pub comments_sharded: Option<bool>,
 }
 
 impl PostShards {
     /// What a process remembers of it, if it is hot.
     pub fn hot(&self) -> Option<Hot> {
         let moved = self.likers_moved == Some(true);
-        self.shards.map(|shards| Hot::new(shards, moved))
+        let comments = self.comments_sharded == Some(true);
+        self.shards.map(|shards| Hot::new(shards, moved, comments))
     }
 }
 
 impl Store {
+    /// A hot post's comments sharded: its comments pointer (as many shards
+    /// as the post has) and its `commentsSharded`, in one transaction, after
+    /// the switch (the switch's request, else the fan-out on the pointer's
+    /// INSERT) or for a post made hot before comments went to shards
+    /// (`blog-admin migrate`). Nothing if it has both, or widened meanwhile
+    /// (the next one does it). From then on its new comments go to its
+    /// shards, after every comment of its own partition, where Q4 finds
+    /// them; until then they stay in its partition, counted in a shard.
+    pub(super) async fn shard_comments(&self, post: &PostId, shards: u8) -> Result<(), StoreError> {
+        let mut tx = self.db.transaction("shard a hot post's comments");
+        let pointer = CommentShardsItem {
+            post_id: *post,
+            shards,
+        };
+        tx.add(
+            "comment shards pointer",
+            Write::put(&pointer, Landed::Untold)?,
+        );
+        let set = Expr::new("SET #comments = :yes")
+            .name("#comments", COMMENTS_SHARDED_ATTRIBUTE)
+            .value(":yes", AttributeValue::Bool(true));
+        let still = Expr::item_exists()
+            .and("#shards = :shards AND attribute_not_exists(#comments)")
+            .name("#shards", SHARDS_ATTRIBUTE)
+            .name("#comments", COMMENTS_SHARDED_ATTRIBUTE)
+            .value(":shards", n(u64::from(shards)));
+        let landed = Landed::When(vec![(
+            COMMENTS_SHARDED_ATTRIBUTE,
+            AttributeValue::Bool(true),
+        )]);
+        let update = Write::update(keys::post_item(post).item(), set, landed).when(still);
+        tx.add("post", update);
+        match tx.commit().await? {
+            TxOutcome::Committed | TxOutcome::ConditionFailed(_) => Ok(()),
+        }
+    }
+
     /// The post item's shards and shard counts, strongly consistent; `None`
     /// when there is no such post.
     pub(super) async fn post_shards(
@@ -342,8 +426,8 @@ impl Requests<'_> {
             match tx.commit().await? {
                 TxOutcome::Committed => {
                     tracing::info!(post_id = %post, shards, "post made hot");
-                    self.hot.remember(*post, Hot::new(shards, false));
-                    self.move_at_switch(post, shards).await;
+                    self.hot.remember(*post, Hot::new(shards, false, false));
+                    self.after_switch(post, shards).await;
                     return Ok(shards);
                 }
                 // Switched or deleted meanwhile: read it again.
@@ -359,33 +443,43 @@ impl Requests<'_> {
 }
 
 impl Requests<'_> {
-    /// Right after the switch, in the request that made it: the likes the
-    /// post had while quiet moved to their likers' partitions, for at most
+    /// Right after the switch, in the request that made it: the post's
+    /// comments sharded ([`Store::shard_comments`]), and the likes it had
+    /// while quiet moved to their likers' partitions, for at most
     /// [`MOVE_AT_SWITCH`] (the fan-out, on the pointer's INSERT, does what
     /// is left, and anything that failed here). Until the move is done each
     /// like of the post reads a marker in its partition, which is what
     /// throttled it: a few hundred marks now spare thousands of reads.
-    async fn move_at_switch(&self, post: &PostId, shards: u8) {
+    async fn after_switch(&self, post: &PostId, shards: u8) {
+        let comments = match self.shard_comments(post, shards).await {
+            Ok(()) => true,
+            Err(error) => {
+                tracing::warn!(post_id = %post, %error, "comments left for the fan-out to shard");
+                false
+            }
+        };
         let deadline = super::rename::Deadline::at(std::time::Instant::now() + MOVE_AT_SWITCH);
         let fanout = self.fanout();
-        match fanout
+        let moved = match fanout
             .move_likers(post, Marked::OwnPartition, &deadline)
             .await
         {
             Ok(Moving::Done { moved }) => {
                 tracing::info!(post_id = %post, moved, "likers moved at the switch");
-                self.hot.remember(*post, Hot::new(shards, true));
+                true
             }
-            Ok(Moving::Paused { .. } | Moving::Stale) => {}
+            Ok(Moving::Paused { .. } | Moving::Stale) => false,
             Err(error) => {
                 tracing::warn!(post_id = %post, %error, "likers left for the fan-out to move");
+                false
             }
-        }
+        };
+        self.hot.remember(*post, Hot::new(shards, moved, comments));
     }
 
-    /// Request (a hot like whose shard DynamoDB throttled with its count):
-    /// doubles `post`'s shards if it still has `from` of them and fewer than
-    /// [`MAX_SHARDS`], in one transaction: the post's and the pointer's
+    /// Request (a hot like or comment whose shard DynamoDB throttled with
+    /// its count): multiplies `post`'s shards by four (at most
+    /// [`MAX_SHARDS`]) if it still has `from` of them, in one transaction: the post's and the pointer's
     /// `shards`, and a counter for each new shard. New likes then spread
     /// over them (`k` = the liker's hash mod the new count); likes given
     /// before stay where they are, and their marks say where. The shards this
@@ -403,7 +497,7 @@ impl Requests<'_> {
                 self.hot.remember(*post, hot);
                 return Ok(hot.shards);
             }
-            let wider = from.saturating_mul(2);
+            let wider = from.saturating_mul(WIDEN_BY).min(MAX_SHARDS);
             let mut tx = self.db.transaction("widen a hot post");
             let still = Expr::item_exists()
                 .and("#shards = :from")
@@ -424,8 +518,16 @@ impl Requests<'_> {
             let pointer = Key::new(keys::post_pk(post), LIKE_SHARDS_SK);
             tx.add(
                 "like shards pointer",
-                Write::update(pointer.item(), set, Landed::Untold).when(Expr::item_exists()),
+                Write::update(pointer.item(), set.clone(), Landed::Untold)
+                    .when(Expr::item_exists()),
             );
+            if hot.comments_sharded {
+                let pointer = CommentShardsItem::key_of(post);
+                tx.add(
+                    "comment shards pointer",
+                    Write::update(pointer.item(), set, Landed::Untold).when(Expr::item_exists()),
+                );
+            }
             for shard in from..wider {
                 let counter = ShardCounterItem::new(*post, shard);
                 tx.add("shard counter", Write::create(&counter)?);
@@ -433,7 +535,8 @@ impl Requests<'_> {
             match tx.commit().await? {
                 TxOutcome::Committed => {
                     tracing::info!(post_id = %post, shards = wider, "a hot post widened");
-                    self.hot.remember(*post, Hot::new(wider, hot.likers_moved));
+                    let wider_hot = Hot::new(wider, hot.likers_moved, hot.comments_sharded);
+                    self.hot.remember(*post, wider_hot);
                     return Ok(wider);
                 }
                 // Widened or deleted meanwhile: read it again.
@@ -523,6 +626,19 @@ const MOVED_TO_ATTRIBUTE: &str = "movedTo";
 const DONE: &str = "done";
 
 impl FanOut<'_> {
+    /// Fan-out of a post made hot (its pointer's INSERT): its comments
+    /// sharded (`Store::shard_comments`) if the switch's request did not
+    /// get to it (DynamoDB refused it), with as many shards as it has now.
+    pub async fn finish_sharding_comments(&self, post: &PostId) -> Result<(), StoreError> {
+        let Some(found) = self.post_shards(post).await? else {
+            return Ok(());
+        };
+        match found.hot() {
+            Some(hot) if !hot.comments_sharded => self.shard_comments(post, hot.shards).await,
+            _ => Ok(()),
+        }
+    }
+
     /// Fan-out of a post made hot (its pointer's INSERT): gives every like
     /// marked beside it (given while the post was quiet, or in a shard by a
     /// version that kept marks there) a mark in its liker's own partition

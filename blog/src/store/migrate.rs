@@ -21,7 +21,7 @@ use serde::Deserialize;
 use super::Admin;
 use super::{
     ItemType, StoreError, from_items,
-    hot::{LIKERS_MOVED_ATTRIBUTE, Marked, Moving, SHARDS_ATTRIBUTE},
+    hot::{COMMENTS_SHARDED_ATTRIBUTE, LIKERS_MOVED_ATTRIBUTE, Marked, Moving, SHARDS_ATTRIBUTE},
     rename::Deadline,
     table::{Expr, Scan},
 };
@@ -87,29 +87,35 @@ impl Admin<'_> {
     }
 
     /// Every hot post whose likers are not yet marked in their own
-    /// partitions, marked; how many posts.
+    /// partitions, marked (and its comments sharded); how many posts.
     async fn move_hot_likers(&self) -> Result<usize, StoreError> {
         #[derive(Deserialize)]
         #[serde(rename_all = "camelCase")]
         struct Unmoved {
             post_id: PostId,
+            shards: u8,
         }
         let mut moved = 0;
         let mut start = None;
         loop {
             let unmoved = Expr::new(
-                "#type = :post AND attribute_exists(#shards) AND attribute_not_exists(#moved)",
+                "#type = :post AND attribute_exists(#shards) \
+                 AND (attribute_not_exists(#moved) OR attribute_not_exists(#comments))",
             )
             .name("#type", TYPE)
             .name("#shards", SHARDS_ATTRIBUTE)
             .name("#moved", LIKERS_MOVED_ATTRIBUTE)
+            .name("#comments", COMMENTS_SHARDED_ATTRIBUTE)
             .value(":post", ItemType::Post.attribute()?);
-            let scan = Scan::default().filter(unmoved).project(Expr::new("postId"));
+            let scan = Scan::default()
+                .filter(unmoved)
+                .project(Expr::new("postId, #shards").name("#shards", SHARDS_ATTRIBUTE));
             let page = self
                 .db
                 .scan_page("unmoved likers scan", &scan, start)
                 .await?;
             for post in from_items::<Unmoved>(page.items)? {
+                self.shard_comments(&post.post_id, post.shards).await?;
                 let fanout = self.fanout();
                 if let Moving::Done { .. } = fanout
                     .move_likers(&post.post_id, Marked::AndShards, &Deadline::NONE)

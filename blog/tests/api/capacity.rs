@@ -526,10 +526,11 @@ async fn a_hot_post_costs_what_the_data_model_says() {
 
     // The post read (is it hot already?), then one transaction: the post's
     // `shards`, the pointer, 16 counters (Local's flat rate again). Then the
-    // same request moves the one like the post had to its liker's
-    // partition: the post and the pointer read; the post's markers (a page)
-    // and the mark put; the markers read again; the place kept on the
-    // pointer; the post's `likersMoved`.
+    // same request shards its comments (one transaction: the comments
+    // pointer and the post's `commentsSharded`) and moves the one like the
+    // post had to its liker's partition: the post and the pointer read; the
+    // post's markers (a page) and the mark put; the markers read again; the
+    // place kept on the pointer; the post's `likersMoved`.
     api.meter.take();
     let id = crate::support::post_id(&post);
     api.app.store.requests().make_hot(&id).await.expect("hot");
@@ -544,6 +545,7 @@ async fn a_hot_post_costs_what_the_data_model_says() {
         calls(&[
             ("GetItem", 1.0, 0.0),
             ("TransactWriteItems", 4.0, 0.0),
+            ("TransactWriteItems", 4.0, 0.0),
             ("GetItem", 1.0, 0.0),
             ("GetItem", 1.0, 0.0),
             ("Query", 1.0, 0.0),
@@ -553,13 +555,17 @@ async fn a_hot_post_costs_what_the_data_model_says() {
             ("UpdateItem", 1.0, 0.0),
         ])
     );
-    // The fan-out's move, on the pointer's INSERT, finds it done: the post
-    // read. The post's two MODIFYs (the switch, `likersMoved`) coalesce, and
-    // the last refreshes its feed entry, which holds that version already
-    // (a failed condition: 0 units).
+    // The fan-out, on the pointer's INSERT, finds both done: the post read
+    // twice. The post's MODIFYs (the switch, `commentsSharded`,
+    // `likersMoved`) coalesce, and the last refreshes its feed entry, which
+    // holds that version already (a failed condition: 0 units).
     assert_eq!(
         fan_out_calls(&api, &mut poller).await,
-        sorted(calls(&[("GetItem", 1.0, 0.0), ("UpdateItem", 0.0, 0.0)]))
+        sorted(calls(&[
+            ("GetItem", 1.0, 0.0),
+            ("GetItem", 1.0, 0.0),
+            ("UpdateItem", 0.0, 0.0)
+        ]))
     );
 
     let (author, fan, early) = (

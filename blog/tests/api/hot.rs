@@ -821,8 +821,25 @@ async fn migrate_marks_the_likers_of_a_post_made_hot_before_liked_marks() {
     let quiet = api.user("quietone").await;
     api.like(&quiet, &post).await;
     api.make_hot(&post).await;
-    // An earlier version's switch moved nothing.
+    // An earlier version's switch moved nothing, and kept the comments in
+    // the post's partition (counted in shards).
     unmove(&api, &post).await;
+    let store = &api.app.store;
+    let id = post_id(&post);
+    let pointer = blog::store::hot::CommentShardsItem::key_of(&id).item();
+    let delete = store.client().delete_item().table_name(store.table());
+    delete.set_key(Some(pointer)).send().await.expect("delete");
+    let update = store.client().update_item().table_name(store.table());
+    update
+        .set_key(Some(keys::post_item(&id).item()))
+        .update_expression("REMOVE commentsSharded")
+        .send()
+        .await
+        .expect("update");
+    api.make_hot(&post).await;
+    let before = api
+        .comment(&quiet, &post, "hot, kept beside the post")
+        .await;
     // A hot like as the earlier version kept it: its marker in its shard,
     // no mark (the fan-out, which would move the likers, is not running).
     let old = api.user("oldhot").await;
@@ -855,6 +872,23 @@ async fn migrate_marks_the_likers_of_a_post_made_hot_before_liked_marks() {
 
     let done = store.admin().migrate().await.expect("migrate");
     assert_eq!(done.likers_moved, 1, "{done:?}");
+    // Its comments go to its shards from now on, and list after the others.
+    api.make_hot(&post).await;
+    let after = api.comment(&quiet, &post, "hot, in a shard").await;
+    let in_shard = table_snapshot(&api).await.iter().any(|item| {
+        item.get(SK).and_then(|v| v.as_s().ok()) == Some(&format!("COMMENT#{after}"))
+            && item
+                .get(PK)
+                .and_then(|v| v.as_s().ok())
+                .is_some_and(|pk| pk.starts_with(&format!("POST#{post}#")))
+    });
+    assert!(in_shard, "the new comment is in a shard");
+    let listed: Vec<Value> = every_page(&api, &format!("/posts/{post}/comments"), 1).await;
+    let listed: Vec<&str> = listed
+        .iter()
+        .filter_map(|c| c["commentId"].as_str())
+        .collect();
+    assert_eq!(listed, vec![before.as_str(), after.as_str()]);
     let marks = marks_of(&api, &post).await;
     assert_eq!(marks.get(&old), Some(&mark), "{marks:?}");
     assert!(marks.contains_key(&quiet), "{marks:?}");
@@ -881,7 +915,7 @@ async fn migrate_marks_the_likers_of_a_post_made_hot_before_liked_marks() {
     assert!(!marks_of(&api, &post).await.contains_key(&old));
 }
 
-/// A hot post whose shards are throttled doubles them
+/// A hot post whose shards are throttled widens them
 /// (`Requests::widen`; `viral.rs` drives it through partition limits):
 /// likes given after spread over the new shards, every count and list
 /// follows, a cursor made before the widening goes on, a forged shard
@@ -908,11 +942,11 @@ async fn a_widened_hot_post_keeps_every_like_count_and_page() {
     let requests = api.app.store.requests();
     assert_eq!(
         requests.widen(&id, HOT_SHARDS).await.expect("widen"),
-        2 * HOT_SHARDS
+        4 * HOT_SHARDS
     );
     assert_eq!(
         requests.widen(&id, HOT_SHARDS).await.expect("widen"),
-        2 * HOT_SHARDS,
+        4 * HOT_SHARDS,
         "a second widening from the same count changes nothing"
     );
     let then: Vec<String> =
@@ -964,7 +998,7 @@ async fn a_widened_hot_post_keeps_every_like_count_and_page() {
     // A count the post never had, or past the one it has: refused.
     let after = cursor::decode(&before, &format!("likes:{post}")).expect("a cursor");
     let like = after.split('.').next().expect("an id").to_owned();
-    for forged in [24, 64, 128, 255] {
+    for forged in [17, 24, 128, 255] {
         let forged = cursor::encode(&format!("likes:{post}"), &format!("{like}.{forged}"));
         let (status, body, queries) = queried(&api, &format!("{likes}?cursor={forged}")).await;
         assert_eq!(
@@ -972,20 +1006,145 @@ async fn a_widened_hot_post_keeps_every_like_count_and_page() {
             (400, &json!("bad_cursor"), true)
         );
     }
+    audited_then_deleted(&api, &mut poller, &author, &post).await;
+}
+
+/// A hot post's comments go to its shards (each comment's id names its
+/// shard), so no partition takes them all; Q4 is still one ordered page:
+/// the post's own partition (its comments from before, then the pointer),
+/// then each shard after the same comment, merged oldest first. Deleting,
+/// erasing, auditing and deleting the post all find them there.
+#[tokio::test]
+async fn a_hot_posts_comments_spread_over_its_shards_and_list_in_order() {
+    let api = TestApi::start().await;
+    let mut poller = api.poller();
+    let author = api.user("discussed").await;
+    let post = api.post(&author, "Discussed", "a lot").await;
+    let comments = format!("/posts/{post}/comments");
+    let talkers: Vec<String> =
+        futures::future::join_all((0..6).map(|i| api.user_named(format!("talker{i}")))).await;
+    let mut made = Vec::new();
+    for (i, who) in talkers.iter().take(3).enumerate() {
+        made.push(api.comment(who, &post, &format!("quiet {i}")).await);
+    }
+    api.make_hot(&post).await;
+    for i in 0..40 {
+        let who = &talkers[i % talkers.len()];
+        made.push(api.comment(who, &post, &format!("hot {i}")).await);
+    }
+    let in_shards: HashSet<String> = table_snapshot(&api)
+        .await
+        .iter()
+        .filter(|item| {
+            item.get(SK)
+                .and_then(|v| v.as_s().ok())
+                .is_some_and(|sk| sk.starts_with("COMMENT#0"))
+        })
+        .filter_map(|item| item.get(PK)?.as_s().ok().cloned())
+        .filter(|pk| pk.starts_with(&format!("POST#{post}#")))
+        .collect();
+    assert!(
+        in_shards.len() >= 10,
+        "spread over the shards: {in_shards:?}"
+    );
+
+    // One ordered list, every page within 1 + 16 Queries.
+    let ids = |list: &[Value]| -> Vec<String> {
+        list.iter()
+            .map(|c| c["commentId"].as_str().expect("id").to_owned())
+            .collect()
+    };
+    let mut expected = made.clone();
+    expected.sort();
+    assert_eq!(made[..3], expected[..3], "the quiet ones first");
+    let mut listed = Vec::new();
+    let mut next = None::<String>;
+    loop {
+        let path = match &next {
+            None => format!("{comments}?limit=7"),
+            Some(cursor) => format!("{comments}?limit=7&cursor={cursor}"),
+        };
+        let (status, page, queries) = queried(&api, &path).await;
+        assert_eq!(status, 200, "{page}");
+        assert!(queries <= 1 + usize::from(HOT_SHARDS), "{queries} Queries");
+        listed.extend(page["items"].as_array().cloned().unwrap_or_default());
+        match page["nextCursor"].as_str() {
+            Some(cursor) => next = Some(cursor.to_owned()),
+            None => break,
+        }
+    }
+    assert_eq!(ids(&listed), expected);
+
+    // Taken back by its author, and by the post's author.
+    let (first_hot, second_hot) = (made[3].clone(), made[4].clone());
+    let (status, _) = api
+        .call(
+            "DELETE",
+            &format!("{comments}/{first_hot}"),
+            Some(&talkers[0]),
+            None,
+        )
+        .await;
+    assert_eq!(status, 204);
+    let (status, _) = api
+        .call(
+            "DELETE",
+            &format!("{comments}/{second_hot}"),
+            Some(&author),
+            None,
+        )
+        .await;
+    assert_eq!(status, 204);
+    let (status, _) = api
+        .call(
+            "DELETE",
+            &format!("{comments}/{second_hot}"),
+            Some(&author),
+            None,
+        )
+        .await;
+    assert_eq!(status, 404, "gone");
+    // A commenter erased: their comments go, wherever they are.
+    let (status, _) = api
+        .call(
+            "DELETE",
+            &format!("/users/{}", talkers[5]),
+            Some(&talkers[5]),
+            None,
+        )
+        .await;
+    assert_eq!(status, 204);
+    api.settle(&mut poller).await;
+    let left = every_page(&api, &comments, 100).await;
+    let expected_left = 43 - 2 - 6; // talker5 wrote hot 5, 11, …, 35: 6 of them
+    assert_eq!(left.len(), expected_left);
+    let (_, got) = api.get(&format!("/posts/{post}")).await;
+    assert_eq!(got["commentCount"], json!(expected_left), "{got}");
+    audited_then_deleted(&api, &mut poller, &author, &post).await;
+}
+
+/// The audit finds nothing on `post`'s table; then its author deletes it,
+/// and once the fan-out has walked, nothing of it is left: no partition, no
+/// liker's mark.
+async fn audited_then_deleted(
+    api: &TestApi,
+    poller: &mut local::stream_poller::StreamPoller,
+    author: &str,
+    post: &str,
+) {
     assert_eq!(
         api.audit(false).await.findings,
         vec![],
         "the audit finds nothing"
     );
-
     let (status, _) = api
-        .call("DELETE", &format!("/posts/{post}"), Some(&author), None)
+        .call("DELETE", &format!("/posts/{post}"), Some(author), None)
         .await;
     assert_eq!(status, 204);
-    api.settle(&mut poller).await;
+    api.settle(poller).await;
     assert!(
-        partitions_of(&api, &post).await.is_empty(),
+        partitions_of(api, post).await.is_empty(),
         "every shard emptied"
     );
-    assert_eq!(marks_of(&api, &post).await.len(), 0);
+    assert_eq!(marks_of(api, post).await.len(), 0, "no mark left");
 }

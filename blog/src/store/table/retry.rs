@@ -57,7 +57,7 @@ impl Backoff {
     }
 
     /// How long to wait before another try, after `attempt` tries.
-    pub(super) fn delay(&self, attempt: u32) -> Duration {
+    pub fn delay(&self, attempt: u32) -> Duration {
         let ceiling = self.base.saturating_mul(1 << attempt.min(16)).min(self.cap);
         ceiling.mul_f64(fastrand::f64())
     }
