@@ -77,6 +77,11 @@ struct Row {
 
 #[tokio::main]
 async fn main() -> Result<(), Error> {
+    // Quiet unless RUST_LOG asks (the store's switches and widenings).
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
+        .with_writer(std::io::stderr)
+        .try_init();
     let mut endpoint = std::env::var("DYNAMODB_ENDPOINT").unwrap_or_default();
     let mut scale = 0.1;
     let mut seconds = 20.0_f64;
@@ -183,7 +188,12 @@ async fn main() -> Result<(), Error> {
             next_liker += count;
             proxy.take_charged();
             let reading = Arc::new(AtomicBool::new(true));
-            let reader = tokio::spawn(read_meanwhile(requests.clone(), post, reading.clone()));
+            let reader = tokio::spawn(read_meanwhile(
+                requests.clone(),
+                post,
+                reading.clone(),
+                scale,
+            ));
             let started = Instant::now();
             let offered = offer(requests, post, mine, rate * scale).await;
             let span = started.elapsed().as_secs_f64();
@@ -342,9 +352,17 @@ async fn offer(store: &Store, post: PostId, likers: Vec<UserId>, per_second: f64
     }
 }
 
-/// Q2, Q4 and Q5 of `post`, one after another, every 50 ms while `reading`;
-/// the reads made and those not answered.
-async fn read_meanwhile(store: Store, post: PostId, reading: Arc<AtomicBool>) -> (usize, usize) {
+/// Q2, Q4 and Q5 of `post`, one after another, about 200 times a second at
+/// DynamoDB's real limits (every 50 ms at `scale` 0.1, every 500 ms at
+/// 0.01: the partitions' read units are scaled, so the reads are too)
+/// while `reading`; the reads made and those not answered.
+async fn read_meanwhile(
+    store: Store,
+    post: PostId,
+    reading: Arc<AtomicBool>,
+    scale: f64,
+) -> (usize, usize) {
+    let pause = Duration::from_secs_f64(0.005 / scale.max(0.001));
     let (mut reads, mut refused) = (0, 0);
     while reading.load(Ordering::Relaxed) {
         let results = [
@@ -362,7 +380,7 @@ async fn read_meanwhile(store: Store, post: PostId, reading: Arc<AtomicBool>) ->
         ];
         reads += results.len();
         refused += results.iter().filter(|r| r.is_err()).count();
-        tokio::time::sleep(Duration::from_millis(50)).await;
+        tokio::time::sleep(pause).await;
     }
     (reads, refused)
 }

@@ -12,7 +12,7 @@
 //! | user REMOVE (erased) | everything the user wrote out, page by page under GSI1 `USER#u`: each post as `DELETE /posts/{id}` deletes it, each comment and like with its post's count one down; near the deadline it stops and the record is reported failed, so that the retry deletes what is left (`store::erasure`) | deleting what is gone is a no-op; the erased user can write nothing new, and what they had in flight is taken out by the INSERT rule |
 //! | post, comment or like INSERT of an erased author (in flight when the erasure committed) | the item out, with its count (as the erasure's walk does) | deleting what is gone is a no-op |
 //! | post REMOVE (deleted) | its feed entry out (the count one down; the reserve's next newest shows in its place), then every comment, like and marker of its partition (and of a hot post's shards), a page at a time; near the deadline it stops and the record is reported failed, so that the retry deletes what is left (`store::deletion`) | deleting what is gone is a no-op; nothing can be added to a deleted post; a late INSERT finds no post and takes its entry back out |
-//! | a hot post's pointer INSERT (the post made hot) | a mark in its liker's partition for every like the post had, a page at a time, its place kept on the pointer; then the post's `likersMoved` (`store::hot`); near the deadline it stops and the record is reported failed | a mark is put only where none is; one whose marker changed as it was put is taken back |
+//! | post MODIFY of a hot post whose switch is unfinished (no `likersMoved` or no `commentsSharded`) | what the switch's request did not get to: the likes pointer, the comments pointer and `commentsSharded`, then a mark in its liker's partition for every like the post had, a page at a time, its place kept on the pointer, then `likersMoved` (`store::hot`); near the deadline it stops and the record is reported failed | each step only where not done; a mark is put only where none is; one whose marker changed as it was put is taken back |
 //! | a hot post's shard counter MODIFY | once a batch per post (its counters' records coalesced into the last one): what each shard counted since the version the post holds of it, added onto the post's counts (`store::hot`); that post MODIFY then refreshes the feed entry | the post update is conditional on each shard's version as read |
 //! | anything else | nothing | – |
 //!
@@ -42,7 +42,7 @@ use crate::{
         deletion::Removal,
         erasure::{ErasureStep, Written},
         feed::{Copied, FeedEntryItem},
-        hot::{LikeShardsItem, Marked, Moving, ShardCounterItem, Summed},
+        hot::{Moving, ShardCounterItem, Summed},
         posts::PostItem,
         rename::{Deadline, RenameStep},
         users::{Author, UserItem},
@@ -88,7 +88,6 @@ pub(super) enum Rule {
     RemovedUser,
     RemovedPost,
     ShardCounts,
-    MovedLikers,
 }
 
 impl Rule {
@@ -122,15 +121,10 @@ impl Rule {
                 Change::Modify => Some(Rule::ShardCounts),
                 Change::Insert | Change::Remove => None,
             },
-            // A post made hot: the likes it had are marked in their likers'
-            // partitions.
-            ItemType::LikeShards => match change {
-                Change::Insert => Some(Rule::MovedLikers),
-                Change::Modify | Change::Remove => None,
-            },
             // The copies the fan-out keeps and its own bookkeeping: nothing
             // is copied from them.
             ItemType::Username
+            | ItemType::LikeShards
             | ItemType::Liked
             | ItemType::CommentShards
             | ItemType::PostContent
@@ -190,12 +184,11 @@ pub(super) async fn apply_record(
     match Rule::of(record) {
         Some(Rule::NewPost) => Box::pin(new_post(store, record)).await,
         Some(Rule::NewReply) => Box::pin(new_reply(store, record)).await,
-        Some(Rule::ChangedPost) => Box::pin(changed_post(store, record, refresh)).await,
+        Some(Rule::ChangedPost) => Box::pin(changed_post(store, record, refresh, deadline)).await,
         Some(Rule::ChangedUser) => Box::pin(changed_user(store, record, deadline)).await,
         Some(Rule::RemovedUser) => Box::pin(removed_user(store, record, deadline)).await,
         Some(Rule::RemovedPost) => Box::pin(removed_post(store, record, deadline)).await,
         Some(Rule::ShardCounts) => Box::pin(shard_counts(store, record, carried)).await,
-        Some(Rule::MovedLikers) => Box::pin(moved_likers(store, record, deadline)).await,
         None => Ok(Outcome::Ignored),
     }
 }
@@ -294,16 +287,48 @@ async fn changed_post(
     store: &Store,
     record: &EventRecord,
     refresh: Refresh,
+    deadline: &Deadline,
 ) -> Result<Outcome, FanoutError> {
     let old: PostItem = decode(&record.change.old_image, "old")?;
     let new: PostItem = decode(&record.change.new_image, "new")?;
+    let switch: Switch = decode(&record.change.new_image, "new")?;
+    let mut finished = None;
+    if switch.unfinished() {
+        finished = Some(store.fanout().finish_switch(&new.post_id, deadline).await?);
+    }
+    if let Some(Moving::Paused { moved }) = finished {
+        return Ok(Outcome::Paused { writes: moved });
+    }
     if refresh == Refresh::WhenChanged && short_form(&old) == short_form(&new) {
-        return Ok(Outcome::Ignored);
+        return Ok(match finished {
+            Some(Moving::Done { moved }) => Outcome::Written { writes: moved + 1 },
+            _ => Outcome::Ignored,
+        });
     }
     Ok(match store.fanout().refresh_feed_entry(&new).await? {
         Copied::Written => Outcome::Written { writes: 1 },
         Copied::Stale => Outcome::Stale { writes: 1 },
     })
+}
+
+/// What a post's image says of its switch to hot: unfinished while it is
+/// hot without its likers moved or its comments sharded.
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct Switch {
+    #[serde(default)]
+    shards: Option<u8>,
+    #[serde(default)]
+    likers_moved: Option<bool>,
+    #[serde(default)]
+    comments_sharded: Option<bool>,
+}
+
+impl Switch {
+    fn unfinished(&self) -> bool {
+        self.shards.is_some()
+            && (self.likers_moved != Some(true) || self.comments_sharded != Some(true))
+    }
 }
 
 /// Shard counter MODIFYs of a hot post (this one and those of its batch
@@ -393,32 +418,6 @@ async fn removed_post(
             Removal::Done { deleted } => Outcome::Written {
                 writes: left + deleted,
             },
-        },
-    )
-}
-
-/// A post made hot (its pointer's INSERT): its comments sharded, if the
-/// switch's request did not get to it, and the likes it had marked in their
-/// likers' partitions (`store::hot`).
-async fn moved_likers(
-    store: &Store,
-    record: &EventRecord,
-    deadline: &Deadline,
-) -> Result<Outcome, FanoutError> {
-    let pointer: LikeShardsItem = decode(&record.change.new_image, "new")?;
-    store
-        .fanout()
-        .finish_sharding_comments(&pointer.post_id)
-        .await?;
-    Ok(
-        match store
-            .fanout()
-            .move_likers(&pointer.post_id, Marked::OwnPartition, deadline)
-            .await?
-        {
-            Moving::Done { moved } => Outcome::Written { writes: moved + 1 },
-            Moving::Paused { moved } => Outcome::Paused { writes: moved },
-            Moving::Stale => Outcome::Stale { writes: 0 },
         },
     )
 }

@@ -166,10 +166,17 @@ impl Requests<'_> {
         let mut watch = self.hot_switch;
         let backoff = *self.db.backoff();
         let started = std::time::Instant::now();
-        let (mut tries, mut throttled) = (0, 0_u32);
+        let (mut tries, mut throttled, mut probed) = (0, 0_u32, false);
         while tries < attempts {
+            // Refused by DynamoDB, the read leaves what is known as it is:
+            // the likes go on (reading a quiet like's marker) until the next.
             if self.hot.claim_relearn(post) {
-                self.learn_shards(post).await?;
+                match self.learn_shards(post).await {
+                    Err(StoreError::Busy { cause, detail }) => {
+                        tracing::info!(post_id = %post, cause = cause.as_str(), %detail, "a hot post not read again yet");
+                    }
+                    other => other?,
+                }
             }
             let known = self.known_hot(post);
             let counting = Counting {
@@ -182,7 +189,7 @@ impl Requests<'_> {
                 Tried::Done(answer) => return Ok(Some(answer)),
                 Tried::Throttled => {
                     match counting.shards {
-                        None => watch = self.switch_once(post).await?,
+                        None => watch = self.switch_once(post, &mut probed).await?,
                         Some(shards) => self.widen_once(post, shards).await?,
                     }
                     throttled += 1;
@@ -206,11 +213,19 @@ impl Requests<'_> {
     }
 
     /// A quiet post's partition throttled a like or comment with its count:
-    /// [`Requests::switch_if_hot`]; whether to go on watching for
+    /// [`Requests::switch_if_hot`] the first time in a request (one probe
+    /// a request: each is a write in the partition that is refusing them),
+    /// [`Requests::make_hot`] after; whether to go on watching for
     /// throttles. A switch DynamoDB refuses (the post's partition is what is
     /// busy) is tried again at the next throttle.
-    async fn switch_once(&self, post: &PostId) -> Result<bool, StoreError> {
-        match self.switch_if_hot(post).await {
+    async fn switch_once(&self, post: &PostId, probed: &mut bool) -> Result<bool, StoreError> {
+        let switched = if *probed {
+            self.make_hot(post).await.map(|_| true)
+        } else {
+            *probed = true;
+            self.switch_if_hot(post).await
+        };
+        match switched {
             Err(StoreError::Busy { cause, detail }) => {
                 tracing::warn!(post_id = %post, cause = cause.as_str(), %detail, "a post not made hot yet");
                 Ok(true)

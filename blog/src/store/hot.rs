@@ -17,19 +17,25 @@
 //! - comments stay in the post's partition (2 WCU each there: 300 a second is
 //!   600 WCU), so Q4 is one Query as before; Q5 merges the post's partition
 //!   (likes given before the post was hot) with the shards, one Query each;
+//! - its new comments go to its shards too (the id names the shard), after a
+//!   comments pointer that sorts after the post's own comments: Q4 reads the
+//!   post's partition, then the shards, merged;
+//! - when a shard is throttled the post widens, four times as many shards
+//!   (16, 64, 128: [`Requests::widen`]);
 //! - likes given before the switch stay where they are, counted on the post
-//!   item: taking one back counts down there, as before. The fan-out gives
-//!   each a mark in its liker's partition ([`FanOut::move_likers`], on the
-//!   switch's pointer INSERT) and then sets the post's `likersMoved`; until
+//!   item: taking one back counts down there, as before. The switch's
+//!   request (else the fan-out, [`FanOut::finish_switch`]) gives each a mark
+//!   in its liker's partition ([`FanOut::move_likers`]) and then sets the
+//!   post's `likersMoved`; until
 //!   then a hot like reads the marker such a like has beside it, after it
 //!   a like reads nothing of the post's partition and writes nothing there.
 //!
-//! The switch ([`crate::store::Requests::make_hot`]) is one transaction: the post item gets
-//! `shards` (which every quiet like and comment's count conditions on being
-//! absent, so nothing is counted on the post item after it), the pointer
-//! that tells Q5, and the shard counters, which a hot like's count conditions
-//! on existing (so a hot post's deletion, which deletes them with the post,
-//! refuses later likes as a quiet post's does).
+//! The switch ([`crate::store::Requests::make_hot`]) writes one small item at a time: the shard
+//! counters, which a hot like's count conditions on existing (so a hot
+//! post's deletion, which deletes them, refuses later likes as a quiet
+//! post's does); then the post item's `shards` (which every quiet like and
+//! comment's count conditions on being absent, so nothing is counted on the
+//! post item after it); then the pointers that tell Q4 and Q5.
 //!
 //! A quiet post pays nothing for this: its likes, comments and reads are the
 //! same calls and units as before; the condition `attribute_not_exists(shards)`
@@ -46,7 +52,7 @@ use super::{
     ItemType, Store, StoreError, from_item,
     likes::{LikedMarker, LikerMarker},
     n, signed,
-    table::{Deleted, Expr, Landed, Outcome, Query, TxOutcome, Write},
+    table::{Deleted, Expr, Landed, Outcome, Query, Write},
 };
 use crate::{
     ids::{CommentId, PostId, UserId},
@@ -81,9 +87,6 @@ pub fn is_shard_count(n: u8) -> bool {
 /// How often the fan-out reads the post again when another batch added its
 /// shards' counts in between.
 const SUM_ATTEMPTS: usize = 8;
-
-/// How often the switch reads the post again when it changed under it.
-const SWITCH_ATTEMPTS: usize = 5;
 
 /// FNV-1a, 64 bits: a hash that is the same in every build, so that a
 /// liker's shard never moves.
@@ -312,24 +315,22 @@ impl PostShards {
 }
 
 impl Store {
-    /// A hot post's comments sharded: its comments pointer (as many shards
-    /// as the post has) and its `commentsSharded`, in one transaction, after
-    /// the switch (the switch's request, else the fan-out on the pointer's
-    /// INSERT) or for a post made hot before comments went to shards
+    /// A hot post's comments sharded: its comments pointer (made or raised
+    /// to as many shards as the post has), then its `commentsSharded` (if it
+    /// still has as many), after the switch (the switch's request, else the
+    /// fan-out: [`FanOut::finish_switch`]) or for a post made hot before comments went to shards
     /// (`blog-admin migrate`). Nothing if it has both, or widened meanwhile
     /// (the next one does it). From then on its new comments go to its
     /// shards, after every comment of its own partition, where Q4 finds
     /// them; until then they stay in its partition, counted in a shard.
     pub(super) async fn shard_comments(&self, post: &PostId, shards: u8) -> Result<(), StoreError> {
-        let mut tx = self.db.transaction("shard a hot post's comments");
-        let pointer = CommentShardsItem {
-            post_id: *post,
+        self.raise_pointer(
+            CommentShardsItem::key_of(post),
+            ItemType::CommentShards,
+            post,
             shards,
-        };
-        tx.add(
-            "comment shards pointer",
-            Write::put(&pointer, Landed::Untold)?,
-        );
+        )
+        .await?;
         let set = Expr::new("SET #comments = :yes")
             .name("#comments", COMMENTS_SHARDED_ATTRIBUTE)
             .value(":yes", AttributeValue::Bool(true));
@@ -343,10 +344,34 @@ impl Store {
             AttributeValue::Bool(true),
         )]);
         let update = Write::update(keys::post_item(post).item(), set, landed).when(still);
-        tx.add("post", update);
-        match tx.commit().await? {
-            TxOutcome::Committed | TxOutcome::ConditionFailed(_) => Ok(()),
-        }
+        self.db.write("comments sharded", &update).await?;
+        Ok(())
+    }
+
+    /// A pointer of `post`'s (`kind`: its likes' or its comments', at
+    /// `key`) made, or raised, to `shards`; never lowered: a widening that
+    /// raised it meanwhile stands. One small write, no transaction (the
+    /// post's partition is the busy one when it is written).
+    async fn raise_pointer(
+        &self,
+        key: Key,
+        kind: ItemType,
+        post: &PostId,
+        shards: u8,
+    ) -> Result<(), StoreError> {
+        let set = Expr::new("SET #type = :type, postId = :post, #shards = :shards")
+            .name("#type", keys::TYPE)
+            .name("#shards", SHARDS_ATTRIBUTE)
+            .value(":type", kind.attribute()?)
+            .value(":post", super::s(post.to_string()))
+            .value(":shards", n(u64::from(shards)));
+        let below = Expr::item_absent()
+            .or("#shards < :shards")
+            .name("#shards", SHARDS_ATTRIBUTE)
+            .value(":shards", n(u64::from(shards)));
+        let raise = Write::update(key.item(), set, Landed::Untold).when(below);
+        self.db.write("a shards pointer", &raise).await?;
+        Ok(())
     }
 
     /// The post item's shards and shard counts, strongly consistent; `None`
@@ -385,72 +410,96 @@ impl Store {
 
 impl Requests<'_> {
     /// Request (a like or a comment whose post's partition throttled it), and
-    /// tests: makes `post` hot, once; the number of its shards. Reads the
-    /// post first (strongly consistent: another request may have switched it).
+    /// tests: makes `post` hot, once; the number of its shards. The switch
+    /// writes one small item in the post's partition, which is the one
+    /// DynamoDB is refusing writes in: its counters first, each in its own
+    /// shard's partition (put where absent: a hot like's count conditions
+    /// on its counter), then one UpdateItem of the post item (`shards`, if
+    /// it exists and is not hot), then the rest after it
+    /// (`Requests::after_switch`; the fan-out finishes what this request
+    /// does not: [`FanOut::finish_switch`]). A post hot already (or gone)
+    /// fails the update's condition, and is read.
     pub async fn make_hot(&self, post: &PostId) -> Result<u8, StoreError> {
-        for _ in 0..SWITCH_ATTEMPTS {
-            let found = self.post_shards(post);
-            let found = found.await?.ok_or(StoreError::PostNotFound)?;
-            if let Some(hot) = found.hot() {
+        let shards = HOT_SHARDS;
+        self.put_counters(post, 0..shards).await?;
+        let change = Expr::new("SET #shards = :shards, #added = :none")
+            .name("#shards", SHARDS_ATTRIBUTE)
+            .name("#added", ADDED_ATTRIBUTE)
+            .value(":shards", n(u64::from(shards)))
+            .value(":none", AttributeValue::M(HashMap::new()));
+        let quiet = Expr::item_exists()
+            .and("attribute_not_exists(#shards)")
+            .name("#shards", SHARDS_ATTRIBUTE);
+        let landed = Landed::When(vec![(SHARDS_ATTRIBUTE, n(u64::from(shards)))]);
+        let switch = Write::update(keys::post_item(post).item(), change, landed).when(quiet);
+        if self.db.write("make a post hot", &switch).await?.done() {
+            tracing::info!(post_id = %post, shards, "post made hot");
+            self.hot.remember(*post, Hot::new(shards, false, false));
+            self.after_switch(post, shards).await;
+            return Ok(shards);
+        }
+        match self.post_shards(post).await?.and_then(|found| found.hot()) {
+            Some(hot) => {
                 self.hot.remember(*post, hot);
-                return Ok(hot.shards);
+                Ok(hot.shards)
             }
-            let shards = HOT_SHARDS;
-            let change = Expr::new("SET #shards = :shards, #added = :none")
-                .name("#shards", SHARDS_ATTRIBUTE)
-                .name("#added", ADDED_ATTRIBUTE)
-                .value(":shards", n(u64::from(shards)))
-                .value(":none", AttributeValue::M(HashMap::new()));
-            let quiet = Expr::item_exists()
-                .and("attribute_not_exists(#shards)")
-                .name("#shards", SHARDS_ATTRIBUTE);
-            let mut tx = self.db.transaction("make a post hot");
-            let switched = tx.add(
-                "post",
-                Write::update(
-                    keys::post_item(post).item(),
-                    change,
-                    Landed::When(vec![(SHARDS_ATTRIBUTE, n(u64::from(shards)))]),
-                )
-                .when(quiet),
-            );
-            let pointer = LikeShardsItem {
-                post_id: *post,
-                shards,
-            };
-            tx.add("like shards pointer", Write::create(&pointer)?);
-            for shard in 0..shards {
-                let counter = ShardCounterItem::new(*post, shard);
-                tx.add("shard counter", Write::create(&counter)?);
-            }
-            match tx.commit().await? {
-                TxOutcome::Committed => {
-                    tracing::info!(post_id = %post, shards, "post made hot");
-                    self.hot.remember(*post, Hot::new(shards, false, false));
-                    self.after_switch(post, shards).await;
-                    return Ok(shards);
-                }
-                // Switched or deleted meanwhile: read it again.
-                TxOutcome::ConditionFailed(failed) if failed.failed(switched) => continue,
-                TxOutcome::ConditionFailed(failed) => return Err(failed.unexpected("make hot")),
+            None => {
+                // Gone (or quiet and gone meanwhile): the counters just put
+                // would be a deleted post's; its walk, which read no shards,
+                // leaves them, so they go now.
+                let keys = Store::shard_counter_keys(post, shards);
+                let deletes = keys.into_iter().map(|key| async move {
+                    let delete = Write::delete(key, Deleted::IfGone);
+                    self.db.write("an unused shard counter", &delete).await
+                });
+                futures::future::try_join_all(deletes).await?;
+                Err(StoreError::PostNotFound)
             }
         }
-        Err(StoreError::busy(
-            super::Busy::Conflict,
-            "the post kept changing while it was made hot",
-        ))
+    }
+}
+
+impl Store {
+    /// The counters of `post`'s shards `range`, each put where absent, at
+    /// once: before a switch or a widening makes the post count in them.
+    pub(super) async fn put_counters(
+        &self,
+        post: &PostId,
+        range: std::ops::Range<u8>,
+    ) -> Result<(), StoreError> {
+        let puts = range.map(|shard| async move {
+            let counter = Write::create(&ShardCounterItem::new(*post, shard))?;
+            self.db.write("a shard counter", &counter).await
+        });
+        futures::future::try_join_all(puts).await?;
+        Ok(())
+    }
+
+    /// A hot post's like pointer, put where absent (with as many shards as
+    /// the post has: a widening changes it only once it is there).
+    pub(super) async fn put_like_pointer(
+        &self,
+        post: &PostId,
+        shards: u8,
+    ) -> Result<(), StoreError> {
+        let key = Key::new(keys::post_pk(post), LIKE_SHARDS_SK);
+        self.raise_pointer(key, ItemType::LikeShards, post, shards)
+            .await
     }
 }
 
 impl Requests<'_> {
-    /// Right after the switch, in the request that made it: the post's
-    /// comments sharded ([`Store::shard_comments`]), and the likes it had
+    /// Right after the switch, in the request that made it: the post's likes
+    /// pointer, its comments sharded (`Store::shard_comments`), and the likes it had
     /// while quiet moved to their likers' partitions, for at most
-    /// [`MOVE_AT_SWITCH`] (the fan-out, on the pointer's INSERT, does what
-    /// is left, and anything that failed here). Until the move is done each
+    /// [`MOVE_AT_SWITCH`] (the fan-out, on the post's MODIFY, does what is
+    /// left, and anything that failed here: [`FanOut::finish_switch`]). Until the move is done each
     /// like of the post reads a marker in its partition, which is what
     /// throttled it: a few hundred marks now spare thousands of reads.
     async fn after_switch(&self, post: &PostId, shards: u8) {
+        if let Err(error) = self.put_like_pointer(post, shards).await {
+            tracing::warn!(post_id = %post, %error, "the likes pointer left for the fan-out");
+        }
         let comments = match self.shard_comments(post, shards).await {
             Ok(()) => true,
             Err(error) => {
@@ -479,75 +528,70 @@ impl Requests<'_> {
 
     /// Request (a hot like or comment whose shard DynamoDB throttled with
     /// its count): multiplies `post`'s shards by four (at most
-    /// [`MAX_SHARDS`]) if it still has `from` of them, in one transaction: the post's and the pointer's
-    /// `shards`, and a counter for each new shard. New likes then spread
-    /// over them (`k` = the liker's hash mod the new count); likes given
-    /// before stay where they are, and their marks say where. The shards this
-    /// process now knows.
+    /// [`MAX_SHARDS`]) if it still has `from` of them; the shards this
+    /// process now knows. Three steps, no transaction (one would need all
+    /// its units at once in the post's partition, which is busy): the new
+    /// counters (each in its own partition, where absent); the pointers'
+    /// `shards` (if below: Q4 and Q5 then read shards no like is in yet,
+    /// which costs a Query each and skips nothing); the post's `shards` (if
+    /// still `from`), after which new likes and comments spread over the new
+    /// count. Stopped between any two, the post is as it was, or reads more
+    /// shards than it writes; the next widening from `from` finishes it.
+    /// Likes and comments given before stay where they are (their marks and
+    /// ids say where).
     pub async fn widen(&self, post: &PostId, from: u8) -> Result<u8, StoreError> {
-        for _ in 0..SWITCH_ATTEMPTS {
-            let found = self.post_shards(post);
-            let found = found.await?.ok_or(StoreError::PostNotFound)?;
-            let Some(hot) = found.hot() else {
-                return Err(StoreError::Internal(format!(
-                    "post {post} is hot, then not"
-                )));
-            };
-            if hot.shards != from || hot.shards >= MAX_SHARDS {
-                self.hot.remember(*post, hot);
-                return Ok(hot.shards);
-            }
-            let wider = from.saturating_mul(WIDEN_BY).min(MAX_SHARDS);
-            let mut tx = self.db.transaction("widen a hot post");
-            let still = Expr::item_exists()
-                .and("#shards = :from")
-                .name("#shards", SHARDS_ATTRIBUTE)
-                .value(":from", n(u64::from(from)));
-            let set = Expr::new("SET #shards = :wider")
-                .name("#shards", SHARDS_ATTRIBUTE)
-                .value(":wider", n(u64::from(wider)));
-            let widened = tx.add(
-                "post",
-                Write::update(
-                    keys::post_item(post).item(),
-                    set.clone(),
-                    Landed::When(vec![(SHARDS_ATTRIBUTE, n(u64::from(wider)))]),
-                )
-                .when(still),
-            );
-            let pointer = Key::new(keys::post_pk(post), LIKE_SHARDS_SK);
-            tx.add(
-                "like shards pointer",
-                Write::update(pointer.item(), set.clone(), Landed::Untold)
-                    .when(Expr::item_exists()),
-            );
-            if hot.comments_sharded {
-                let pointer = CommentShardsItem::key_of(post);
-                tx.add(
-                    "comment shards pointer",
-                    Write::update(pointer.item(), set, Landed::Untold).when(Expr::item_exists()),
-                );
-            }
-            for shard in from..wider {
-                let counter = ShardCounterItem::new(*post, shard);
-                tx.add("shard counter", Write::create(&counter)?);
-            }
-            match tx.commit().await? {
-                TxOutcome::Committed => {
-                    tracing::info!(post_id = %post, shards = wider, "a hot post widened");
-                    let wider_hot = Hot::new(wider, hot.likers_moved, hot.comments_sharded);
-                    self.hot.remember(*post, wider_hot);
-                    return Ok(wider);
-                }
-                // Widened or deleted meanwhile: read it again.
-                TxOutcome::ConditionFailed(failed) if failed.failed(widened) => continue,
-                TxOutcome::ConditionFailed(failed) => return Err(failed.unexpected("widen")),
-            }
+        let found = self.post_shards(post);
+        let found = found.await?.ok_or(StoreError::PostNotFound)?;
+        let Some(hot) = found.hot() else {
+            return Err(StoreError::Internal(format!(
+                "post {post} is hot, then not"
+            )));
+        };
+        if hot.shards != from || hot.shards >= MAX_SHARDS {
+            self.hot.remember(*post, hot);
+            return Ok(hot.shards);
         }
-        Err(StoreError::busy(
-            super::Busy::Conflict,
-            "the post kept changing while it was widened",
-        ))
+        let wider = from.saturating_mul(WIDEN_BY).min(MAX_SHARDS);
+        self.put_counters(post, from..wider).await?;
+        let below = Expr::item_exists()
+            .and("#shards < :wider")
+            .name("#shards", SHARDS_ATTRIBUTE)
+            .value(":wider", n(u64::from(wider)));
+        let set = Expr::new("SET #shards = :wider")
+            .name("#shards", SHARDS_ATTRIBUTE)
+            .value(":wider", n(u64::from(wider)));
+        // Each where it is (a pointer not there yet is made with the post's
+        // count by whoever makes it).
+        let pointers = [
+            Key::new(keys::post_pk(post), LIKE_SHARDS_SK),
+            CommentShardsItem::key_of(post),
+        ];
+        for pointer in pointers {
+            let update = Write::update(pointer.item(), set.clone(), Landed::Untold);
+            self.db
+                .write("widen a hot post's pointer", &update.when(below.clone()))
+                .await?;
+        }
+        let still = Expr::item_exists()
+            .and("#shards = :from")
+            .name("#shards", SHARDS_ATTRIBUTE)
+            .value(":from", n(u64::from(from)));
+        let landed = Landed::When(vec![(SHARDS_ATTRIBUTE, n(u64::from(wider)))]);
+        let widen = Write::update(keys::post_item(post).item(), set, landed).when(still);
+        if self.db.write("widen a hot post", &widen).await?.done() {
+            tracing::info!(post_id = %post, shards = wider, "a hot post widened");
+            let wider_hot = Hot::new(wider, hot.likers_moved, hot.comments_sharded);
+            self.hot.remember(*post, wider_hot);
+            return Ok(wider);
+        }
+        // Widened or deleted meanwhile: as it is now.
+        let found = self
+            .post_shards(post)
+            .await?
+            .ok_or(StoreError::PostNotFound)?;
+        let now = found.hot().ok_or(StoreError::PostNotFound)?;
+        self.hot.remember(*post, now);
+        Ok(now.shards)
     }
 }
 
@@ -626,20 +670,32 @@ const MOVED_TO_ATTRIBUTE: &str = "movedTo";
 const DONE: &str = "done";
 
 impl FanOut<'_> {
-    /// Fan-out of a post made hot (its pointer's INSERT): its comments
-    /// sharded (`Store::shard_comments`) if the switch's request did not
-    /// get to it (DynamoDB refused it), with as many shards as it has now.
-    pub async fn finish_sharding_comments(&self, post: &PostId) -> Result<(), StoreError> {
-        let Some(found) = self.post_shards(post).await? else {
-            return Ok(());
+    /// Fan-out of a hot post's MODIFY while its switch is unfinished (its
+    /// likers not moved, or its comments not sharded): what the switch's
+    /// request did not get to ([`Requests::make_hot`]): the likes pointer
+    /// (where absent), the comments sharded, the likers moved
+    /// ([`FanOut::move_likers`]). Each step is idempotent; what the post
+    /// says is done is skipped.
+    pub async fn finish_switch(
+        &self,
+        post: &PostId,
+        deadline: &super::rename::Deadline,
+    ) -> Result<Moving, StoreError> {
+        let Some(hot) = self.post_shards(post).await?.and_then(|found| found.hot()) else {
+            return Ok(Moving::Stale);
         };
-        match found.hot() {
-            Some(hot) if !hot.comments_sharded => self.shard_comments(post, hot.shards).await,
-            _ => Ok(()),
+        self.put_like_pointer(post, hot.shards).await?;
+        if !hot.comments_sharded {
+            self.shard_comments(post, hot.shards).await?;
         }
+        if hot.likers_moved {
+            return Ok(Moving::Stale);
+        }
+        self.move_likers(post, Marked::OwnPartition, deadline).await
     }
 
-    /// Fan-out of a post made hot (its pointer's INSERT): gives every like
+    /// A post made hot ([`FanOut::finish_switch`], the switch's request,
+    /// `blog-admin migrate`): gives every like
     /// marked beside it (given while the post was quiet, or in a shard by a
     /// version that kept marks there) a mark in its liker's own partition
     /// ([`super::likes`]), then sets the post's `likersMoved`, after which
