@@ -459,6 +459,8 @@ pub struct Charged {
     /// The partition charged the most write units: its table (and index)
     /// and key, and the units.
     pub hottest_write: Option<(String, f64)>,
+    /// The partition charged the most read units, and the units.
+    pub hottest_read: Option<(String, f64)>,
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -606,22 +608,17 @@ impl Buckets {
         let charged = std::mem::take(&mut self.charged);
         let mut totals = Charged::default();
         for ((partition, kind), units) in charged {
-            match kind {
-                Kind::Read => totals.read_units += units,
-                Kind::Write => {
-                    totals.write_units += units;
-                    if totals
-                        .hottest_write
-                        .as_ref()
-                        .is_none_or(|(_, most)| units > *most)
-                    {
-                        let name = match &partition.index {
-                            Some(index) => format!("{}/{index}/{}", partition.table, partition.key),
-                            None => format!("{}/{}", partition.table, partition.key),
-                        };
-                        totals.hottest_write = Some((name, units));
-                    }
-                }
+            let (total, hottest) = match kind {
+                Kind::Read => (&mut totals.read_units, &mut totals.hottest_read),
+                Kind::Write => (&mut totals.write_units, &mut totals.hottest_write),
+            };
+            *total += units;
+            if hottest.as_ref().is_none_or(|(_, most)| units > *most) {
+                let name = match &partition.index {
+                    Some(index) => format!("{}/{index}/{}", partition.table, partition.key),
+                    None => format!("{}/{}", partition.table, partition.key),
+                };
+                *hottest = Some((name, units));
             }
         }
         totals

@@ -11,7 +11,8 @@
 //! For each design and offered like rate: requests a second answered 2xx,
 //! the share answered 503, p50 and p99, the write units the partitions were
 //! charged per request (as DynamoDB bills them: the proxy's charges), the
-//! hottest partition's write units a second, and the time from the last
+//! hottest partition's write units a second (and the hottest for reads, its
+//! read units a second), and the time from the last
 //! request until the post and its feed copy count every like and comment the
 //! API accepted.
 //!
@@ -72,6 +73,9 @@ struct Row {
     write_units_per_request: f64,
     hottest: String,
     hottest_per_second: f64,
+    /// The partition charged the most read units, and its units a second.
+    hottest_read: String,
+    hottest_read_per_second: f64,
     exact_after: Option<f64>,
 }
 
@@ -208,7 +212,8 @@ async fn main() -> Result<(), Error> {
             let exact = settle(requests, &post, offered.counts).await;
             // The requests' writes and the fan-out's for them.
             let charged = proxy.take_charged().unwrap_or_default();
-            let (hottest, units) = charged.hottest_write.unwrap_or_default();
+            let (hottest, units) = charged.hottest_write.clone().unwrap_or_default();
+            let (hottest_read, read_units) = charged.hottest_read.clone().unwrap_or_default();
             let row = Row {
                 design,
                 offered: *rate,
@@ -227,6 +232,12 @@ async fn main() -> Result<(), Error> {
                 },
                 hottest: hottest.split('/').skip(1).collect::<Vec<_>>().join("/"),
                 hottest_per_second: units / span / scale,
+                hottest_read: hottest_read
+                    .split('/')
+                    .skip(1)
+                    .collect::<Vec<_>>()
+                    .join("/"),
+                hottest_read_per_second: read_units / span / scale,
                 exact_after: exact.then(|| settled.elapsed().as_secs_f64()),
             };
             println!("  {}", table_row(&row, scale));
@@ -237,9 +248,9 @@ async fn main() -> Result<(), Error> {
     running.await?;
     println!();
     println!(
-        "| design | offered likes/s (+ 30 % comments, 10 % unlikes) | requests answered 2xx /s | 503 | other | reads (refused) | p50 ms | p99 ms | WCU billed per request | hottest partition | its WCU/s | counts exact after |"
+        "| design | offered likes/s (+ 30 % comments, 10 % unlikes) | requests answered 2xx /s | 503 | other | reads (refused) | p50 ms | p99 ms | WCU billed per request | hottest partition | its WCU/s | hottest for reads | its RCU/s | counts exact after |"
     );
-    println!("|---|---|---|---|---|---|---|---|---|---|---|---|");
+    println!("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|");
     for row in &rows {
         println!("{}", table_row(row, scale));
     }
@@ -426,7 +437,7 @@ fn percentile(sorted: &[f64], q: f64) -> f64 {
 /// The row as docs/benchmarks.md's table shows it.
 fn table_row(row: &Row, scale: f64) -> String {
     format!(
-        "| {} | {:.0} | {:.0} | {:.0} % | {} | {} ({}) | {:.0} | {:.0} | {:.1} | `{}` | {:.0} | {} |",
+        "| {} | {:.0} | {:.0} | {:.0} % | {} | {} ({}) | {:.0} | {:.0} | {:.1} | `{}` | {:.0} | `{}` | {:.0} | {} |",
         row.design,
         row.offered,
         row.accepted as f64 / row.span / scale,
@@ -439,6 +450,8 @@ fn table_row(row: &Row, scale: f64) -> String {
         row.write_units_per_request,
         row.hottest,
         row.hottest_per_second,
+        row.hottest_read,
+        row.hottest_read_per_second,
         row.exact_after
             .map_or_else(|| "not within 60 s".to_owned(), |s| format!("{s:.1} s")),
     )
