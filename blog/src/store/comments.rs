@@ -1,4 +1,6 @@
-//! Comments (C3) and a post's list of comments (Q4), in the post's partition.
+//! Comments (C3) and a post's list of comments (Q4): in the post's
+//! partition; on a hot post, in the shard each comment's id names, listed
+//! after the post's own through its comments pointer.
 
 use serde::{Deserialize, Serialize};
 

@@ -1,4 +1,6 @@
-//! Likes (C4) and a post's list of likes (Q5), in the post's partition.
+//! Likes (C4) and a post's list of likes (Q5): in the post's partition, each
+//! made unique by a marker beside it; on a hot post, in its shards, each
+//! made unique by a mark in its liker's own partition (`USER#u / ~LIKED#p`).
 
 use serde::{Deserialize, Serialize};
 
