@@ -641,32 +641,54 @@ async fn marks_of(api: &TestApi, post: &str) -> std::collections::BTreeMap<Strin
         .collect()
 }
 
+/// The item at `key` deleted behind the store's back, as a version that
+/// never wrote it would have left the table.
+async fn raw_delete(api: &TestApi, key: &blog::keys::Key) {
+    let store = &api.app.store;
+    let delete = store.client().delete_item().table_name(store.table());
+    delete
+        .set_key(Some(key.item()))
+        .send()
+        .await
+        .expect("delete");
+}
+
+/// `attribute` removed from the item at `key`, behind the store's back.
+async fn raw_remove(api: &TestApi, key: &blog::keys::Key, attribute: &str) {
+    let store = &api.app.store;
+    let update = store.client().update_item().table_name(store.table());
+    update
+        .set_key(Some(key.item()))
+        .update_expression(format!("REMOVE {attribute}"))
+        .send()
+        .await
+        .expect("update");
+}
+
+/// An item at `key` with the string attributes `fields`, put behind the
+/// store's back.
+async fn raw_put(api: &TestApi, key: &blog::keys::Key, fields: &[(&str, &str)]) {
+    use aws_sdk_dynamodb::types::AttributeValue;
+    let mut item = key.item();
+    for (name, value) in fields {
+        item.insert((*name).to_owned(), AttributeValue::S((*value).to_owned()));
+    }
+    let store = &api.app.store;
+    let put = store.client().put_item().table_name(store.table());
+    put.set_item(Some(item)).send().await.expect("put");
+}
+
 /// As if the move of `post`'s likers had not run: no marks, no
 /// `likersMoved`, no place on the pointer; and this process learns it.
 async fn unmove(api: &TestApi, post: &str) {
-    let store = &api.app.store;
     let id = post_id(post);
     for user in marks_of(api, post).await.keys() {
         let user = blog::ids::UserId::parse(user).expect("id");
-        let key = blog::keys::liked(&user, &id).item();
-        let delete = store.client().delete_item().table_name(store.table());
-        delete.set_key(Some(key)).send().await.expect("delete");
+        raw_delete(api, &blog::keys::liked(&user, &id)).await;
     }
-    for (key, attribute) in [
-        (blog::keys::post_item(&id), "likersMoved"),
-        (
-            blog::keys::Key::new(blog::keys::post_pk(&id), blog::keys::LIKE_SHARDS_SK),
-            "movedTo",
-        ),
-    ] {
-        let update = store.client().update_item().table_name(store.table());
-        update
-            .set_key(Some(key.item()))
-            .update_expression(format!("REMOVE {attribute}"))
-            .send()
-            .await
-            .expect("update");
-    }
+    raw_remove(api, &blog::keys::post_item(&id), "likersMoved").await;
+    let pointer = blog::keys::Key::new(blog::keys::post_pk(&id), blog::keys::LIKE_SHARDS_SK);
+    raw_remove(api, &pointer, "movedTo").await;
     api.make_hot(post).await;
 }
 
@@ -697,8 +719,6 @@ async fn markers_of(api: &TestApi, post: &str) -> HashSet<String> {
 /// stops a like nor an unlike.
 #[tokio::test]
 async fn a_hot_posts_likes_are_marked_in_their_likers_partitions() {
-    use aws_sdk_dynamodb::types::AttributeValue;
-
     let api = TestApi::start().await;
     let mut poller = api.poller();
     let author = api.user("marked").await;
@@ -760,19 +780,14 @@ async fn a_hot_posts_likes_are_marked_in_their_likers_partitions() {
     // it were not there.
     let d = api.user("stalemark").await;
     let stale = blog::ids::LikeId::generate().to_string();
-    let mut item =
-        blog::keys::liked(&blog::ids::UserId::parse(&d).expect("id"), &post_id(&post)).item();
-    for (name, value) in [
+    let key = blog::keys::liked(&blog::ids::UserId::parse(&d).expect("id"), &post_id(&post));
+    let fields = [
         ("type", "liked"),
         ("postId", post.as_str()),
         ("likeId", stale.as_str()),
         ("userId", d.as_str()),
-    ] {
-        item.insert(name.to_owned(), AttributeValue::S(value.to_owned()));
-    }
-    let store = &api.app.store;
-    let put = store.client().put_item().table_name(store.table());
-    put.set_item(Some(item)).send().await.expect("put");
+    ];
+    raw_put(&api, &key, &fields).await;
     let (status, _) = api.call("POST", &likes, Some(&d), None).await;
     assert_eq!(status, 201, "a stale mark stops no like");
     assert_ne!(marks_of(&api, &post).await[&d], stale);
@@ -811,7 +826,6 @@ async fn a_hot_posts_likes_are_marked_in_their_likers_partitions() {
 /// every like it has a mark, after which they read neither.
 #[tokio::test]
 async fn migrate_marks_the_likers_of_a_post_made_hot_before_liked_marks() {
-    use aws_sdk_dynamodb::types::AttributeValue;
     use blog::{ids::UserId, keys, store::hot::liker_shard};
 
     let api = TestApi::start().await;
@@ -824,18 +838,9 @@ async fn migrate_marks_the_likers_of_a_post_made_hot_before_liked_marks() {
     // An earlier version's switch moved nothing, and kept the comments in
     // the post's partition (counted in shards).
     unmove(&api, &post).await;
-    let store = &api.app.store;
     let id = post_id(&post);
-    let pointer = blog::store::hot::CommentShardsItem::key_of(&id).item();
-    let delete = store.client().delete_item().table_name(store.table());
-    delete.set_key(Some(pointer)).send().await.expect("delete");
-    let update = store.client().update_item().table_name(store.table());
-    update
-        .set_key(Some(keys::post_item(&id).item()))
-        .update_expression("REMOVE commentsSharded")
-        .send()
-        .await
-        .expect("update");
+    raw_delete(&api, &blog::store::hot::CommentShardsItem::key_of(&id)).await;
+    raw_remove(&api, &keys::post_item(&id), "commentsSharded").await;
     api.make_hot(&post).await;
     let before = api
         .comment(&quiet, &post, "hot, kept beside the post")
@@ -847,22 +852,16 @@ async fn migrate_marks_the_likers_of_a_post_made_hot_before_liked_marks() {
     let old_id = UserId::parse(&old).expect("id");
     let mark = marks_of(&api, &post).await[&old].clone();
     let store = &api.app.store;
-    let key = keys::liked(&old_id, &post_id(&post)).item();
-    let delete = store.client().delete_item().table_name(store.table());
-    delete.set_key(Some(key)).send().await.expect("delete");
+    raw_delete(&api, &keys::liked(&old_id, &post_id(&post))).await;
     let shard = liker_shard(&old_id, HOT_SHARDS);
     let place = PostPartition::shard(post_id(&post), shard);
-    let mut marker = keys::liker(place, &old_id).item();
-    for (name, value) in [
+    let fields = [
         ("type", "liker"),
         ("postId", post.as_str()),
         ("likeId", mark.as_str()),
         ("userId", old.as_str()),
-    ] {
-        marker.insert(name.to_owned(), AttributeValue::S(value.to_owned()));
-    }
-    let put = store.client().put_item().table_name(store.table());
-    put.set_item(Some(marker)).send().await.expect("put");
+    ];
+    raw_put(&api, &keys::liker(place, &old_id), &fields).await;
 
     // Before the migration: both likes are found where they are marked.
     let (status, again) = api.call("POST", &likes, Some(&old), None).await;
@@ -906,11 +905,13 @@ async fn migrate_marks_the_likers_of_a_post_made_hot_before_liked_marks() {
         .iter()
         .filter(|item| item.get(PK).and_then(|v| v.as_s().ok()) == Some(&place.pk()))
         .filter_map(|item| item.get(SK)?.as_s().ok().cloned())
+        // The comment made after the migration may have gone to this shard.
+        .filter(|sk| !sk.starts_with("COMMENT#"))
         .collect();
     assert_eq!(
         left,
         vec!["COUNTS".to_owned()],
-        "the shard keeps its counter only"
+        "the shard keeps no like nor marker, only its counter"
     );
     assert!(!marks_of(&api, &post).await.contains_key(&old));
 }
