@@ -257,14 +257,9 @@ pub fn liker_sk(user: &UserId) -> String {
     format!("{LIKER_PREFIX}{user}")
 }
 
-/// A comment, in its post's own partition.
-pub fn comment(post: &PostId, comment: &CommentId) -> Key {
-    Key::new(post_pk(post), comment_sk(comment))
-}
-
 /// A comment, in the partition `place` of its post (its own, or a hot
 /// post's shard: [`CommentId::shard`] says which a new comment went to).
-pub fn comment_in(place: PostPartition, comment: &CommentId) -> Key {
+pub fn comment(place: PostPartition, comment: &CommentId) -> Key {
     Key::new(place.pk(), comment_sk(comment))
 }
 

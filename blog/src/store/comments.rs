@@ -64,7 +64,7 @@ impl CommentItem {
     }
 
     fn key_of(place: PostPartition, comment: &CommentId) -> Key {
-        keys::comment_in(place, comment)
+        keys::comment(place, comment)
     }
 
     /// The partition it lives in.

@@ -324,7 +324,7 @@ impl FanOut<'_> {
         comment: &CommentId,
     ) -> Result<bool, StoreError> {
         let post = &place.post;
-        let key = keys::comment_in(place, comment).item();
+        let key = keys::comment(place, comment).item();
         let mut counted_in = None;
         for _ in 0..COMMENT_ATTEMPTS {
             let there = match counted_in {

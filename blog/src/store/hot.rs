@@ -189,12 +189,33 @@ pub struct LikeShardsItem {
 }
 
 impl LikeShardsItem {
-    /// The pointer, if `item` is one.
+    /// The shards the pointer names, if `item` is one.
     pub fn of(item: &super::Item) -> Option<u8> {
-        (ItemType::of(item) == Some(ItemType::LikeShards))
-            .then(|| super::from_item::<Self>(item.clone()).ok())
-            .flatten()
-            .map(|pointer| pointer.shards)
+        pointer_shards::<Self>(item)
+    }
+
+    pub fn key_of(post: &PostId) -> Key {
+        Key::new(keys::post_pk(post), LIKE_SHARDS_SK)
+    }
+}
+
+/// The shards a pointer of type `E` names, if `item` is one.
+fn pointer_shards<E: Entity + Into<u8>>(item: &super::Item) -> Option<u8> {
+    (ItemType::of(item) == Some(E::TYPE))
+        .then(|| super::from_item::<E>(item.clone()).ok())
+        .flatten()
+        .map(Into::into)
+}
+
+impl From<LikeShardsItem> for u8 {
+    fn from(pointer: LikeShardsItem) -> u8 {
+        pointer.shards
+    }
+}
+
+impl From<CommentShardsItem> for u8 {
+    fn from(pointer: CommentShardsItem) -> u8 {
+        pointer.shards
     }
 }
 
@@ -203,7 +224,7 @@ impl Entity for LikeShardsItem {
     const OWN: &'static [&'static str] = &[];
 
     fn key(&self) -> Key {
-        Key::new(keys::post_pk(&self.post_id), LIKE_SHARDS_SK)
+        Self::key_of(&self.post_id)
     }
 }
 
@@ -218,12 +239,9 @@ pub struct CommentShardsItem {
 }
 
 impl CommentShardsItem {
-    /// The pointer, if `item` is one.
+    /// The shards the pointer names, if `item` is one.
     pub fn of(item: &super::Item) -> Option<u8> {
-        (ItemType::of(item) == Some(ItemType::CommentShards))
-            .then(|| super::from_item::<Self>(item.clone()).ok())
-            .flatten()
-            .map(|pointer| pointer.shards)
+        pointer_shards::<Self>(item)
     }
 
     pub fn key_of(post: &PostId) -> Key {
@@ -482,7 +500,7 @@ impl Store {
         post: &PostId,
         shards: u8,
     ) -> Result<(), StoreError> {
-        let key = Key::new(keys::post_pk(post), LIKE_SHARDS_SK);
+        let key = LikeShardsItem::key_of(post);
         self.raise_pointer(key, ItemType::LikeShards, post, shards)
             .await
     }
@@ -563,7 +581,7 @@ impl Requests<'_> {
         // Each where it is (a pointer not there yet is made with the post's
         // count by whoever makes it).
         let pointers = [
-            Key::new(keys::post_pk(post), LIKE_SHARDS_SK),
+            LikeShardsItem::key_of(post),
             CommentShardsItem::key_of(post),
         ];
         for pointer in pointers {
@@ -724,7 +742,7 @@ impl FanOut<'_> {
         if found.likers_moved == Some(true) {
             return Ok(Moving::Stale);
         }
-        let pointer = Key::new(keys::post_pk(post), LIKE_SHARDS_SK);
+        let pointer = LikeShardsItem::key_of(post);
         let moved_to = self
             .db
             .get(pointer.item(), true)

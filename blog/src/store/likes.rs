@@ -771,7 +771,7 @@ impl Requests<'_> {
     /// How many shards a hot post's likes pointer names (`None`: the post is
     /// quiet, or gone): one strongly consistent read of one small item.
     async fn like_shards(&self, post: &PostId) -> Result<Option<u8>, StoreError> {
-        let key = Key::new(keys::post_pk(post), keys::LIKE_SHARDS_SK);
+        let key = LikeShardsItem::key_of(post);
         let pointer = self
             .db
             .get_entity::<LikeShardsItem>(key.item(), true)

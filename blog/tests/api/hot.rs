@@ -687,7 +687,7 @@ async fn unmove(api: &TestApi, post: &str) {
         raw_delete(api, &blog::keys::liked(&user, &id)).await;
     }
     raw_remove(api, &blog::keys::post_item(&id), "likersMoved").await;
-    let pointer = blog::keys::Key::new(blog::keys::post_pk(&id), blog::keys::LIKE_SHARDS_SK);
+    let pointer = blog::store::hot::LikeShardsItem::key_of(&id);
     raw_remove(api, &pointer, "movedTo").await;
     api.make_hot(post).await;
 }
