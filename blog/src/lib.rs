@@ -9,7 +9,8 @@
 //!   going to DynamoDB only through `store::table` (the table layer).
 //! - [`keys`]: every key format of the table, in one place, and the `Entity`
 //!   trait through which items know their keys.
-//! - [`ids`], [`text`], [`model`]: validated identifiers, text rules and the JSON shapes.
+//! - [`ids`], [`text`], [`model`]: validated identifiers, text rules and the JSON shapes;
+//!   [`revision`]: what an edit's `If-Match` compares.
 //! - [`fanout`]: the DynamoDB Streams consumer that keeps denormalised copies true.
 //! - `audit` (the `admin` feature): the offline check (and repair) of every
 //!   denormalised value.
@@ -28,6 +29,7 @@ pub mod keys;
 pub mod metrics;
 pub mod model;
 pub mod recovery;
+pub mod revision;
 pub mod routes;
 pub mod startup;
 pub mod store;

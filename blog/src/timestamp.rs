@@ -10,6 +10,20 @@ pub fn now() -> String {
     format(OffsetDateTime::now_utc())
 }
 
+/// Now, or a millisecond after `previous` if now is not later: the
+/// `updatedAt` of an edit of something last edited at `previous`, so that
+/// each edit has a time of its own ([`crate::revision`]).
+pub fn after(previous: &str) -> String {
+    let now = now();
+    if now.as_str() > previous {
+        return now;
+    }
+    match parse(previous) {
+        Some(at) => format(at + time::Duration::milliseconds(1)),
+        None => now,
+    }
+}
+
 pub fn format(at: OffsetDateTime) -> String {
     // Formatting a UTC date with a fixed description only fails for years
     // outside 0..=9999, which a clock does not produce.
@@ -24,6 +38,7 @@ pub fn parse(raw: &str) -> Option<OffsetDateTime> {
 
 #[cfg(test)]
 mod tests {
+    use super::after;
     use time::macros::datetime;
 
     #[test]
@@ -32,6 +47,13 @@ mod tests {
             super::format(datetime!(2024-02-29 13:04:05.678 UTC)),
             "2024-02-29T13:04:05.678Z"
         );
+    }
+
+    #[test]
+    fn after_is_later_than_what_it_follows() {
+        let future = "2999-01-01T00:00:00.999Z";
+        assert_eq!(after(future), "2999-01-01T00:00:01.000Z");
+        assert!(after("2000-01-01T00:00:00.000Z").as_str() > "2000-01-01T00:00:00.000Z");
     }
 
     #[test]

@@ -93,7 +93,10 @@ async fn main() -> Result<(), Error> {
     // invocation, as Lambda would run it.
     let store = Store::new(clients.fanout.clone(), &name);
     let renamed = Username::parse("renamed_prolific")?;
-    store.requests().rename_user(&user_id, &renamed).await?;
+    store
+        .requests()
+        .rename_user(&user_id, &renamed, &blog::revision::Expected::Any)
+        .await?;
     author.username = renamed;
     author.version = 2;
     author.updated_at = timestamp::now();

@@ -294,7 +294,10 @@ struct Offered {
 fn status<T>(result: Result<T, StoreError>, ok: u16) -> (u16, Option<T>) {
     match result {
         Ok(done) => (ok, Some(done)),
-        Err(err) => (ApiError::from(err).status().as_u16(), None),
+        Err(err) => {
+            tracing::debug!(error = %err, "a request refused");
+            (ApiError::from(err).status().as_u16(), None)
+        }
     }
 }
 
@@ -421,6 +424,11 @@ async fn settle(store: &Store, post: &PostId, expected: Counts) -> bool {
         });
         if counted == Some(expected) && copied == Some(expected) {
             return true;
+        }
+        if Instant::now() + Duration::from_millis(100) >= deadline {
+            eprintln!(
+                "  not settled: the API accepted {expected:?}; the post counts {counted:?}, its feed copy {copied:?}"
+            );
         }
         tokio::time::sleep(Duration::from_millis(100)).await;
     }

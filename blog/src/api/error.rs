@@ -30,6 +30,8 @@ pub enum ErrorCode {
     BadIdempotencyKey,
     IdempotencyKeyReused,
     IdempotencyKeyInFlight,
+    PreconditionFailed,
+    BadPrecondition,
     PayloadTooLarge,
     Unavailable,
     OutcomeUnknown,
@@ -55,6 +57,8 @@ impl ErrorCode {
             Self::BadIdempotencyKey => "bad_idempotency_key",
             Self::IdempotencyKeyReused => "idempotency_key_reused",
             Self::IdempotencyKeyInFlight => "idempotency_key_in_flight",
+            Self::PreconditionFailed => "precondition_failed",
+            Self::BadPrecondition => "bad_precondition",
             Self::PayloadTooLarge => "payload_too_large",
             Self::Unavailable => "unavailable",
             Self::OutcomeUnknown => "outcome_unknown",
@@ -87,6 +91,10 @@ pub enum ApiError {
     /// Well-formed, but it contradicts what the same key asked before (422).
     #[error("{message}")]
     Unprocessable { code: ErrorCode, message: String },
+    /// The post or profile changed since the copy the request's
+    /// `If-Match` names (412): nothing was written.
+    #[error("{0}")]
+    PreconditionFailed(String),
     #[error("request body is larger than {limit} bytes")]
     PayloadTooLarge { limit: usize },
     /// DynamoDB could not serve the request now; `cause` says why
@@ -125,6 +133,7 @@ impl ApiError {
             Self::Conflict { .. } => StatusCode::CONFLICT,
             Self::Unprocessable { .. } => StatusCode::UNPROCESSABLE_ENTITY,
             Self::PayloadTooLarge { .. } => StatusCode::PAYLOAD_TOO_LARGE,
+            Self::PreconditionFailed(_) => StatusCode::PRECONDITION_FAILED,
             Self::Unavailable { .. } | Self::OutcomeUnknown(_) => StatusCode::SERVICE_UNAVAILABLE,
             Self::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
         }
@@ -140,6 +149,7 @@ impl ApiError {
             Self::AccountErased => ErrorCode::AccountErased,
             Self::NotFound(_) => ErrorCode::NotFound,
             Self::PayloadTooLarge { .. } => ErrorCode::PayloadTooLarge,
+            Self::PreconditionFailed(_) => ErrorCode::PreconditionFailed,
             Self::Unavailable { .. } => ErrorCode::Unavailable,
             Self::OutcomeUnknown(_) => ErrorCode::OutcomeUnknown,
             Self::Internal(_) => ErrorCode::Internal,
@@ -185,6 +195,9 @@ impl From<StoreError> for ApiError {
             StoreError::UserNotFound => Self::NotFound("no such user"),
             StoreError::PostNotFound => Self::NotFound("no such post"),
             StoreError::CommentNotFound => Self::NotFound("no such comment"),
+            StoreError::PreconditionFailed => Self::PreconditionFailed(
+                "it was changed since the copy your If-Match names: read it again (its ETag), then send your change with that".to_owned(),
+            ),
             StoreError::NotCommentAuthor => {
                 Self::Forbidden("only the comment's author or the post's author may delete it")
             }

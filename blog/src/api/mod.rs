@@ -3,6 +3,7 @@
 //! either into the HTTP response.
 
 pub mod comments;
+pub mod conditional;
 mod error;
 pub mod feed;
 pub mod likes;
@@ -69,6 +70,8 @@ pub struct Reply {
     /// An `Idempotency-Key`'s first answer, given again
     /// (`Idempotent-Replayed: true`).
     replayed: bool,
+    /// Its `ETag` ([`conditional`]), for a post or a profile.
+    etag: Option<String>,
 }
 
 /// The header that marks an answer given again for an `Idempotency-Key`.
@@ -91,6 +94,7 @@ impl Reply {
             body: String::new(),
             freshness: Freshness::NoStore,
             replayed: false,
+            etag: None,
         })
     }
 
@@ -127,7 +131,27 @@ impl Reply {
             body,
             freshness,
             replayed: false,
+            etag: None,
         })
+    }
+
+    /// The answer with its `ETag`: the revision it shows and its body
+    /// ([`conditional::entity_tag`]).
+    pub fn tagged(mut self, revision: crate::revision::Revision) -> Self {
+        self.etag = Some(conditional::entity_tag(revision, &self.body));
+        self
+    }
+
+    /// A tagged read, or 304 with no body if the request's `If-None-Match`
+    /// names its tag (the same `ETag` and caching headers).
+    pub fn unless_none_match(mut self, req: &lambda_http::Request) -> ApiResult {
+        if let Some(etag) = &self.etag
+            && conditional::none_match_fails(req, etag)?
+        {
+            self.status = StatusCode::NOT_MODIFIED;
+            self.body.clear();
+        }
+        Ok(self)
     }
 }
 
@@ -135,12 +159,19 @@ impl Reply {
 /// invocation's id, which every log line of the invocation carries: an error
 /// body names it, so that a caller's report leads to the logs.
 pub fn respond(result: ApiResult, request_id: &str) -> Response<Body> {
-    let (status, body, freshness, replayed) = match result {
+    let (status, body, freshness, replayed, etag) = match result {
         Ok(reply) => {
             if reply.status == StatusCode::CREATED && !reply.replayed {
                 metrics::emit(&[], &[(Metric::Created, 1.0)]);
             }
-            (reply.status, reply.body, reply.freshness, reply.replayed)
+            let etag = reply.etag;
+            (
+                reply.status,
+                reply.body,
+                reply.freshness,
+                reply.replayed,
+                etag,
+            )
         }
         Err(err) => {
             err.log();
@@ -152,6 +183,7 @@ pub fn respond(result: ApiResult, request_id: &str) -> Response<Body> {
                 err.body(request_id).to_string(),
                 Freshness::NoStore,
                 false,
+                None,
             )
         }
     };
@@ -171,6 +203,9 @@ pub fn respond(result: ApiResult, request_id: &str) -> Response<Body> {
     );
     if replayed {
         headers.insert(REPLAYED_HEADER, HeaderValue::from_static("true"));
+    }
+    if let Some(etag) = etag.and_then(|tag| HeaderValue::from_str(&tag).ok()) {
+        headers.insert(header::ETAG, etag);
     }
     response
 }

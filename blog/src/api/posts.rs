@@ -3,9 +3,11 @@
 use lambda_http::Request;
 use serde::Deserialize;
 
-use super::{ApiError, ApiResult, App, ErrorCode, Reply, request};
+use super::{ApiError, ApiResult, App, ErrorCode, Reply, conditional, request};
 use crate::{
     ids::{PostId, UserId},
+    model::Post,
+    revision::Revision,
     store::posts::PostEdit,
     text,
 };
@@ -36,7 +38,8 @@ pub async fn create_post(app: &App, req: Request) -> ApiResult {
     Reply::created_once(answer.await?)
 }
 
-/// C2 `PUT /posts/{postId}`: only its author (403), at least one field.
+/// C2 `PUT /posts/{postId}`: only its author (403), at least one field;
+/// with `If-Match`, only if the post is still the revision it names (412).
 pub async fn update_post(app: &App, req: Request) -> ApiResult {
     let caller = request::caller(&req)?;
     let post = request::path_id(&req, "postId", PostId::parse)?;
@@ -55,7 +58,15 @@ pub async fn update_post(app: &App, req: Request) -> ApiResult {
             "give a title, a content, or both",
         ));
     }
-    Reply::ok(&app.store.requests().edit_post(&post, &caller, edit).await?)
+    let expected = conditional::if_match(&req)?;
+    let requests = app.store.requests();
+    let edited = requests.edit_post(&post, &caller, edit, &expected).await?;
+    Ok(Reply::ok(&edited)?.tagged(revision(&edited)))
+}
+
+/// The revision a post's answer shows ([`crate::revision`]).
+fn revision(post: &Post) -> Revision {
+    Revision::of_post(&post.title, &post.updated_at)
 }
 
 /// C2 taken back, `DELETE /posts/{postId}`: by its author only; 204, or
@@ -65,7 +76,11 @@ pub async fn delete_post(app: &App, req: Request) -> ApiResult {
     let caller = request::caller(&req)?;
     let post = request::path_id(&req, "postId", PostId::parse)?;
     request::no_body(&req)?;
-    app.store.requests().delete_post(&post, &caller).await?;
+    let expected = conditional::if_match(&req)?;
+    app.store
+        .requests()
+        .delete_post(&post, &caller, &expected)
+        .await?;
     Reply::no_content()
 }
 
@@ -73,7 +88,9 @@ pub async fn delete_post(app: &App, req: Request) -> ApiResult {
 pub async fn get_post(app: &App, req: Request) -> ApiResult {
     let post = request::path_id(&req, "postId", PostId::parse)?;
     match app.store.requests().get_post(&post).await? {
-        Some(found) => Reply::read(&found),
+        Some(found) => Reply::read(&found)?
+            .tagged(revision(&found))
+            .unless_none_match(&req),
         None => Err(ApiError::NotFound("no such post")),
     }
 }

@@ -4,8 +4,8 @@
 use lambda_http::{Request, RequestExt};
 use serde::Deserialize;
 
-use super::{ApiError, ApiResult, App, ErrorCode, Reply, request};
-use crate::{ids::UserId, text};
+use super::{ApiError, ApiResult, App, ErrorCode, Reply, conditional, request};
+use crate::{ids::UserId, model::User, revision::Revision, text};
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -24,7 +24,9 @@ pub async fn create_user(app: &App, req: Request) -> ApiResult {
     Reply::created_once(answer.await?)
 }
 
-/// C1 `PUT /users/{userId}`: renames the caller (403 for anyone else).
+/// C1 `PUT /users/{userId}`: renames the caller (403 for anyone else);
+/// with `If-Match`, only if the profile is still the revision it names
+/// (412).
 pub async fn update_user(app: &App, req: Request) -> ApiResult {
     let caller = request::caller(&req)?;
     let user = request::path_id(&req, "userId", UserId::parse)?;
@@ -33,7 +35,15 @@ pub async fn update_user(app: &App, req: Request) -> ApiResult {
     }
     let body: UsernameBody = request::json_body(&req)?;
     let username = text::Username::parse(&body.username)?;
-    Reply::ok(&app.store.requests().rename_user(&user, &username).await?)
+    let expected = conditional::if_match(&req)?;
+    let requests = app.store.requests();
+    let renamed = requests.rename_user(&user, &username, &expected).await?;
+    Ok(Reply::ok(&renamed)?.tagged(revision(&renamed)))
+}
+
+/// The revision a profile's answer shows ([`crate::revision`]).
+fn revision(user: &User) -> Revision {
+    Revision::of_profile(user.username.as_str(), &user.updated_at)
 }
 
 /// `DELETE /users/{userId}`: erases the caller's account (403 for anyone
@@ -66,7 +76,9 @@ pub async fn find_user(app: &App, req: Request) -> ApiResult {
 pub async fn get_user(app: &App, req: Request) -> ApiResult {
     let user = request::path_id(&req, "userId", UserId::parse)?;
     match app.store.requests().get_user(&user).await? {
-        Some(found) => Reply::read(&found),
+        Some(found) => Reply::read(&found)?
+            .tagged(revision(&found))
+            .unless_none_match(&req),
         None => Err(ApiError::NotFound("no such user")),
     }
 }

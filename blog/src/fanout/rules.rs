@@ -408,7 +408,7 @@ async fn removed_post(
     Ok(
         match store
             .fanout()
-            .remove_post_items(&old.post_id, old.shards, deadline)
+            .remove_post_items(&old.post_id, old.shards_made(), deadline)
             .await?
         {
             Removal::Paused { deleted } => Outcome::Paused {

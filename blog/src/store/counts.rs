@@ -25,7 +25,7 @@ use std::future::Future;
 
 use super::{
     Busy, Item, Requests, StoreError,
-    hot::{SHARDS_ATTRIBUTE, ShardCounterItem},
+    hot::{self, CLOSING_ATTRIBUTE, SHARDS_ATTRIBUTE, ShardCounterItem},
     n,
     table::{Expr, Landed, Room, Throttle, Write},
 };
@@ -33,6 +33,11 @@ use crate::{
     ids::PostId,
     keys::{self, Counter},
 };
+
+/// How long a like or comment of a post turning hot waits before it looks
+/// again whether it is hot (in this process: reading the post is one
+/// request's a while, [`super::handle`]).
+const CLOSED_WAIT: std::time::Duration = std::time::Duration::from_millis(25);
 
 /// Which way a counter goes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -78,9 +83,7 @@ fn step_counter(key: Item, counter: Counter, step: Step, also: Option<Expr>) -> 
 fn counted(post: &PostId, shard: Option<u8>, counter: Counter, step: Step) -> Write {
     match shard {
         None => {
-            let quiet = (step == Step::Up).then(|| {
-                Expr::new("attribute_not_exists(#shards)").name("#shards", SHARDS_ATTRIBUTE)
-            });
+            let quiet = (step == Step::Up).then(still_quiet);
             step_counter(keys::post_item(post).item(), counter, step, quiet)
         }
         Some(shard) => {
@@ -104,18 +107,26 @@ pub(super) fn counted_down(post: &PostId, shard: Option<u8>, counter: Counter) -
 
 /// A like given while the post was quiet, taken back by a request that
 /// believes it still is: one off the post item's `likeCount`, which fails
-/// once the post is hot. Then its liker may have a mark of it in their own
-/// partition ([`super::hot::FanOut::move_likers`]), which the request must
-/// take back too: it learns the post is hot and goes the hot way. The
-/// condition costs nothing.
+/// once the post is hot or turning hot. Then its liker may have a mark of it
+/// in their own partition ([`super::hot::FanOut::move_likers`]), which the
+/// request must take back too: it learns the post is hot (or turning hot)
+/// and goes the hot way. The condition costs nothing.
 pub(super) fn counted_down_while_quiet(post: &PostId, counter: Counter) -> Write {
-    let quiet = Expr::new("attribute_not_exists(#shards)").name("#shards", SHARDS_ATTRIBUTE);
     step_counter(
         keys::post_item(post).item(),
         counter,
         Step::Down,
-        Some(quiet),
+        Some(still_quiet()),
     )
+}
+
+/// The post item is neither hot nor turning hot ([`super::hot`]): what a
+/// count on it conditions on where the post's being hot would change where
+/// the count goes. Free: a condition on the item written costs nothing.
+fn still_quiet() -> Expr {
+    Expr::new("attribute_not_exists(#shards) AND attribute_not_exists(#closing)")
+        .name("#shards", SHARDS_ATTRIBUTE)
+        .name("#closing", CLOSING_ATTRIBUTE)
 }
 
 /// Where one attempt counts up: in the shards this process knows the post
@@ -168,6 +179,9 @@ impl Requests<'_> {
         let started = std::time::Instant::now();
         let (mut tries, mut throttled, mut probed) = (0, 0_u32, false);
         while tries < attempts {
+            if self.hot.is_gone(post) {
+                return Err(StoreError::PostNotFound);
+            }
             // Refused by DynamoDB, the read leaves what is known as it is:
             // the likes go on (reading a quiet like's marker) until the next.
             if self.hot.claim_relearn(post) {
@@ -177,6 +191,25 @@ impl Requests<'_> {
                     }
                     other => other?,
                 }
+            }
+            if self.hot.claim_closing_relearn(post) {
+                match self.learn_shards(post).await {
+                    Err(StoreError::Busy { cause, detail }) => {
+                        tracing::info!(post_id = %post, cause = cause.as_str(), %detail, "a post turning hot not read again yet");
+                    }
+                    other => other?,
+                }
+            }
+            if self.hot.is_closing(post) {
+                // Turning hot: nothing is counted until it is.
+                if started.elapsed() + CLOSED_WAIT > backoff.budget {
+                    return Err(StoreError::busy(
+                        Busy::Throttled,
+                        "the post stayed closed while it turned hot",
+                    ));
+                }
+                tokio::time::sleep(CLOSED_WAIT).await;
+                continue;
             }
             let known = self.known_hot(post);
             let counting = Counting {
@@ -190,7 +223,28 @@ impl Requests<'_> {
                 Tried::Throttled => {
                     match counting.shards {
                         None => watch = self.switch_once(post, &mut probed).await?,
-                        Some(shards) => self.widen_once(post, shards).await?,
+                        Some(shards) => {
+                            self.widen_once(post, shards).await?;
+                            // Widened meanwhile (by this request or
+                            // another): at once, among the new shards; being
+                            // widened by another request of this process:
+                            // its shards are known to be too few, so wait
+                            // for it rather than spend attempts on them.
+                            while self.known_shards(post) == Some(shards)
+                                && self.hot.is_widening(post)
+                            {
+                                if started.elapsed() + CLOSED_WAIT > backoff.budget {
+                                    return Err(StoreError::busy(
+                                        Busy::Throttled,
+                                        "the post's shards stayed too few while it widened",
+                                    ));
+                                }
+                                tokio::time::sleep(CLOSED_WAIT).await;
+                            }
+                            if self.known_shards(post) != Some(shards) {
+                                continue;
+                            }
+                        }
                     }
                     throttled += 1;
                     let delay = backoff.delay(throttled);
@@ -219,6 +273,10 @@ impl Requests<'_> {
     /// throttles. A switch DynamoDB refuses (the post's partition is what is
     /// busy) is tried again at the next throttle.
     async fn switch_once(&self, post: &PostId, probed: &mut bool) -> Result<bool, StoreError> {
+        if !self.hot.claim_switch(post) {
+            // Another request of this process is switching it: wait for it.
+            return Ok(true);
+        }
         let switched = if *probed {
             self.make_hot(post).await.map(|_| true)
         } else {
@@ -228,9 +286,25 @@ impl Requests<'_> {
         match switched {
             Err(StoreError::Busy { cause, detail }) => {
                 tracing::warn!(post_id = %post, cause = cause.as_str(), %detail, "a post not made hot yet");
+                // Another request may try: the post is as it was, or closed
+                // (then the item says so, and a stale closing is taken over).
+                self.hot.opened(post);
                 Ok(true)
             }
-            other => other,
+            Ok(watch) => {
+                if !watch {
+                    self.hot.opened(post);
+                } else if self.known_hot(post).is_none() {
+                    // Another process is switching it: wait, reading it
+                    // again now and then.
+                    self.hot.switch_released(post);
+                }
+                Ok(watch)
+            }
+            Err(error) => {
+                self.hot.opened(post);
+                Err(error)
+            }
         }
     }
 
@@ -243,6 +317,7 @@ impl Requests<'_> {
         if !self.hot.claim_widening(post, shards) {
             return Ok(());
         }
+        tracing::info!(post_id = %post, shards, "widening a hot post");
         match self.widen(post, shards).await {
             Ok(_) => Ok(()),
             Err(StoreError::PostNotFound) => Err(StoreError::PostNotFound),
@@ -257,18 +332,33 @@ impl Requests<'_> {
     /// A like's or a comment's count refused by its condition: the post is
     /// gone (404), or it is hot (remembered, and the caller tries again in its
     /// shards).
+    ///
+    /// A post turning hot is remembered so (its likes and comments wait);
+    /// one closed longer than [`super::hot::CLOSING_STALE`] had its switch's
+    /// request stop before it was done, and this one takes the switch over
+    /// (`Requests::finish_closing`), one request of the process at a time.
     pub(super) async fn learn_shards(&self, post: &PostId) -> Result<(), StoreError> {
-        let found = self.post_shards(post);
-        match found.await?.and_then(|p| p.hot()) {
-            Some(hot) => {
-                self.hot.remember(*post, hot);
-                Ok(())
-            }
-            None => {
-                self.hot.forget(post);
-                Err(StoreError::PostNotFound)
+        let Some(found) = self.post_shards(post).await? else {
+            self.hot.forget(post);
+            return Err(StoreError::PostNotFound);
+        };
+        self.learned(post, &found);
+        if let Some(since) = found.closing
+            && found.hot().is_none()
+            && hot::closing_is_stale(since)
+            && self.hot.claim_switch_over(post)
+        {
+            tracing::warn!(post_id = %post, since, "a switch to hot taken over");
+            match self.finish_closing(post, since).await {
+                Ok(_) => {}
+                Err(StoreError::Busy { cause, detail }) => {
+                    tracing::warn!(post_id = %post, cause = cause.as_str(), %detail, "a switch taken over, not finished");
+                    self.hot.switch_released(post);
+                }
+                Err(error) => return Err(error),
             }
         }
+        Ok(())
     }
 
     /// A like's or a comment's transaction was throttled on every item it

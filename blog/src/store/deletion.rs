@@ -23,14 +23,15 @@ use futures::StreamExt;
 use super::{FanOut, Requests};
 use super::{
     Item, ItemType, Store, StoreError, hot, n,
-    posts::PostItem,
+    posts::{PostItem, StoredPost},
     rename::Deadline,
     s,
-    table::{Deleted, Expr, Outcome, Query, Write},
+    table::{Deleted, Expr, Outcome, Query, TxOutcome, Write},
 };
 use crate::{
     ids::{PostId, UserId},
     keys::{self, Key, PK, PostPartition, SK},
+    revision::Expected,
 };
 
 /// How often a deletion reads the post again when it turned hot between
@@ -60,9 +61,38 @@ impl Requests<'_> {
     /// ([`crate::store::Requests::writer`]), whatever the post; then the post is read
     /// (strongly consistent, for 404 and 403). A hot post's shards are closed
     /// before the answer; the rest goes in the fan-out.
-    pub async fn delete_post(&self, post: &PostId, caller: &UserId) -> Result<(), StoreError> {
+    ///
+    /// With an `If-Match` (`expected` not [`Expected::Any`]), the post is
+    /// read whole (its content's `updatedAt` is part of its revision), and
+    /// deleted only if it is still the revision read: the post item's
+    /// delete and a check of its content as read, in one transaction.
+    pub async fn delete_post(
+        &self,
+        post: &PostId,
+        caller: &UserId,
+        expected: &Expected,
+    ) -> Result<(), StoreError> {
         self.refuse_erased(caller).await?;
-        self.delete_post_by(post, caller).await
+        if *expected == Expected::Any {
+            return self.delete_post_by(post, caller).await;
+        }
+        for _ in 0..DELETE_ATTEMPTS {
+            let found = self.read_post(post, true).await?;
+            let found = found.ok_or(StoreError::PostNotFound)?;
+            if &found.item.user_id != caller {
+                return Err(StoreError::NotAuthor);
+            }
+            if !expected.admits(found.revision()) {
+                return Err(StoreError::PreconditionFailed);
+            }
+            if self.delete_stored_as_read(&found).await? == Deleting::Done {
+                return Ok(());
+            }
+        }
+        Err(StoreError::busy(
+            super::Busy::Conflict,
+            "the post kept changing while it was deleted",
+        ))
     }
 }
 
@@ -106,35 +136,84 @@ impl Store {
 
     /// Deletes the post `found` (as read, strongly consistent): its item,
     /// on the condition that it is still its author's and still of the shape
-    /// read (quiet, or hot with as many shards), one DeleteItem of one small
-    /// item that no like or comment of a hot post writes; then, for a hot
-    /// post, closes its shards (`Store::close_shards`). Its content goes
+    /// read (quiet, turning hot since the same moment, or hot with as many
+    /// shards), one DeleteItem of one small item that no like or comment of
+    /// a hot post writes; then, for a hot post (or one turning hot: its
+    /// counters are there), closes its shards (`Store::close_shards`). Its content goes
     /// with the rest in the fan-out's walk (without the post item, every
     /// read of the post answers 404). A post that turned hot after it was
     /// read is [`Deleting::Changed`]: it is not deleted as a quiet one, which
     /// would leave its shards open.
     pub async fn delete_post_as_read(&self, found: &PostItem) -> Result<Deleting, StoreError> {
-        let post = &found.post_id;
-        let shape = match found.shards {
-            None => Expr::new("attribute_not_exists(#shards)"),
-            Some(shards) => Expr::new("#shards = :shards").value(":shards", n(u64::from(shards))),
-        }
-        .name("#shards", hot::SHARDS_ATTRIBUTE);
-        let as_read = Expr::new("userId = :me")
-            .value(":me", s(found.user_id.as_str()))
-            .and_expr(shape);
-        let remove = Write::delete(keys::post_item(post).item(), Deleted::IfGone).when(as_read);
+        let remove = Write::delete(keys::post_item(&found.post_id).item(), Deleted::IfGone)
+            .when(as_read(found));
         match self.db.write("delete post", &remove).await? {
             Outcome::Done(_) => {}
             // Deleted, or made hot, meanwhile.
             Outcome::ConditionFailed { .. } => return Ok(Deleting::Changed),
         }
-        if let Some(shards) = found.shards {
-            self.close_shards(post, shards).await?;
-        }
+        self.close_shards_made(found).await?;
         Ok(Deleting::Done)
     }
 
+    /// [`Store::delete_post_as_read`] of a post read whole, on the condition
+    /// that neither its item nor its content was edited since (an
+    /// `If-Match` deletion): the item's delete and a check of the content
+    /// as read, one transaction.
+    async fn delete_stored_as_read(&self, found: &StoredPost) -> Result<Deleting, StoreError> {
+        let item = &found.item;
+        let unedited = as_read(item)
+            .and("updatedAt = :updated")
+            .value(":updated", s(&item.updated_at));
+        let mut tx = self.db.transaction("delete post as read");
+        let remove = Write::delete(keys::post_item(&item.post_id).item(), Deleted::IfGone);
+        tx.add("post", remove.when(unedited));
+        let content = keys::post_content(&item.post_id).item();
+        let content_as_read = match &found.content {
+            Some(read) => Expr::new("updatedAt = :read").value(":read", s(&read.updated_at)),
+            None => Expr::item_absent(),
+        };
+        tx.add("post content", Write::check(content, content_as_read));
+        match tx.commit().await? {
+            TxOutcome::Committed => {}
+            // Deleted, made hot or edited meanwhile: read again.
+            TxOutcome::ConditionFailed(_) => return Ok(Deleting::Changed),
+        }
+        self.close_shards_made(item).await?;
+        Ok(Deleting::Done)
+    }
+
+    /// After the post item's delete: a hot post's shards closed (and those a
+    /// post turning hot has counters in).
+    async fn close_shards_made(&self, found: &PostItem) -> Result<(), StoreError> {
+        if let Some(shards) = found.shards_made() {
+            self.close_shards(&found.post_id, shards).await?;
+        }
+        Ok(())
+    }
+}
+
+/// A deletion's condition on the post item as read: still its author's and
+/// of the shape read (quiet, turning hot since the same moment, or hot with
+/// as many shards).
+fn as_read(found: &PostItem) -> Expr {
+    let shape = match (found.shards, found.closing) {
+        (Some(shards), _) => Expr::new("#shards = :shards").value(":shards", n(u64::from(shards))),
+        (None, Some(since)) => Expr::new("attribute_not_exists(#shards) AND #closing = :since")
+            .name("#closing", hot::CLOSING_ATTRIBUTE)
+            .value(":since", n(since)),
+        (None, None) => {
+            Expr::new("attribute_not_exists(#shards) AND attribute_not_exists(#closing)")
+                .name("#closing", hot::CLOSING_ATTRIBUTE)
+        }
+    }
+    .name("#shards", hot::SHARDS_ATTRIBUTE);
+    Expr::new("userId = :me")
+        .value(":me", s(found.user_id.as_str()))
+        .and_expr(shape)
+}
+
+impl Store {
     /// Deletes a deleted hot post's shard counters, each on its own (all at
     /// once): a hot like or comment counts in one on the condition that it
     /// exists, so from then on every one is refused (404), as on a deleted

@@ -27,6 +27,10 @@ pub enum StoreError {
     PostNotFound,
     #[error("only the post's author may change it")]
     NotAuthor,
+    /// The post or profile is no longer the revision an edit or a deletion
+    /// was made from (`If-Match`): nothing was written.
+    #[error("it changed since the copy this request was made from (If-Match)")]
+    PreconditionFailed,
     #[error("no such comment")]
     CommentNotFound,
     #[error("only the comment's author or the post's author may delete it")]

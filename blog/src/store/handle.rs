@@ -200,10 +200,31 @@ impl Hot {
     }
 }
 
-/// The hot posts a process has met, so that it goes to their shards at once.
+/// How long a process believes a post is still turning hot before one of
+/// its requests reads the post again (the others wait without reading: the
+/// post's partition is the one that was refusing them).
+const RELEARN_CLOSING: Duration = Duration::from_millis(250);
+
+/// What a process knows of a post turning hot ([`super::hot`]: closed to
+/// new likes and comments while its quiet likers are moved).
+#[derive(Debug, Clone, Copy)]
+struct Closing {
+    /// This process's own request is switching it (nobody reads it again:
+    /// that request says when it is done).
+    own: bool,
+    learned: std::time::Instant,
+}
+
+/// The hot posts a process has met, so that it goes to their shards at once,
+/// and those it knows are turning hot, so that it waits for them.
 #[derive(Debug, Default)]
 pub struct HotPosts {
     known: std::sync::Mutex<HashMap<PostId, Hot>>,
+    closing: std::sync::Mutex<HashMap<PostId, Closing>>,
+    /// Posts this process found deleted: a post id is never used again, so
+    /// their likes and comments answer 404 at once, rather than each trying
+    /// the deleted post's partition (which its walk may be keeping busy).
+    gone: std::sync::Mutex<std::collections::HashSet<PostId>>,
 }
 
 impl HotPosts {
@@ -212,6 +233,7 @@ impl HotPosts {
     }
 
     pub(super) fn remember(&self, post: PostId, hot: Hot) {
+        self.opened(&post);
         if let Ok(mut known) = self.known.lock() {
             if known.len() >= REMEMBERED {
                 known.clear();
@@ -253,6 +275,23 @@ impl HotPosts {
         }
     }
 
+    /// The widening of `post` this process's request is making has its
+    /// counters and pointers: its likes and comments go to `wider` shards
+    /// from now on (the request still holds the widening until the post item
+    /// says so).
+    pub(super) fn widened(&self, post: &PostId, wider: u8) {
+        if let Ok(mut known) = self.known.lock()
+            && let Some(hot) = known.get_mut(post)
+        {
+            hot.shards = hot.shards.max(wider);
+        }
+    }
+
+    /// Whether a request of this process is widening `post`.
+    pub(super) fn is_widening(&self, post: &PostId) -> bool {
+        self.get(post).is_some_and(|hot| hot.widening)
+    }
+
     /// A widening that failed: another request may try.
     pub(super) fn widening_failed(&self, post: &PostId) {
         if let Ok(mut known) = self.known.lock()
@@ -262,9 +301,118 @@ impl HotPosts {
         }
     }
 
+    /// `post` is gone (read so, strongly consistent): forgotten as hot or
+    /// turning hot, and remembered as gone.
     pub(super) fn forget(&self, post: &PostId) {
+        self.opened(post);
         if let Ok(mut known) = self.known.lock() {
             known.remove(post);
+        }
+        if let Ok(mut gone) = self.gone.lock() {
+            if gone.len() >= REMEMBERED {
+                gone.clear();
+            }
+            gone.insert(*post);
+        }
+    }
+
+    /// Whether this process found `post` deleted.
+    pub(super) fn is_gone(&self, post: &PostId) -> bool {
+        self.gone.lock().is_ok_and(|gone| gone.contains(post))
+    }
+
+    /// Whether the caller is the one request of this process to switch
+    /// `post` to hot: none is, and the process does not know it hot or
+    /// turning hot. The others then wait ([`HotPosts::is_closing`]) until
+    /// it is done ([`HotPosts::remember`]) or has failed
+    /// ([`HotPosts::opened`]).
+    pub(super) fn claim_switch(&self, post: &PostId) -> bool {
+        if self.get(post).is_some() {
+            return false;
+        }
+        let Ok(mut closing) = self.closing.lock() else {
+            return false;
+        };
+        if closing.len() >= REMEMBERED {
+            closing.clear();
+        }
+        if closing.contains_key(post) {
+            return false;
+        }
+        let learned = std::time::Instant::now();
+        closing.insert(*post, Closing { own: true, learned });
+        true
+    }
+
+    /// The post item says `post` is turning hot (another process's
+    /// switch): this process's likes and comments of it wait.
+    pub(super) fn closed(&self, post: PostId) {
+        if let Ok(mut closing) = self.closing.lock() {
+            if closing.len() >= REMEMBERED {
+                closing.clear();
+            }
+            let learned = std::time::Instant::now();
+            let own = closing.get(&post).is_some_and(|c| c.own);
+            closing.insert(post, Closing { own, learned });
+        }
+    }
+
+    /// Whether the caller is the one request of this process to take over
+    /// the switch of a post closed too long ([`super::hot::CLOSING_STALE`]):
+    /// no request of it is switching it.
+    pub(super) fn claim_switch_over(&self, post: &PostId) -> bool {
+        let Ok(mut closing) = self.closing.lock() else {
+            return false;
+        };
+        match closing.get_mut(post) {
+            Some(c) if !c.own => {
+                c.own = true;
+                true
+            }
+            _ => false,
+        }
+    }
+
+    /// This process's request stopped switching `post`, which the item says
+    /// is turning hot all the same (another's switch, or its own left
+    /// unfinished): a request reads it again now and then.
+    pub(super) fn switch_released(&self, post: &PostId) {
+        if let Ok(mut closing) = self.closing.lock()
+            && let Some(c) = closing.get_mut(post)
+        {
+            c.own = false;
+        }
+    }
+
+    /// Not (or no longer) turning hot, as far as this process knows: its
+    /// switch failed, or it is hot or gone.
+    pub(super) fn opened(&self, post: &PostId) {
+        if let Ok(mut closing) = self.closing.lock() {
+            closing.remove(post);
+        }
+    }
+
+    /// Whether this process knows `post` is turning hot: its likes and
+    /// comments wait rather than write.
+    pub(super) fn is_closing(&self, post: &PostId) -> bool {
+        self.closing
+            .lock()
+            .is_ok_and(|closing| closing.contains_key(post))
+    }
+
+    /// Whether the caller is the one request of this process to read a post
+    /// turning hot again: another process is switching it, and no request
+    /// of this one read it in the last [`RELEARN_CLOSING`].
+    pub(super) fn claim_closing_relearn(&self, post: &PostId) -> bool {
+        let Ok(mut closing) = self.closing.lock() else {
+            return false;
+        };
+        match closing.get_mut(post) {
+            Some(c) if !c.own && c.learned.elapsed() >= RELEARN_CLOSING => {
+                c.learned = std::time::Instant::now();
+                true
+            }
+            _ => false,
         }
     }
 }

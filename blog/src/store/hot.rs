@@ -14,32 +14,42 @@
 //!   batch per post ([`crate::store::FanOut::add_shard_counts`]), so that Q2 stays one read
 //!   of one item and the post's copies (its GSI1 entry, its feed entry) are
 //!   written once a batch, not once a like;
-//! - comments stay in the post's partition (2 WCU each there: 300 a second is
-//!   600 WCU), so Q4 is one Query as before; Q5 merges the post's partition
-//!   (likes given before the post was hot) with the shards, one Query each;
+//! - Q5 merges the post's partition (likes given before the post was hot)
+//!   with the shards, one Query each;
 //! - its new comments go to its shards too (the id names the shard), after a
 //!   comments pointer that sorts after the post's own comments: Q4 reads the
 //!   post's partition, then the shards, merged;
 //! - when a shard is throttled the post widens, four times as many shards
-//!   (16, 64, 128: [`Requests::widen`]);
+//!   (16, 64, 128: [`Requests::widen`]; one request of a process widens,
+//!   the others throttled meanwhile wait for it rather than spend their
+//!   retries on shards known to be too few);
 //! - likes given before the switch stay where they are, counted on the post
-//!   item: taking one back counts down there, as before. The switch's
-//!   request (else the fan-out, [`FanOut::finish_switch`]) gives each a mark
-//!   in its liker's partition ([`FanOut::move_likers`]) and then sets the
-//!   post's `likersMoved`; until
-//!   then a hot like reads the marker such a like has beside it, after it
-//!   a like reads nothing of the post's partition and writes nothing there.
+//!   item: taking one back counts down there, as before. The switch gives
+//!   each a mark in its liker's partition ([`FanOut::move_likers`]) while
+//!   the post is closed, so that from then on a like reads nothing of the
+//!   post's partition and writes nothing there (a post with more quiet
+//!   likes than the switch moves in 1.5 s opens hot without
+//!   `likersMoved`; the fan-out moves the rest, [`FanOut::finish_switch`],
+//!   and until then a hot like reads the marker such a like has beside it).
 //!
-//! The switch ([`crate::store::Requests::make_hot`]) writes one small item at a time: the shard
-//! counters, which a hot like's count conditions on existing (so a hot
-//! post's deletion, which deletes them, refuses later likes as a quiet
-//! post's does); then the post item's `shards` (which every quiet like and
-//! comment's count conditions on being absent, so nothing is counted on the
-//! post item after it); then the pointers that tell Q4 and Q5.
+//! The switch ([`crate::store::Requests::make_hot`]) first **closes** the
+//! post: one small UpdateItem sets `closing`, which every quiet like's and
+//! comment's count conditions on being absent (free), so from then on
+//! nothing new lands in the post's partition, and the likes and comments of
+//! every process that learns it wait (one read of the post every 250 ms a
+//! process, `store::handle`) rather than read or write there. Then,
+//! while nothing changes under it, it puts the shard counters (each in its
+//! own shard's partition), the likes and comments pointers, moves the quiet
+//! likers, and opens the post hot with one UpdateItem (`shards`,
+//! `likersMoved`, `commentsSharded`, `closing` removed). A switch whose
+//! request stopped is taken over by the first request that finds the post
+//! closed longer than [`CLOSING_STALE`]. A post deleted while closed has its
+//! deletion close the counters its switch may have made, and its walk read
+//! the shards.
 //!
 //! A quiet post pays nothing for this: its likes, comments and reads are the
-//! same calls and units as before; the condition `attribute_not_exists(shards)`
-//! costs nothing.
+//! same calls and units as before; the conditions `attribute_not_exists(shards)`
+//! and `attribute_not_exists(closing)` cost nothing.
 
 use std::collections::{BTreeMap, HashMap};
 
@@ -77,6 +87,20 @@ pub const MAX_SHARDS: u8 = 128;
 /// refused: 16 → 64 → 128.
 const WIDEN_BY: u8 = 4;
 
+/// How many shards a widening from `shards` gives a post.
+fn wider_than(shards: u8) -> u8 {
+    shards.saturating_mul(WIDEN_BY).min(MAX_SHARDS)
+}
+
+/// How many shard counters a post with `shards` shards has (put where
+/// absent): its own, and those of its next widening, so that the widening,
+/// which comes when its shards are throttled, writes only its pointers and
+/// the post. A post made hot by an earlier version may lack the latter: a
+/// widening puts them where absent.
+pub fn counters_made(shards: u8) -> u8 {
+    wider_than(shards).max(shards)
+}
+
 /// Whether `n` is a shard count a hot post can have: 16, 32, 64 or 128
 /// (each a power of two: a widening from 16 makes 64, and one from 32,
 /// 128).
@@ -88,13 +112,9 @@ pub fn is_shard_count(n: u8) -> bool {
 /// shards' counts in between.
 const SUM_ATTEMPTS: usize = 8;
 
-/// FNV-1a, 64 bits: a hash that is the same in every build, so that a
-/// liker's shard never moves.
-fn stable_hash(bytes: &[u8]) -> u64 {
-    bytes.iter().fold(0xcbf2_9ce4_8422_2325, |hash, byte| {
-        (hash ^ u64::from(*byte)).wrapping_mul(0x0100_0000_01b3)
-    })
-}
+// FNV-1a, 64 bits: the same in every build, so that a liker's shard never
+// moves.
+use crate::revision::stable_hash;
 
 fn shard_of(bytes: &[u8], shards: u8) -> u8 {
     // The remainder is below `shards`, so it fits.
@@ -290,6 +310,10 @@ pub const SHARDS_ATTRIBUTE: &str = "shards";
 /// The post item's attribute that says its new comments go to its shards,
 /// listed through its comments pointer ([`CommentShardsItem`]).
 pub const COMMENTS_SHARDED_ATTRIBUTE: &str = "commentsSharded";
+/// The post item's attribute that says it is turning hot, since when
+/// (milliseconds since the Unix epoch): closed to new likes and comments
+/// while its switch moves its quiet likers ([`Requests::make_hot`]).
+pub const CLOSING_ATTRIBUTE: &str = "closing";
 /// The post item's attribute that says the fan-out has given every like the
 /// post had before it was hot a mark in its liker's partition
 /// ([`FanOut::move_likers`]): from then on a like reads nothing of the post's
@@ -321,6 +345,9 @@ pub(super) struct PostShards {
     pub likers_moved: Option<bool>,
     #[serde(default)]
     pub comments_sharded: Option<bool>,
+    /// Turning hot since then ([`CLOSING_ATTRIBUTE`]).
+    #[serde(default)]
+    pub closing: Option<u64>,
 }
 
 impl PostShards {
@@ -428,54 +455,190 @@ impl Store {
 
 impl Requests<'_> {
     /// Request (a like or a comment whose post's partition throttled it), and
-    /// tests: makes `post` hot, once; the number of its shards. The switch
-    /// writes one small item in the post's partition, which is the one
-    /// DynamoDB is refusing writes in: its counters first, each in its own
-    /// shard's partition (put where absent: a hot like's count conditions
-    /// on its counter), then one UpdateItem of the post item (`shards`, if
-    /// it exists and is not hot), then the rest after it
-    /// (`Requests::after_switch`; the fan-out finishes what this request
-    /// does not: [`FanOut::finish_switch`]). A post hot already (or gone)
-    /// fails the update's condition, and is read.
-    pub async fn make_hot(&self, post: &PostId) -> Result<u8, StoreError> {
-        let shards = HOT_SHARDS;
-        self.put_counters(post, 0..shards).await?;
-        let change = Expr::new("SET #shards = :shards, #added = :none")
-            .name("#shards", SHARDS_ATTRIBUTE)
-            .name("#added", ADDED_ATTRIBUTE)
-            .value(":shards", n(u64::from(shards)))
-            .value(":none", AttributeValue::M(HashMap::new()));
+    /// tests: makes `post` hot, once; the number of its shards, or `None`
+    /// when another request is switching it (the caller waits for it). The
+    /// post's partition is the one DynamoDB is refusing writes in, so the
+    /// switch writes one small item at a time, and closes the post while it
+    /// moves what the quiet post kept there:
+    ///
+    /// 1. the post item's `closing` (if it exists and is neither hot nor
+    ///    closing), which every quiet like's and comment's count conditions
+    ///    on being absent: from then on nothing new lands in the post's
+    ///    partition, and its likes and comments wait;
+    /// 2. `Requests::finish_closing`: the shard counters, the pointers,
+    ///    the likers moved, then one update that opens the post hot.
+    ///
+    /// A post hot or closed already is read (404 if it is gone).
+    pub async fn make_hot(&self, post: &PostId) -> Result<Option<u8>, StoreError> {
+        let since = epoch_millis();
+        let change = Expr::new("SET #closing = :since")
+            .name("#closing", CLOSING_ATTRIBUTE)
+            .value(":since", n(since));
         let quiet = Expr::item_exists()
-            .and("attribute_not_exists(#shards)")
-            .name("#shards", SHARDS_ATTRIBUTE);
-        let landed = Landed::When(vec![(SHARDS_ATTRIBUTE, n(u64::from(shards)))]);
-        let switch = Write::update(keys::post_item(post).item(), change, landed).when(quiet);
-        if self.db.write("make a post hot", &switch).await?.done() {
-            tracing::info!(post_id = %post, shards, "post made hot");
-            self.hot.remember(*post, Hot::new(shards, false, false));
-            self.after_switch(post, shards).await;
-            return Ok(shards);
+            .and("attribute_not_exists(#shards) AND attribute_not_exists(#closing)")
+            .name("#shards", SHARDS_ATTRIBUTE)
+            .name("#closing", CLOSING_ATTRIBUTE);
+        let landed = Landed::When(vec![(CLOSING_ATTRIBUTE, n(since))]);
+        let close = Write::update(keys::post_item(post).item(), change, landed).when(quiet);
+        if self
+            .db
+            .write("close a post to turn it hot", &close)
+            .await?
+            .done()
+        {
+            tracing::info!(post_id = %post, "post closed to turn hot");
+            self.hot.closed(*post);
+            return self.finish_closing(post, since).await.map(Some);
         }
-        match self.post_shards(post).await?.and_then(|found| found.hot()) {
-            Some(hot) => {
-                self.hot.remember(*post, hot);
-                Ok(hot.shards)
+        let found = self.post_shards(post).await?;
+        match found {
+            Some(found) if found.hot().is_some() => {
+                let hot = found.hot().map(|hot| hot.shards);
+                self.learned(post, &found);
+                Ok(hot)
+            }
+            Some(found) => {
+                self.learned(post, &found);
+                Ok(None)
             }
             None => {
-                // Gone (or quiet and gone meanwhile): the counters just put
-                // would be a deleted post's; its walk, which read no shards,
-                // leaves them, so they go now.
-                let keys = Store::shard_counter_keys(post, shards);
-                let deletes = keys.into_iter().map(|key| async move {
-                    let delete = Write::delete(key, Deleted::IfGone);
-                    self.db.write("an unused shard counter", &delete).await
-                });
-                futures::future::try_join_all(deletes).await?;
+                self.hot.forget(post);
                 Err(StoreError::PostNotFound)
             }
         }
     }
+
+    /// A post closed to turn hot at `since` (by this request, or by one that
+    /// stopped before it was done: [`Requests::learn_shards`] takes over a
+    /// closing older than [`CLOSING_STALE`]) made hot: the shard counters
+    /// (each in its own shard's partition, put where absent: a hot like's
+    /// count conditions on its counter), the likes and comments pointers
+    /// (made or raised to [`HOT_SHARDS`]), the likes it had
+    /// while quiet marked in their likers' partitions for at most
+    /// [`MOVE_AT_SWITCH`] ([`FanOut::move_likers`]: nothing new lands
+    /// meanwhile), then one update: `shards`, `commentsSharded`, and
+    /// `likersMoved` if the move is done (else the fan-out goes on with it,
+    /// [`FanOut::finish_switch`], and the post's likes read the marker such
+    /// a like has beside it until then), `closing` removed, if it is still
+    /// `since`. The shards the post has.
+    pub(super) async fn finish_closing(&self, post: &PostId, since: u64) -> Result<u8, StoreError> {
+        let shards = HOT_SHARDS;
+        let comments = CommentShardsItem::key_of(post);
+        futures::try_join!(
+            self.put_counters(post, 0..counters_made(shards)),
+            self.put_like_pointer(post, shards),
+            self.raise_pointer(comments, ItemType::CommentShards, post, shards),
+        )?;
+        let deadline = super::rename::Deadline::at(std::time::Instant::now() + MOVE_AT_SWITCH);
+        let moving = self
+            .fanout()
+            .move_likers(post, Marked::OwnPartition, &deadline)
+            .await;
+        let moved = match moving {
+            Ok(Moving::Done { moved }) => {
+                tracing::info!(post_id = %post, moved, "likers moved while the post was closed");
+                true
+            }
+            Ok(Moving::Paused { moved }) => {
+                tracing::info!(post_id = %post, moved, "the rest of the likers left for the fan-out");
+                false
+            }
+            Ok(Moving::Stale) => false,
+            Err(error) => {
+                tracing::warn!(post_id = %post, %error, "likers left for the fan-out to move");
+                false
+            }
+        };
+        let mut change =
+            String::from("SET #shards = :shards, #added = :none, #comments = :yes REMOVE #closing");
+        if moved {
+            change = change.replace(" REMOVE", ", #moved = :yes REMOVE");
+        }
+        let mut open = Expr::new(change)
+            .name("#shards", SHARDS_ATTRIBUTE)
+            .name("#added", ADDED_ATTRIBUTE)
+            .name("#comments", COMMENTS_SHARDED_ATTRIBUTE)
+            .name("#closing", CLOSING_ATTRIBUTE)
+            .value(":shards", n(u64::from(shards)))
+            .value(":none", AttributeValue::M(HashMap::new()))
+            .value(":yes", AttributeValue::Bool(true));
+        if moved {
+            open = open.name("#moved", LIKERS_MOVED_ATTRIBUTE);
+        }
+        let still = Expr::new("#closing = :since")
+            .name("#closing", CLOSING_ATTRIBUTE)
+            .value(":since", n(since));
+        let landed = Landed::When(vec![(SHARDS_ATTRIBUTE, n(u64::from(shards)))]);
+        let open = Write::update(keys::post_item(post).item(), open, landed).when(still);
+        if self.db.write("open a post hot", &open).await?.done() {
+            tracing::info!(post_id = %post, shards, "post made hot");
+            self.hot.remember(*post, Hot::new(shards, moved, true));
+            return Ok(shards);
+        }
+        // Opened by a request that took over meanwhile, or deleted.
+        match self.post_shards(post).await? {
+            Some(found) => {
+                self.learned(post, &found);
+                found.hot().map(|hot| hot.shards).ok_or_else(|| {
+                    StoreError::Internal(format!("post {post} closed by another switch"))
+                })
+            }
+            None => {
+                self.hot.forget(post);
+                self.drop_switch(post).await?;
+                Err(StoreError::PostNotFound)
+            }
+        }
+    }
+
+    /// What this process knows of `post` from its item, `found`: hot,
+    /// turning hot, or neither.
+    pub(super) fn learned(&self, post: &PostId, found: &PostShards) {
+        match (found.hot(), found.closing) {
+            (Some(hot), _) => self.hot.remember(*post, hot),
+            (None, Some(_)) => self.hot.closed(*post),
+            (None, None) => self.hot.opened(post),
+        }
+    }
+
+    /// A switch of a post deleted while it was closed: its counters and
+    /// pointers out (the post's walk may have read its partitions before
+    /// they were written).
+    async fn drop_switch(&self, post: &PostId) -> Result<(), StoreError> {
+        let keys = Store::shard_counter_keys(post, counters_made(HOT_SHARDS))
+            .into_iter()
+            .chain([
+                LikeShardsItem::key_of(post).item(),
+                CommentShardsItem::key_of(post).item(),
+            ]);
+        let deletes = keys.map(|key| async move {
+            let delete = Write::delete(key, Deleted::IfGone);
+            self.db.write("an unused switch item", &delete).await
+        });
+        futures::future::try_join_all(deletes).await?;
+        Ok(())
+    }
 }
+
+/// Milliseconds since the Unix epoch: when a switch closed its post.
+fn epoch_millis() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |since| {
+            u64::try_from(since.as_millis()).unwrap_or(u64::MAX)
+        })
+}
+
+/// Whether a post closed to turn hot at `since` has been closed so long
+/// that its switch's request must have stopped ([`CLOSING_STALE`]).
+pub(super) fn closing_is_stale(since: u64) -> bool {
+    epoch_millis().saturating_sub(since) >= u64::try_from(CLOSING_STALE.as_millis()).unwrap_or(0)
+}
+
+/// How long a post stays closed to turn hot before a request takes the
+/// switch over (`Requests::finish_closing`): the switch's own request keeps
+/// it closed for at most 1.5 s (`MOVE_AT_SWITCH`) and a few writes.
+pub const CLOSING_STALE: std::time::Duration = std::time::Duration::from_secs(3);
 
 impl Store {
     /// The counters of `post`'s shards `range`, each put where absent, at
@@ -507,43 +670,6 @@ impl Store {
 }
 
 impl Requests<'_> {
-    /// Right after the switch, in the request that made it: the post's likes
-    /// pointer, its comments sharded (`Store::shard_comments`), and the likes it had
-    /// while quiet moved to their likers' partitions, for at most
-    /// [`MOVE_AT_SWITCH`] (the fan-out, on the post's MODIFY, does what is
-    /// left, and anything that failed here: [`FanOut::finish_switch`]). Until the move is done each
-    /// like of the post reads a marker in its partition, which is what
-    /// throttled it: a few hundred marks now spare thousands of reads.
-    async fn after_switch(&self, post: &PostId, shards: u8) {
-        if let Err(error) = self.put_like_pointer(post, shards).await {
-            tracing::warn!(post_id = %post, %error, "the likes pointer left for the fan-out");
-        }
-        let comments = match self.shard_comments(post, shards).await {
-            Ok(()) => true,
-            Err(error) => {
-                tracing::warn!(post_id = %post, %error, "comments left for the fan-out to shard");
-                false
-            }
-        };
-        let deadline = super::rename::Deadline::at(std::time::Instant::now() + MOVE_AT_SWITCH);
-        let fanout = self.fanout();
-        let moved = match fanout
-            .move_likers(post, Marked::OwnPartition, &deadline)
-            .await
-        {
-            Ok(Moving::Done { moved }) => {
-                tracing::info!(post_id = %post, moved, "likers moved at the switch");
-                true
-            }
-            Ok(Moving::Paused { .. } | Moving::Stale) => false,
-            Err(error) => {
-                tracing::warn!(post_id = %post, %error, "likers left for the fan-out to move");
-                false
-            }
-        };
-        self.hot.remember(*post, Hot::new(shards, moved, comments));
-    }
-
     /// Request (a hot like or comment whose shard DynamoDB throttled with
     /// its count): multiplies `post`'s shards by four (at most
     /// [`MAX_SHARDS`]) if it still has `from` of them; the shards this
@@ -569,8 +695,7 @@ impl Requests<'_> {
             self.hot.remember(*post, hot);
             return Ok(hot.shards);
         }
-        let wider = from.saturating_mul(WIDEN_BY).min(MAX_SHARDS);
-        self.put_counters(post, from..wider).await?;
+        let wider = wider_than(from);
         let below = Expr::item_exists()
             .and("#shards < :wider")
             .name("#shards", SHARDS_ATTRIBUTE)
@@ -578,18 +703,29 @@ impl Requests<'_> {
         let set = Expr::new("SET #shards = :wider")
             .name("#shards", SHARDS_ATTRIBUTE)
             .value(":wider", n(u64::from(wider)));
-        // Each where it is (a pointer not there yet is made with the post's
-        // count by whoever makes it).
+        // At once: the counters (those of the next widening too, so that it
+        // has only the pointers and the post to write; a switch puts those of
+        // the first) and the pointers, each where it is (a pointer not there
+        // yet is made with the post's count by whoever makes it).
         let pointers = [
             LikeShardsItem::key_of(post),
             CommentShardsItem::key_of(post),
-        ];
-        for pointer in pointers {
+        ]
+        .map(|pointer| {
             let update = Write::update(pointer.item(), set.clone(), Landed::Untold);
-            self.db
-                .write("widen a hot post's pointer", &update.when(below.clone()))
-                .await?;
-        }
+            let update = update.when(below.clone());
+            async move {
+                self.db.write("widen a hot post's pointer", &update).await?;
+                Ok::<_, StoreError>(())
+            }
+        });
+        futures::try_join!(
+            self.put_counters(post, from..counters_made(wider)),
+            futures::future::try_join_all(pointers),
+        )?;
+        // From here Q4 and Q5 read the new shards, and each has its counter:
+        // this process's likes and comments spread over them at once.
+        self.hot.widened(post, wider);
         let still = Expr::item_exists()
             .and("#shards = :from")
             .name("#shards", SHARDS_ATTRIBUTE)
@@ -736,7 +872,8 @@ impl FanOut<'_> {
         let Some(found) = self.post_shards(post).await? else {
             return Ok(Moving::Stale);
         };
-        let Some(shards) = found.shards else {
+        // Turning hot: its own partition only (its shards are empty yet).
+        let Some(shards) = found.shards.or(found.closing.map(|_| 0)) else {
             return Ok(Moving::Stale);
         };
         if found.likers_moved == Some(true) {

@@ -659,10 +659,10 @@ impl Requests<'_> {
 
     /// A like taken back by the marker beside it: a quiet post's, or a hot
     /// post's given while it was quiet whose mark the fan-out has not moved
-    /// yet. On a post this process knows is hot, the liker's mark goes too
-    /// (the move may be copying it), and the count is taken off where it was
-    /// counted; on one it believes quiet, the count's condition fails if the
-    /// post is hot after all (`Refused`: the caller learns it and reads
+    /// yet. On a post this process knows is hot or turning hot, the liker's
+    /// mark goes too (the move may be copying it), and the count is taken off
+    /// where it was counted; on one it believes quiet, the count's condition
+    /// fails if the post is hot (or turning hot) after all (`Refused`: the caller learns it and reads
     /// again).
     async fn unlike_beside(
         &self,
@@ -671,7 +671,8 @@ impl Requests<'_> {
         marker: LikerMarker,
     ) -> Result<Tried<bool>, StoreError> {
         let place = marker.place();
-        let hot = self.known_shards(post).is_some();
+        // Hot or turning hot: the move may be copying the mark.
+        let hot = self.known_shards(post).is_some() || self.hot.is_closing(post);
         let mut tx = self.db.transaction("unlike");
         let unmarked = tx.add(
             "liker marker",

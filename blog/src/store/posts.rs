@@ -16,6 +16,7 @@ use crate::{
     ids::{PostId, UserId},
     keys::{self, Counter, Entity, GSI1PK, GSI1SK, Key, PK, POST_CONTENT_SK, POST_SK, SK},
     model::{Page, Post, PostSummary},
+    revision::{Expected, Revision},
     text::{self, Username},
     timestamp,
 };
@@ -66,6 +67,10 @@ pub struct PostItem {
     /// On a hot post only: what the fan-out has added of each shard's counts.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub shard_counts: Option<std::collections::BTreeMap<String, super::hot::Added>>,
+    /// On a post turning hot only: since when (its switch closed it to new
+    /// likes and comments: [`super::hot::CLOSING_ATTRIBUTE`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub closing: Option<u64>,
 }
 
 impl PostItem {
@@ -86,7 +91,16 @@ impl PostItem {
             content: None,
             shards: None,
             shard_counts: None,
+            closing: None,
         }
+    }
+
+    /// The shard partitions its deletion closes and walks: those a hot post
+    /// or one turning hot has counters in ([`super::hot::counters_made`]).
+    pub fn shards_made(&self) -> Option<u8> {
+        self.shards
+            .or(self.closing.map(|_| super::hot::HOT_SHARDS))
+            .map(super::hot::counters_made)
     }
 
     pub fn key(post: &PostId) -> Item {
@@ -189,14 +203,27 @@ impl StoredPost {
     }
 }
 
+impl StoredPost {
+    /// When it was last edited: the later of its item's and its content's
+    /// `updatedAt` (an edit of the content alone leaves the post item).
+    pub fn updated_at(&self) -> &str {
+        match &self.content {
+            Some(c) if c.updated_at > self.item.updated_at => &c.updated_at,
+            _ => &self.item.updated_at,
+        }
+    }
+
+    /// What an edit's `If-Match` compares ([`crate::revision`]).
+    pub fn revision(&self) -> Revision {
+        Revision::of_post(&self.item.title, self.updated_at())
+    }
+}
+
 impl From<StoredPost> for Post {
     fn from(stored: StoredPost) -> Self {
+        let updated_at = stored.updated_at().to_owned();
         let content = stored.text().to_owned();
         let item = stored.item;
-        let updated_at = match stored.content {
-            Some(c) if c.updated_at > item.updated_at => c.updated_at,
-            _ => item.updated_at,
-        };
         Post {
             post_id: item.post_id,
             user_id: item.user_id,
@@ -302,6 +329,7 @@ impl Requests<'_> {
         post: &PostId,
         editor: &UserId,
         edit: PostEdit<'_>,
+        expected: &Expected,
     ) -> Result<Post, StoreError> {
         self.refuse_erased(editor).await?;
         for _ in 0..EDIT_ATTEMPTS {
@@ -312,11 +340,27 @@ impl Requests<'_> {
             if current.item.user_id != *editor {
                 return Err(StoreError::NotAuthor);
             }
-            let plan = EditPlan::new(&current, editor, &edit, &timestamp::now());
+            // Checked against what was read; the write's guard then fails if
+            // anything changed since, and the next round reads it again.
+            if !expected.admits(current.revision()) {
+                return Err(StoreError::PreconditionFailed);
+            }
+            let at = timestamp::after(current.updated_at());
+            let plan = EditPlan::new(&current, editor, &edit, &at);
             let mut tx = self.db.transaction("edit post");
+            let mut content_guard = None;
             if let Some(content) = &plan.content {
                 let updated = Landed::When(vec![("updatedAt", s(&content.updated_at))]);
-                tx.add("post content", Write::put(content, updated)?);
+                // The content as read (or none yet): an edit of it since
+                // makes this one read again rather than overwrite it.
+                let as_read = match &current.content {
+                    Some(read) => {
+                        Expr::new("updatedAt = :read").value(":read", s(&read.updated_at))
+                    }
+                    None => Expr::item_absent(),
+                };
+                let put = Write::put(content, updated)?.when(as_read);
+                content_guard = Some(tx.add("post content", put));
             }
             let guard = tx.add("post", plan.post_write);
             match tx.commit().await? {
@@ -330,6 +374,11 @@ impl Requests<'_> {
                 }
                 // Deleted, or edited by another request since we read it.
                 TxOutcome::ConditionFailed(failed) if failed.failed(guard) => continue,
+                TxOutcome::ConditionFailed(failed)
+                    if content_guard.is_some_and(|slot| failed.failed(slot)) =>
+                {
+                    continue;
+                }
                 TxOutcome::ConditionFailed(failed) => return Err(failed.unexpected("edit post")),
             }
         }

@@ -13,6 +13,7 @@ use crate::{
     ids::UserId,
     keys::{self, ERASED_SK, Entity, Key, PROFILE_SK, USERNAME_SK},
     model::User,
+    revision::{Expected, Revision},
     text::Username,
     timestamp,
 };
@@ -334,6 +335,7 @@ impl Requests<'_> {
         &self,
         user: &UserId,
         username: &Username,
+        expected: &Expected,
     ) -> Result<User, StoreError> {
         for _ in 0..OPTIMISTIC_ATTEMPTS {
             let current = match self.writer(user).await? {
@@ -341,10 +343,16 @@ impl Requests<'_> {
                 Writer::Erased => return Err(StoreError::AccountErased),
                 Writer::NoProfile => return Err(StoreError::UserNotFound),
             };
+            // Against what was read; the transaction's condition on the
+            // profile then fails if it changed since, and it is read again.
+            let revision = Revision::of_profile(current.username.as_str(), &current.updated_at);
+            if !expected.admits(revision) {
+                return Err(StoreError::PreconditionFailed);
+            }
             if &current.username == username {
                 return Ok(current.into());
             }
-            let now = timestamp::now();
+            let now = timestamp::after(&current.updated_at);
             let renamed = UserItem {
                 username: username.clone(),
                 updated_at: now.clone(),

@@ -525,13 +525,13 @@ async fn a_hot_post_costs_what_the_data_model_says() {
     fan_out_calls(&api, &mut poller).await;
 
     // The switch writes one small item at a time (the post's partition is
-    // the one DynamoDB is refusing writes in): the 16 counters, each in its
-    // shard; the post's `shards` (one UpdateItem); the likes pointer and
-    // the comments pointer, and the post's `commentsSharded`. Then the same
-    // request moves the one like the post had to its liker's partition:
+    // the one DynamoDB is refusing writes in): the post closed (one
+    // UpdateItem); the 64 counters (16 shards and the first widening's),
+    // each in its shard, and the likes pointer and the comments pointer;
+    // then it moves the one like the post had to its liker's partition:
     // the post and the pointer read; the post's markers (a page) and the
     // mark put; the markers read again; the place kept on the pointer; the
-    // post's `likersMoved`.
+    // post's `likersMoved`; then the post opened hot (one UpdateItem).
     api.meter.take();
     let id = crate::support::post_id(&post);
     api.app.store.requests().make_hot(&id).await.expect("hot");
@@ -541,7 +541,9 @@ async fn a_hot_post_costs_what_the_data_model_says() {
         .into_iter()
         .map(|c| (c.operation, c.table, c.indexes))
         .collect();
-    let mut expected = vec![("PutItem", 1.0, 0.0); usize::from(HOT_SHARDS) + 1];
+    let counters = blog::store::hot::counters_made(HOT_SHARDS);
+    assert_eq!(counters, 64);
+    let mut expected = vec![("PutItem", 1.0, 0.0); usize::from(counters) + 1];
     expected.extend([("UpdateItem", 1.0, 0.0); 6]);
     expected.extend([
         ("GetItem", 1.0, 0.0),
@@ -550,8 +552,8 @@ async fn a_hot_post_costs_what_the_data_model_says() {
         ("BatchGetItem", 1.0, 0.0),
     ]);
     assert_eq!(sorted(switch), sorted(calls(&expected)));
-    // The fan-out finds the switch finished: the post's MODIFYs (the
-    // switch, `commentsSharded`, `likersMoved`) coalesce, and the last
+    // The fan-out finds the switch finished: the post's MODIFYs (closed,
+    // `likersMoved`, opened) coalesce, and the last
     // (finished) refreshes its feed entry, which holds that version already
     // (a failed condition: 0 units).
     assert_eq!(

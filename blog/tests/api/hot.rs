@@ -62,7 +62,7 @@ async fn a_hot_post_counts_every_like_and_comment_exactly_on_every_copy() {
         .make_hot(&post_id(&post))
         .await
         .expect("hot");
-    assert_eq!(shards, HOT_SHARDS);
+    assert_eq!(shards, Some(HOT_SHARDS));
     assert_eq!(
         api.app
             .store
@@ -104,10 +104,13 @@ async fn a_hot_post_counts_every_like_and_comment_exactly_on_every_copy() {
         let (status, body) = api.call("DELETE", &path, Some(&author), None).await;
         assert_eq!(status, 204, "{body}");
     }
+    // The post's partition, its 16 shards and the first widening's 48
+    // (their counters are put at the switch, so that the widening waits on
+    // no put).
     let partitions = partitions_of(&api, &post).await;
     assert_eq!(
         partitions.len(),
-        1 + usize::from(HOT_SHARDS),
+        1 + usize::from(blog::store::hot::counters_made(HOT_SHARDS)),
         "{partitions:?}"
     );
 
@@ -1148,4 +1151,161 @@ async fn audited_then_deleted(
         "every shard emptied"
     );
     assert_eq!(marks_of(api, post).await.len(), 0, "no mark left");
+}
+
+/// The number attribute `attribute` of the item at `key` set to `value`,
+/// behind the store's back.
+async fn raw_set_number(api: &TestApi, key: &blog::keys::Key, attribute: &str, value: u64) {
+    use aws_sdk_dynamodb::types::AttributeValue;
+    let store = &api.app.store;
+    let update = store.client().update_item().table_name(store.table());
+    update
+        .set_key(Some(key.item()))
+        .update_expression("SET #a = :v")
+        .expression_attribute_names("#a", attribute)
+        .expression_attribute_values(":v", AttributeValue::N(value.to_string()))
+        .send()
+        .await
+        .expect("update");
+}
+
+fn epoch_millis() -> u64 {
+    let since = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .expect("after 1970");
+    u64::try_from(since.as_millis()).expect("millis")
+}
+
+/// A post turning hot is closed (`store::hot`: `closing`, which every quiet
+/// like's and comment's count conditions on): while it is, a like and a
+/// comment write nothing and wait, an unlike of a like given while it was
+/// quiet goes through (taking back the mark the switch may be copying);
+/// a switch whose request stopped (closed longer than `CLOSING_STALE`) is
+/// taken over by the next request that waits for it, which moves the quiet
+/// likers and opens the post hot; then the waiting like and comment land in
+/// its shards, each counted once.
+#[tokio::test]
+async fn a_post_turning_hot_takes_nothing_until_it_is_and_a_stopped_switch_is_taken_over() {
+    let api = std::sync::Arc::new(TestApi::start().await);
+    let mut poller = api.poller();
+    let author = api.user("closer").await;
+    let post = api.post(&author, "Turning hot", "closed a moment").await;
+    let likes = format!("/posts/{post}/likes");
+    let [a, b, c] = [
+        api.user("closeda").await,
+        api.user("closedb").await,
+        api.user("closedc").await,
+    ];
+    api.like(&a, &post).await;
+    api.like(&b, &post).await;
+    api.settle(&mut poller).await;
+    // A switch closed it a second ago and stopped there (its request
+    // timed out): stale in two more seconds.
+    let stale_in = blog::store::hot::CLOSING_STALE - std::time::Duration::from_secs(2);
+    let since = epoch_millis() - u64::try_from(stale_in.as_millis()).expect("millis");
+    let item = blog::keys::post_item(&post_id(&post));
+    raw_set_number(&api, &item, "closing", since).await;
+
+    // b takes their quiet like back: answered at once, marker and count.
+    let (status, body) = api.call("DELETE", &likes, Some(&b), None).await;
+    assert_eq!(status, 204, "{body}");
+    assert_eq!(markers_of(&api, &post).await, HashSet::from([a.clone()]));
+
+    let before = table_snapshot(&api).await;
+    let waiting = {
+        let (api, likes, c) = (api.clone(), likes.clone(), c.clone());
+        tokio::spawn(async move { api.call("POST", &likes, Some(&c), None).await })
+    };
+    let commenting = {
+        let (api, post, a) = (api.clone(), post.clone(), a.clone());
+        tokio::spawn(async move {
+            let body = json!({ "content": "while it turned" });
+            let path = format!("/posts/{post}/comments");
+            api.call("POST", &path, Some(&a), Some(body)).await
+        })
+    };
+    tokio::time::sleep(std::time::Duration::from_millis(700)).await;
+    assert_eq!(
+        table_snapshot(&api).await,
+        before,
+        "nothing written while the post is closed"
+    );
+    assert!(!waiting.is_finished() && !commenting.is_finished());
+
+    let (status, body) = waiting.await.expect("the like");
+    assert_eq!(status, 201, "{body}");
+    let (status, body) = commenting.await.expect("the comment");
+    assert_eq!(status, 201, "{body}");
+    // Taken over: hot, its quiet liker moved, its comments in its shards.
+    let stored = table_snapshot(&api).await;
+    let post_item = stored
+        .iter()
+        .find(|i| {
+            i.get(PK).and_then(|v| v.as_s().ok()) == Some(&item.pk)
+                && i.get(SK).and_then(|v| v.as_s().ok()) == Some(&item.sk)
+        })
+        .expect("the post");
+    assert!(!post_item.contains_key("closing"), "{post_item:?}");
+    assert_eq!(
+        post_item["shards"].as_n().ok(),
+        Some(&HOT_SHARDS.to_string())
+    );
+    assert_eq!(post_item["likersMoved"].as_bool().ok(), Some(&true));
+    assert_eq!(post_item["commentsSharded"].as_bool().ok(), Some(&true));
+    let marks = marks_of(&api, &post).await;
+    assert_eq!(
+        marks.keys().cloned().collect::<HashSet<_>>(),
+        HashSet::from([a.clone(), c.clone()])
+    );
+    let comment = body["commentId"].as_str().expect("an id").to_owned();
+    let comments = every_page(&api, &format!("/posts/{post}/comments"), 5).await;
+    assert_eq!(comments.len(), 1);
+    assert_eq!(comments[0]["commentId"], json!(comment));
+    assert!(
+        partitions_of(&api, &post).await.len() > 1,
+        "the like and the comment are in shards"
+    );
+    // a liked already (200, the same like); b can like again.
+    let (status, _) = api.call("POST", &likes, Some(&a), None).await;
+    assert_eq!(status, 200);
+    let (status, _) = api.call("POST", &likes, Some(&b), None).await;
+    assert_eq!(status, 201);
+    api.settle(&mut poller).await;
+    let (_, got) = api.get(&format!("/posts/{post}")).await;
+    assert_eq!(got["likeCount"], json!(3), "{got}");
+    assert_eq!(got["commentCount"], json!(1), "{got}");
+    assert_eq!(api.audit(false).await.findings, vec![]);
+}
+
+/// A post deleted while it turns hot: its deletion closes the shards its
+/// switch made counters in, its walk leaves nothing in any of them, and a
+/// like after it answers 404.
+#[tokio::test]
+async fn a_post_deleted_while_it_turns_hot_leaves_nothing() {
+    let api = TestApi::start().await;
+    let mut poller = api.poller();
+    let author = api.user("closedel").await;
+    let fan = api.user("closedfan").await;
+    let post = api.post(&author, "Gone while turning", "x").await;
+    api.like(&fan, &post).await;
+    let item = blog::keys::post_item(&post_id(&post));
+    raw_set_number(&api, &item, "closing", epoch_millis()).await;
+    let counter = blog::store::hot::ShardCounterItem::key_of(post_id(&post), 3);
+    raw_put(
+        &api,
+        &counter,
+        &[("type", "shardCounter"), ("postId", &post)],
+    )
+    .await;
+    let (status, body) = api
+        .call("DELETE", &format!("/posts/{post}"), Some(&author), None)
+        .await;
+    assert_eq!(status, 204, "{body}");
+    let (status, body) = api
+        .call("POST", &format!("/posts/{post}/likes"), Some(&fan), None)
+        .await;
+    assert_eq!(status, 404, "{body}");
+    api.settle(&mut poller).await;
+    assert_eq!(partitions_of(&api, &post).await, HashSet::new());
+    assert!(marks_of(&api, &post).await.is_empty());
 }

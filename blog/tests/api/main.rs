@@ -6,6 +6,7 @@ mod authz;
 mod billed;
 mod capacity;
 mod comments;
+mod conditional;
 mod conflicts;
 mod contract;
 mod deletes;

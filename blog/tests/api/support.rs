@@ -513,13 +513,13 @@ pub fn streams_client(endpoint: &str) -> aws_sdk_dynamodbstreams::Client {
     )
 }
 
-/// The status and the JSON body; `Null` for a 204's empty body (any other
-/// status must carry JSON).
+/// The status and the JSON body; `Null` for a 204's or a 304's empty body
+/// (any other status must carry JSON).
 pub async fn decode(resp: reqwest::Response) -> (u16, Value) {
     let status = resp.status().as_u16();
     let text = resp.text().await.expect("body");
-    if status == 204 {
-        assert_eq!(text, "", "a 204 has no body");
+    if status == 204 || status == 304 {
+        assert_eq!(text, "", "a {status} has no body");
         return (status, Value::Null);
     }
     let body =

@@ -751,6 +751,9 @@ fn the_cdn_is_optional_and_caches_only_what_the_api_allows() {
     for header in [
         "Content-Type",
         "Idempotency-Key",
+        // An edit's or a deletion's precondition (a read's If-None-Match
+        // CloudFront answers itself, or sends when it revalidates).
+        "If-Match",
         "Access-Control-Request-Method",
         "Access-Control-Request-Headers",
     ] {

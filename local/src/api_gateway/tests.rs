@@ -234,9 +234,15 @@ fn the_routes_and_the_authorizer_are_the_templates() {
     assert_eq!(api.throttle("GET /feed").burst, 5000.0);
     assert_eq!(
         api.cors.allow_headers,
-        ["authorization", "content-type", "idempotency-key"]
+        [
+            "authorization",
+            "content-type",
+            "idempotency-key",
+            "if-match",
+            "if-none-match"
+        ]
     );
-    assert_eq!(api.cors.expose_headers, ["idempotent-replayed"]);
+    assert_eq!(api.cors.expose_headers, ["idempotent-replayed", "etag"]);
 }
 
 /// Every refusal is API Gateway's 401, and the function is never invoked.
@@ -530,7 +536,7 @@ async fn the_functions_answer_is_mapped_as_payload_2_0_maps_it() {
     // What a browser may read of the answer: the template's ExposeHeaders.
     assert_eq!(
         headers["access-control-expose-headers"],
-        "idempotent-replayed"
+        "idempotent-replayed,etag"
     );
     let cookies: Vec<_> = headers.get_all("set-cookie").iter().collect();
     assert_eq!(cookies, ["a=1", "b=2"]);
@@ -574,7 +580,7 @@ async fn preflights_are_answered_by_the_gateway_from_the_template() {
     );
     assert_eq!(
         headers["access-control-allow-headers"],
-        "authorization,content-type,idempotency-key"
+        "authorization,content-type,idempotency-key,if-match,if-none-match"
     );
     assert_eq!(headers["access-control-max-age"], "600");
     for (asked, origin) in [

@@ -361,7 +361,7 @@ mod tests {
     fn the_template_mapping_is_read_whole() {
         let mapping = StreamMapping::of_repository().expect("the template's mapping");
         assert_eq!(mapping.function, "fan-out");
-        assert_eq!(mapping.batch_size, 100);
+        assert_eq!(mapping.batch_size, 1000);
         assert_eq!(mapping.batching_window, Duration::from_secs(1));
         assert_eq!(mapping.starting_position, StartingPosition::TrimHorizon);
         assert!(mapping.report_batch_item_failures);
