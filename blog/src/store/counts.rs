@@ -339,7 +339,7 @@ impl Requests<'_> {
     /// (`Requests::finish_closing`), one request of the process at a time.
     pub(super) async fn learn_shards(&self, post: &PostId) -> Result<(), StoreError> {
         let Some(found) = self.post_shards(post).await? else {
-            self.hot.forget(post);
+            self.hot.gone(post);
             return Err(StoreError::PostNotFound);
         };
         self.learned(post, &found);

@@ -301,13 +301,18 @@ impl HotPosts {
         }
     }
 
-    /// `post` is gone (read so, strongly consistent): forgotten as hot or
-    /// turning hot, and remembered as gone.
+    /// `post` is not hot, nor turning hot, as far as this process knows.
     pub(super) fn forget(&self, post: &PostId) {
         self.opened(post);
         if let Ok(mut known) = self.known.lock() {
             known.remove(post);
         }
+    }
+
+    /// `post` is gone (its item read so, strongly consistent): forgotten as
+    /// hot or turning hot, and remembered as gone.
+    pub(super) fn gone(&self, post: &PostId) {
+        self.forget(post);
         if let Ok(mut gone) = self.gone.lock() {
             if gone.len() >= REMEMBERED {
                 gone.clear();
@@ -414,5 +419,64 @@ impl HotPosts {
             }
             _ => false,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn post(n: u8) -> PostId {
+        PostId::parse(&format!("01J0000000000000000000000{n}")).expect("an id")
+    }
+
+    #[test]
+    fn one_request_of_a_process_switches_and_the_others_wait() {
+        let hot = HotPosts::default();
+        let p = post(1);
+        assert!(!hot.is_closing(&p));
+        assert!(hot.claim_switch(&p), "the first");
+        assert!(!hot.claim_switch(&p), "one at a time");
+        assert!(hot.is_closing(&p), "the others wait");
+        // Its own switch is never read again by the others.
+        assert!(!hot.claim_closing_relearn(&p));
+        // Another process's switch: read again, once a while.
+        hot.switch_released(&p);
+        std::thread::sleep(RELEARN_CLOSING);
+        assert!(hot.claim_closing_relearn(&p));
+        assert!(!hot.claim_closing_relearn(&p), "once a while");
+        assert!(hot.claim_switch_over(&p), "a stale one is taken over once");
+        assert!(!hot.claim_switch_over(&p));
+        // Opened hot: nobody waits, nobody switches.
+        hot.remember(p, Hot::new(16, true, true));
+        assert!(!hot.is_closing(&p));
+        assert!(!hot.claim_switch(&p));
+        // A failed switch lets another request try.
+        let q = post(2);
+        assert!(hot.claim_switch(&q));
+        hot.opened(&q);
+        assert!(!hot.is_closing(&q));
+        assert!(hot.claim_switch(&q));
+    }
+
+    #[test]
+    fn a_widening_spreads_at_once_and_only_a_read_says_a_post_is_gone() {
+        let hot = HotPosts::default();
+        let p = post(3);
+        hot.remember(p, Hot::new(16, true, true));
+        assert!(hot.claim_widening(&p, 16));
+        assert!(hot.is_widening(&p));
+        assert!(!hot.claim_widening(&p, 16), "one at a time");
+        hot.widened(&p, 64);
+        assert_eq!(hot.get(&p).map(|h| h.shards), Some(64));
+        assert!(hot.is_widening(&p), "held until the post says so");
+        hot.remember(p, Hot::new(64, true, true));
+        assert!(!hot.is_widening(&p));
+
+        hot.forget(&p);
+        assert!(hot.get(&p).is_none());
+        assert!(!hot.is_gone(&p), "forgotten is not gone");
+        hot.gone(&p);
+        assert!(hot.is_gone(&p));
     }
 }

@@ -439,9 +439,10 @@ impl Store {
         self.hot.get(post)
     }
 
-    /// A like or comment that found the post gone: it is not hot any more.
-    pub(super) fn forget_hot(&self, post: &PostId) {
-        self.hot.forget(post);
+    /// A like or comment that read the post item and found it gone: not hot
+    /// any more, and gone for good (a post id is never used again).
+    pub(super) fn found_gone(&self, post: &PostId) {
+        self.hot.gone(post);
     }
 
     /// The shard counters of a hot post, keys only: what its deletion
@@ -502,7 +503,7 @@ impl Requests<'_> {
                 Ok(None)
             }
             None => {
-                self.hot.forget(post);
+                self.hot.gone(post);
                 Err(StoreError::PostNotFound)
             }
         }
@@ -584,7 +585,7 @@ impl Requests<'_> {
                 })
             }
             None => {
-                self.hot.forget(post);
+                self.hot.gone(post);
                 self.drop_switch(post).await?;
                 Err(StoreError::PostNotFound)
             }

@@ -338,7 +338,7 @@ impl Requests<'_> {
             // them: answered only while the post is there (404 after, as a
             // quiet post's like is).
             if self.post_shards(post).await?.is_none() {
-                self.forget_hot(post);
+                self.found_gone(post);
                 return Err(StoreError::PostNotFound);
             }
             return Ok(Tried::Done(Liked::Already(existing)));
@@ -571,7 +571,7 @@ impl Requests<'_> {
             }
         }
         if self.post_shards(post).await?.is_none() {
-            self.forget_hot(post);
+            self.found_gone(post);
             return Err(StoreError::PostNotFound);
         }
         Ok(None)
@@ -650,7 +650,7 @@ impl Requests<'_> {
                 Ok(Tried::Again)
             }
             TxOutcome::ConditionFailed(failed) if failed.failed(counted) => {
-                self.forget_hot(post);
+                self.hot.forget(post);
                 Err(StoreError::PostNotFound)
             }
             TxOutcome::ConditionFailed(failed) => Err(failed.unexpected("unlike a hot post")),
