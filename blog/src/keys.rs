@@ -236,8 +236,12 @@ impl PostPartition {
         let rest = pk.strip_prefix(POST_PREFIX)?;
         let (id, shard) = match rest.split_once('#') {
             None => (rest, None),
-            Some((id, k)) if k.len() == 2 => (id, Some(k.parse::<u8>().ok()?)),
-            Some(_) => return None,
+            // As `pk` writes it: two digits at least (`07`, `42`, `127`).
+            Some((id, k)) => {
+                let shard = k.parse::<u8>().ok()?;
+                (format!("{shard:02}") == k).then_some(())?;
+                (id, Some(shard))
+            }
         };
         let post = PostId::parse(id).ok()?;
         Some(Self { post, shard })
@@ -524,6 +528,19 @@ mod tests {
         assert_eq!(PostPartition::of_pk(&shard.pk()), Some(shard));
         assert_eq!(post_of_pk(&shard.pk()), Some(post));
         assert_eq!(PostPartition::of_pk(&format!("POST#{post}#7")), None);
+        // Every shard a post can have, 0 to 127, gives its number back (a
+        // third digit from 100: the fan-out coalesces those counters too).
+        for k in 0..=u8::MAX {
+            let shard = PostPartition::shard(post, k);
+            assert_eq!(PostPartition::of_pk(&shard.pk()), Some(shard), "{k}");
+        }
+        for bad in ["007", "+7", "256", "1a", ""] {
+            assert_eq!(
+                PostPartition::of_pk(&format!("POST#{post}#{bad}")),
+                None,
+                "{bad}"
+            );
+        }
         assert_eq!(user_of_pk("FEED"), None);
     }
 

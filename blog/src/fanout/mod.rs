@@ -444,6 +444,41 @@ mod tests {
         );
     }
 
+    /// A hot post's shard counter MODIFY, of shard `shard`.
+    fn counter(post: crate::ids::PostId, shard: u8) -> EventRecord {
+        let place = crate::keys::PostPartition::shard(post, shard);
+        let mut record = record(&place.pk(), crate::keys::SHARD_COUNTS_SK);
+        record.event_name = "MODIFY".to_owned();
+        let image = std::collections::HashMap::from([(
+            "type".to_owned(),
+            serde_dynamo::AttributeValue::S("shardCounter".to_owned()),
+        )]);
+        record.change.new_image = image.clone().into();
+        record.change.old_image = image.into();
+        record
+    }
+
+    #[test]
+    fn every_shard_counter_of_a_post_is_carried_by_its_last_whatever_its_number() {
+        let (a, b) = (
+            crate::ids::PostId::generate(),
+            crate::ids::PostId::generate(),
+        );
+        // Shards past 99 have three digits in their key (`POST#p#117`).
+        let records = [
+            counter(a, 5),
+            counter(a, 117),
+            counter(b, 100),
+            counter(a, 127),
+            counter(b, 3),
+        ];
+        assert_eq!(
+            super::superseded_post_changes(&records),
+            [Some(3), Some(3), Some(4), None, None],
+            "one add a batch per post"
+        );
+    }
+
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     enum Step {
         Start(usize),
