@@ -12,9 +12,12 @@
 #                                           one post liked at rising rates on
 #                                           a DynamoDB that enforces its
 #                                           per-partition limits (scaled)
-#   ./infra/bench.sh --stream [--likes 3000] [--quiet]
+#   ./infra/bench.sh --stream [--likes 3000] [--quiet] [--memory MB]
 #                                           the local stream poller and the
 #                                           fan-out draining one post's likes
+#                                           (with --memory, under the CPU
+#                                           share Lambda gives that size: a
+#                                           cgroup v1 cpu quota, as root)
 #   ./infra/bench.sh --account [--users N] [--runs N]
 #                                           the export's pages and erasures
 #                                           at S and 10×S (V3 only), instead
@@ -59,11 +62,40 @@ run_alone() {
   "target/release/$bin" --endpoint "http://127.0.0.1:$port" "$@"
 }
 
+# run_confined MB BIN ARGS...: run_alone, the benchmark (not DynamoDB Local)
+# inside a cgroup v1 `cpu` quota of period x MB / 1,769: the CPU share Lambda
+# gives a function of MB (one vCPU at 1,769 MB).
+run_confined() {
+  local memory=$1 bin=$2
+  shift 2
+  cargo build --release --locked -p bench --bin "$bin"
+  local group="/sys/fs/cgroup/cpu/blog-bench-$memory"
+  mkdir -p "$group" || { log "cannot make $group (cgroup v1, as root)"; exit 1; }
+  echo 100000 >"$group/cpu.cfs_period_us"
+  echo $((100000 * memory / 1769)) >"$group/cpu.cfs_quota_us"
+  log "$bin under a ${memory} MB function's CPU share ($((100000 * memory / 1769)) µs per 100 ms)"
+  port=$(free_port)
+  start_dynamodb_local "$port" memory
+  trap 'kill "$DDB_PID" 2>/dev/null || true' EXIT
+  sh -c 'echo $$ > "$1/cgroup.procs" && shift && exec "$@"' sh "$group" \
+    "target/release/$bin" --endpoint "http://127.0.0.1:$port" "$@"
+  log "throttled by the quota: $(tr '\n' ' ' <"$group/cpu.stat")"
+}
+
 case "${1:-}" in
   --viral) shift; run_alone blog-viral-bench "$@"; exit ;;
   --account) shift; run_alone blog-account-bench "$@"; exit ;;
   --rename) shift; run_alone blog-rename-bench "$@"; exit ;;
-  --stream) shift; run_alone blog-stream-bench "$@"; exit ;;
+  --stream)
+    shift
+    if [ "${1:-}" = "--memory" ]; then
+      memory=$2
+      shift 2
+      run_confined "$memory" blog-stream-bench "$@"
+    else
+      run_alone blog-stream-bench "$@"
+    fi
+    exit ;;
 esac
 
 log "building the arm64 Lambda zips (cargo lambda) and this machine's release binaries"
