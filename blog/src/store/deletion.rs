@@ -73,26 +73,7 @@ impl Requests<'_> {
         expected: &Expected,
     ) -> Result<(), StoreError> {
         self.refuse_erased(caller).await?;
-        if *expected == Expected::Any {
-            return self.delete_post_by(post, caller).await;
-        }
-        for _ in 0..DELETE_ATTEMPTS {
-            let found = self.read_post(post, true).await?;
-            let found = found.ok_or(StoreError::PostNotFound)?;
-            if &found.item.user_id != caller {
-                return Err(StoreError::NotAuthor);
-            }
-            if !expected.admits(found.revision()) {
-                return Err(StoreError::PreconditionFailed);
-            }
-            if self.delete_stored_as_read(&found).await? == Deleting::Done {
-                return Ok(());
-            }
-        }
-        Err(StoreError::busy(
-            super::Busy::Conflict,
-            "the post kept changing while it was deleted",
-        ))
+        self.delete_post_by(post, caller, expected).await
     }
 }
 
@@ -107,24 +88,19 @@ pub enum Deleting {
 }
 
 impl Store {
-    /// The post, if `author` wrote it: the request's deletion once the
-    /// caller may write, and the erasure's walk deleting what an erased
-    /// account wrote. Read, then deleted as read; read again if it changed
-    /// shape in between.
+    /// The post, if `author` wrote it and it is a revision `expected`
+    /// admits: the request's deletion once the caller may write, and the
+    /// erasure's walk deleting what an erased account wrote
+    /// ([`Expected::Any`]). Read, then deleted as read; read again if it
+    /// changed in between.
     pub(super) async fn delete_post_by(
         &self,
         post: &PostId,
         author: &UserId,
+        expected: &Expected,
     ) -> Result<(), StoreError> {
         for _ in 0..DELETE_ATTEMPTS {
-            let found = self
-                .db
-                .get_entity::<PostItem>(keys::post_item(post).item(), true);
-            let found = found.await?.ok_or(StoreError::PostNotFound)?;
-            if &found.user_id != author {
-                return Err(StoreError::NotAuthor);
-            }
-            if self.delete_post_as_read(&found).await? == Deleting::Done {
+            if self.delete_once(post, author, expected).await? == Deleting::Done {
                 return Ok(());
             }
         }
@@ -132,6 +108,37 @@ impl Store {
             super::Busy::Conflict,
             "the post kept changing while it was deleted",
         ))
+    }
+
+    /// One round of [`Store::delete_post_by`]: without a precondition, the
+    /// post item alone is read (strongly consistent) and deleted as read;
+    /// with one, the post is read whole (its content's `updatedAt` is part of
+    /// its revision) and deleted only if neither changed since.
+    async fn delete_once(
+        &self,
+        post: &PostId,
+        author: &UserId,
+        expected: &Expected,
+    ) -> Result<Deleting, StoreError> {
+        if *expected == Expected::Any {
+            let found = self
+                .db
+                .get_entity::<PostItem>(keys::post_item(post).item(), true);
+            let found = found.await?.ok_or(StoreError::PostNotFound)?;
+            if &found.user_id != author {
+                return Err(StoreError::NotAuthor);
+            }
+            return self.delete_post_as_read(&found).await;
+        }
+        let found = self.read_post(post, true).await?;
+        let found = found.ok_or(StoreError::PostNotFound)?;
+        if &found.item.user_id != author {
+            return Err(StoreError::NotAuthor);
+        }
+        if !expected.admits(found.revision()) {
+            return Err(StoreError::PreconditionFailed);
+        }
+        self.delete_stored_as_read(&found).await
     }
 
     /// Deletes the post `found` (as read, strongly consistent): its item,

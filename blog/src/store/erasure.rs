@@ -54,6 +54,7 @@ use super::{FanOut, Requests};
 use crate::{
     ids::{CommentId, LikeId, PostId, UserId},
     keys::{self, Counter, Key, PK, PostPartition, REQUEST_PREFIX, SK},
+    revision::Expected,
     timestamp,
 };
 
@@ -297,7 +298,7 @@ impl FanOut<'_> {
     async fn erase_one(&self, user: &UserId, written: Written) -> Result<Erasing, StoreError> {
         let mut done = Erasing::default();
         match written {
-            Written::Post(post) => match self.delete_post_by(&post, user).await {
+            Written::Post(post) => match self.delete_post_by(&post, user, &Expected::Any).await {
                 Ok(()) => done.posts += 1,
                 Err(StoreError::PostNotFound) => {}
                 Err(err) => return Err(err),

@@ -1081,33 +1081,15 @@ async fn a_hot_posts_comments_spread_over_its_shards_and_list_in_order() {
 
     // Taken back by its author, and by the post's author.
     let (first_hot, second_hot) = (made[3].clone(), made[4].clone());
-    let (status, _) = api
-        .call(
-            "DELETE",
-            &format!("{comments}/{first_hot}"),
-            Some(&talkers[0]),
-            None,
-        )
-        .await;
-    assert_eq!(status, 204);
-    let (status, _) = api
-        .call(
-            "DELETE",
-            &format!("{comments}/{second_hot}"),
-            Some(&author),
-            None,
-        )
-        .await;
-    assert_eq!(status, 204);
-    let (status, _) = api
-        .call(
-            "DELETE",
-            &format!("{comments}/{second_hot}"),
-            Some(&author),
-            None,
-        )
-        .await;
-    assert_eq!(status, 404, "gone");
+    for (comment, by, expected) in [
+        (&first_hot, &talkers[0], 204),
+        (&second_hot, &author, 204),
+        (&second_hot, &author, 404),
+    ] {
+        let path = format!("{comments}/{comment}");
+        let (status, body) = api.call("DELETE", &path, Some(by), None).await;
+        assert_eq!(status, expected, "{comment} by {by}: {body}");
+    }
     // A commenter erased: their comments go, wherever they are.
     let (status, _) = api
         .call(
