@@ -18,6 +18,10 @@
 #                                           (with --memory, under the CPU
 #                                           share Lambda gives that size: a
 #                                           cgroup v1 cpu quota, as root)
+#   ./infra/bench.sh --markdown [--memory MB] [--runs N]
+#                                           rendering 50,000-character posts'
+#                                           Markdown (no DynamoDB), with
+#                                           --memory under that CPU share
 #   ./infra/bench.sh --account [--users N] [--runs N]
 #                                           the export's pages and erasures
 #                                           at S and 10×S (V3 only), instead
@@ -69,20 +73,39 @@ run_confined() {
   local memory=$1 bin=$2
   shift 2
   cargo build --release --locked -p bench --bin "$bin"
+  port=$(free_port)
+  start_dynamodb_local "$port" memory
+  trap 'kill "$DDB_PID" 2>/dev/null || true' EXIT
+  confine "$memory" "target/release/$bin" --endpoint "http://127.0.0.1:$port" "$@"
+}
+
+# confine MB COMMAND...: COMMAND inside a cgroup v1 `cpu` quota of period x
+# MB / 1,769: the CPU share Lambda gives a function of MB (one vCPU at
+# 1,769 MB).
+confine() {
+  local memory=$1
+  shift
   local group="/sys/fs/cgroup/cpu/blog-bench-$memory"
   mkdir -p "$group" || { log "cannot make $group (cgroup v1, as root)"; exit 1; }
   echo 100000 >"$group/cpu.cfs_period_us"
   echo $((100000 * memory / 1769)) >"$group/cpu.cfs_quota_us"
-  log "$bin under a ${memory} MB function's CPU share ($((100000 * memory / 1769)) µs per 100 ms)"
-  port=$(free_port)
-  start_dynamodb_local "$port" memory
-  trap 'kill "$DDB_PID" 2>/dev/null || true' EXIT
-  sh -c 'echo $$ > "$1/cgroup.procs" && shift && exec "$@"' sh "$group" \
-    "target/release/$bin" --endpoint "http://127.0.0.1:$port" "$@"
+  log "$1 under a ${memory} MB function's CPU share ($((100000 * memory / 1769)) µs per 100 ms)"
+  sh -c 'echo $$ > "$1/cgroup.procs" && shift && exec "$@"' sh "$group" "$@"
   log "throttled by the quota: $(tr '\n' ' ' <"$group/cpu.stat")"
 }
 
 case "${1:-}" in
+  --markdown)
+    shift
+    cargo build --release --locked -p bench --bin blog-markdown-bench
+    if [ "${1:-}" = "--memory" ]; then
+      memory=$2
+      shift 2
+      confine "$memory" target/release/blog-markdown-bench "$@"
+    else
+      target/release/blog-markdown-bench "$@"
+    fi
+    exit ;;
   --viral) shift; run_alone blog-viral-bench "$@"; exit ;;
   --account) shift; run_alone blog-account-bench "$@"; exit ;;
   --rename) shift; run_alone blog-rename-bench "$@"; exit ;;

@@ -40,6 +40,9 @@ SEQUENCE = [
     ("unlike-post", 204, lambda b: b is None),
     ("delete-comment", 204, lambda b: b is None),
     ("get-feed", 200, lambda b: isinstance(b["items"], list)),
+    # The Atom feeds answer XML: the body is checked as text.
+    ("get-feed-atom", 200, lambda b: b.startswith("<?xml") and "<feed xmlns=\"http://www.w3.org/2005/Atom\"" in b),
+    ("list-user-posts-atom", 200, lambda b: "<title>Posts by alice_2</title>" in b and b.count("<entry>") == 2),
     ("fan-out", None, lambda b: b["batchItemFailures"] == []),
     ("park-failures", None, lambda b: b["batchItemFailures"] == []),
     ("delete-post", 204, lambda b: b is None),
@@ -111,7 +114,8 @@ def main():
         if status is None:
             got, body = None, response
         else:
-            got, body = response.get("statusCode"), json.loads(response.get("body") or "null")
+            got, raw = response.get("statusCode"), response.get("body") or "null"
+            body = raw if name.endswith("-atom") else json.loads(raw)
         if name == "create-comment" and isinstance(body, dict):
             comment_id = body.get("commentId")
         ok = got == status and (body is not None or status == 204) and check(body)

@@ -16,7 +16,9 @@
 #    documented, counts and the feed right once it settles; CORS; the
 #    metrics; the README's AWS CLI sign-up and refused tokens 401
 #    (infra/check_gateway.py); a page on another origin signing in and
-#    writing in headless Chromium (infra/check_browser.py);
+#    writing in headless Chromium (infra/check_browser.py); the hostile
+#    Markdown corpus posted, read back and loaded in Chromium: no script
+#    runs, no request leaves (infra/check_xss.py);
 # 5. schemathesis fuzzing every operation of openapi.yaml (a fixed seed, a
 #    few minutes) through that gateway with a token: no 5xx, every response
 #    as documented, no write without a valid token.
@@ -228,6 +230,12 @@ set +e
 browser_status=${PIPESTATUS[0]}
 set -e
 
+log "the hostile Markdown corpus, posted and read back, loaded in headless Chromium"
+set +e
+"$TOOLS_VENV/bin/python" infra/check_xss.py "$api_port" "$pool_file" | tee -a "$LOCAL/test.log"
+xss_status=${PIPESTATUS[0]}
+set -e
+
 log "fuzzing the API with schemathesis, with a token, through the API Gateway"
 token=$(./target/debug/blog-admin token fuzzer --pool "$pool_file")
 # The fuzzer's own profile, so that its writes get past 403.
@@ -256,6 +264,6 @@ tee -a "$LOCAL/test.log" <"$LOCAL/costs.log"
 # cargo prints one result line per test binary (the last is often an empty
 # doc-test run) and the invoke check one of its own: close with the totals.
 awk '/^test result:/ { passed += $4; failed += $6 }
-     /^(runlocal|invoke|fuzz|load|metrics|cors|gateway|browser):/ { passed += $2; failed += $4 }
+     /^(runlocal|invoke|fuzz|load|metrics|cors|gateway|browser|xss):/ { passed += $2; failed += $4 }
      END { printf "total: %d passed, %d failed\n", passed, failed }' "$LOCAL/test.log"
-[ "$status" -eq 0 ] && [ "$runlocal_status" -eq 0 ] && [ "$costs_status" -eq 0 ] && [ "$invoke_status" -eq 0 ] && [ "$load_status" -eq 0 ] && [ "$metrics_status" -eq 0 ] && [ "$cors_status" -eq 0 ] && [ "$gateway_status" -eq 0 ] && [ "$browser_status" -eq 0 ] && [ "$fuzz_status" -eq 0 ]
+[ "$status" -eq 0 ] && [ "$runlocal_status" -eq 0 ] && [ "$costs_status" -eq 0 ] && [ "$invoke_status" -eq 0 ] && [ "$load_status" -eq 0 ] && [ "$metrics_status" -eq 0 ] && [ "$cors_status" -eq 0 ] && [ "$gateway_status" -eq 0 ] && [ "$browser_status" -eq 0 ] && [ "$xss_status" -eq 0 ] && [ "$fuzz_status" -eq 0 ]

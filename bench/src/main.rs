@@ -312,6 +312,10 @@ async fn invocation_events(
                 Some(&member(i)),
             )?,
             "get-feed" => event_json(name, &[], "limit=100", None, None)?,
+            "get-feed-atom" => event_json(name, &[], "", None, None)?,
+            "list-user-posts-atom" => {
+                event_json(name, &[("userId", user.clone())], "limit=100", None, None)?
+            }
             // The members take back the likes like-post gave (its events run first).
             "unlike-post" => event_json(
                 name,

@@ -39,7 +39,7 @@ use blog::{
     ids::{PostId, UserId},
     model::{Comment, Like, Post, PostSummary},
     store::{Item, bulk::PostWithReplies, users::UserItem},
-    text::{self, Username},
+    text::Username,
 };
 use futures::{StreamExt, TryStreamExt, stream};
 use serde::{Deserialize, Serialize, de::DeserializeOwned};
@@ -434,6 +434,7 @@ impl NaiveStore {
             user_id: UserId::parse(&row.user_id)?,
             username,
             title: row.title,
+            content_html: blog::markdown::to_html(&row.content),
             content: row.content,
             comment_count: comments,
             like_count: likes,
@@ -614,7 +615,7 @@ impl NaiveStore {
                         user_id: UserId::parse(&row.user_id)?,
                         username: row.username.ok_or("a V2 row without its username")?,
                         title: row.title,
-                        summary: text::summary(&row.content),
+                        summary: blog::markdown::summary(&row.content),
                         comment_count: row.comment_count.unwrap_or_default(),
                         like_count: row.like_count.unwrap_or_default(),
                         created_at: row.creation_date,
@@ -639,7 +640,7 @@ impl NaiveStore {
                         username: name_of(names, &row.user_id)?,
                         user_id: UserId::parse(&row.user_id)?,
                         title: row.title,
-                        summary: text::summary(&row.content),
+                        summary: blog::markdown::summary(&row.content),
                         comment_count: comments,
                         like_count: likes,
                         created_at: row.creation_date,

@@ -119,6 +119,21 @@ macro_rules! ulid_id {
                     .unwrap_or_else(|_| crate::timestamp::now())
             }
 
+            /// The id as a URN, its 128 bits spelled as a UUID: permanent
+            /// and the same wherever the API is served from (an Atom
+            /// entry's `id`).
+            pub fn urn(&self) -> String {
+                let hex = format!("{:032x}", self.0.0);
+                format!(
+                    "urn:uuid:{}-{}-{}-{}-{}",
+                    &hex[..8],
+                    &hex[8..12],
+                    &hex[12..16],
+                    &hex[16..20],
+                    &hex[20..]
+                )
+            }
+
             /// Only the canonical spelling is accepted, so one id has one key.
             pub fn parse(raw: &str) -> Result<Self, IdError> {
                 match Ulid::from_string(raw) {

@@ -26,6 +26,7 @@ pub mod audit;
 pub mod fanout;
 pub mod ids;
 pub mod keys;
+pub mod markdown;
 pub mod metrics;
 pub mod model;
 pub mod recovery;

@@ -23,7 +23,10 @@ pub struct Post {
     pub user_id: UserId,
     pub username: Username,
     pub title: String,
+    /// Markdown, as written.
     pub content: String,
+    /// `content` rendered and sanitised ([`crate::markdown`]).
+    pub content_html: String,
     pub comment_count: u64,
     pub like_count: u64,
     pub created_at: String,

@@ -33,7 +33,7 @@ const fn route(
     }
 }
 
-pub const ROUTES: [Route; 18] = [
+pub const ROUTES: [Route; 20] = [
     route("POST", "/users", "create-user", true),
     route("GET", "/users", "find-user", false),
     route("PUT", "/users/{userId}", "update-user", true),
@@ -57,6 +57,13 @@ pub const ROUTES: [Route; 18] = [
     route("DELETE", "/posts/{postId}/likes", "unlike-post", true),
     route("GET", "/posts/{postId}/likes", "list-likes", false),
     route("GET", "/feed", "get-feed", false),
+    route("GET", "/feed.atom", "get-feed-atom", false),
+    route(
+        "GET",
+        "/users/{userId}/posts.atom",
+        "list-user-posts-atom",
+        false,
+    ),
 ];
 
 /// Functions that serve no route and read the table's stream: the fan-out,
@@ -93,6 +100,8 @@ pub async fn dispatch(function: &str, app: &App, req: Request) -> Option<ApiResu
         "list-likes" => api::likes::list_likes(app, req).await,
         "unlike-post" => api::likes::unlike_post(app, req).await,
         "get-feed" => api::feed::get_feed(app, req).await,
+        "get-feed-atom" => api::atom::get_feed_atom(app, req).await,
+        "list-user-posts-atom" => api::atom::list_user_posts_atom(app, req).await,
         _ => return None,
     };
     Some(result)

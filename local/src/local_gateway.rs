@@ -214,11 +214,29 @@ pub fn http_api_event(spec: EventSpec<'_>) -> Value {
     let clock = time::macros::format_description!(
         "[day]/[month repr:short]/[year]:[hour]:[minute]:[second] +0000"
     );
+    // As API Gateway: the domain the request came in on (a request for
+    // another domain never reaches an API, so its Host is its domain).
+    let domain = headers
+        .get("host")
+        .and_then(Value::as_str)
+        .filter(|host| {
+            !host.is_empty()
+                && host
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | ':'))
+        })
+        .unwrap_or("localhost")
+        .to_owned();
+    let prefix = domain
+        .split(['.', ':'])
+        .next()
+        .unwrap_or_default()
+        .to_owned();
     let mut context = json!({
         "accountId": "123456789012",
         "apiId": "local",
-        "domainName": "localhost",
-        "domainPrefix": "localhost",
+        "domainName": domain,
+        "domainPrefix": prefix,
         "http": {
             "method": method,
             "path": path,

@@ -30,6 +30,11 @@ pub fn entity_tag(revision: Revision, body: &str) -> String {
     )
 }
 
+/// The entity tag of a document nothing edits (an Atom feed): its hash.
+pub fn document_tag(body: &str) -> String {
+    format!("\"{:016x}\"", stable_hash(body.as_bytes()))
+}
+
 /// The revisions a write's `If-Match` requires ([`Expected::Any`] without
 /// one, or with `*`). A header that is no list of entity tags is a 400
 /// `bad_precondition`.

@@ -108,7 +108,16 @@ pub async fn get_feed(app: &App, req: Request) -> ApiResult {
             "the feed takes no cursor",
         ));
     }
-    let page = match app.feed_cache.fresh() {
+    let page = newest(app, limit).await?;
+    Reply::feed(&Feed {
+        items: page[..limit.min(page.len())].to_vec(),
+    })
+}
+
+/// At least the `limit` newest posts (all the feed holds when the cache is
+/// on): the page an instance read within the time to live, or one Query.
+pub(super) async fn newest(app: &App, limit: usize) -> Result<Arc<[PostSummary]>, ApiError> {
+    Ok(match app.feed_cache.fresh() {
         Some(page) => page,
         // Cached, one Query of the whole feed whatever the limit: the next
         // request may ask for more.
@@ -116,8 +125,5 @@ pub async fn get_feed(app: &App, req: Request) -> ApiResult {
             .feed_cache
             .keep(app.store.requests().feed(app.store.feed_capacity()).await?),
         None => app.store.requests().feed(limit).await?.into(),
-    };
-    Reply::feed(&Feed {
-        items: page[..limit.min(page.len())].to_vec(),
     })
 }

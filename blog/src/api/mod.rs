@@ -2,6 +2,7 @@
 //! the store once, and returns a [`Reply`] or an [`ApiError`]; [`respond`] turns
 //! either into the HTTP response.
 
+pub mod atom;
 pub mod comments;
 pub mod conditional;
 mod error;
@@ -72,7 +73,15 @@ pub struct Reply {
     replayed: bool,
     /// Its `ETag` ([`conditional`]), for a post or a profile.
     etag: Option<String>,
+    /// JSON, but for the Atom feeds.
+    content_type: &'static str,
 }
+
+/// What every answer but the Atom feeds' is.
+pub const JSON: &str = "application/json";
+
+/// What the Atom feeds are (RFC 4287 §7).
+pub const ATOM: &str = "application/atom+xml";
 
 /// The header that marks an answer given again for an `Idempotency-Key`.
 pub const REPLAYED_HEADER: &str = "idempotent-replayed";
@@ -95,6 +104,7 @@ impl Reply {
             freshness: Freshness::NoStore,
             replayed: false,
             etag: None,
+            content_type: JSON,
         })
     }
 
@@ -132,7 +142,20 @@ impl Reply {
             freshness,
             replayed: false,
             etag: None,
+            content_type: JSON,
         })
+    }
+
+    /// 200 with an Atom document, its `ETag` the document's hash.
+    pub fn atom(document: String, freshness: Freshness) -> Self {
+        Self {
+            status: StatusCode::OK,
+            etag: Some(conditional::document_tag(&document)),
+            body: document,
+            freshness,
+            replayed: false,
+            content_type: ATOM,
+        }
     }
 
     /// The answer with its `ETag`: the revision it shows and its body
@@ -159,18 +182,18 @@ impl Reply {
 /// invocation's id, which every log line of the invocation carries: an error
 /// body names it, so that a caller's report leads to the logs.
 pub fn respond(result: ApiResult, request_id: &str) -> Response<Body> {
-    let (status, body, freshness, replayed, etag) = match result {
+    let (status, body, freshness, replayed, etag, content_type) = match result {
         Ok(reply) => {
             if reply.status == StatusCode::CREATED && !reply.replayed {
                 metrics::emit(&[], &[(Metric::Created, 1.0)]);
             }
-            let etag = reply.etag;
             (
                 reply.status,
                 reply.body,
                 reply.freshness,
                 reply.replayed,
-                etag,
+                reply.etag,
+                reply.content_type,
             )
         }
         Err(err) => {
@@ -184,6 +207,7 @@ pub fn respond(result: ApiResult, request_id: &str) -> Response<Body> {
                 Freshness::NoStore,
                 false,
                 None,
+                JSON,
             )
         }
     };
@@ -192,10 +216,7 @@ pub fn respond(result: ApiResult, request_id: &str) -> Response<Body> {
     *response.status_mut() = status;
     let headers = response.headers_mut();
     if !empty {
-        headers.insert(
-            header::CONTENT_TYPE,
-            HeaderValue::from_static("application/json"),
-        );
+        headers.insert(header::CONTENT_TYPE, HeaderValue::from_static(content_type));
     }
     headers.insert(
         header::CACHE_CONTROL,

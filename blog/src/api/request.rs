@@ -35,6 +35,33 @@ pub fn caller(req: &Request) -> Result<UserId, ApiError> {
     UserId::parse(&raw).map_err(|_| ApiError::Unauthorized)
 }
 
+/// Where this API is, as its clients reach it: `https://` and the domain
+/// API Gateway received the request on (its request context's `domainName`,
+/// which the client cannot choose: a request for another domain never
+/// reaches the API), or `http://` for a loopback one (the local stack). For
+/// the absolute links and ids an Atom feed needs.
+pub fn origin(req: &Request) -> String {
+    let domain = match req.request_context_ref() {
+        Some(RequestContext::ApiGatewayV2(ctx)) => ctx.domain_name.as_deref(),
+        _ => None,
+    }
+    .filter(|domain| {
+        !domain.is_empty()
+            && domain.len() <= 253
+            && domain
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | ':'))
+    })
+    .unwrap_or("localhost");
+    let host = domain.split(':').next().unwrap_or_default();
+    let scheme = if matches!(host, "localhost" | "127.0.0.1") {
+        "http"
+    } else {
+        "https"
+    };
+    format!("{scheme}://{domain}")
+}
+
 /// A path parameter, parsed into its id type (400 when it does not match).
 pub fn path_id<T>(
     req: &Request,

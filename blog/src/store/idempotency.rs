@@ -63,6 +63,11 @@ impl Idempotency {
     }
 }
 
+/// The answer's fields a record leaves out, being up to 50,000 characters
+/// and more: a replay reads them again from what was created (`content`,
+/// then a post's `contentHtml`).
+pub const LEFT_OUT: [&str; 2] = ["content", "contentHtml"];
+
 /// What a keyed request created, so that a replay can read its `content`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(
@@ -184,7 +189,7 @@ impl Idempotency {
     }
 
     /// The record of `writer`'s request as answered `status` with
-    /// `response` (its `content` left out), kept [`KEPT`] from now.
+    /// `response` (its [`LEFT_OUT`] fields left out), kept [`KEPT`] from now.
     pub fn record_item(
         &self,
         writer: Account<'_>,
@@ -195,7 +200,9 @@ impl Idempotency {
         let mut body = serde_json::to_value(response)
             .map_err(|e| StoreError::Internal(format!("cannot record the answer: {e}")))?;
         if let Some(fields) = body.as_object_mut() {
-            fields.remove("content");
+            for field in LEFT_OUT {
+                fields.remove(field);
+            }
         }
         Ok(RequestRecordItem {
             user_id: writer.user.clone(),
@@ -271,23 +278,26 @@ impl Requests<'_> {
         }
         let mut body: serde_json::Value = serde_json::from_str(&record.response)
             .map_err(|e| StoreError::Internal(format!("unreadable request record: {e}")))?;
-        let content = match &record.created {
+        let text = match &record.created {
             Created::User => None,
             Created::Post { post_id } => {
                 let post = self.read_post(post_id, true).await?;
-                let post = post.ok_or(StoreError::PostNotFound)?;
-                Some(crate::model::Post::from(post).content)
+                let post = crate::model::Post::from(post.ok_or(StoreError::PostNotFound)?);
+                Some((post.content, Some(post.content_html)))
             }
             Created::Comment {
                 post_id,
                 comment_id,
             } => {
                 let comment = self.read_comment(post_id, comment_id).await?;
-                Some(comment.ok_or(StoreError::CommentNotFound)?.content)
+                Some((comment.ok_or(StoreError::CommentNotFound)?.content, None))
             }
         };
-        if let (Some(content), Some(fields)) = (content, body.as_object_mut()) {
-            fields.insert("content".to_owned(), content.into());
+        if let (Some((content, html)), Some(fields)) = (text, body.as_object_mut()) {
+            fields.insert(LEFT_OUT[0].to_owned(), content.into());
+            if let Some(html) = html {
+                fields.insert(LEFT_OUT[1].to_owned(), html.into());
+            }
         }
         tracing::info!(
             status = record.status,

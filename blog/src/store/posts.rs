@@ -15,9 +15,10 @@ use super::{
 use crate::{
     ids::{PostId, UserId},
     keys::{self, Counter, Entity, GSI1PK, GSI1SK, Key, PK, POST_CONTENT_SK, POST_SK, SK},
+    markdown,
     model::{Page, Post, PostSummary},
     revision::{Expected, Revision},
-    text::{self, Username},
+    text::Username,
     timestamp,
 };
 
@@ -82,7 +83,7 @@ impl PostItem {
             username: author.username.clone(),
             user_version: author.version,
             title: title.to_owned(),
-            summary: text::summary(content),
+            summary: markdown::summary(content),
             comment_count: 0,
             like_count: 0,
             created_at: at.to_owned(),
@@ -229,6 +230,7 @@ impl From<StoredPost> for Post {
             user_id: item.user_id,
             username: item.username,
             title: item.title,
+            content_html: markdown::to_html(&content),
             content,
             comment_count: item.comment_count,
             like_count: item.like_count,
@@ -518,7 +520,7 @@ impl EditPlan {
         let legacy = current.item.content.is_some();
         let text = edit.content.unwrap_or(current.text()).to_owned();
         let title = edit.title.unwrap_or(&current.item.title).to_owned();
-        let summary = text::summary(&text);
+        let summary = markdown::summary(&text);
         let shown_changes = title != current.item.title || summary != current.item.summary;
         let content =
             (edit.content.is_some() || legacy).then(|| PostContentItem::new(post, &text, now));

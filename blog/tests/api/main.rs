@@ -1,6 +1,7 @@
 //! The HTTP contract, request by request (C1–C4, Q1–Q6), over HTTP against
 //! DynamoDB Local. One test binary with modules keeps build time down.
 
+mod atom;
 mod audit;
 mod authz;
 mod billed;

@@ -464,3 +464,65 @@ async fn summaries_are_bounded_in_bytes_wherever_they_are_copied() {
     );
     assert!(largest * FEED_CAPACITY < 1024 * 1024 / 4, "{largest} bytes");
 }
+
+#[tokio::test]
+async fn content_is_markdown_rendered_safely_and_the_summary_is_its_plain_text() {
+    let api = TestApi::start().await;
+    let author = api.user("markdown").await;
+    let content = "# Hello\n\nSome **bold** and a [link](https://example.com).\n\n\
+                   <img src=x onerror=alert(1)> [bad](javascript:alert(1))";
+    let body = json!({ "title": "Formatted", "content": content });
+    let create = || {
+        api.call_keyed(
+            "POST",
+            "/posts",
+            Some(&author),
+            Some("markdown-key"),
+            Some(&body),
+        )
+    };
+    let (status, created, _) = create().await;
+    assert_eq!(status, 201, "{created}");
+    let html = "<h1>Hello</h1>\n<p>Some <strong>bold</strong> and a \
+                <a href=\"https://example.com\" rel=\"nofollow ugc noopener\">link</a>.</p>\n\
+                <p><img> <a rel=\"nofollow ugc noopener\">bad</a></p>\n";
+    assert_eq!(created["content"], content, "the Markdown as written");
+    assert_eq!(created["contentHtml"], html);
+    let id = created["postId"].as_str().unwrap_or_default().to_owned();
+    let (status, got) = api.get(&format!("/posts/{id}")).await;
+    assert_eq!((status, &got), (200, &created));
+
+    // A retry under the same key answers the first answer, HTML included.
+    let (status, replayed, was_replayed) = create().await;
+    assert_eq!((status, &replayed, was_replayed), (201, &created, true));
+
+    let (_, list) = api.get(&format!("/users/{author}/posts")).await;
+    assert_eq!(
+        list["items"][0]["summary"], "Hello\nSome bold and a link.\nbad",
+        "{list}"
+    );
+
+    let (status, edited) = api
+        .call(
+            "PUT",
+            &format!("/posts/{id}"),
+            Some(&author),
+            Some(json!({ "content": "~~struck~~\n\n| x | y |\n|---|--:|\n| 1 | 2 |" })),
+        )
+        .await;
+    assert_eq!(status, 200, "{edited}");
+    let html = edited["contentHtml"].as_str().unwrap_or_default();
+    assert!(
+        html.starts_with("<p><del>struck</del></p>\n<table>"),
+        "{html}"
+    );
+    assert!(
+        html.contains("<th style=\"text-align:right\">y</th>"),
+        "{html}"
+    );
+    assert!(html.contains("<td>1</td>"), "{html}");
+    let (_, got) = api.get(&format!("/posts/{id}")).await;
+    assert_eq!(got["contentHtml"], edited["contentHtml"]);
+    let (_, list) = api.get(&format!("/users/{author}/posts")).await;
+    assert_eq!(list["items"][0]["summary"], "struck\nx y\n1 2");
+}

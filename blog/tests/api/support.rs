@@ -513,14 +513,21 @@ pub fn streams_client(endpoint: &str) -> aws_sdk_dynamodbstreams::Client {
     )
 }
 
-/// The status and the JSON body; `Null` for a 204's or a 304's empty body
-/// (any other status must carry JSON).
+/// The status and the JSON body; `Null` for a 204's or a 304's empty body;
+/// an Atom document as a string (any other answer must carry JSON).
 pub async fn decode(resp: reqwest::Response) -> (u16, Value) {
     let status = resp.status().as_u16();
+    let atom = resp
+        .headers()
+        .get("content-type")
+        .is_some_and(|t| t == blog::api::ATOM);
     let text = resp.text().await.expect("body");
     if status == 204 || status == 304 {
         assert_eq!(text, "", "a {status} has no body");
         return (status, Value::Null);
+    }
+    if atom && status == 200 {
+        return (status, Value::String(text));
     }
     let body =
         serde_json::from_str(&text).unwrap_or_else(|_| panic!("response is not JSON: {text:?}"));

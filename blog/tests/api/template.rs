@@ -960,8 +960,10 @@ async fn every_call_a_function_makes_is_allowed_by_its_role() {
         format!("/posts/{post}/likes"),
         format!("/users/{author}"),
         format!("/users/{author}/posts"),
+        format!("/users/{author}/posts.atom"),
         "/users?username=author".to_owned(),
         "/feed".to_owned(),
+        "/feed.atom".to_owned(),
     ] {
         run("GET", path, None, None).await;
     }

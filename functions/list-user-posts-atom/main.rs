@@ -1,0 +1,6 @@
+//! `list-user-posts-atom`: see `blog::api::atom::list_user_posts_atom`.
+
+#[tokio::main(flavor = "current_thread")]
+async fn main() -> Result<(), blog::startup::Error> {
+    blog::startup::run_http(blog::api::atom::list_user_posts_atom).await
+}
