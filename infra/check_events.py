@@ -25,7 +25,7 @@ SEQUENCE = [
     ("update-user", 200, lambda b: b["username"] == "alice_2"),
     ("get-user", 200, lambda b: b["username"] == "alice_2"),
     ("find-user", 200, lambda b: b["username"] == "alice_2"),
-    ("create-post", 201, lambda b: b["username"] == "alice_2"),
+    ("create-post", 201, lambda b: b["username"] == "alice_2" and b["tags"] == ["rust", "serverless"]),
     ("update-post", 200, lambda b: b["title"] == "Hello again"),
     ("get-post", 200, lambda b: b["title"] == "Hello again"),
     ("list-user-posts", 200, lambda b: len(b["items"]) == 2),
@@ -42,6 +42,8 @@ SEQUENCE = [
     ("get-feed", 200, lambda b: isinstance(b["items"], list)),
     # The Atom feeds answer XML: the body is checked as text.
     ("get-feed-atom", 200, lambda b: b.startswith("<?xml") and "<feed xmlns=\"http://www.w3.org/2005/Atom\"" in b),
+    ("list-tag-posts", 200, lambda b: isinstance(b["items"], list) and "nextCursor" in b),
+    ("list-tag-posts-atom", 200, lambda b: "<title>Posts tagged rust</title>" in b),
     ("list-user-posts-atom", 200, lambda b: "<title>Posts by alice_2</title>" in b and b.count("<entry>") == 2),
     ("fan-out", None, lambda b: b["batchItemFailures"] == []),
     ("park-failures", None, lambda b: b["batchItemFailures"] == []),

@@ -313,6 +313,13 @@ async fn invocation_events(
             )?,
             "get-feed" => event_json(name, &[], "limit=100", None, None)?,
             "get-feed-atom" => event_json(name, &[], "", None, None)?,
+            "list-tag-posts" | "list-tag-posts-atom" => event_json(
+                name,
+                &[("tag", "bench".to_owned())],
+                "limit=100",
+                None,
+                None,
+            )?,
             "list-user-posts-atom" => {
                 event_json(name, &[("userId", user.clone())], "limit=100", None, None)?
             }

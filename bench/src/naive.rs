@@ -435,6 +435,7 @@ impl NaiveStore {
             username,
             title: row.title,
             content_html: blog::markdown::to_html(&row.content),
+            tags: Vec::new(),
             content: row.content,
             comment_count: comments,
             like_count: likes,

@@ -18,6 +18,7 @@
 //! | hot post's shard counter | `POST#<postId>#<k>` | `COUNTS`     | –             | –                   |
 //! | feed entry      | `FEED`              | `POST#<postId>`     | –             | –                   |
 //! | feed floor      | `FEED`              | `FLOOR`             | –             | –                   |
+//! | tag entry       | `TAG#<tag>`         | `POST#<postId>`     | –             | –                   |
 //! | rename progress | `USER#<userId>`     | `RENAME`            | –             | –                   |
 //! | erasure mark    | `USER#<userId>`     | `ERASED`            | –             | –                   |
 //! | request record  | `USER#<userId>`     | `REQUEST#<key>`     | –             | –                   |
@@ -51,7 +52,7 @@ use serde::{Deserialize, Serialize, de::DeserializeOwned};
 
 use crate::{
     ids::{CommentId, IdempotencyKey, LikeId, PostId, UserId},
-    text::Username,
+    text::{Tag, Username},
 };
 
 /// What turning an entity into an item, or an item back into an entity, can
@@ -318,6 +319,18 @@ pub fn feed_sk(post: &PostId) -> String {
     post_pk(post)
 }
 
+/// The partition of a tag's list.
+pub const TAG_PREFIX: &str = "TAG#";
+
+pub fn tag_pk(tag: &Tag) -> String {
+    format!("{TAG_PREFIX}{tag}")
+}
+
+/// A post's entry in a tag's list: newest first is key order, as in the feed.
+pub fn tag_sk(post: &PostId) -> String {
+    post_pk(post)
+}
+
 /// A DynamoDB item as the SDK sees it.
 pub type Item = std::collections::HashMap<String, AttributeValue>;
 
@@ -354,6 +367,9 @@ item_types! {
     Liker,
     FeedEntry,
     FeedFloor,
+    /// A post's entry in a tag's list (`TAG#t / POST#p`,
+    /// [`crate::store::tags`]).
+    TagEntry,
     /// Where a rename's fan-out walk is (`USER#u / RENAME`).
     RenameProgress,
     /// What is left of an erased account (`USER#u / ERASED`,

@@ -4,7 +4,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::{
     ids::{CommentId, PostId, UserId},
-    text::Username,
+    text::{Tag, Username},
 };
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -27,6 +27,8 @@ pub struct Post {
     pub content: String,
     /// `content` rendered and sanitised ([`crate::markdown`]).
     pub content_html: String,
+    /// 0–5 tags, lower-case.
+    pub tags: Vec<Tag>,
     pub comment_count: u64,
     pub like_count: u64,
     pub created_at: String,

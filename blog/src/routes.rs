@@ -33,7 +33,7 @@ const fn route(
     }
 }
 
-pub const ROUTES: [Route; 20] = [
+pub const ROUTES: [Route; 22] = [
     route("POST", "/users", "create-user", true),
     route("GET", "/users", "find-user", false),
     route("PUT", "/users/{userId}", "update-user", true),
@@ -62,6 +62,13 @@ pub const ROUTES: [Route; 20] = [
         "GET",
         "/users/{userId}/posts.atom",
         "list-user-posts-atom",
+        false,
+    ),
+    route("GET", "/tags/{tag}/posts", "list-tag-posts", false),
+    route(
+        "GET",
+        "/tags/{tag}/posts.atom",
+        "list-tag-posts-atom",
         false,
     ),
 ];
@@ -102,6 +109,8 @@ pub async fn dispatch(function: &str, app: &App, req: Request) -> Option<ApiResu
         "get-feed" => api::feed::get_feed(app, req).await,
         "get-feed-atom" => api::atom::get_feed_atom(app, req).await,
         "list-user-posts-atom" => api::atom::list_user_posts_atom(app, req).await,
+        "list-tag-posts" => api::tags::list_tag_posts(app, req).await,
+        "list-tag-posts-atom" => api::atom::list_tag_posts_atom(app, req).await,
         _ => return None,
     };
     Some(result)

@@ -110,6 +110,75 @@ impl PartialEq<str> for Username {
     }
 }
 
+/// How many tags a post may have.
+pub const MAX_TAGS: usize = 5;
+/// A tag's length, in characters (all ASCII).
+pub const TAG_LEN: (usize, usize) = (1, 30);
+
+/// A tag: 1 to 30 of `a–z 0–9 -`, lower-cased from what the writer sent
+/// (`Rust` and `rust` are one tag). Its list is `GET /tags/{tag}/posts`.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(try_from = "String", into = "String")]
+pub struct Tag(String);
+
+impl Tag {
+    pub fn parse(raw: &str) -> Result<Self, TextError> {
+        let folded = raw.to_ascii_lowercase();
+        if !folded
+            .chars()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
+        {
+            return Err(TextError {
+                field: "tags",
+                problem: format!("a tag may contain only a–z, 0–9 and -, not {raw:?}"),
+            });
+        }
+        Ok(Self(within("tags", &folded, TAG_LEN)?.to_owned()))
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl std::fmt::Display for Tag {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl TryFrom<String> for Tag {
+    type Error = TextError;
+    fn try_from(raw: String) -> Result<Self, TextError> {
+        Self::parse(&raw)
+    }
+}
+
+impl From<Tag> for String {
+    fn from(tag: Tag) -> String {
+        tag.0
+    }
+}
+
+/// A post's tags as sent: at most [`MAX_TAGS`], each a [`Tag`],
+/// duplicates (after lower-casing) folded into the first; in the order given.
+pub fn tags(raw: &[String]) -> Result<Vec<Tag>, TextError> {
+    if raw.len() > MAX_TAGS {
+        return Err(TextError {
+            field: "tags",
+            problem: format!("a post has at most {MAX_TAGS} tags"),
+        });
+    }
+    let mut tags: Vec<Tag> = Vec::with_capacity(raw.len());
+    for one in raw {
+        let tag = Tag::parse(one)?;
+        if !tags.contains(&tag) {
+            tags.push(tag);
+        }
+    }
+    Ok(tags)
+}
+
 /// A title is one line: no control characters at all.
 pub fn title(raw: &str) -> Result<&str, TextError> {
     if raw.chars().any(char::is_control) {
@@ -233,6 +302,23 @@ mod tests {
         assert!(comment_content(&"x".repeat(5_000)).is_ok());
         assert!(comment_content(&"x".repeat(5_001)).is_err());
         assert!(comment_content("").is_err());
+    }
+
+    #[test]
+    fn tags_are_lower_cased_folded_and_at_most_five() {
+        let raw = |list: &[&str]| list.iter().map(|t| (*t).to_owned()).collect::<Vec<_>>();
+        let parsed = tags(&raw(&["Rust", "rust", "web-dev", "2026"]))
+            .map(|t| t.iter().map(|t| t.as_str().to_owned()).collect::<Vec<_>>());
+        assert_eq!(parsed, Ok(raw(&["rust", "web-dev", "2026"])));
+        assert_eq!(tags(&[]), Ok(vec![]));
+        let folded = tags(&raw(&["a", "A", "b", "B", "c"])).map(|t| t.len());
+        assert_eq!(folded, Ok(3));
+        let six = tags(&raw(&["a", "b", "c", "d", "e", "f"]));
+        assert_eq!(six.map_err(|e| e.field), Err("tags"));
+        for bad in ["", "with space", "under_score", "é", &"x".repeat(31), "a#b"] {
+            assert_eq!(Tag::parse(bad).map_err(|e| e.field), Err("tags"), "{bad:?}");
+        }
+        assert!(Tag::parse(&"x".repeat(30)).is_ok());
     }
 
     #[test]

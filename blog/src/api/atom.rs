@@ -1,6 +1,6 @@
 //! Atom 1.0 feeds (RFC 4287) of the lists, for feed readers:
-//! `GET /feed.atom` (Q6's newest posts) and `GET /users/{userId}/posts.atom`
-//! (Q3's first page). Each reads exactly what its JSON list reads (the same
+//! `GET /feed.atom` (Q6's newest posts), `GET /users/{userId}/posts.atom`
+//! (Q3's first page) and `GET /tags/{tag}/posts.atom` (a tag's first page). Each reads exactly what its JSON list reads (the same
 //! Query, the feed through the same per-instance cache) and answers the
 //! short forms as entries: title, author, link, published and updated time,
 //! and the plain-text summary. Documents are written by `atom_syndication`.
@@ -78,6 +78,30 @@ pub async fn list_user_posts_atom(app: &App, req: Request) -> ApiResult {
         url: format!("{origin}{path}.atom"),
         post_base: post_base(site.as_deref(), &origin),
         // The same list as JSON (Q3).
+        alternate: Some((format!("{origin}{path}"), super::JSON)),
+    };
+    Reply::atom(render(&document, &page.items)?, super::Freshness::Shared).unless_none_match(&req)
+}
+
+/// `GET /tags/{tag}/posts.atom`: the tag's newest posts (its list's first
+/// page, `limit` as there). A tag no post has is an empty feed.
+pub async fn list_tag_posts_atom(app: &App, req: Request) -> ApiResult {
+    let tag = super::tags::path_tag(&req)?;
+    let (limit, cursor) = request::page(&req)?;
+    if cursor.is_some() {
+        return Err(ApiError::bad_request(
+            ErrorCode::BadCursor,
+            "a feed takes no cursor: it is the newest posts",
+        ));
+    }
+    let page = app.store.requests().tag_posts(&tag, limit, None).await?;
+    let origin = request::origin(&req);
+    let site = site_url();
+    let path = format!("/tags/{tag}/posts");
+    let document = Document {
+        title: format!("Posts tagged {tag}"),
+        url: format!("{origin}{path}.atom"),
+        post_base: post_base(site.as_deref(), &origin),
         alternate: Some((format!("{origin}{path}"), super::JSON)),
     };
     Reply::atom(render(&document, &page.items)?, super::Freshness::Shared).unless_none_match(&req)

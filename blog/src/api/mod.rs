@@ -10,6 +10,7 @@ pub mod feed;
 pub mod likes;
 pub mod posts;
 mod request;
+pub mod tags;
 pub mod users;
 
 use lambda_http::{

@@ -8,15 +8,17 @@ use crate::{
     ids::{PostId, UserId},
     model::Post,
     revision::Revision,
-    store::posts::PostEdit,
+    store::posts::{NewPost, PostEdit},
     text,
 };
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
-struct NewPost {
+struct NewPostBody {
     title: String,
     content: String,
+    #[serde(default)]
+    tags: Vec<String>,
 }
 
 #[derive(Deserialize)]
@@ -24,17 +26,22 @@ struct NewPost {
 struct EditedPost {
     title: Option<String>,
     content: Option<String>,
+    tags: Option<Vec<String>>,
 }
 
 /// C2 `POST /posts`: needs a profile (403 without).
 pub async fn create_post(app: &App, req: Request) -> ApiResult {
     let caller = request::caller(&req)?;
-    let body: NewPost = request::json_body(&req)?;
-    let title = text::title(&body.title)?;
-    let content = text::post_content(&body.content)?;
+    let body: NewPostBody = request::json_body(&req)?;
+    let tags = text::tags(&body.tags)?;
+    let new = NewPost {
+        title: text::title(&body.title)?,
+        content: text::post_content(&body.content)?,
+        tags: &tags,
+    };
     let keyed = request::idempotency(&req)?;
     let requests = app.store.requests();
-    let answer = requests.create_post_keyed(&caller, title, content, keyed.as_ref());
+    let answer = requests.create_post_keyed(&caller, new, keyed.as_ref());
     Reply::created_once(answer.await?)
 }
 
@@ -44,7 +51,9 @@ pub async fn update_post(app: &App, req: Request) -> ApiResult {
     let caller = request::caller(&req)?;
     let post = request::path_id(&req, "postId", PostId::parse)?;
     let body: EditedPost = request::json_body(&req)?;
+    let tags = body.tags.as_deref().map(text::tags).transpose()?;
     let edit = PostEdit {
+        tags: tags.as_deref(),
         title: body.title.as_deref().map(text::title).transpose()?,
         content: body
             .content
@@ -52,10 +61,10 @@ pub async fn update_post(app: &App, req: Request) -> ApiResult {
             .map(text::post_content)
             .transpose()?,
     };
-    if edit.title.is_none() && edit.content.is_none() {
+    if edit.title.is_none() && edit.content.is_none() && edit.tags.is_none() {
         return Err(ApiError::bad_request(
             ErrorCode::InvalidField,
-            "give a title, a content, or both",
+            "give a title, a content, tags, or any of them",
         ));
     }
     let expected = conditional::if_match(&req)?;

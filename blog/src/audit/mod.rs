@@ -40,7 +40,7 @@ use crate::{
         table::Expr,
         users::{Overwrite, UsernameCopy},
     },
-    text::Username,
+    text::{Tag, Username},
 };
 
 /// Scan segments of the full audit unless told otherwise: enough to keep a
@@ -105,6 +105,11 @@ pub enum Finding {
         stored: Option<PostId>,
         expected: PostId,
     },
+    /// A post's entry in one of its tags' lists is missing, or differs from
+    /// the post's short form.
+    StaleTagEntry { tag: Tag, post: PostId },
+    /// A tag's list holds a post that is gone or no longer has the tag.
+    ExtraTagEntry { tag: Tag, post: PostId },
 }
 
 impl Finding {
@@ -185,6 +190,15 @@ impl fmt::Display for Finding {
             }
             Self::Floor { stored, expected } => {
                 write!(f, "feed floor is {stored:?}, expected {expected}")
+            }
+            Self::StaleTagEntry { tag, post } => {
+                write!(
+                    f,
+                    "post {post}: its entry under tag {tag} is missing or differs"
+                )
+            }
+            Self::ExtraTagEntry { tag, post } => {
+                write!(f, "tag {tag} lists post {post}, which is gone or untagged")
             }
         }
     }
@@ -385,6 +399,9 @@ impl Admin<'_> {
                 ErasureStep::Done(_)
             )),
             Finding::Floor { expected, .. } => self.set_feed_floor(expected).await,
+            Finding::StaleTagEntry { tag, post } | Finding::ExtraTagEntry { tag, post } => {
+                self.repair_tag_entry(tag, post).await
+            }
         }
     }
 }
@@ -425,7 +442,7 @@ fn shown(entry: &FeedEntryItem) -> FeedEntryItem {
 
 /// The attributes the audit reads: everything but a post's content, which
 /// nothing copies (it is never sent over the wire to the audit).
-const READ: [&str; 21] = [
+const READ: [&str; 23] = [
     "PK",
     "SK",
     "GSI1PK",
@@ -450,6 +467,9 @@ const READ: [&str; 21] = [
     "countedIn",
     // What the fan-out has added of each shard's counts.
     crate::store::hot::ADDED_ATTRIBUTE,
+    // A post's tags; a tag entry's tag.
+    "tags",
+    "tag",
 ];
 
 /// [`READ`] as a projection expression (every name through a placeholder,

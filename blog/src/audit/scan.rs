@@ -32,14 +32,16 @@ use crate::store::Admin;
 use crate::{
     ids::{PostId, UserId},
     keys::{self, PostPartition},
+    model::PostSummary,
     store::{
         ItemType, Store, StoreError,
         feed::{FeedEntryItem, feed_reserve, feed_slack},
         from_item,
         posts::PostItem,
         table::Scan,
+        tags::TagEntryItem,
     },
-    text::Username,
+    text::{Tag, Username},
 };
 
 /// What the Scan keeps of one user.
@@ -98,6 +100,9 @@ struct Collection {
     post: Option<PostItem>,
     /// A hot post's comments by the shard that counts them.
     counted_in: BTreeMap<u8, u64>,
+    /// In a tag's partition: the posts it lists (each checked against its
+    /// post when the partition ends).
+    tag_entries: Vec<(Tag, PostId)>,
 }
 
 /// What one segment leaves for the checks that need the whole table.
@@ -192,6 +197,10 @@ fn read_item(
             let entry: FeedEntryItem = from_item(item)?;
             done.feed.insert(entry.post.post_id, entry);
         }
+        Some(ItemType::TagEntry) => {
+            let entry: TagEntryItem = from_item(item)?;
+            collection.tag_entries.push((entry.tag, entry.post.post_id));
+        }
         Some(ItemType::FeedFloor) => {
             done.floor = text(&item, "floorPostId").and_then(|p| PostId::parse(p).ok());
         }
@@ -226,6 +235,7 @@ impl Collection {
             others: 0,
             post: None,
             counted_in: BTreeMap::new(),
+            tag_entries: Vec::new(),
         }
     }
 }
@@ -444,6 +454,16 @@ impl Admin<'_> {
         keep_newest: usize,
         sink: &Sink,
     ) -> Result<(), StoreError> {
+        for (tag, post) in &collection.tag_entries {
+            let listed = self.post_item(post).await?;
+            if !listed.is_some_and(|listed| listed.tags.contains(tag)) {
+                let finding = Finding::ExtraTagEntry {
+                    tag: tag.clone(),
+                    post: *post,
+                };
+                sink.found(self, finding, None).await?;
+            }
+        }
         let Some(mut post) = collection.post else {
             // A deleted post's partition the fan-out has not emptied (yet);
             // a hot post's shard is checked with its post, unless it has none.
@@ -463,6 +483,16 @@ impl Admin<'_> {
         };
         self.audit_shards(&post, &collection.counted_in, sink)
             .await?;
+        for tag in &post.tags {
+            let entry = self.tag_entry(tag, &post.post_id).await?;
+            if entry.is_none_or(|entry| entry.post != PostSummary::from(&post)) {
+                let finding = Finding::StaleTagEntry {
+                    tag: tag.clone(),
+                    post: post.post_id,
+                };
+                sink.found(self, finding, None).await?;
+            }
+        }
         let (comments, likes) = super::hot::expected_counts(
             &post,
             collection.comments,

@@ -11,7 +11,7 @@
 //! | user MODIFY (username changed) | the username onto every post, comment and like the user wrote, page by page, its place saved (`store::rename`); near the deadline it stops and the record is reported failed, so that the retry goes on from there | update only where `userVersion` is older; an older rename's walk stops once a newer one exists |
 //! | user REMOVE (erased) | everything the user wrote out, page by page under GSI1 `USER#u`: each post as `DELETE /posts/{id}` deletes it, each comment and like with its post's count one down; near the deadline it stops and the record is reported failed, so that the retry deletes what is left (`store::erasure`) | deleting what is gone is a no-op; the erased user can write nothing new, and what they had in flight is taken out by the INSERT rule |
 //! | post, comment or like INSERT of an erased author (in flight when the erasure committed) | the item out, with its count (as the erasure's walk does) | deleting what is gone is a no-op |
-//! | post REMOVE (deleted) | its feed entry out (the count one down; the reserve's next newest shows in its place), then every comment, like and marker of its partition (and of a hot post's shards), a page at a time; near the deadline it stops and the record is reported failed, so that the retry deletes what is left (`store::deletion`) | deleting what is gone is a no-op; nothing can be added to a deleted post; a late INSERT finds no post and takes its entry back out |
+//! | post REMOVE (deleted) | its feed entry and its tag entries out (the count one down; the reserve's next newest shows in its place), then every comment, like and marker of its partition (and of a hot post's shards), a page at a time; near the deadline it stops and the record is reported failed, so that the retry deletes what is left (`store::deletion`) | deleting what is gone is a no-op; nothing can be added to a deleted post; a late INSERT finds no post and takes its entry back out |
 //! | post MODIFY of a hot post whose switch is unfinished (no `likersMoved` or no `commentsSharded`) | what the switch's request did not get to: the likes pointer, the comments pointer and `commentsSharded`, then a mark in its liker's partition for every like the post had, a page at a time, its place kept on the pointer, then `likersMoved` (`store::hot`); near the deadline it stops and the record is reported failed | each step only where not done; a mark is put only where none is; one whose marker changed as it was put is taken back |
 //! | a hot post's shard counter MODIFY | once a batch per post (its counters' records coalesced into the last one): what each shard counted since the version the post holds of it, added onto the post's counts (`store::hot`); that post MODIFY then refreshes the feed entry | the post update is conditional on each shard's version as read |
 //! | anything else | nothing | – |
@@ -131,6 +131,7 @@ impl Rule {
             | ItemType::Liker
             | ItemType::FeedEntry
             | ItemType::FeedFloor
+            | ItemType::TagEntry
             | ItemType::RenameProgress
             | ItemType::Erasure
             | ItemType::RequestRecord
@@ -184,7 +185,9 @@ pub(super) async fn apply_record(
     match Rule::of(record) {
         Some(Rule::NewPost) => Box::pin(new_post(store, record)).await,
         Some(Rule::NewReply) => Box::pin(new_reply(store, record)).await,
-        Some(Rule::ChangedPost) => Box::pin(changed_post(store, record, refresh, deadline)).await,
+        Some(Rule::ChangedPost) => {
+            Box::pin(changed_post(store, record, carried, refresh, deadline)).await
+        }
         Some(Rule::ChangedUser) => Box::pin(changed_user(store, record, deadline)).await,
         Some(Rule::RemovedUser) => Box::pin(removed_user(store, record, deadline)).await,
         Some(Rule::RemovedPost) => Box::pin(removed_post(store, record, deadline)).await,
@@ -214,9 +217,11 @@ async fn new_post(store: &Store, record: &EventRecord) -> Result<Outcome, Fanout
     } else {
         0
     };
-    let writes = 2 + trimmed + usize::from(renamed.is_some());
+    let tagged = store.fanout().enter_tags(&post).await?;
+    let writes = 2 + trimmed + tagged + usize::from(renamed.is_some());
     Ok(match (entered, renamed) {
         (Copied::Written, _) | (_, Some(_)) => Outcome::Written { writes },
+        _ if !post.tags.is_empty() => Outcome::Written { writes },
         _ => Outcome::Stale { writes },
     })
 }
@@ -281,16 +286,39 @@ async fn removed_user(
     })
 }
 
-/// A post MODIFY: its feed entry, when what the feed shows changed (or
-/// `Always`, for the last of a batch's coalesced MODIFYs).
+/// A post MODIFY: its feed entry and its tag lists' entries, when what
+/// they show changed (or `Always`, for the last of a batch's coalesced
+/// MODIFYs); out of the lists of the tags it no longer has (as any of the
+/// batch's `carried` MODIFYs had them).
 async fn changed_post(
     store: &Store,
     record: &EventRecord,
+    carried: &[&EventRecord],
     refresh: Refresh,
     deadline: &Deadline,
 ) -> Result<Outcome, FanoutError> {
     let old: PostItem = decode(&record.change.old_image, "old")?;
     let new: PostItem = decode(&record.change.new_image, "new")?;
+    let mut untagged = Vec::new();
+    for earlier in carried
+        .iter()
+        .map(|r| &r.change.old_image)
+        .chain([&record.change.old_image])
+    {
+        let before: PostItem = decode(earlier, "old")?;
+        for tag in before.tags {
+            if !new.tags.contains(&tag) && !untagged.contains(&tag) {
+                untagged.push(tag);
+            }
+        }
+    }
+    for tag in &untagged {
+        store
+            .fanout()
+            .leave_tag(tag, &new.post_id, Some(new.version))
+            .await?;
+    }
+    let retagged = old.tags != new.tags || !untagged.is_empty();
     let switch: Switch = decode(&record.change.new_image, "new")?;
     let mut finished = None;
     if switch.unfinished() {
@@ -299,14 +327,16 @@ async fn changed_post(
     if let Some(Moving::Paused { moved }) = finished {
         return Ok(Outcome::Paused { writes: moved });
     }
-    if refresh == Refresh::WhenChanged && short_form(&old) == short_form(&new) {
+    if refresh == Refresh::WhenChanged && short_form(&old) == short_form(&new) && !retagged {
         return Ok(match finished {
             Some(Moving::Done { moved }) => Outcome::Written { writes: moved + 1 },
             _ => Outcome::Ignored,
         });
     }
+    let tagged = untagged.len() + store.fanout().enter_tags(&new).await?;
     Ok(match store.fanout().refresh_feed_entry(&new).await? {
-        Copied::Written => Outcome::Written { writes: 1 },
+        Copied::Written => Outcome::Written { writes: 1 + tagged },
+        Copied::Stale if tagged > 0 => Outcome::Written { writes: 1 + tagged },
         Copied::Stale => Outcome::Stale { writes: 1 },
     })
 }
@@ -404,7 +434,11 @@ async fn removed_post(
     deadline: &Deadline,
 ) -> Result<Outcome, FanoutError> {
     let old: PostItem = decode(&record.change.old_image, "old")?;
-    let left = usize::from(store.fanout().leave_feed(&old.post_id).await?);
+    let mut left = usize::from(store.fanout().leave_feed(&old.post_id).await?);
+    for tag in &old.tags {
+        store.fanout().leave_tag(tag, &old.post_id, None).await?;
+        left += 1;
+    }
     Ok(
         match store
             .fanout()

@@ -44,6 +44,7 @@ pub mod rename;
 #[cfg(feature = "admin")]
 pub mod size;
 pub mod table;
+pub mod tags;
 pub mod users;
 
 pub use crate::keys::{Item, ItemType};

@@ -18,7 +18,7 @@ use crate::{
     markdown,
     model::{Page, Post, PostSummary},
     revision::{Expected, Revision},
-    text::Username,
+    text::{Tag, Username},
     timestamp,
 };
 
@@ -28,11 +28,22 @@ const EDIT_ATTEMPTS: usize = 5;
 /// An edit's condition on the post item as the edit read it: it exists, it
 /// is the editor's, and what lists show is still what the edit read.
 fn as_read(item: &PostItem, editor: &UserId) -> Expr {
+    let tags = if item.tags.is_empty() {
+        Expr::new("attribute_not_exists(tags)")
+    } else {
+        Expr::new("tags = :tags").value(":tags", tag_list(&item.tags))
+    };
     Expr::item_exists()
         .and("userId = :editor AND title = :title AND summary = :summary")
         .value(":editor", s(editor.as_str()))
         .value(":title", s(&item.title))
         .value(":summary", s(&item.summary))
+        .and_expr(tags)
+}
+
+/// A post's tags as the item holds them: a list of strings, in order.
+fn tag_list(tags: &[Tag]) -> aws_sdk_dynamodb::types::AttributeValue {
+    aws_sdk_dynamodb::types::AttributeValue::L(tags.iter().map(|t| s(t.as_str())).collect())
 }
 
 /// The post item: what lists show (the short form, copied by GSI1 for Q3 and
@@ -57,6 +68,10 @@ pub struct PostItem {
     pub created_at: String,
     pub updated_at: String,
     pub version: u64,
+    /// 0–5 tags (absent when none): the fan-out keeps the post's entry in
+    /// each tag's list ([`super::tags`]).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tags: Vec<Tag>,
     /// Only on posts written before the content had an item of its own, until
     /// `blog-admin migrate` moves it there (`store::migrate`, admin only).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -76,7 +91,14 @@ pub struct PostItem {
 
 impl PostItem {
     /// A new post by `author` (as of the profile's version), made at `at`.
-    pub fn new(post_id: PostId, author: &UserItem, title: &str, content: &str, at: &str) -> Self {
+    pub fn new(
+        post_id: PostId,
+        author: &UserItem,
+        title: &str,
+        content: &str,
+        tags: &[Tag],
+        at: &str,
+    ) -> Self {
         Self {
             post_id,
             user_id: author.user_id.clone(),
@@ -89,6 +111,7 @@ impl PostItem {
             created_at: at.to_owned(),
             updated_at: at.to_owned(),
             version: 1,
+            tags: tags.to_vec(),
             content: None,
             shards: None,
             shard_counts: None,
@@ -230,6 +253,7 @@ impl From<StoredPost> for Post {
             user_id: item.user_id,
             username: item.username,
             title: item.title,
+            tags: item.tags,
             content_html: markdown::to_html(&content),
             content,
             comment_count: item.comment_count,
@@ -240,11 +264,21 @@ impl From<StoredPost> for Post {
     }
 }
 
+/// A new post, its fields validated.
+#[derive(Debug, Clone, Copy)]
+pub struct NewPost<'a> {
+    pub title: &'a str,
+    pub content: &'a str,
+    pub tags: &'a [Tag],
+}
+
 /// What a post edit changes; `None` keeps the current value.
 #[derive(Debug, Default)]
 pub struct PostEdit<'a> {
     pub title: Option<&'a str>,
     pub content: Option<&'a str>,
+    /// The whole new set of tags (none: `Some(&[])`).
+    pub tags: Option<&'a [Tag]>,
 }
 
 impl Requests<'_> {
@@ -257,7 +291,12 @@ impl Requests<'_> {
         title: &str,
         content: &str,
     ) -> Result<Post, StoreError> {
-        match self.create_post_keyed(author, title, content, None).await? {
+        let new = NewPost {
+            title,
+            content,
+            tags: &[],
+        };
+        match self.create_post_keyed(author, new, None).await? {
             Answer::New(post) => Ok(post),
             Answer::Replayed(_) => Err(StoreError::Internal(
                 "a replay without an idempotency key".to_owned(),
@@ -271,16 +310,20 @@ impl Requests<'_> {
     pub async fn create_post_keyed(
         &self,
         author: &UserId,
-        title: &str,
-        content: &str,
+        new: NewPost<'_>,
         keyed: Option<&Idempotency>,
     ) -> Result<Answer<Post>, StoreError> {
+        let NewPost {
+            title,
+            content,
+            tags,
+        } = new;
         // The caller's profile (403 for an erased account, or without one):
         // its name goes onto the item.
         let profile = self.writer(author).await?.profile()?;
         let post_id = PostId::generate();
         let now = post_id.created_at();
-        let item = PostItem::new(post_id, &profile, title, content, &now);
+        let item = PostItem::new(post_id, &profile, title, content, tags, &now);
         let text = PostContentItem::new(post_id, content, &now);
         let mut tx = self.db.transaction("create post");
         tx.add("post", Write::create(&item)?);
@@ -521,7 +564,10 @@ impl EditPlan {
         let text = edit.content.unwrap_or(current.text()).to_owned();
         let title = edit.title.unwrap_or(&current.item.title).to_owned();
         let summary = markdown::summary(&text);
-        let shown_changes = title != current.item.title || summary != current.item.summary;
+        let tags = edit.tags.unwrap_or(&current.item.tags).to_vec();
+        let shown_changes = title != current.item.title
+            || summary != current.item.summary
+            || tags != current.item.tags;
         let content =
             (edit.content.is_some() || legacy).then(|| PostContentItem::new(post, &text, now));
         let guard = as_read(&current.item, editor);
@@ -534,15 +580,20 @@ impl EditPlan {
                 post_write,
             };
         }
-        let change = Expr::new(
-            "SET title = :new_title, summary = :new_summary, updatedAt = :now, \
-             version = version + :one REMOVE content",
-        )
+        let set = "SET title = :new_title, summary = :new_summary, updatedAt = :now, \
+                   version = version + :one";
+        let change = if tags.is_empty() {
+            Expr::new(format!("{set} REMOVE content, tags"))
+        } else {
+            Expr::new(format!("{set}, tags = :new_tags REMOVE content"))
+                .value(":new_tags", tag_list(&tags))
+        }
         .value(":new_title", s(&title))
         .value(":new_summary", s(&summary))
         .value(":now", s(now))
         .value(":one", n(1));
         item.title = title;
+        item.tags = tags;
         item.summary = summary;
         item.updated_at = now.to_owned();
         item.version += 1;
@@ -576,7 +627,7 @@ mod tests {
             version: 1,
             first_version: 1,
         };
-        let mut post = PostItem::new(PostId::generate(), &author, "t", "c", "now");
+        let mut post = PostItem::new(PostId::generate(), &author, "t", "c", &[], "now");
         (post.comment_count, post.like_count) = (3, 7);
         Ok(post)
     }

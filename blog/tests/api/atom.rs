@@ -184,3 +184,39 @@ async fn the_front_page_feed_is_the_json_feed_as_atom() {
     let (status, _, _, limited) = read_feed(&api, "/feed.atom?limit=1", None).await;
     assert_eq!((status, limited.map(|f| f.entries.len())), (200, Some(2)));
 }
+
+#[tokio::test]
+async fn a_tags_feed_lists_its_posts_as_atom() {
+    let api = TestApi::start().await;
+    let mut poller = api.poller();
+    let author = api.user("atom_tagger").await;
+    let (status, _) = api
+        .call(
+            "POST",
+            "/posts",
+            Some(&author),
+            Some(serde_json::json!({ "title": "Tagged", "content": "x", "tags": ["Feeds"] })),
+        )
+        .await;
+    assert_eq!(status, 201);
+    api.settle(&mut poller).await;
+    let (status, content_type, _, feed) = read_feed(&api, "/tags/feeds/posts.atom", None).await;
+    assert_eq!(
+        (status, content_type.as_str()),
+        (200, "application/atom+xml")
+    );
+    let feed = feed.expect("parsed");
+    assert_eq!(
+        feed.title.map(|t| t.content).as_deref(),
+        Some("Posts tagged feeds")
+    );
+    let titles: Vec<_> = feed
+        .entries
+        .iter()
+        .filter_map(|e| e.title.as_ref())
+        .map(|t| t.content.as_str())
+        .collect();
+    assert_eq!(titles, ["Tagged"]);
+    let (status, _, _, empty) = read_feed(&api, "/tags/none/posts.atom", None).await;
+    assert_eq!((status, empty.map(|f| f.entries.len())), (200, Some(0)));
+}

@@ -475,7 +475,7 @@ async fn in_flight(api: &TestApi, profile: &UserItem, on: &PostId) -> (LikeId, C
     let post = PostId::generate();
     let at = post.created_at();
     let mut tx = db.transaction("a post in flight");
-    let item = PostItem::new(post, profile, "In flight", "text", &at);
+    let item = PostItem::new(post, profile, "In flight", "text", &[], &at);
     tx.add("post", Write::create(&item).expect("post"));
     let content = PostContentItem::new(post, "text", &at);
     tx.add("content", Write::create(&content).expect("content"));
@@ -680,7 +680,14 @@ async fn five_thousand(
 ) -> (Vec<PostId>, Vec<PostId>) {
     let new_post = |author: &UserItem, n: usize| {
         let id = PostId::generate();
-        PostItem::new(id, author, &format!("post {n}"), "text", &id.created_at())
+        PostItem::new(
+            id,
+            author,
+            &format!("post {n}"),
+            "text",
+            &[],
+            &id.created_at(),
+        )
     };
     let comment = |on: PostId, by: &UserItem| CommentItem::new(on, CommentId::generate(), by, "hi");
     let like = |on: PostId, by: &UserItem| {
@@ -876,7 +883,7 @@ async fn keyed_post_in_flight(api: &TestApi, profile: &UserItem, key: &str, body
         )
         .expect("record");
     let mut tx = api.app.store.db().transaction("a keyed post in flight");
-    let item = PostItem::new(post, profile, title, text, &at);
+    let item = PostItem::new(post, profile, title, text, &[], &at);
     tx.add("post", Write::create(&item).expect("post"));
     let content = PostContentItem::new(post, text, &at);
     tx.add("content", Write::create(&content).expect("content"));

@@ -159,7 +159,14 @@ async fn only_the_user_may_export_and_a_page_is_three_calls() {
 async fn a_thousand(api: &TestApi, me: &UserItem, others: &[UserItem]) -> [BTreeSet<String>; 3] {
     let new_post = |author: &UserItem, n: usize, content: &str| {
         let id = PostId::generate();
-        PostItem::new(id, author, &format!("post {n}"), content, &id.created_at())
+        PostItem::new(
+            id,
+            author,
+            &format!("post {n}"),
+            content,
+            &[],
+            &id.created_at(),
+        )
     };
     let long = "y".repeat(2_000);
     let mut threads = Vec::new();

@@ -32,6 +32,7 @@ mod recovery;
 mod renames;
 mod stream_filter;
 mod support;
+mod tags;
 mod template;
 mod users;
 mod viral;

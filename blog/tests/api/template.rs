@@ -964,6 +964,8 @@ async fn every_call_a_function_makes_is_allowed_by_its_role() {
         "/users?username=author".to_owned(),
         "/feed".to_owned(),
         "/feed.atom".to_owned(),
+        "/tags/some-tag/posts".to_owned(),
+        "/tags/some-tag/posts.atom".to_owned(),
     ] {
         run("GET", path, None, None).await;
     }
