@@ -29,6 +29,8 @@ SEQUENCE = [
     ("update-post", 200, lambda b: b["title"] == "Hello again"),
     ("get-post", 200, lambda b: b["title"] == "Hello again"),
     ("list-user-posts", 200, lambda b: len(b["items"]) == 2),
+    # Alice has no drafts: an empty page of her own.
+    ("list-drafts", 200, lambda b: b["items"] == [] and b["nextCursor"] is None),
     ("create-comment", 201, lambda b: b["content"] == "Nice post!"),
     ("list-comments", 200, lambda b: len(b["items"]) == 1),
     ("like-post", 201, lambda b: b["username"] == "alice_2"),

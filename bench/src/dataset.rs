@@ -110,7 +110,15 @@ fn thread(
     let post_id = parse_id(PostId::parse, at, rng);
     let (title, content) = post_text(rng);
     let created = timestamp_at(at);
-    let post = PostItem::new(post_id, author, &title, &content, &[], &created);
+    let post = PostItem::new(
+        post_id,
+        author,
+        &title,
+        &content,
+        &[],
+        blog::model::Status::Published,
+        &created,
+    );
     let text = PostContentItem::new(post_id, &content, &created);
     // Most posts get little attention and a few get a lot: a skew towards zero
     // that still reaches the maxima.

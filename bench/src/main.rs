@@ -313,6 +313,13 @@ async fn invocation_events(
             )?,
             "get-feed" => event_json(name, &[], "limit=100", None, None)?,
             "get-feed-atom" => event_json(name, &[], "", None, None)?,
+            "list-drafts" => event_json(
+                name,
+                &[("userId", writer.clone())],
+                "limit=10",
+                None,
+                Some(&writer),
+            )?,
             "list-tag-posts" | "list-tag-posts-atom" => event_json(
                 name,
                 &[("tag", "bench".to_owned())],

@@ -436,6 +436,8 @@ impl NaiveStore {
             title: row.title,
             content_html: blog::markdown::to_html(&row.content),
             tags: Vec::new(),
+            status: blog::model::Status::Published,
+            published_at: Some(row.creation_date.clone()),
             content: row.content,
             comment_count: comments,
             like_count: likes,

@@ -174,6 +174,22 @@ ulid_id!(
     CommentId,
     "commentId"
 );
+
+impl PostId {
+    /// Where the post stands in lists once published at `published_ms`
+    /// (milliseconds since the epoch): its id with that time in place of
+    /// its creation time (the same random bits). Lists are in this order,
+    /// so a draft published today comes before yesterday's posts; a post
+    /// published as it was created is listed under its own id.
+    pub fn listed_at(&self, published_ms: u64) -> PostId {
+        PostId(Ulid::from_parts(published_ms, self.0.random()))
+    }
+
+    /// Milliseconds since the epoch of the id's time.
+    pub fn timestamp_ms(&self) -> u64 {
+        self.0.timestamp_ms()
+    }
+}
 impl CommentId {
     /// A new comment's id, saying where the comment lives: in a hot post's
     /// shard `k` (below 128), or (`None`) in its post's own partition. The
@@ -295,6 +311,10 @@ mod tests {
 
     #[test]
     fn ulids_sort_by_creation_time() {
+        let listed = PostId::generate();
+        let later = listed.listed_at(listed.timestamp_ms() + 1_000);
+        assert!(later > listed);
+        assert_eq!(listed.listed_at(listed.timestamp_ms()), listed);
         let older = PostId::parse("01ARZ3NDEKTSV4RRFFQ69G5FAV").unwrap();
         let newer = PostId::generate();
         assert!(older.to_string() < newer.to_string());

@@ -4,7 +4,7 @@
 //! |-----------------|---------------------|---------------------|---------------|---------------------|
 //! | user profile    | `USER#<userId>`     | `PROFILE`           | –             | –                   |
 //! | username claim  | `USERNAME#<lower>`  | `USERNAME`          | –             | –                   |
-//! | post            | `POST#<postId>`     | `POST`              | `USER#<userId>` | `POST#<postId>`   |
+//! | post            | `POST#<postId>`     | `POST`              | `USER#<userId>` | `POST#<listedId>` (published), `POSTDRAFT#<postId>` (a draft) |
 //! | post content    | `POST#<postId>`     | `POST#CONTENT`      | –             | –                   |
 //! | comment         | `POST#<postId>`     | `COMMENT#<commentId>` | `USER#<userId>` | `COMMENT#<commentId>` |
 //! | like            | `POST#<postId>`     | `LIKE#<likeId>`     | `USER#<userId>` | `LIKE#<likeId>`   |
@@ -16,13 +16,19 @@
 //! | hot post's like marker (before likers moved) | `POST#<postId>#<k>` | `LIKER#<userId>` | – | –  |
 //! | hot post's liker mark | `USER#<userId>`  | `~LIKED#<postId>`   | –             | –                   |
 //! | hot post's shard counter | `POST#<postId>#<k>` | `COUNTS`     | –             | –                   |
-//! | feed entry      | `FEED`              | `POST#<postId>`     | –             | –                   |
+//! | feed entry      | `FEED`              | `POST#<listedId>`   | –             | –                   |
 //! | feed floor      | `FEED`              | `FLOOR`             | –             | –                   |
-//! | tag entry       | `TAG#<tag>`         | `POST#<postId>`     | –             | –                   |
+//! | tag entry       | `TAG#<tag>`         | `POST#<listedId>`   | –             | –                   |
 //! | rename progress | `USER#<userId>`     | `RENAME`            | –             | –                   |
 //! | erasure mark    | `USER#<userId>`     | `ERASED`            | –             | –                   |
 //! | request record  | `USER#<userId>`     | `REQUEST#<key>`     | –             | –                   |
 //! | parked record   | `PARKED`            | `RECORD#<seq>#<shardId>` | –        | –                   |
+//!
+//! A post's `listedId` is its id with its publication time in place of its
+//! creation time ([`PostId::listed_at`]): the post id itself for a post
+//! published as it was created, a later one for a draft published later.
+//! Lists (the feed, GSI1's posts, tag lists) are keyed by it, so they are in
+//! order of publication.
 //!
 //! A post's partition holds the post, its content, its comments and its likes
 //! (the seeds' V3 `posts` container), so a comment or like and the post's
@@ -295,8 +301,18 @@ pub fn user_items_pk(user: &UserId) -> String {
     user_pk(user)
 }
 
-pub fn user_post_sk(post: &PostId) -> String {
-    post_pk(post)
+/// A published post under its author in GSI1 (Q3), by where it is listed
+/// ([`PostId::listed_at`]).
+pub fn user_post_sk(listed: &PostId) -> String {
+    post_pk(listed)
+}
+
+/// An unpublished post's GSI1 sort key prefix (its author's drafts list):
+/// after `POST#` in key order, and outside `begins_with(GSI1SK, "POST#")`.
+pub const DRAFT_PREFIX: &str = "POSTDRAFT#";
+
+pub fn user_draft_sk(post: &PostId) -> String {
+    format!("{DRAFT_PREFIX}{post}")
 }
 
 pub fn user_comment_sk(comment: &CommentId) -> String {

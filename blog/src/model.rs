@@ -16,6 +16,15 @@ pub struct User {
     pub updated_at: String,
 }
 
+/// Whether a post is out: a draft is its author's alone (every other read
+/// of it answers 404, it is in no list and takes no likes or comments).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum Status {
+    Draft,
+    Published,
+}
+
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Post {
@@ -29,6 +38,9 @@ pub struct Post {
     pub content_html: String,
     /// 0–5 tags, lower-case.
     pub tags: Vec<Tag>,
+    pub status: Status,
+    /// When it was published (its place in lists); `null` while a draft.
+    pub published_at: Option<String>,
     pub comment_count: u64,
     pub like_count: u64,
     pub created_at: String,

@@ -33,7 +33,7 @@ const fn route(
     }
 }
 
-pub const ROUTES: [Route; 22] = [
+pub const ROUTES: [Route; 23] = [
     route("POST", "/users", "create-user", true),
     route("GET", "/users", "find-user", false),
     route("PUT", "/users/{userId}", "update-user", true),
@@ -45,6 +45,7 @@ pub const ROUTES: [Route; 22] = [
     route("GET", "/posts/{postId}", "get-post", false),
     route("DELETE", "/posts/{postId}", "delete-post", true),
     route("GET", "/users/{userId}/posts", "list-user-posts", false),
+    route("GET", "/users/{userId}/drafts", "list-drafts", true),
     route("POST", "/posts/{postId}/comments", "create-comment", true),
     route("GET", "/posts/{postId}/comments", "list-comments", false),
     route(
@@ -100,6 +101,7 @@ pub async fn dispatch(function: &str, app: &App, req: Request) -> Option<ApiResu
         "get-post" => api::posts::get_post(app, req).await,
         "delete-post" => api::posts::delete_post(app, req).await,
         "list-user-posts" => api::posts::list_user_posts(app, req).await,
+        "list-drafts" => api::posts::list_drafts(app, req).await,
         "create-comment" => api::comments::create_comment(app, req).await,
         "list-comments" => api::comments::list_comments(app, req).await,
         "delete-comment" => api::comments::delete_comment(app, req).await,

@@ -351,7 +351,15 @@ fn seed(function: &str, load: FanOutLoad) -> Result<Vec<Item>, Error> {
     let user = UserItem::new(&UserId::parse(USER)?, &Username::parse(username)?, at);
     let post_id = PostId::parse(POST)?;
     let content = "My first post.";
-    let post = PostItem::new(post_id, &user, "Hello", content, &[], at);
+    let post = PostItem::new(
+        post_id,
+        &user,
+        "Hello",
+        content,
+        &[],
+        blog::model::Status::Published,
+        at,
+    );
     let mut comments = vec![CommentItem::new(
         post_id,
         CommentId::parse(COMMENT)?,

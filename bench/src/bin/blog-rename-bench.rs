@@ -68,7 +68,15 @@ async fn main() -> Result<(), Error> {
     let mut posts = Vec::new();
     while loaded < items {
         let post_id = PostId::parse(&ulid::Ulid::generate().to_string())?;
-        let post = PostItem::new(post_id, &author, "a post", "text", &[], &now);
+        let post = PostItem::new(
+            post_id,
+            &author,
+            "a post",
+            "text",
+            &[],
+            blog::model::Status::Published,
+            &now,
+        );
         let content = PostContentItem::new(post_id, "text", &now);
         let comments = (0..COMMENTS_PER_POST.min(items - loaded - 1))
             .map(|_| {

@@ -21,8 +21,11 @@
 //!
 //! ```text
 //! blog-viral-bench --endpoint URL [--scale 0.1] [--seconds 20]
-//!     [--rates 50,100,200,500,1000,2000] [--designs today,hot]
+//!     [--rates 50,100,200,500,1000,2000] [--designs today,hot] [--tags N]
 //! ```
+//!
+//! With `--tags N` the post has N tags (0–5), and settled means its entry in
+//! each tag's list counts every like and comment too.
 //!
 //! Rates are DynamoDB's real ones: at `--scale 0.1` a rate of 1,000 likes a
 //! second is offered as 100 against partitions that take 100 WCU a second.
@@ -44,8 +47,11 @@ use blog::{
     api::ApiError,
     fanout,
     ids::{PostId, UserId},
-    store::{Store, StoreError, bulk, likes::Liked, table, users::UserItem},
-    text::Username,
+    store::{
+        Store, StoreError, bulk, idempotency::Answer, likes::Liked, posts::NewPost, table,
+        users::UserItem,
+    },
+    text::{Tag, Username},
     timestamp,
 };
 use hostile::{Faults, PartitionLimits, Proxy};
@@ -91,6 +97,7 @@ async fn main() -> Result<(), Error> {
     let mut seconds = 20.0_f64;
     let mut rates = vec![50.0, 100.0, 200.0, 500.0, 1000.0, 2000.0];
     let mut designs = vec!["today", "hot"];
+    let mut tag_count = 0usize;
     let mut args = std::env::args().skip(1);
     while let Some(arg) = args.next() {
         let mut value = || args.next().ok_or_else(|| format!("{arg} needs a value"));
@@ -104,6 +111,7 @@ async fn main() -> Result<(), Error> {
                     .map(str::parse)
                     .collect::<Result<_, _>>()?;
             }
+            "--tags" => tag_count = value()?.parse()?,
             "--designs" => {
                 let given = value()?;
                 designs = ["today", "hot"]
@@ -131,6 +139,9 @@ async fn main() -> Result<(), Error> {
     let today = hot.clone().never_hot();
     let fan_out = Store::new(limited.fanout.clone(), &name);
 
+    let tags = (0..tag_count)
+        .map(|i| Tag::parse(&format!("viral-{i}")))
+        .collect::<Result<Vec<_>, _>>()?;
     let author = UserId::parse("viral-author")?;
     setup
         .requests()
@@ -176,17 +187,23 @@ async fn main() -> Result<(), Error> {
     for design in &designs {
         let requests = if *design == "hot" { &hot } else { &today };
         for rate in &rates {
-            let post = setup
+            let title = format!("viral at {rate}/s ({design})");
+            let new = NewPost {
+                title: &title,
+                content: "a post everyone likes",
+                tags: &tags,
+                status: blog::model::Status::Published,
+            };
+            let post = match setup
                 .requests()
-                .create_post(
-                    &author,
-                    &format!("viral at {rate}/s ({design})"),
-                    "a post everyone likes",
-                )
+                .create_post_keyed(&author, new, None)
                 .await?
-                .post_id;
+            {
+                Answer::New(post) => post.post_id,
+                Answer::Replayed(_) => return Err("a replay without a key".into()),
+            };
             // In the feed before the likes come.
-            settle(requests, &post, Counts::default()).await;
+            settle(requests, &post, &tags, Counts::default()).await;
             let count = (rate * scale * seconds).ceil() as usize;
             let mine = likers[next_liker..next_liker + count].to_vec();
             next_liker += count;
@@ -209,7 +226,7 @@ async fn main() -> Result<(), Error> {
             let mut latencies: Vec<f64> = answers.iter().map(|(_, l)| *l).collect();
             latencies.sort_by(f64::total_cmp);
             let settled = Instant::now();
-            let exact = settle(requests, &post, offered.counts).await;
+            let exact = settle(requests, &post, &tags, offered.counts).await;
             // The requests' writes and the fan-out's for them.
             let charged = proxy.take_charged().unwrap_or_default();
             let (hottest, units) = charged.hottest_write.clone().unwrap_or_default();
@@ -401,7 +418,7 @@ async fn read_meanwhile(
 
 /// Waits (at most 60 s) until the post and its feed copy both count
 /// `expected`; whether they came to.
-async fn settle(store: &Store, post: &PostId, expected: Counts) -> bool {
+async fn settle(store: &Store, post: &PostId, tags: &[Tag], expected: Counts) -> bool {
     let deadline = Instant::now() + Duration::from_secs(60);
     while Instant::now() < deadline {
         let counted = store
@@ -422,12 +439,26 @@ async fn settle(store: &Store, post: &PostId, expected: Counts) -> bool {
                     comments: entry.comment_count,
                 })
         });
-        if counted == Some(expected) && copied == Some(expected) {
+        let mut listed = Vec::new();
+        for tag in tags {
+            let page = store.requests().tag_posts(tag, 100, None).await.ok();
+            listed.push(page.and_then(|page| {
+                page.items
+                    .into_iter()
+                    .find(|entry| &entry.post_id == post)
+                    .map(|entry| Counts {
+                        likes: entry.like_count,
+                        comments: entry.comment_count,
+                    })
+            }));
+        }
+        let tags_copied = listed.iter().all(|copy| *copy == Some(expected));
+        if counted == Some(expected) && copied == Some(expected) && tags_copied {
             return true;
         }
         if Instant::now() + Duration::from_millis(100) >= deadline {
             eprintln!(
-                "  not settled: the API accepted {expected:?}; the post counts {counted:?}, its feed copy {copied:?}"
+                "  not settled: the API accepted {expected:?}; the post counts {counted:?}, its feed copy {copied:?}, its tag copies {listed:?}"
             );
         }
         tokio::time::sleep(Duration::from_millis(100)).await;

@@ -3,7 +3,7 @@
 use lambda_http::Request;
 use serde::Deserialize;
 
-use super::{ApiResult, App, Reply, request};
+use super::{ApiError, ApiResult, App, Reply, request};
 use crate::{
     ids::{CommentId, PostId},
     text,
@@ -46,10 +46,13 @@ pub async fn delete_comment(app: &App, req: Request) -> ApiResult {
 pub async fn list_comments(app: &App, req: Request) -> ApiResult {
     let post = request::path_id(&req, "postId", PostId::parse)?;
     let (limit, cursor) = request::page(&req)?;
-    Reply::read(
-        &app.store
-            .requests()
-            .list_comments(&post, limit, cursor.as_deref())
-            .await?,
-    )
+    let requests = app.store.requests();
+    let page = requests
+        .list_comments(&post, limit, cursor.as_deref())
+        .await?;
+    // A post back to a draft keeps what it had: shown to no one.
+    if !page.items.is_empty() && requests.is_draft(&post).await? {
+        return Err(ApiError::NotFound("no such post"));
+    }
+    Reply::read(&page)
 }

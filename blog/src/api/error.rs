@@ -32,6 +32,7 @@ pub enum ErrorCode {
     IdempotencyKeyInFlight,
     PreconditionFailed,
     BadPrecondition,
+    PostIsHot,
     PayloadTooLarge,
     Unavailable,
     OutcomeUnknown,
@@ -59,6 +60,7 @@ impl ErrorCode {
             Self::IdempotencyKeyInFlight => "idempotency_key_in_flight",
             Self::PreconditionFailed => "precondition_failed",
             Self::BadPrecondition => "bad_precondition",
+            Self::PostIsHot => "post_is_hot",
             Self::PayloadTooLarge => "payload_too_large",
             Self::Unavailable => "unavailable",
             Self::OutcomeUnknown => "outcome_unknown",
@@ -188,6 +190,7 @@ impl From<StoreError> for ApiError {
         match err {
             StoreError::UsernameTaken => Self::conflict(ErrorCode::UsernameTaken, message),
             StoreError::ProfileExists => Self::conflict(ErrorCode::ProfileExists, message),
+            StoreError::PostIsHot => Self::conflict(ErrorCode::PostIsHot, message),
             StoreError::BeingErased => Self::conflict(ErrorCode::BeingErased, message),
             StoreError::NoProfile => Self::Forbidden("create your profile first (POST /users)"),
             StoreError::AccountErased => Self::AccountErased,

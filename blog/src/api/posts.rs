@@ -6,7 +6,7 @@ use serde::Deserialize;
 use super::{ApiError, ApiResult, App, ErrorCode, Reply, conditional, request};
 use crate::{
     ids::{PostId, UserId},
-    model::Post,
+    model::{Post, Status},
     revision::Revision,
     store::posts::{NewPost, PostEdit},
     text,
@@ -19,6 +19,13 @@ struct NewPostBody {
     content: String,
     #[serde(default)]
     tags: Vec<String>,
+    /// `published` (the default) or `draft`.
+    #[serde(default = "published")]
+    status: Status,
+}
+
+fn published() -> Status {
+    Status::Published
 }
 
 #[derive(Deserialize)]
@@ -27,6 +34,7 @@ struct EditedPost {
     title: Option<String>,
     content: Option<String>,
     tags: Option<Vec<String>>,
+    status: Option<Status>,
 }
 
 /// C2 `POST /posts`: needs a profile (403 without).
@@ -38,6 +46,7 @@ pub async fn create_post(app: &App, req: Request) -> ApiResult {
         title: text::title(&body.title)?,
         content: text::post_content(&body.content)?,
         tags: &tags,
+        status: body.status,
     };
     let keyed = request::idempotency(&req)?;
     let requests = app.store.requests();
@@ -53,6 +62,7 @@ pub async fn update_post(app: &App, req: Request) -> ApiResult {
     let body: EditedPost = request::json_body(&req)?;
     let tags = body.tags.as_deref().map(text::tags).transpose()?;
     let edit = PostEdit {
+        status: body.status,
         tags: tags.as_deref(),
         title: body.title.as_deref().map(text::title).transpose()?,
         content: body
@@ -61,10 +71,14 @@ pub async fn update_post(app: &App, req: Request) -> ApiResult {
             .map(text::post_content)
             .transpose()?,
     };
-    if edit.title.is_none() && edit.content.is_none() && edit.tags.is_none() {
+    if edit.title.is_none()
+        && edit.content.is_none()
+        && edit.tags.is_none()
+        && edit.status.is_none()
+    {
         return Err(ApiError::bad_request(
             ErrorCode::InvalidField,
-            "give a title, a content, tags, or any of them",
+            "give a title, a content, tags, a status, or any of them",
         ));
     }
     let expected = conditional::if_match(&req)?;
@@ -116,3 +130,37 @@ pub async fn list_user_posts(app: &App, req: Request) -> ApiResult {
             .await?,
     )
 }
+
+/// `GET /users/{userId}/drafts?limit&cursor`: the caller's own drafts,
+/// whole, newest first (403 for anyone else's). `limit` 1–25 (default 10);
+/// a page of very long drafts stops early, its cursor going on.
+pub async fn list_drafts(app: &App, req: Request) -> ApiResult {
+    let caller = request::caller(&req)?;
+    let user = request::path_id(&req, "userId", UserId::parse)?;
+    if caller != user {
+        return Err(ApiError::Forbidden("only the author lists their drafts"));
+    }
+    let (limit, cursor) = request::page(&req)?;
+    if limit > DRAFTS_MAX_LIMIT {
+        return Err(ApiError::bad_request(
+            ErrorCode::BadLimit,
+            format!("limit must be an integer from 1 to {DRAFTS_MAX_LIMIT}"),
+        ));
+    }
+    let limit = if request::has_limit(&req) {
+        limit
+    } else {
+        DRAFTS_DEFAULT_LIMIT
+    };
+    // The caller's own: never stored by a cache (as the export).
+    Reply::ok(
+        &app.store
+            .requests()
+            .list_drafts(&caller, limit, cursor.as_deref())
+            .await?,
+    )
+}
+
+/// A drafts page holds whole posts: fewer than a list of short forms.
+const DRAFTS_MAX_LIMIT: usize = 25;
+const DRAFTS_DEFAULT_LIMIT: usize = 10;

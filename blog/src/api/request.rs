@@ -127,6 +127,11 @@ pub fn page(req: &Request) -> Result<(usize, Option<String>), ApiError> {
     Ok((limit, cursor))
 }
 
+/// Whether the request names a `limit`.
+pub fn has_limit(req: &Request) -> bool {
+    req.query_string_parameters().first("limit").is_some()
+}
+
 /// The JSON body as `T`. Types that deny unknown fields make those a 400 too.
 pub fn json_body<T: DeserializeOwned>(req: &Request) -> Result<T, ApiError> {
     let bytes = body_bytes(req)?;

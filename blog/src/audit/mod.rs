@@ -89,7 +89,9 @@ pub enum Finding {
         current: Username,
         user_version: u64,
     },
-    /// A feed entry's copy differs from its post's short form.
+    /// A feed entry's copy differs from its post's short form. (`post` in
+    /// the feed's findings is where the feed holds it: the post's id, or a
+    /// later one for a draft published after it was made.)
     StaleFeedEntry { post: PostId },
     /// One of the newest posts is missing from the feed.
     MissingFeedEntry { post: PostId },
@@ -105,11 +107,20 @@ pub enum Finding {
         stored: Option<PostId>,
         expected: PostId,
     },
-    /// A post's entry in one of its tags' lists is missing, or differs from
-    /// the post's short form.
-    StaleTagEntry { tag: Tag, post: PostId },
-    /// A tag's list holds a post that is gone or no longer has the tag.
-    ExtraTagEntry { tag: Tag, post: PostId },
+    /// A post's entry in one of its tags' lists (held under `listed`) is
+    /// missing, or differs from the post's short form.
+    StaleTagEntry {
+        tag: Tag,
+        post: PostId,
+        listed: PostId,
+    },
+    /// A tag's list holds (under `listed`) a post that is gone, a draft, or
+    /// no longer has the tag or that place.
+    ExtraTagEntry {
+        tag: Tag,
+        post: PostId,
+        listed: PostId,
+    },
 }
 
 impl Finding {
@@ -191,13 +202,13 @@ impl fmt::Display for Finding {
             Self::Floor { stored, expected } => {
                 write!(f, "feed floor is {stored:?}, expected {expected}")
             }
-            Self::StaleTagEntry { tag, post } => {
+            Self::StaleTagEntry { tag, post, .. } => {
                 write!(
                     f,
                     "post {post}: its entry under tag {tag} is missing or differs"
                 )
             }
-            Self::ExtraTagEntry { tag, post } => {
+            Self::ExtraTagEntry { tag, post, .. } => {
                 write!(f, "tag {tag} lists post {post}, which is gone or untagged")
             }
         }
@@ -399,8 +410,9 @@ impl Admin<'_> {
                 ErasureStep::Done(_)
             )),
             Finding::Floor { expected, .. } => self.set_feed_floor(expected).await,
-            Finding::StaleTagEntry { tag, post } | Finding::ExtraTagEntry { tag, post } => {
-                self.repair_tag_entry(tag, post).await
+            Finding::StaleTagEntry { tag, post, listed }
+            | Finding::ExtraTagEntry { tag, post, listed } => {
+                self.repair_tag_entry(tag, post, listed).await
             }
         }
     }
@@ -442,7 +454,7 @@ fn shown(entry: &FeedEntryItem) -> FeedEntryItem {
 
 /// The attributes the audit reads: everything but a post's content, which
 /// nothing copies (it is never sent over the wire to the audit).
-const READ: [&str; 23] = [
+const READ: [&str; 26] = [
     "PK",
     "SK",
     "GSI1PK",
@@ -470,6 +482,11 @@ const READ: [&str; 23] = [
     // A post's tags; a tag entry's tag.
     "tags",
     "tag",
+    // Whether a post is out, and since when (where lists hold it); a feed
+    // entry's or tag entry's place.
+    crate::store::posts::STATUS,
+    "publishedAt",
+    "listedId",
 ];
 
 /// [`READ`] as a projection expression (every name through a placeholder,

@@ -102,9 +102,14 @@ impl Admin<'_> {
                 // Only what this version knows to carry a copy: posts,
                 // comments and likes.
                 let written = text(&item, keys::GSI1SK).is_some_and(|sk| {
-                    [keys::POST_PREFIX, keys::COMMENT_PREFIX, keys::LIKE_PREFIX]
-                        .iter()
-                        .any(|prefix| sk.starts_with(prefix))
+                    [
+                        keys::POST_PREFIX,
+                        keys::DRAFT_PREFIX,
+                        keys::COMMENT_PREFIX,
+                        keys::LIKE_PREFIX,
+                    ]
+                    .iter()
+                    .any(|prefix| sk.starts_with(prefix))
                 });
                 let (Some(pk), Some(sk), Some(stored)) = (
                     text(&item, keys::PK),
@@ -271,7 +276,8 @@ impl Admin<'_> {
         if let Some(Some((name, _))) = partition.profiles.get(&post.user_id) {
             post.username.clone_from(name);
         }
-        Ok(Some(FeedEntryItem::from(&post)))
+        // A draft belongs in no list.
+        Ok(post.is_published().then(|| FeedEntryItem::from(&post)))
     }
 
     /// The post's feed entry, if the feed holds one, against `expected`.
@@ -282,7 +288,10 @@ impl Admin<'_> {
         sink: &Sink,
         report: &mut Report,
     ) -> Result<(), StoreError> {
-        let entry = FeedEntryItem::key_of(post_id).item();
+        // Where the feed would hold it: where it is listed, or (a draft,
+        // a deleted post) under its own id.
+        let listed = expected.map_or(*post_id, FeedEntryItem::listed);
+        let entry = FeedEntryItem::key_of(&listed).item();
         let entry = self.db().get_entity::<FeedEntryItem>(entry, true).await?;
         report.items_read += usize::from(entry.is_some());
         report.read_units += 1.0;
@@ -291,11 +300,11 @@ impl Admin<'_> {
         };
         match expected {
             None => {
-                let finding = Finding::ExtraFeedEntry { post: *post_id };
+                let finding = Finding::ExtraFeedEntry { post: listed };
                 sink.found(self, finding, None).await
             }
             Some(expected) if shown(expected) != shown(&entry) => {
-                let finding = Finding::StaleFeedEntry { post: *post_id };
+                let finding = Finding::StaleFeedEntry { post: listed };
                 sink.found(self, finding, Some(expected)).await
             }
             Some(_) => Ok(()),

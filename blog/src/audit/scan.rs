@@ -102,7 +102,7 @@ struct Collection {
     counted_in: BTreeMap<u8, u64>,
     /// In a tag's partition: the posts it lists (each checked against its
     /// post when the partition ends).
-    tag_entries: Vec<(Tag, PostId)>,
+    tag_entries: Vec<(Tag, PostId, PostId)>,
 }
 
 /// What one segment leaves for the checks that need the whole table.
@@ -195,11 +195,14 @@ fn read_item(
         }
         Some(ItemType::FeedEntry) => {
             let entry: FeedEntryItem = from_item(item)?;
-            done.feed.insert(entry.post.post_id, entry);
+            done.feed.insert(entry.listed(), entry);
         }
         Some(ItemType::TagEntry) => {
             let entry: TagEntryItem = from_item(item)?;
-            collection.tag_entries.push((entry.tag, entry.post.post_id));
+            let listed = entry.listed();
+            collection
+                .tag_entries
+                .push((entry.tag, entry.post.post_id, listed));
         }
         Some(ItemType::FeedFloor) => {
             done.floor = text(&item, "floorPostId").and_then(|p| PostId::parse(p).ok());
@@ -454,12 +457,13 @@ impl Admin<'_> {
         keep_newest: usize,
         sink: &Sink,
     ) -> Result<(), StoreError> {
-        for (tag, post) in &collection.tag_entries {
-            let listed = self.post_item(post).await?;
-            if !listed.is_some_and(|listed| listed.tags.contains(tag)) {
+        for (tag, post, listed) in &collection.tag_entries {
+            let now = self.post_item(post).await?;
+            if !now.is_some_and(|now| now.tags.contains(tag) && now.listed_id() == Some(*listed)) {
                 let finding = Finding::ExtraTagEntry {
                     tag: tag.clone(),
                     post: *post,
+                    listed: *listed,
                 };
                 sink.found(self, finding, None).await?;
             }
@@ -483,12 +487,16 @@ impl Admin<'_> {
         };
         self.audit_shards(&post, &collection.counted_in, sink)
             .await?;
-        for tag in &post.tags {
-            let entry = self.tag_entry(tag, &post.post_id).await?;
+        // A published post's tags: each list holds it where it is listed.
+        let listed = post.listed_id();
+        for tag in listed.iter().flat_map(|_| &post.tags) {
+            let Some(listed) = listed else { break };
+            let entry = self.tag_entry(tag, &listed).await?;
             if entry.is_none_or(|entry| entry.post != PostSummary::from(&post)) {
                 let finding = Finding::StaleTagEntry {
                     tag: tag.clone(),
                     post: post.post_id,
+                    listed,
                 };
                 sink.found(self, finding, None).await?;
             }
@@ -502,14 +510,18 @@ impl Admin<'_> {
         for finding in Finding::counts(&post, comments, likes) {
             sink.found(self, finding, None).await?;
         }
+        // The feed's candidates: published posts, by where they are listed.
+        let Some(listed) = post.listed_id() else {
+            return Ok(());
+        };
         let newer = done
             .newest
             .first_key_value()
-            .is_none_or(|(oldest, _)| *oldest < post.post_id);
+            .is_none_or(|(oldest, _)| *oldest < listed);
         if done.newest.len() < keep_newest || newer {
             post.comment_count = comments;
             post.like_count = likes;
-            done.newest.insert(post.post_id, FeedEntryItem::from(&post));
+            done.newest.insert(listed, FeedEntryItem::from(&post));
             while done.newest.len() > keep_newest {
                 done.newest.pop_first();
             }

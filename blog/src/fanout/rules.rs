@@ -209,6 +209,13 @@ async fn new_post(store: &Store, record: &EventRecord) -> Result<Outcome, Fanout
         post.username.clone_from(&profile.username);
         post.user_version = profile.version;
     }
+    if !post.is_published() {
+        // A draft is in no list; its name caught up is all there is.
+        return Ok(match renamed {
+            Some(_) => Outcome::Written { writes: 1 },
+            None => Outcome::Ignored,
+        });
+    }
     let (entered, entries) = store.fanout().enter_feed(&post).await?;
     // Also when the entry was there already: a first delivery may have
     // entered it and died before trimming.
@@ -299,26 +306,71 @@ async fn changed_post(
 ) -> Result<Outcome, FanoutError> {
     let old: PostItem = decode(&record.change.old_image, "old")?;
     let new: PostItem = decode(&record.change.new_image, "new")?;
+    let listed = new.listed_id();
+    // What the lists held of it before (each coalesced record's old image
+    // counts): entries under another place (it went back to a draft, or was
+    // published again since) go; under the same place, the tags it lost.
     let mut untagged = Vec::new();
+    let mut unlisted = Vec::new();
+    // Whether any image before was not where it is now: then it enters the
+    // lists now (a like coalesced after its publication included).
+    let mut moved = false;
     for earlier in carried
         .iter()
         .map(|r| &r.change.old_image)
         .chain([&record.change.old_image])
     {
         let before: PostItem = decode(earlier, "old")?;
+        moved |= before.listed_id() != listed;
+        let Some(was) = before.listed_id() else {
+            continue;
+        };
+        if Some(was) != listed {
+            if !unlisted.contains(&was) {
+                unlisted.push(was);
+            }
+            for tag in before.tags {
+                store.fanout().leave_tag(&tag, &was, None).await?;
+            }
+            continue;
+        }
         for tag in before.tags {
             if !new.tags.contains(&tag) && !untagged.contains(&tag) {
                 untagged.push(tag);
             }
         }
     }
-    for tag in &untagged {
-        store
-            .fanout()
-            .leave_tag(tag, &new.post_id, Some(new.version))
-            .await?;
+    let mut left = 0;
+    for was in &unlisted {
+        left += 1 + usize::from(store.fanout().leave_feed(was).await?);
     }
-    let retagged = old.tags != new.tags || !untagged.is_empty();
+    if let Some(listed) = listed {
+        for tag in &untagged {
+            store
+                .fanout()
+                .leave_tag(tag, &listed, Some(new.version))
+                .await?;
+        }
+    }
+    // Published now (or again, elsewhere in the lists): into the feed, as a
+    // new post enters it.
+    if listed.is_some() && moved {
+        let (_, entries) = store.fanout().enter_feed(&new).await?;
+        if store.fanout().feed_due_trim(entries) {
+            left += store.fanout().trim_feed().await?;
+        }
+        let tagged = store.fanout().enter_tags(&new).await?;
+        return Ok(Outcome::Written {
+            writes: left + 2 + tagged + untagged.len(),
+        });
+    }
+    if listed.is_none() {
+        return Ok(match left {
+            0 => Outcome::Ignored,
+            writes => Outcome::Written { writes },
+        });
+    }
+    let retagged = old.tags != new.tags || !untagged.is_empty() || left > 0;
     let switch: Switch = decode(&record.change.new_image, "new")?;
     let mut finished = None;
     if switch.unfinished() {
@@ -434,10 +486,13 @@ async fn removed_post(
     deadline: &Deadline,
 ) -> Result<Outcome, FanoutError> {
     let old: PostItem = decode(&record.change.old_image, "old")?;
-    let mut left = usize::from(store.fanout().leave_feed(&old.post_id).await?);
-    for tag in &old.tags {
-        store.fanout().leave_tag(tag, &old.post_id, None).await?;
-        left += 1;
+    let mut left = 0;
+    if let Some(listed) = old.listed_id() {
+        left += usize::from(store.fanout().leave_feed(&listed).await?);
+        for tag in &old.tags {
+            store.fanout().leave_tag(tag, &listed, None).await?;
+            left += 1;
+        }
     }
     Ok(
         match store

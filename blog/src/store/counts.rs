@@ -120,13 +120,19 @@ pub(super) fn counted_down_while_quiet(post: &PostId, counter: Counter) -> Write
     )
 }
 
-/// The post item is neither hot nor turning hot ([`super::hot`]): what a
-/// count on it conditions on where the post's being hot would change where
-/// the count goes. Free: a condition on the item written costs nothing.
+/// The post item is neither hot nor turning hot ([`super::hot`]), nor a
+/// draft: what a count on it conditions on where the post's being hot would
+/// change where the count goes (and a draft takes none: the refused count
+/// reads the post and answers 404). Free: a condition on the item written
+/// costs nothing.
 fn still_quiet() -> Expr {
-    Expr::new("attribute_not_exists(#shards) AND attribute_not_exists(#closing)")
-        .name("#shards", SHARDS_ATTRIBUTE)
-        .name("#closing", CLOSING_ATTRIBUTE)
+    Expr::new(
+        "attribute_not_exists(#shards) AND attribute_not_exists(#closing) \
+         AND attribute_not_exists(#status)",
+    )
+    .name("#shards", SHARDS_ATTRIBUTE)
+    .name("#closing", CLOSING_ATTRIBUTE)
+    .name("#status", super::posts::STATUS)
 }
 
 /// Where one attempt counts up: in the shards this process knows the post
@@ -342,6 +348,10 @@ impl Requests<'_> {
             self.hot.gone(post);
             return Err(StoreError::PostNotFound);
         };
+        // A draft takes nothing (it may be published later: not gone).
+        if found.status.is_some() {
+            return Err(StoreError::PostNotFound);
+        }
         self.learned(post, &found);
         if let Some(since) = found.closing
             && found.hot().is_none()

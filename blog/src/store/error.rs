@@ -33,6 +33,8 @@ pub enum StoreError {
     PreconditionFailed,
     #[error("no such comment")]
     CommentNotFound,
+    #[error("a viral (hot) post cannot go back to a draft; delete it instead")]
+    PostIsHot,
     #[error("only the comment's author or the post's author may delete it")]
     NotCommentAuthor,
     #[error("{0}")]

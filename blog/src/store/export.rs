@@ -17,7 +17,7 @@ use super::{
 };
 use crate::{
     ids::{CommentId, LikeId, PostId, UserId},
-    keys::{self, COMMENT_PREFIX, Entity, Key, LIKE_PREFIX, POST_PREFIX},
+    keys::{self, COMMENT_PREFIX, DRAFT_PREFIX, Entity, Key, LIKE_PREFIX, POST_PREFIX},
     model::{ExportPage, Exported, Post},
     store::{comments::CommentItem, likes::LikeItem},
 };
@@ -45,8 +45,14 @@ impl Entry {
                 .ok_or_else(|| StoreError::Internal(format!("{sk}: no postId")))
         };
         let bad = |_| StoreError::Internal(format!("bad GSI1SK {sk}"));
-        let entry = if let Some(id) = sk.strip_prefix(POST_PREFIX) {
-            Entry::Post(PostId::parse(id).map_err(bad)?)
+        // A post is under where it is listed (a published one) or its own
+        // id (a draft): its projected `postId` is its own either way.
+        let entry = if let Some(id) = sk
+            .strip_prefix(POST_PREFIX)
+            .or_else(|| sk.strip_prefix(DRAFT_PREFIX))
+        {
+            PostId::parse(id).map_err(bad)?;
+            Entry::Post(post()?)
         } else if let Some(id) = sk.strip_prefix(COMMENT_PREFIX) {
             Entry::Comment(post()?, CommentId::parse(id).map_err(bad)?)
         } else if let Some(id) = sk.strip_prefix(LIKE_PREFIX) {
@@ -91,7 +97,7 @@ fn index_query(user: &UserId, cursor: Option<&str>) -> Result<Query, StoreError>
     };
     let after = cursor::decode(cursor, &list(user))?;
     // Validated as any client id: a GSI1 sort key of one of the kinds.
-    let valid = [POST_PREFIX, COMMENT_PREFIX, LIKE_PREFIX]
+    let valid = [POST_PREFIX, DRAFT_PREFIX, COMMENT_PREFIX, LIKE_PREFIX]
         .iter()
         .any(|prefix| {
             after

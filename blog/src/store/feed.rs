@@ -40,6 +40,10 @@ pub struct FeedEntryItem {
     /// Absent from entries written before it existed.
     #[serde(default)]
     pub user_version: u64,
+    /// Where the feed holds it, when that is not its post id (a draft
+    /// published after it was created: [`PostId::listed_at`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub listed_id: Option<PostId>,
 }
 
 impl From<&PostItem> for FeedEntryItem {
@@ -48,13 +52,20 @@ impl From<&PostItem> for FeedEntryItem {
             post: PostSummary::from(post),
             version: post.version,
             user_version: post.user_version,
+            listed_id: post.listed_id().filter(|listed| *listed != post.post_id),
         }
     }
 }
 
 impl FeedEntryItem {
-    pub fn key_of(post: &PostId) -> Key {
-        Key::new(FEED_PK.to_owned(), keys::feed_sk(post))
+    /// The entry of the post listed under `listed` ([`PostItem::listed_id`]).
+    pub fn key_of(listed: &PostId) -> Key {
+        Key::new(FEED_PK.to_owned(), keys::feed_sk(listed))
+    }
+
+    /// Where the feed holds it: the order of the feed.
+    pub fn listed(&self) -> PostId {
+        self.listed_id.unwrap_or(self.post.post_id)
     }
 }
 
@@ -65,7 +76,7 @@ impl Entity for FeedEntryItem {
     const OWN: &'static [&'static str] = &["version", "userVersion"];
 
     fn key(&self) -> Key {
-        Self::key_of(&self.post.post_id)
+        Self::key_of(&self.listed())
     }
 }
 
@@ -183,8 +194,12 @@ impl FanOut<'_> {
     ///
     /// Returns what it did and how many entries the feed holds, as counted.
     pub async fn enter_feed(&self, post: &PostItem) -> Result<(Copied, u64), StoreError> {
+        let Some(listed) = post.listed_id() else {
+            // A draft is in no list.
+            return Ok((Copied::Stale, 0));
+        };
         let (floor, entries) = self.feed_head().await?;
-        if floor.is_some_and(|floor| post.post_id <= floor) {
+        if floor.is_some_and(|floor| listed <= floor) {
             return Ok((Copied::Stale, entries));
         }
         let entry = Write::create(&FeedEntryItem::from(post))?;
@@ -209,13 +224,14 @@ impl FanOut<'_> {
             .and_then(|a| a.get("entries").and_then(|v| v.as_n().ok()).cloned())
             .and_then(|n| n.parse().ok())
             .unwrap_or(entries + 1);
-        // A record that arrives after the post was deleted (a redelivery, a
-        // replay) must not bring it back: the post's REMOVE, which takes the
-        // entry out, may have come and gone already. Checked once the entry
-        // is in and counted, so that taking it out again counts it out.
-        let still = keys::post_item(&post.post_id).item();
-        if self.db.get(still, true).await?.is_none() {
-            self.leave_feed(&post.post_id).await?;
+        // A record that arrives after the post was deleted or went back to
+        // a draft (a redelivery, a replay) must not bring it back: the record
+        // that takes the entry out may have come and gone already. Checked
+        // once the entry is in and counted, so that taking it out again
+        // counts it out.
+        let still = self.post_item(&post.post_id).await?;
+        if still.and_then(|now| now.listed_id()) != Some(listed) {
+            self.leave_feed(&listed).await?;
             return Ok((Copied::Stale, entries.saturating_sub(1)));
         }
         Ok((Copied::Written, entries))
@@ -248,6 +264,9 @@ impl FanOut<'_> {
     /// older version of it. Never creates one: a post that left the feed (or
     /// never entered it) stays out.
     pub async fn refresh_feed_entry(&self, post: &PostItem) -> Result<Copied, StoreError> {
+        if !post.is_published() {
+            return Ok(Copied::Stale);
+        }
         let entry = FeedEntryItem::from(post);
         let change = Expr::new(
             "SET username = :username, title = :title, summary = :summary, \
@@ -292,15 +311,20 @@ impl FanOut<'_> {
         #[serde(rename_all = "camelCase")]
         struct Id {
             post_id: PostId,
+            listed_id: Option<PostId>,
         }
         let everything = Store::feed_entries()
-            .project(Expr::new("postId"))
+            .project(Expr::new("postId, listedId"))
             .consistent();
         let ids = self
             .db
             .query_up_to("read the feed", &everything, None, usize::MAX);
         let ids: Vec<Id> = from_items(ids.await?)?;
-        let mut ids: Vec<PostId> = ids.into_iter().map(|id| id.post_id).collect();
+        // Where each is held, newest first as read.
+        let mut ids: Vec<PostId> = ids
+            .into_iter()
+            .map(|id| id.listed_id.unwrap_or(id.post_id))
+            .collect();
         let kept = self.feed_capacity + feed_reserve(self.feed_capacity);
         let excess = ids.split_off(ids.len().min(kept));
         let Some(newest_excess) = excess.first() else {
@@ -320,13 +344,14 @@ impl FanOut<'_> {
         Ok(1 + excess.len())
     }
 
-    /// Fan-out of a deleted post: its entry leaves the feed, and the feed's
-    /// count goes one down if the entry was there (a redelivery finds none).
-    /// The next newest entry, kept in reserve, shows in its place.
-    pub async fn leave_feed(&self, post: &PostId) -> Result<bool, StoreError> {
+    /// Fan-out of a deleted (or unpublished) post: its entry, held under
+    /// `listed`, leaves the feed, and the feed's count goes one down if the
+    /// entry was there (a redelivery finds none). The next newest entry,
+    /// kept in reserve, shows in its place.
+    pub async fn leave_feed(&self, listed: &PostId) -> Result<bool, StoreError> {
         // What it deletes tells whether to count one down: after a lost
         // answer that is unknown, and the record is retried.
-        let delete = Write::delete(FeedEntryItem::key_of(post).item(), Deleted::Untold)
+        let delete = Write::delete(FeedEntryItem::key_of(listed).item(), Deleted::Untold)
             .returning(Returning::Old);
         let Outcome::Done(Some(_)) = self.db.write("leave feed", &delete).await? else {
             return Ok(false);

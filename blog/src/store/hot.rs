@@ -348,6 +348,9 @@ pub(super) struct PostShards {
     /// Turning hot since then ([`CLOSING_ATTRIBUTE`]).
     #[serde(default)]
     pub closing: Option<u64>,
+    /// A draft's: it takes no likes or comments.
+    #[serde(default)]
+    pub status: Option<super::posts::Unpublished>,
 }
 
 impl PostShards {

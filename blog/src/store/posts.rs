@@ -16,7 +16,7 @@ use crate::{
     ids::{PostId, UserId},
     keys::{self, Counter, Entity, GSI1PK, GSI1SK, Key, PK, POST_CONTENT_SK, POST_SK, SK},
     markdown,
-    model::{Page, Post, PostSummary},
+    model::{Page, Post, PostSummary, Status},
     revision::{Expected, Revision},
     text::{Tag, Username},
     timestamp,
@@ -33,17 +33,31 @@ fn as_read(item: &PostItem, editor: &UserId) -> Expr {
     } else {
         Expr::new("tags = :tags").value(":tags", tag_list(&item.tags))
     };
+    let status = if item.is_published() {
+        Expr::new("attribute_not_exists(#read_status)")
+    } else {
+        Expr::new("attribute_exists(#read_status)")
+    }
+    .name("#read_status", STATUS);
     Expr::item_exists()
         .and("userId = :editor AND title = :title AND summary = :summary")
         .value(":editor", s(editor.as_str()))
         .value(":title", s(&item.title))
         .value(":summary", s(&item.summary))
         .and_expr(tags)
+        .and_expr(status)
 }
 
 /// A post's tags as the item holds them: a list of strings, in order.
 fn tag_list(tags: &[Tag]) -> aws_sdk_dynamodb::types::AttributeValue {
     aws_sdk_dynamodb::types::AttributeValue::L(tags.iter().map(|t| s(t.as_str())).collect())
+}
+
+/// What an unpublished post is (the post item's `status`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum Unpublished {
+    Draft,
 }
 
 /// The post item: what lists show (the short form, copied by GSI1 for Q3 and
@@ -72,6 +86,15 @@ pub struct PostItem {
     /// each tag's list ([`super::tags`]).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub tags: Vec<Tag>,
+    /// `draft` while unpublished; absent once published (and on every post
+    /// written before drafts existed).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub status: Option<Unpublished>,
+    /// When a post published after it was created was published; absent
+    /// while a draft, and for a post published as it was created (then it is
+    /// `createdAt`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub published_at: Option<String>,
     /// Only on posts written before the content had an item of its own, until
     /// `blog-admin migrate` moves it there (`store::migrate`, admin only).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -97,6 +120,7 @@ impl PostItem {
         title: &str,
         content: &str,
         tags: &[Tag],
+        status: Status,
         at: &str,
     ) -> Self {
         Self {
@@ -112,6 +136,8 @@ impl PostItem {
             updated_at: at.to_owned(),
             version: 1,
             tags: tags.to_vec(),
+            status: (status == Status::Draft).then_some(Unpublished::Draft),
+            published_at: None,
             content: None,
             shards: None,
             shard_counts: None,
@@ -129,6 +155,28 @@ impl PostItem {
 
     pub fn key(post: &PostId) -> Item {
         keys::post_item(post).item()
+    }
+
+    /// Whether it is out: in lists, readable by all, taking likes.
+    pub fn is_published(&self) -> bool {
+        self.status.is_none()
+    }
+
+    /// When it was published; `None` while a draft.
+    pub fn published_at(&self) -> Option<&str> {
+        self.is_published()
+            .then(|| self.published_at.as_deref().unwrap_or(&self.created_at))
+    }
+
+    /// Where lists hold it ([`PostId::listed_at`]); `None` while a draft.
+    pub fn listed_id(&self) -> Option<PostId> {
+        let at = self.published_at()?;
+        let ms = timestamp::parse(at)
+            .and_then(|t| u64::try_from(t.unix_timestamp_nanos() / 1_000_000).ok());
+        Some(match (&self.published_at, ms) {
+            (Some(_), Some(ms)) => self.post_id.listed_at(ms),
+            _ => self.post_id,
+        })
     }
 
     /// The value of `counter` on it.
@@ -170,9 +218,14 @@ impl Entity for PostItem {
         keys::post_item(&self.post_id)
     }
 
+    /// Under its author: a published post where it is listed (Q3), a draft
+    /// under `POSTDRAFT#` (its author's drafts).
     fn gsi1(&self) -> Option<Key> {
         let pk = keys::user_items_pk(&self.user_id);
-        Some(Key::new(pk, keys::user_post_sk(&self.post_id)))
+        Some(match self.listed_id() {
+            Some(listed) => Key::new(pk, keys::user_post_sk(&listed)),
+            None => Key::new(pk, keys::user_draft_sk(&self.post_id)),
+        })
     }
 }
 
@@ -248,10 +301,18 @@ impl From<StoredPost> for Post {
         let updated_at = stored.updated_at().to_owned();
         let content = stored.text().to_owned();
         let item = stored.item;
+        let status = if item.is_published() {
+            Status::Published
+        } else {
+            Status::Draft
+        };
+        let published_at = item.published_at().map(str::to_owned);
         Post {
             post_id: item.post_id,
             user_id: item.user_id,
             username: item.username,
+            status,
+            published_at,
             title: item.title,
             tags: item.tags,
             content_html: markdown::to_html(&content),
@@ -270,6 +331,7 @@ pub struct NewPost<'a> {
     pub title: &'a str,
     pub content: &'a str,
     pub tags: &'a [Tag],
+    pub status: Status,
 }
 
 /// What a post edit changes; `None` keeps the current value.
@@ -279,6 +341,8 @@ pub struct PostEdit<'a> {
     pub content: Option<&'a str>,
     /// The whole new set of tags (none: `Some(&[])`).
     pub tags: Option<&'a [Tag]>,
+    /// Publish a draft, or take a published post back to a draft.
+    pub status: Option<Status>,
 }
 
 impl Requests<'_> {
@@ -295,6 +359,7 @@ impl Requests<'_> {
             title,
             content,
             tags: &[],
+            status: Status::Published,
         };
         match self.create_post_keyed(author, new, None).await? {
             Answer::New(post) => Ok(post),
@@ -317,13 +382,14 @@ impl Requests<'_> {
             title,
             content,
             tags,
+            status,
         } = new;
         // The caller's profile (403 for an erased account, or without one):
         // its name goes onto the item.
         let profile = self.writer(author).await?.profile()?;
         let post_id = PostId::generate();
         let now = post_id.created_at();
-        let item = PostItem::new(post_id, &profile, title, content, tags, &now);
+        let item = PostItem::new(post_id, &profile, title, content, tags, status, &now);
         let text = PostContentItem::new(post_id, content, &now);
         let mut tx = self.db.transaction("create post");
         tx.add("post", Write::create(&item)?);
@@ -359,7 +425,12 @@ impl Requests<'_> {
     /// (DynamoDB rounds a Query's total size up to 4 KB, where two GetItems,
     /// or a BatchGetItem, would round each item up on its own).
     pub async fn get_post(&self, post: &PostId) -> Result<Option<Post>, StoreError> {
-        Ok(self.read_post(post, false).await?.map(Post::from))
+        // A draft is its author's alone: to anyone else, there is none.
+        Ok(self
+            .read_post(post, false)
+            .await?
+            .filter(|found| found.item.is_published())
+            .map(Post::from))
     }
 
     /// C2 (edit; request): the content item, when the content changes, and
@@ -391,7 +462,7 @@ impl Requests<'_> {
                 return Err(StoreError::PreconditionFailed);
             }
             let at = timestamp::after(current.updated_at());
-            let plan = EditPlan::new(&current, editor, &edit, &at);
+            let plan = EditPlan::new(&current, editor, &edit, &at)?;
             let mut tx = self.db.transaction("edit post");
             let mut content_guard = None;
             if let Some(content) = &plan.content {
@@ -442,23 +513,149 @@ impl Requests<'_> {
         cursor: Option<&str>,
     ) -> Result<Page<PostSummary>, StoreError> {
         let list = format!("user-posts:{author}");
-        let after = super::pages::resume_after(&list, cursor, PostId::parse)?;
-        let start = after.map(|post| {
-            Item::from([
-                (GSI1PK.to_owned(), s(keys::user_items_pk(author))),
-                (GSI1SK.to_owned(), s(keys::user_post_sk(&post))),
-                (PK.to_owned(), s(keys::post_pk(&post))),
-                (SK.to_owned(), s(POST_SK)),
-            ])
-        });
+        let after = super::pages::resume_after(&list, cursor, listed_and_post)?;
+        // The page after the last one's: its index key (where it is
+        // listed) and its table key (its own id).
+        let start =
+            after.map(|(listed, post)| index_start(author, keys::user_post_sk(&listed), &post));
         let query = Query::gsi1(keys::user_items_pk(author))
             .begins_with(keys::POST_PREFIX)
             .newest_first();
-        self.list_page(&list, &query, start, limit, |p: &PostSummary| {
-            p.post_id.to_string()
+        let page = self
+            .list_page(&list, &query, start, limit, |p: &Listed| p.listed())
+            .await?;
+        Ok(Page {
+            items: page.items.into_iter().map(|p| p.post).collect(),
+            next_cursor: page.next_cursor,
         })
-        .await
     }
+}
+
+impl Requests<'_> {
+    /// Whether `post` is a draft (Q4 and Q5 of a post that went back to a
+    /// draft, with comments or likes from before: 404). One GetItem of the
+    /// post item, eventually consistent, keys and status only.
+    pub async fn is_draft(&self, post: &PostId) -> Result<bool, StoreError> {
+        let found = self.db.get(PostItem::key(post), false).await?;
+        Ok(found.is_some_and(|item| item.contains_key(STATUS)))
+    }
+}
+
+/// How many bytes of content (as written and rendered) one page of drafts
+/// carries at most, so that its answer stays within Lambda's 6 MB response:
+/// a page stops early (at least one draft) and its cursor goes on.
+const DRAFTS_PAGE_BYTES: usize = 2 * 1024 * 1024;
+
+impl Requests<'_> {
+    /// `GET /users/{userId}/drafts` (request): the author's drafts, whole
+    /// (a draft is read nowhere else), newest first: one Query of GSI1
+    /// under `POSTDRAFT#`, then one BatchGetItem (strong) of their post and
+    /// content items.
+    pub async fn list_drafts(
+        &self,
+        author: &UserId,
+        limit: usize,
+        cursor: Option<&str>,
+    ) -> Result<Page<Post>, StoreError> {
+        let list = format!("drafts:{author}");
+        let after = super::pages::resume_after(&list, cursor, PostId::parse)?;
+        let start = after.map(|post| index_start(author, keys::user_draft_sk(&post), &post));
+        let query = Query::gsi1(keys::user_items_pk(author))
+            .begins_with(keys::DRAFT_PREFIX)
+            .newest_first();
+        let listed: Vec<PostSummary> = super::from_items(
+            self.db
+                .query_up_to("list drafts", &query, start, limit.saturating_add(1))
+                .await?,
+        )?;
+        let mut more = listed.len() > limit;
+        let ids: Vec<PostId> = listed.iter().take(limit).map(|p| p.post_id).collect();
+        let wanted: Vec<Item> = ids
+            .iter()
+            .flat_map(|post| {
+                [
+                    keys::post_item(post).item(),
+                    Key::new(keys::post_pk(post), POST_CONTENT_SK).item(),
+                ]
+            })
+            .collect();
+        let mut found: std::collections::HashMap<Key, Item> = std::collections::HashMap::new();
+        if !wanted.is_empty() {
+            for item in self.db.batch_get("list drafts", wanted).await?.0 {
+                found.insert(Key::of(&item)?, item);
+            }
+        }
+        let (mut items, mut bytes, mut last) = (Vec::new(), 0, None);
+        for post in &ids {
+            last = Some(*post);
+            // Published or deleted since the index was read: not a draft.
+            let Some(item) = found.remove(&keys::post_item(post)) else {
+                continue;
+            };
+            let item = PostItem::decode(item)?;
+            if item.is_published() {
+                continue;
+            }
+            let content = found
+                .remove(&Key::new(keys::post_pk(post), POST_CONTENT_SK))
+                .map(PostContentItem::decode)
+                .transpose()?;
+            let draft = Post::from(StoredPost { item, content });
+            bytes += draft.content.len() + draft.content_html.len();
+            items.push(draft);
+            if bytes > DRAFTS_PAGE_BYTES && Some(post) != ids.last() {
+                more = true;
+                break;
+            }
+        }
+        let next_cursor = match last {
+            Some(last) if more => Some(super::cursor::encode(&list, &last.to_string())),
+            _ => None,
+        };
+        Ok(Page { items, next_cursor })
+    }
+}
+
+/// Where a page of `author`'s posts in GSI1 resumes: after the post item
+/// `post` under the index's sort key `gsi1sk` (DynamoDB takes both the
+/// index's key and the table's).
+fn index_start(author: &UserId, gsi1sk: String, post: &PostId) -> Item {
+    Item::from([
+        (GSI1PK.to_owned(), s(keys::user_items_pk(author))),
+        (GSI1SK.to_owned(), s(gsi1sk)),
+        (PK.to_owned(), s(keys::post_pk(post))),
+        (SK.to_owned(), s(POST_SK)),
+    ])
+}
+
+/// A post as GSI1 lists it: its short form and the index's sort key, which
+/// says where it is listed (the cursor's place).
+#[derive(Deserialize)]
+struct Listed {
+    #[serde(flatten)]
+    post: PostSummary,
+    #[serde(rename = "GSI1SK")]
+    gsi1sk: String,
+}
+
+impl Listed {
+    /// The cursor's id of it: where it is listed and its own id
+    /// (`<listedId>.<postId>`, [`listed_and_post`]).
+    fn listed(&self) -> String {
+        let listed = self
+            .gsi1sk
+            .strip_prefix(keys::POST_PREFIX)
+            .unwrap_or(&self.gsi1sk);
+        format!("{listed}.{}", self.post.post_id)
+    }
+}
+
+/// A Q3 cursor's id back: `<listedId>.<postId>`, both validated.
+fn listed_and_post(raw: &str) -> Result<(PostId, PostId), crate::ids::IdError> {
+    let (listed, post) = raw
+        .split_once('.')
+        .ok_or(crate::ids::IdError::NotUlid { kind: "cursor" })?;
+    Ok((PostId::parse(listed)?, PostId::parse(post)?))
 }
 
 impl Store {
@@ -558,57 +755,119 @@ struct EditPlan {
 }
 
 impl EditPlan {
-    fn new(current: &StoredPost, editor: &UserId, edit: &PostEdit<'_>, now: &str) -> Self {
+    fn new(
+        current: &StoredPost,
+        editor: &UserId,
+        edit: &PostEdit<'_>,
+        now: &str,
+    ) -> Result<Self, StoreError> {
         let post = current.item.post_id;
         let legacy = current.item.content.is_some();
         let text = edit.content.unwrap_or(current.text()).to_owned();
-        let title = edit.title.unwrap_or(&current.item.title).to_owned();
-        let summary = markdown::summary(&text);
-        let tags = edit.tags.unwrap_or(&current.item.tags).to_vec();
-        let shown_changes = title != current.item.title
-            || summary != current.item.summary
-            || tags != current.item.tags;
         let content =
             (edit.content.is_some() || legacy).then(|| PostContentItem::new(post, &text, now));
         let guard = as_read(&current.item, editor);
         let mut item = current.item.clone();
+        item.title = edit.title.unwrap_or(&current.item.title).to_owned();
+        item.summary = markdown::summary(&text);
+        item.tags = edit.tags.unwrap_or(&current.item.tags).to_vec();
+        match (edit.status, current.item.is_published()) {
+            // Published now: listed from now on, in every list.
+            (Some(Status::Published), false) => {
+                item.status = None;
+                item.published_at = Some(now.to_owned());
+            }
+            // Back to a draft: out of every list. A hot post's likes go to
+            // its shards, which know nothing of drafts: it stays out.
+            (Some(Status::Draft), true) => {
+                if current.item.shards.is_some() || current.item.closing.is_some() {
+                    return Err(StoreError::PostIsHot);
+                }
+                item.status = Some(Unpublished::Draft);
+                item.published_at = None;
+            }
+            _ => {}
+        }
+        let shown_changes = item.title != current.item.title
+            || item.summary != current.item.summary
+            || item.tags != current.item.tags
+            || item.status != current.item.status;
         if !(shown_changes || legacy) {
             let post_write = Write::check(PostItem::key(&post), guard);
-            return Self {
+            return Ok(Self {
                 content,
                 item,
                 post_write,
-            };
+            });
         }
-        let set = "SET title = :new_title, summary = :new_summary, updatedAt = :now, \
-                   version = version + :one";
-        let change = if tags.is_empty() {
-            Expr::new(format!("{set} REMOVE content, tags"))
-        } else {
-            Expr::new(format!("{set}, tags = :new_tags REMOVE content"))
-                .value(":new_tags", tag_list(&tags))
-        }
-        .value(":new_title", s(&title))
-        .value(":new_summary", s(&summary))
-        .value(":now", s(now))
-        .value(":one", n(1));
-        item.title = title;
-        item.tags = tags;
-        item.summary = summary;
         item.updated_at = now.to_owned();
         item.version += 1;
         item.content = None;
+        let gsi1 = item
+            .gsi1()
+            .ok_or_else(|| StoreError::Internal("a post without GSI1 keys".to_owned()))?;
+        let mut set = vec![
+            "title = :new_title",
+            "summary = :new_summary",
+            "updatedAt = :now",
+            "version = version + :one",
+            "#gsi1sk = :gsi1sk",
+        ];
+        let mut remove = vec!["content"];
+        let mut change = Expr::new("")
+            .value(":new_title", s(&item.title))
+            .value(":new_summary", s(&item.summary))
+            .value(":now", s(now))
+            .value(":one", n(1))
+            .name("#gsi1sk", GSI1SK)
+            .value(":gsi1sk", s(&gsi1.sk))
+            .name("#status", STATUS);
+        if item.tags.is_empty() {
+            remove.push("tags");
+        } else {
+            set.push("tags = :new_tags");
+            change = change.value(":new_tags", tag_list(&item.tags));
+        }
+        match (&item.status, &item.published_at) {
+            (Some(status), _) => {
+                set.push("#status = :status");
+                remove.push("publishedAt");
+                change = change.value(":status", status_value(*status)?);
+            }
+            (None, Some(at)) => {
+                set.push("publishedAt = :published");
+                remove.push("#status");
+                change = change.value(":published", s(at));
+            }
+            (None, None) => remove.push("#status"),
+        }
+        let change = change.with_text(format!(
+            "SET {} REMOVE {}",
+            set.join(", "),
+            remove.join(", ")
+        ));
         let landed = Landed::When(vec![
             ("version", n(item.version)),
             ("title", s(&item.title)),
             ("summary", s(&item.summary)),
         ]);
-        Self {
+        Ok(Self {
             content,
             post_write: Write::update(PostItem::key(&post), change, landed).when(guard),
             item,
-        }
+        })
     }
+}
+
+/// The post item's attribute for [`Unpublished`] (a reserved word in
+/// DynamoDB's expressions: always through a name placeholder).
+pub const STATUS: &str = "status";
+
+fn status_value(
+    status: Unpublished,
+) -> Result<aws_sdk_dynamodb::types::AttributeValue, StoreError> {
+    serde_dynamo::to_attribute_value(status)
+        .map_err(|e| StoreError::Internal(format!("cannot encode a status: {e}")))
 }
 
 #[cfg(test)]
@@ -627,7 +886,15 @@ mod tests {
             version: 1,
             first_version: 1,
         };
-        let mut post = PostItem::new(PostId::generate(), &author, "t", "c", &[], "now");
+        let mut post = PostItem::new(
+            PostId::generate(),
+            &author,
+            "t",
+            "c",
+            &[],
+            Status::Published,
+            "now",
+        );
         (post.comment_count, post.like_count) = (3, 7);
         Ok(post)
     }

@@ -265,7 +265,12 @@ impl FanOut<'_> {
 
         let lowest_id = self.tail_start(user).await?;
         let walked = done;
-        for prefix in [keys::POST_PREFIX, keys::COMMENT_PREFIX, keys::LIKE_PREFIX] {
+        for prefix in [
+            keys::POST_PREFIX,
+            keys::DRAFT_PREFIX,
+            keys::COMMENT_PREFIX,
+            keys::LIKE_PREFIX,
+        ] {
             let range = (format!("{prefix}{lowest_id}"), format!("{prefix}~"));
             // Short, and not saved page by page: a retry does it again.
             let end = self

@@ -34,6 +34,10 @@ pub struct TagEntryItem {
     pub tag: Tag,
     pub version: u64,
     pub user_version: u64,
+    /// Where the list holds it, when that is not its post id (a draft
+    /// published after it was created: [`PostId::listed_at`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub listed_id: Option<PostId>,
 }
 
 impl TagEntryItem {
@@ -43,11 +47,18 @@ impl TagEntryItem {
             tag: tag.clone(),
             version: post.version,
             user_version: post.user_version,
+            listed_id: post.listed_id().filter(|listed| *listed != post.post_id),
         }
     }
 
-    pub fn key_of(tag: &Tag, post: &PostId) -> Key {
-        Key::new(keys::tag_pk(tag), keys::tag_sk(post))
+    /// The entry under `tag` of the post listed under `listed`.
+    pub fn key_of(tag: &Tag, listed: &PostId) -> Key {
+        Key::new(keys::tag_pk(tag), keys::tag_sk(listed))
+    }
+
+    /// Where the list holds it.
+    pub fn listed(&self) -> PostId {
+        self.listed_id.unwrap_or(self.post.post_id)
     }
 }
 
@@ -58,7 +69,7 @@ impl Entity for TagEntryItem {
     const OWN: &'static [&'static str] = &["version", "userVersion"];
 
     fn key(&self) -> Key {
-        Self::key_of(&self.tag, &self.post.post_id)
+        Self::key_of(&self.tag, &self.listed())
     }
 }
 
@@ -73,14 +84,19 @@ impl Requests<'_> {
     ) -> Result<Page<PostSummary>, StoreError> {
         let list = format!("tag-posts:{tag}");
         let after = super::pages::resume_after(&list, cursor, PostId::parse)?;
-        let start = after.map(|post| TagEntryItem::key_of(tag, &post).item());
+        let start = after.map(|listed| TagEntryItem::key_of(tag, &listed).item());
         let query = Query::partition(keys::tag_pk(tag))
             .begins_with(POST_PREFIX)
             .newest_first();
-        self.list_page(&list, &query, start, limit, |p: &PostSummary| {
-            p.post_id.to_string()
+        let page = self
+            .list_page(&list, &query, start, limit, |e: &TagEntryItem| {
+                e.listed().to_string()
+            })
+            .await?;
+        Ok(Page {
+            items: page.items.into_iter().map(|e| e.post).collect(),
+            next_cursor: page.next_cursor,
         })
-        .await
     }
 }
 
@@ -103,6 +119,9 @@ impl FanOut<'_> {
     /// delivered again, or replayed, after a newer change cannot bring an
     /// entry back. Returns how many writes it issued.
     pub async fn enter_tags(&self, post: &PostItem) -> Result<usize, StoreError> {
+        let Some(listed) = post.listed_id() else {
+            return Ok(0);
+        };
         let mut written = Vec::new();
         for tag in &post.tags {
             let entry = TagEntryItem::of(post, tag);
@@ -126,25 +145,27 @@ impl FanOut<'_> {
         }
         let now = self.post_item(&post.post_id).await?;
         for tag in written {
-            let kept = now.as_ref().is_some_and(|now| now.tags.contains(tag));
+            let kept = now
+                .as_ref()
+                .is_some_and(|now| now.tags.contains(tag) && now.listed_id() == Some(listed));
             if !kept {
-                self.leave_tag(tag, &post.post_id, None).await?;
+                self.leave_tag(tag, &listed, None).await?;
                 writes += 1;
             }
         }
         Ok(writes + 1)
     }
 
-    /// Takes `post` out of `tag`'s list; with `as_of`, only an entry no
-    /// newer than that version (a tag a newer change gave back keeps its
-    /// entry). Deleting what is gone is a no-op.
+    /// Takes the post listed under `listed` out of `tag`'s list; with
+    /// `as_of`, only an entry no newer than that version (a tag a newer
+    /// change gave back keeps its entry). Deleting what is gone is a no-op.
     pub async fn leave_tag(
         &self,
         tag: &Tag,
-        post: &PostId,
+        listed: &PostId,
         as_of: Option<u64>,
     ) -> Result<(), StoreError> {
-        let mut delete = Write::delete(TagEntryItem::key_of(tag, post).item(), Deleted::IfGone);
+        let mut delete = Write::delete(TagEntryItem::key_of(tag, listed).item(), Deleted::IfGone);
         if let Some(version) = as_of {
             delete = delete.when(
                 Expr::new("attribute_not_exists(version) OR version <= :version")
@@ -162,28 +183,29 @@ impl Admin<'_> {
     pub(crate) async fn tag_entry(
         &self,
         tag: &Tag,
-        post: &PostId,
+        listed: &PostId,
     ) -> Result<Option<TagEntryItem>, StoreError> {
         self.db
-            .get_entity::<TagEntryItem>(TagEntryItem::key_of(tag, post).item(), true)
+            .get_entity::<TagEntryItem>(TagEntryItem::key_of(tag, listed).item(), true)
             .await
     }
 
-    /// The audit's repair of a post's entry under `tag`: the post read
-    /// again; its short form put there if it still has the tag, else the
-    /// entry deleted. A fan-out writing meanwhile writes the same or newer.
+    /// The audit's repair of a post's entry under `tag`, held under
+    /// `listed`: the post read again; its short form put there if it still
+    /// has the tag and is listed there, else the entry deleted. A fan-out writing meanwhile writes the same or newer.
     pub(crate) async fn repair_tag_entry(
         &self,
         tag: &Tag,
         post: &PostId,
+        listed: &PostId,
     ) -> Result<bool, StoreError> {
         let now = self.post_item(post).await?;
-        match now.filter(|now| now.tags.contains(tag)) {
+        match now.filter(|now| now.tags.contains(tag) && now.listed_id() == Some(*listed)) {
             Some(now) => {
                 let put = Write::put(&TagEntryItem::of(&now, tag), Landed::Untold)?;
                 self.db.write("repair tag entry", &put).await?;
             }
-            None => self.fanout().leave_tag(tag, post, None).await?,
+            None => self.fanout().leave_tag(tag, listed, None).await?,
         }
         Ok(true)
     }

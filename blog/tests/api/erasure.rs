@@ -475,7 +475,15 @@ async fn in_flight(api: &TestApi, profile: &UserItem, on: &PostId) -> (LikeId, C
     let post = PostId::generate();
     let at = post.created_at();
     let mut tx = db.transaction("a post in flight");
-    let item = PostItem::new(post, profile, "In flight", "text", &[], &at);
+    let item = PostItem::new(
+        post,
+        profile,
+        "In flight",
+        "text",
+        &[],
+        blog::model::Status::Published,
+        &at,
+    );
     tx.add("post", Write::create(&item).expect("post"));
     let content = PostContentItem::new(post, "text", &at);
     tx.add("content", Write::create(&content).expect("content"));
@@ -686,6 +694,7 @@ async fn five_thousand(
             &format!("post {n}"),
             "text",
             &[],
+            blog::model::Status::Published,
             &id.created_at(),
         )
     };
@@ -883,7 +892,15 @@ async fn keyed_post_in_flight(api: &TestApi, profile: &UserItem, key: &str, body
         )
         .expect("record");
     let mut tx = api.app.store.db().transaction("a keyed post in flight");
-    let item = PostItem::new(post, profile, title, text, &[], &at);
+    let item = PostItem::new(
+        post,
+        profile,
+        title,
+        text,
+        &[],
+        blog::model::Status::Published,
+        &at,
+    );
     tx.add("post", Write::create(&item).expect("post"));
     let content = PostContentItem::new(post, text, &at);
     tx.add("content", Write::create(&content).expect("content"));

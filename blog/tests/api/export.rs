@@ -165,6 +165,7 @@ async fn a_thousand(api: &TestApi, me: &UserItem, others: &[UserItem]) -> [BTree
             &format!("post {n}"),
             content,
             &[],
+            blog::model::Status::Published,
             &id.created_at(),
         )
     };

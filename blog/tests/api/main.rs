@@ -11,6 +11,7 @@ mod conditional;
 mod conflicts;
 mod contract;
 mod deletes;
+mod drafts;
 mod erasure;
 mod errors;
 mod exactness;

@@ -41,7 +41,15 @@ async fn prolific(api: &TestApi, username: &str, posts: usize, comments: usize) 
     let mut post_items = Vec::new();
     for p in 0..posts {
         let post_id = PostId::parse(&new_id()).expect("post id");
-        let post = PostItem::new(post_id, &author, &format!("post {p}"), "text", &[], &now);
+        let post = PostItem::new(
+            post_id,
+            &author,
+            &format!("post {p}"),
+            "text",
+            &[],
+            blog::model::Status::Published,
+            &now,
+        );
         let content = PostContentItem::new(post_id, "text", &now);
         let replies = (0..comments)
             .map(|_| {

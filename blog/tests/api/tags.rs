@@ -254,11 +254,13 @@ async fn the_audit_finds_and_repairs_tag_lists() {
         [
             Finding::StaleTagEntry {
                 tag: tag("lost"),
-                post: post_id
+                post: post_id,
+                listed: post_id,
             },
             Finding::ExtraTagEntry {
                 tag: tag("stray"),
-                post: post_id
+                post: post_id,
+                listed: post_id,
             },
         ]
     );

@@ -60,6 +60,13 @@ impl Expr {
     }
 
     /// `#placeholder` stands for the attribute `attribute`.
+    /// The same names and values under another expression's text: for an
+    /// update whose clauses are put together after its values.
+    pub fn with_text(mut self, text: impl Into<String>) -> Self {
+        self.text = text.into();
+        self
+    }
+
     pub fn name(mut self, placeholder: &str, attribute: &str) -> Self {
         self.names
             .insert(placeholder.to_owned(), attribute.to_owned());

@@ -1,0 +1,286 @@
+//! Drafts: a post created or taken back as a draft is its author's alone,
+//! on every read route; publishing puts it in every list in order of
+//! publication, not creation.
+
+use serde_json::{Value, json};
+
+use crate::support::TestApi;
+
+async fn write(api: &TestApi, author: &str, title: &str, body: Value) -> Value {
+    let mut body = body;
+    body["title"] = json!(title);
+    body["content"] = json!(format!("{title}'s text"));
+    let (status, post) = api.call("POST", "/posts", Some(author), Some(body)).await;
+    assert_eq!(status, 201, "{post}");
+    post
+}
+
+fn id(post: &Value) -> String {
+    post["postId"].as_str().unwrap_or_default().to_owned()
+}
+
+/// The post ids a list shows, following its cursors two at a time.
+async fn listed(api: &TestApi, path: &str) -> Vec<String> {
+    let mut ids = Vec::new();
+    let mut next = format!("{path}?limit=2");
+    loop {
+        let (status, page) = api.get(&next).await;
+        assert_eq!(status, 200, "{path}: {page}");
+        ids.extend(page["items"].as_array().into_iter().flatten().map(id));
+        match page["nextCursor"].as_str() {
+            Some(cursor) => next = format!("{path}?limit=2&cursor={cursor}"),
+            None => return ids,
+        }
+    }
+}
+
+async fn feed(api: &TestApi) -> Vec<String> {
+    let (_, feed) = api.get("/feed?limit=100").await;
+    feed["items"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(id)
+        .collect()
+}
+
+async fn status_of(
+    api: &TestApi,
+    method: &str,
+    path: &str,
+    user: &str,
+    body: Option<Value>,
+) -> u16 {
+    api.call(method, path, Some(user), body).await.0
+}
+
+#[tokio::test]
+async fn a_draft_is_its_authors_alone_until_published_then_listed_by_publication() {
+    let api = TestApi::start().await;
+    let mut poller = api.poller();
+    let author = api.user("drafter").await;
+    let reader = api.user("draft_reader").await;
+
+    let draft = write(
+        &api,
+        &author,
+        "draft",
+        json!({ "status": "draft", "tags": ["drafts"] }),
+    )
+    .await;
+    assert_eq!(
+        (&draft["status"], &draft["publishedAt"]),
+        (&json!("draft"), &Value::Null)
+    );
+    let draft_id = id(&draft);
+    let older = write(&api, &author, "older", json!({ "tags": ["drafts"] })).await;
+    assert_eq!(older["status"], "published");
+    assert_eq!(older["publishedAt"], older["createdAt"]);
+    api.settle(&mut poller).await;
+
+    // Nobody else sees it, on any route; it takes no likes or comments.
+    let path = format!("/posts/{draft_id}");
+    assert_eq!(api.get(&path).await.0, 404);
+    assert_eq!(
+        listed(&api, &format!("/users/{author}/posts")).await,
+        [id(&older)]
+    );
+    assert_eq!(listed(&api, "/tags/drafts/posts").await, [id(&older)]);
+    assert_eq!(feed(&api).await, [id(&older)]);
+    assert_eq!(
+        status_of(&api, "POST", &format!("{path}/likes"), &reader, None).await,
+        404
+    );
+    let comment = Some(json!({ "content": "hi" }));
+    assert_eq!(
+        status_of(&api, "POST", &format!("{path}/comments"), &reader, comment).await,
+        404
+    );
+    let (status, atom) = api.get(&format!("/users/{author}/posts.atom")).await;
+    assert_eq!(status, 200);
+    assert!(
+        !atom
+            .as_str()
+            .unwrap_or_default()
+            .contains("<title>draft</title>")
+    );
+
+    // Its author lists it, whole; nobody else may.
+    let (status, drafts) = api
+        .call(
+            "GET",
+            &format!("/users/{author}/drafts"),
+            Some(&author),
+            None,
+        )
+        .await;
+    assert_eq!(status, 200, "{drafts}");
+    assert_eq!(drafts["items"], json!([draft]));
+    let (status, _) = api
+        .call(
+            "GET",
+            &format!("/users/{author}/drafts"),
+            Some(&reader),
+            None,
+        )
+        .await;
+    assert_eq!(status, 403);
+
+    // Published now: after `older` in every list, though written before it.
+    let (status, published) = api
+        .call(
+            "PUT",
+            &path,
+            Some(&author),
+            Some(json!({ "status": "published" })),
+        )
+        .await;
+    assert_eq!(status, 200, "{published}");
+    assert_eq!(published["status"], "published");
+    let at = published["publishedAt"].as_str().unwrap_or_default();
+    assert!(
+        at > draft["createdAt"].as_str().unwrap_or_default(),
+        "{published}"
+    );
+    api.settle(&mut poller).await;
+    let newest_first = [draft_id.clone(), id(&older)];
+    assert_eq!(
+        listed(&api, &format!("/users/{author}/posts")).await,
+        newest_first
+    );
+    assert_eq!(listed(&api, "/tags/drafts/posts").await, newest_first);
+    assert_eq!(feed(&api).await, newest_first);
+    assert_eq!(api.get(&path).await.0, 200);
+    api.like(&reader, &draft_id).await;
+
+    // An edit keeps its place; back to a draft, it leaves every list.
+    let (status, _) = api
+        .call(
+            "PUT",
+            &path,
+            Some(&author),
+            Some(json!({ "title": "edited" })),
+        )
+        .await;
+    assert_eq!(status, 200);
+    api.settle(&mut poller).await;
+    assert_eq!(feed(&api).await, newest_first);
+    let (status, back) = api
+        .call(
+            "PUT",
+            &path,
+            Some(&author),
+            Some(json!({ "status": "draft" })),
+        )
+        .await;
+    assert_eq!((status, &back["publishedAt"]), (200, &Value::Null));
+    api.settle(&mut poller).await;
+    assert_eq!(feed(&api).await, [id(&older)]);
+    assert_eq!(
+        listed(&api, &format!("/users/{author}/posts")).await,
+        [id(&older)]
+    );
+    assert_eq!(listed(&api, "/tags/drafts/posts").await, [id(&older)]);
+    assert_eq!(api.get(&path).await.0, 404);
+    assert_eq!(
+        api.get(&format!("{path}/likes")).await.0,
+        404,
+        "its likes hidden too"
+    );
+    // Nor can a like be taken back meanwhile: there is no such post.
+    assert_eq!(
+        status_of(&api, "DELETE", &format!("{path}/likes"), &reader, None).await,
+        404
+    );
+
+    // The export has it; the audit finds every copy right.
+    let (_, export) = api
+        .call(
+            "GET",
+            &format!("/users/{author}/export?limit=25"),
+            Some(&author),
+            None,
+        )
+        .await;
+    let exported: Vec<&Value> = export["items"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|item| item.get("post"))
+        .collect();
+    assert_eq!(exported.len(), 2, "{export}");
+    assert!(exported.iter().any(|p| p["status"] == "draft"));
+    let audit = api.audit(false).await;
+    assert_eq!(audit.findings, vec![], "{:#?}", audit.findings);
+
+    // The erasure takes drafts too.
+    assert_eq!(
+        status_of(&api, "DELETE", &format!("/users/{author}"), &author, None).await,
+        204
+    );
+    api.settle(&mut poller).await;
+    let store = &api.app.store;
+    assert!(
+        store
+            .requests()
+            .get_post(&crate::support::post_id(&draft_id))
+            .await
+            .ok()
+            .flatten()
+            .is_none()
+    );
+    assert!(
+        crate::support::table_snapshot(&api)
+            .await
+            .iter()
+            .all(|item| { item.get("postId").and_then(|v| v.as_s().ok()) != Some(&draft_id) })
+    );
+}
+
+#[tokio::test]
+async fn a_keyed_draft_is_created_once_and_a_hot_post_stays_published() {
+    let api = TestApi::start().await;
+    let author = api.user("keyed_drafter").await;
+    let body = json!({ "title": "t", "content": "c", "status": "draft" });
+    let create = || {
+        api.call_keyed(
+            "POST",
+            "/posts",
+            Some(&author),
+            Some("draft-key"),
+            Some(&body),
+        )
+    };
+    let (status, first, _) = create().await;
+    assert_eq!((status, &first["status"]), (201, &json!("draft")));
+    let (status, again, replayed) = create().await;
+    assert_eq!((status, &again, replayed), (201, &first, true));
+
+    let post = api.post(&author, "viral", "text").await;
+    api.make_hot(&post).await;
+    let (status, refused) = api
+        .call(
+            "PUT",
+            &format!("/posts/{post}"),
+            Some(&author),
+            Some(json!({ "status": "draft" })),
+        )
+        .await;
+    assert_eq!(
+        (status, refused["error"]["code"].as_str()),
+        (409, Some("post_is_hot"))
+    );
+    assert_eq!(api.get(&format!("/posts/{post}")).await.0, 200);
+    let (status, bad) = api
+        .call(
+            "POST",
+            "/posts",
+            Some(&author),
+            Some(json!({ "title": "t", "content": "c", "status": "later" })),
+        )
+        .await;
+    assert_eq!(
+        (status, bad["error"]["code"].as_str()),
+        (400, Some("bad_json"))
+    );
+}
