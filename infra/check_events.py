@@ -48,6 +48,8 @@ SEQUENCE = [
     ("list-tag-posts-atom", 200, lambda b: "<title>Posts tagged rust</title>" in b),
     ("list-user-posts-atom", 200, lambda b: "<title>Posts by alice_2</title>" in b and b.count("<entry>") == 2),
     ("fan-out", None, lambda b: b["batchItemFailures"] == []),
+    # Nothing scheduled in the samples: a run that publishes nothing.
+    ("publish-scheduled", None, lambda b: b == {"published": 0, "dropped": 0}),
     ("park-failures", None, lambda b: b["batchItemFailures"] == []),
     ("delete-post", 204, lambda b: b is None),
     ("get-post", 404, lambda b: b["error"]["code"] == "not_found"),

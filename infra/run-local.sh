@@ -6,7 +6,9 @@
 # (`blog-admin api-gateway`: template.yaml's routes, CORS, throttles and JWT
 # authorizer, payload 2.0 events through watch's Invoke API), and the stream
 # fan-out: a poller reads DynamoDB Local's stream and invokes the `fan-out`
-# function through watch's Lambda Invoke API, as Lambda would.
+# function through watch's Lambda Invoke API, as Lambda would; and
+# template.yaml's EventBridge schedule (`blog-admin scheduler`: the
+# scheduled-post publisher every minute).
 # Ctrl-C stops everything it started.
 #
 #   BLOG_PORT      API port                  (default 9000)
@@ -128,6 +130,9 @@ build_pid=$!
 
 ./target/debug/blog-admin stream-poller --checkpoint "$DATA/stream-checkpoint.json" \
   --functions "http://127.0.0.1:$WATCH_PORT" &
+pids+=("$!")
+# EventBridge's schedules from template.yaml: publish-scheduled every minute.
+./target/debug/blog-admin scheduler --functions "http://127.0.0.1:$WATCH_PORT" &
 pids+=("$!")
 services=("${pids[@]}")
 pids+=("$build_pid")

@@ -18,7 +18,9 @@
 #    (infra/check_gateway.py); a page on another origin signing in and
 #    writing in headless Chromium (infra/check_browser.py); the hostile
 #    Markdown corpus posted, read back and loaded in Chromium: no script
-#    runs, no request leaves (infra/check_xss.py);
+#    runs, no request leaves (infra/check_xss.py); a scheduled post out
+#    within 60 s of its time through the template's schedule, which
+#    `blog-admin scheduler` runs (infra/check_schedule.py);
 # 5. schemathesis fuzzing every operation of openapi.yaml (a fixed seed, a
 #    few minutes) through that gateway with a token: no 5xx, every response
 #    as documented, no write without a valid token.
@@ -199,6 +201,10 @@ log "5,000 requests with tokens through the API Gateway and watch, with the stre
 ./target/debug/blog-admin stream-poller \
   --functions "http://127.0.0.1:$watch_port" >"$LOCAL/poller.log" 2>&1 &
 pids+=("$!")
+# EventBridge's schedules from template.yaml (publish-scheduled every minute).
+./target/debug/blog-admin scheduler \
+  --functions "http://127.0.0.1:$watch_port" >"$LOCAL/scheduler.log" 2>&1 &
+pids+=("$!")
 set +e
 "$TOOLS_VENV/bin/python" infra/watch_load.py "$api_port" --pool "$pool_file" --requests 5000 | tee "$LOCAL/watch-load.log"
 load_status=${PIPESTATUS[0]}
@@ -228,6 +234,12 @@ log "a page on another origin signs in and writes, in headless Chromium"
 set +e
 "$TOOLS_VENV/bin/python" infra/check_browser.py "$api_port" "$IDP_ENDPOINT" "$pool_file" | tee -a "$LOCAL/test.log"
 browser_status=${PIPESTATUS[0]}
+set -e
+
+log "a scheduled post publishes itself through the stack's EventBridge schedule"
+set +e
+"$TOOLS_VENV/bin/python" infra/check_schedule.py "$api_port" "$pool_file" | tee -a "$LOCAL/test.log"
+schedule_status=${PIPESTATUS[0]}
 set -e
 
 log "the hostile Markdown corpus, posted and read back, loaded in headless Chromium"
@@ -264,6 +276,6 @@ tee -a "$LOCAL/test.log" <"$LOCAL/costs.log"
 # cargo prints one result line per test binary (the last is often an empty
 # doc-test run) and the invoke check one of its own: close with the totals.
 awk '/^test result:/ { passed += $4; failed += $6 }
-     /^(runlocal|invoke|fuzz|load|metrics|cors|gateway|browser|xss):/ { passed += $2; failed += $4 }
+     /^(runlocal|invoke|fuzz|load|metrics|cors|gateway|browser|xss|schedule):/ { passed += $2; failed += $4 }
      END { printf "total: %d passed, %d failed\n", passed, failed }' "$LOCAL/test.log"
-[ "$status" -eq 0 ] && [ "$runlocal_status" -eq 0 ] && [ "$costs_status" -eq 0 ] && [ "$invoke_status" -eq 0 ] && [ "$load_status" -eq 0 ] && [ "$metrics_status" -eq 0 ] && [ "$cors_status" -eq 0 ] && [ "$gateway_status" -eq 0 ] && [ "$browser_status" -eq 0 ] && [ "$xss_status" -eq 0 ] && [ "$fuzz_status" -eq 0 ]
+[ "$status" -eq 0 ] && [ "$runlocal_status" -eq 0 ] && [ "$costs_status" -eq 0 ] && [ "$invoke_status" -eq 0 ] && [ "$load_status" -eq 0 ] && [ "$metrics_status" -eq 0 ] && [ "$cors_status" -eq 0 ] && [ "$gateway_status" -eq 0 ] && [ "$browser_status" -eq 0 ] && [ "$xss_status" -eq 0 ] && [ "$schedule_status" -eq 0 ] && [ "$fuzz_status" -eq 0 ]

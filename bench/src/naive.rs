@@ -438,6 +438,7 @@ impl NaiveStore {
             tags: Vec::new(),
             status: blog::model::Status::Published,
             published_at: Some(row.creation_date.clone()),
+            publish_at: None,
             content: row.content,
             comment_count: comments,
             like_count: likes,

@@ -162,9 +162,11 @@ async fn v3_reads_cost_the_same_at_two_scales_while_v1_scans_grow() {
         (row.cost.calls, row.cost.table, row.cost.indexes)
     };
 
-    // One call each, and the same capacity at both scales, within 5%: below
-    // 101 users a post's likes are capped by the population, so like counts
-    // (and the reference post's likes, Q5) differ a little between the two.
+    // One call each (Q4: and the read of its post, a draft's comments being
+    // shown to no one), and the same capacity at both scales, within 5%:
+    // below 101 users a post's likes are capped by the population, so like
+    // counts (and the reference post's likes, Q5) differ a little between
+    // the two.
     for request in [
         Request::Q1,
         Request::Q2,
@@ -174,7 +176,8 @@ async fn v3_reads_cost_the_same_at_two_scales_while_v1_scans_grow() {
     ] {
         let (calls, table, indexes) = cost(&small, request, Model::V3);
         let (large_calls, large_table, large_indexes) = cost(&large, request, Model::V3);
-        assert_eq!((calls, large_calls), (1.0, 1.0), "{request:?}");
+        let one = if request == Request::Q4 { 2.0 } else { 1.0 };
+        assert_eq!((calls, large_calls), (one, one), "{request:?}");
         assert!(table + indexes > 0.0, "{request:?} is metered");
         let ratio = (large_table + large_indexes) / (table + indexes);
         assert!(
@@ -202,7 +205,7 @@ async fn v3_reads_cost_the_same_at_two_scales_while_v1_scans_grow() {
         let v3 = cost(&large, request, Model::V3);
         assert!(large_table > 10.0 * (v3.1 + v3.2), "{request:?}");
     }
-    // V1's Q4 looks up each commenter: more calls than V3's one.
+    // V1's Q4 looks up each commenter: more calls than V3's two.
     assert!(cost(&small, Request::Q4, Model::V1).0 > 2.0);
 
     // Commands: one transaction each; the fan-out enters each new post into

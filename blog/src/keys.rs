@@ -18,6 +18,7 @@
 //! | hot post's shard counter | `POST#<postId>#<k>` | `COUNTS`     | –             | –                   |
 //! | feed entry      | `FEED`              | `POST#<listedId>`   | –             | –                   |
 //! | feed floor      | `FEED`              | `FLOOR`             | –             | –                   |
+//! | schedule marker | `SCHEDULED`         | `<publishAt>#<postId>` | –          | –                   |
 //! | tag entry       | `TAG#<tag>`         | `POST#<listedId>`   | –             | –                   |
 //! | rename progress | `USER#<userId>`     | `RENAME`            | –             | –                   |
 //! | erasure mark    | `USER#<userId>`     | `ERASED`            | –             | –                   |
@@ -335,6 +336,14 @@ pub fn feed_sk(post: &PostId) -> String {
     post_pk(post)
 }
 
+/// The partition of scheduled posts' markers ([`crate::store::schedule`]).
+pub const SCHEDULED_PK: &str = "SCHEDULED";
+
+/// A scheduled post's marker: in time order.
+pub fn scheduled_sk(publish_at: &str, post: &PostId) -> String {
+    format!("{publish_at}#{post}")
+}
+
 /// The partition of a tag's list.
 pub const TAG_PREFIX: &str = "TAG#";
 
@@ -386,6 +395,9 @@ item_types! {
     /// A post's entry in a tag's list (`TAG#t / POST#p`,
     /// [`crate::store::tags`]).
     TagEntry,
+    /// A scheduled post's marker (`SCHEDULED / <publishAt>#<postId>`,
+    /// [`crate::store::schedule`]).
+    Scheduled,
     /// Where a rename's fan-out walk is (`USER#u / RENAME`).
     RenameProgress,
     /// What is left of an erased account (`USER#u / ERASED`,

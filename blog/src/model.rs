@@ -22,6 +22,8 @@ pub struct User {
 #[serde(rename_all = "camelCase")]
 pub enum Status {
     Draft,
+    /// A draft that publishes itself at its `publishAt`.
+    Scheduled,
     Published,
 }
 
@@ -41,6 +43,8 @@ pub struct Post {
     pub status: Status,
     /// When it was published (its place in lists); `null` while a draft.
     pub published_at: Option<String>,
+    /// When a scheduled post publishes itself; `null` otherwise.
+    pub publish_at: Option<String>,
     pub comment_count: u64,
     pub like_count: u64,
     pub created_at: String,

@@ -79,9 +79,18 @@ pub const ROUTES: [Route; 23] = [
 /// (`crate::recovery`).
 pub const STREAM_FUNCTIONS: [&str; 2] = ["fan-out", "park-failures"];
 
-/// Every function: one per route, then the stream's readers.
+/// Functions an EventBridge schedule runs (template.yaml's `Schedule`
+/// events; locally `blog-admin scheduler`): the scheduled publisher.
+pub const SCHEDULED_FUNCTIONS: [&str; 1] = ["publish-scheduled"];
+
+/// Every function: one per route, then the stream's readers, then the
+/// scheduled ones.
 pub fn functions() -> impl Iterator<Item = &'static str> {
-    ROUTES.iter().map(|r| r.function).chain(STREAM_FUNCTIONS)
+    ROUTES
+        .iter()
+        .map(|r| r.function)
+        .chain(STREAM_FUNCTIONS)
+        .chain(SCHEDULED_FUNCTIONS)
 }
 
 #[cfg(feature = "admin")]

@@ -181,6 +181,34 @@ where
     .await
 }
 
+/// Serves a scheduled function (EventBridge's schedule, whose event says
+/// nothing it needs): each run with the invocation's deadline, what it did
+/// out.
+pub async fn run_scheduled<H, F, T>(handler: H) -> Result<(), Error>
+where
+    H: Fn(&'static Store, Deadline) -> F,
+    F: Future<Output = Result<T, store::StoreError>> + Send + 'static,
+    T: serde::Serialize + Send + 'static,
+{
+    init_tracing();
+    let (app, meter) = lambda_app(&store::sdk_config().await)?;
+    lambda_runtime::run(lambda_runtime::service_fn(
+        |event: LambdaEvent<serde_json::Value>| {
+            let deadline = Deadline::from_epoch_ms(event.context.deadline);
+            let run = handler(&app.store, deadline);
+            let meter = meter.clone();
+            async move {
+                let done = run.await;
+                emit_capacity(meter.as_ref());
+                // An error fails the invocation: EventBridge's next run
+                // (a minute later) does what is left.
+                done.map_err(|e| Error::from(e.to_string()))
+            }
+        },
+    ))
+    .await
+}
+
 /// A stream or queue handler's boxed answer, then the invocation's capacity
 /// metrics.
 async fn metered<T>(

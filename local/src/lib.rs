@@ -8,10 +8,13 @@
 //! - [`api_gateway`]: the local API Gateway, from template.yaml: CORS,
 //!   routes, throttles, the JWT authorizer and payload 2.0 events sent to
 //!   `cargo lambda watch`'s Invoke API.
+//! - [`scheduler`]: the stand-in for EventBridge's schedules (`blog-admin
+//!   scheduler`): the template's `Schedule` events, run at their rate.
 //! - [`billing`]: what DynamoDB bills for a command's writes, from the items
 //!   before and after it (the tests and the benchmark).
 
 pub mod api_gateway;
 pub mod billing;
 pub mod local_gateway;
+pub mod scheduler;
 pub mod stream_poller;

@@ -36,6 +36,7 @@
 //!     signed up and confirmed if new), one a line, from the pool FILE names
 //!     ($BLOG_DATA_DIR/identity.json, .local/ by default)
 //! blog-admin stream-poller [--checkpoint FILE] [--functions URL]
+//! blog-admin scheduler --functions URL
 //!     deliver the table's stream to the function of template.yaml's DynamoDB
 //!     stream event until Ctrl-C, as that event source mapping does (its
 //!     filters, batch size and window, retries, bisection, maximum record age
@@ -86,6 +87,7 @@ const USAGE: &str = concat!(
     "       blog-admin identity-provider URL [--region R] [--save FILE]\n",
     "       blog-admin token NAME... [--pool FILE]\n",
     "       blog-admin stream-poller [--checkpoint FILE] [--functions URL]\n",
+    "       blog-admin scheduler --functions URL\n",
     "       blog-admin hostile-dynamodb PORT --upstream URL [--faults none|hostile] [--seed N] [--rate KIND=P ...] [--gsi-lag-ms N] [--late-commit-ms N] [--partition-scale S [--burst-seconds N]]",
 );
 
@@ -96,6 +98,7 @@ async fn main() -> ExitCode {
     let result = match args.first().map(String::as_str) {
         Some("create-table") => create_table().await,
         Some("stream-poller") => stream_poller(&args[1..]).await,
+        Some("scheduler") => scheduler(&args[1..]).await,
         Some("audit") => audit(&args[1..]).await,
         Some("migrate") if args.len() == 1 => migrate().await,
         Some("replay") => replay(&args[1..]).await,
@@ -515,6 +518,53 @@ async fn shutdown() {
             let _ = tokio::signal::ctrl_c().await;
         }
     }
+}
+
+/// EventBridge's schedules, locally: each of template.yaml's `Schedule`
+/// events invokes its function at its rate (the first run at once), through
+/// `cargo lambda watch`'s Invoke API, until interrupted.
+async fn scheduler(args: &[String]) -> Result<(), Error> {
+    let functions = match args {
+        [flag, url] if flag == "--functions" => url.trim_end_matches('/').to_owned(),
+        _ => return Err(USAGE.into()),
+    };
+    let template = std::fs::read_to_string("template.yaml")
+        .map_err(|e| format!("template.yaml (run from the repository's root): {e}"))?;
+    let schedules = local::scheduler::from_template(&template)?;
+    let http = reqwest::Client::new();
+    let runs = schedules.into_iter().map(|schedule| {
+        let http = http.clone();
+        let url = format!("{functions}/2015-03-31/functions/{}/invocations", schedule.function);
+        async move {
+            tracing::info!(function = %schedule.function, every_s = schedule.every.as_secs(), "schedule started");
+            let mut ticks = tokio::time::interval(schedule.every);
+            loop {
+                ticks.tick().await;
+                let sent = http
+                    .post(&url)
+                    .json(&local::scheduler::event(&schedule))
+                    .timeout(Duration::from_secs(120))
+                    .send()
+                    .await;
+                match sent {
+                    Ok(response) => {
+                        let status = response.status();
+                        let body = response.text().await.unwrap_or_default();
+                        tracing::info!(function = %schedule.function, %status, %body, "scheduled run");
+                    }
+                    // EventBridge would try again later; so does the next tick.
+                    Err(error) => tracing::warn!(function = %schedule.function, %error, "scheduled run not delivered"),
+                }
+            }
+        }
+    });
+    let mut running = tokio::task::JoinSet::new();
+    for run in runs {
+        running.spawn(run);
+    }
+    let _ = tokio::signal::ctrl_c().await;
+    running.abort_all();
+    Ok(())
 }
 
 async fn stream_poller(args: &[String]) -> Result<(), Error> {

@@ -193,6 +193,7 @@ async fn main() -> Result<(), Error> {
                 content: "a post everyone likes",
                 tags: &tags,
                 status: blog::model::Status::Published,
+                publish_at: None,
             };
             let post = match setup
                 .requests()

@@ -9,19 +9,21 @@ use crate::{
     model::{Post, Status},
     revision::Revision,
     store::posts::{NewPost, PostEdit},
-    text,
+    text, timestamp,
 };
 
 #[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
 struct NewPostBody {
     title: String,
     content: String,
     #[serde(default)]
     tags: Vec<String>,
-    /// `published` (the default) or `draft`.
+    /// `published` (the default), `draft`, or `scheduled` (with
+    /// `publishAt`).
     #[serde(default = "published")]
     status: Status,
+    publish_at: Option<String>,
 }
 
 fn published() -> Status {
@@ -29,12 +31,13 @@ fn published() -> Status {
 }
 
 #[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
 struct EditedPost {
     title: Option<String>,
     content: Option<String>,
     tags: Option<Vec<String>>,
     status: Option<Status>,
+    publish_at: Option<String>,
 }
 
 /// C2 `POST /posts`: needs a profile (403 without).
@@ -42,11 +45,13 @@ pub async fn create_post(app: &App, req: Request) -> ApiResult {
     let caller = request::caller(&req)?;
     let body: NewPostBody = request::json_body(&req)?;
     let tags = text::tags(&body.tags)?;
+    let publish_at = publish_at(Some(body.status), body.publish_at.as_deref())?;
     let new = NewPost {
         title: text::title(&body.title)?,
         content: text::post_content(&body.content)?,
         tags: &tags,
         status: body.status,
+        publish_at: publish_at.as_deref(),
     };
     let keyed = request::idempotency(&req)?;
     let requests = app.store.requests();
@@ -61,8 +66,10 @@ pub async fn update_post(app: &App, req: Request) -> ApiResult {
     let post = request::path_id(&req, "postId", PostId::parse)?;
     let body: EditedPost = request::json_body(&req)?;
     let tags = body.tags.as_deref().map(text::tags).transpose()?;
+    let publish_at = publish_at(body.status, body.publish_at.as_deref())?;
     let edit = PostEdit {
         status: body.status,
+        publish_at: publish_at.as_deref(),
         tags: tags.as_deref(),
         title: body.title.as_deref().map(text::title).transpose()?,
         content: body
@@ -85,6 +92,34 @@ pub async fn update_post(app: &App, req: Request) -> ApiResult {
     let requests = app.store.requests();
     let edited = requests.edit_post(&post, &caller, edit, &expected).await?;
     Ok(Reply::ok(&edited)?.tagged(revision(&edited)))
+}
+
+/// How far ahead a post may be scheduled.
+const SCHEDULE_AHEAD_DAYS: i64 = 366;
+
+/// A scheduled post's `publishAt`, as stored (RFC 3339 UTC, milliseconds):
+/// with `status: scheduled` only, and then required; later than now and
+/// within [`SCHEDULE_AHEAD_DAYS`]. Anything else is a 400 naming it.
+fn publish_at(status: Option<Status>, raw: Option<&str>) -> Result<Option<String>, ApiError> {
+    let invalid = |problem: &str| {
+        ApiError::bad_request(ErrorCode::InvalidField, format!("publishAt {problem}"))
+    };
+    match (status, raw) {
+        (Some(Status::Scheduled), None) => Err(invalid("is required with status scheduled")),
+        (_, None) => Ok(None),
+        (Some(Status::Scheduled), Some(raw)) => {
+            let at = timestamp::parse(raw).ok_or_else(|| invalid("must be an RFC 3339 time"))?;
+            let now = time::OffsetDateTime::now_utc();
+            if at <= now {
+                return Err(invalid("must be in the future"));
+            }
+            if at > now + time::Duration::days(SCHEDULE_AHEAD_DAYS) {
+                return Err(invalid("must be within a year"));
+            }
+            Ok(Some(timestamp::format(at)))
+        }
+        (_, Some(_)) => Err(invalid("goes with status scheduled only")),
+    }
 }
 
 /// The revision a post's answer shows ([`crate::revision`]).

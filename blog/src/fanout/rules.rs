@@ -132,6 +132,7 @@ impl Rule {
             | ItemType::FeedEntry
             | ItemType::FeedFloor
             | ItemType::TagEntry
+            | ItemType::Scheduled
             | ItemType::RenameProgress
             | ItemType::Erasure
             | ItemType::RequestRecord

@@ -41,6 +41,7 @@ mod pages;
 pub mod parked;
 pub mod posts;
 pub mod rename;
+pub mod schedule;
 #[cfg(feature = "admin")]
 pub mod size;
 pub mod table;

@@ -9,6 +9,7 @@ use super::{
     Busy, Item, ItemType, Store, StoreError,
     idempotency::{Answer, Created, Idempotency},
     n, s,
+    schedule::ScheduledItem,
     table::{Committing, Expr, Landed, Query, TxOutcome, Write},
     users::UserItem,
 };
@@ -58,6 +59,27 @@ fn tag_list(tags: &[Tag]) -> aws_sdk_dynamodb::types::AttributeValue {
 #[serde(rename_all = "camelCase")]
 pub enum Unpublished {
     Draft,
+    /// Publishes itself at `publishAt` (`store::schedule`).
+    Scheduled,
+}
+
+impl Unpublished {
+    /// What the item holds for an answer's status (`None`: published).
+    pub fn of(status: Status) -> Option<Self> {
+        match status {
+            Status::Draft => Some(Self::Draft),
+            Status::Scheduled => Some(Self::Scheduled),
+            Status::Published => None,
+        }
+    }
+
+    pub fn status(this: Option<Self>) -> Status {
+        match this {
+            Some(Self::Draft) => Status::Draft,
+            Some(Self::Scheduled) => Status::Scheduled,
+            None => Status::Published,
+        }
+    }
 }
 
 /// The post item: what lists show (the short form, copied by GSI1 for Q3 and
@@ -95,6 +117,9 @@ pub struct PostItem {
     /// `createdAt`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub published_at: Option<String>,
+    /// A scheduled post's time to publish itself.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub publish_at: Option<String>,
     /// Only on posts written before the content had an item of its own, until
     /// `blog-admin migrate` moves it there (`store::migrate`, admin only).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -136,8 +161,9 @@ impl PostItem {
             updated_at: at.to_owned(),
             version: 1,
             tags: tags.to_vec(),
-            status: (status == Status::Draft).then_some(Unpublished::Draft),
+            status: Unpublished::of(status),
             published_at: None,
+            publish_at: None,
             content: None,
             shards: None,
             shard_counts: None,
@@ -301,18 +327,16 @@ impl From<StoredPost> for Post {
         let updated_at = stored.updated_at().to_owned();
         let content = stored.text().to_owned();
         let item = stored.item;
-        let status = if item.is_published() {
-            Status::Published
-        } else {
-            Status::Draft
-        };
+        let status = Unpublished::status(item.status);
         let published_at = item.published_at().map(str::to_owned);
+        let publish_at = item.publish_at.clone();
         Post {
             post_id: item.post_id,
             user_id: item.user_id,
             username: item.username,
             status,
             published_at,
+            publish_at,
             title: item.title,
             tags: item.tags,
             content_html: markdown::to_html(&content),
@@ -332,6 +356,8 @@ pub struct NewPost<'a> {
     pub content: &'a str,
     pub tags: &'a [Tag],
     pub status: Status,
+    /// A scheduled post's time to publish itself.
+    pub publish_at: Option<&'a str>,
 }
 
 /// What a post edit changes; `None` keeps the current value.
@@ -341,8 +367,11 @@ pub struct PostEdit<'a> {
     pub content: Option<&'a str>,
     /// The whole new set of tags (none: `Some(&[])`).
     pub tags: Option<&'a [Tag]>,
-    /// Publish a draft, or take a published post back to a draft.
+    /// Publish a draft, take a published post back to a draft, or schedule
+    /// it (with `publish_at`).
     pub status: Option<Status>,
+    /// When a scheduled post publishes itself (with `Status::Scheduled`).
+    pub publish_at: Option<&'a str>,
 }
 
 impl Requests<'_> {
@@ -360,6 +389,7 @@ impl Requests<'_> {
             content,
             tags: &[],
             status: Status::Published,
+            publish_at: None,
         };
         match self.create_post_keyed(author, new, None).await? {
             Answer::New(post) => Ok(post),
@@ -383,17 +413,24 @@ impl Requests<'_> {
             content,
             tags,
             status,
+            publish_at,
         } = new;
         // The caller's profile (403 for an erased account, or without one):
         // its name goes onto the item.
         let profile = self.writer(author).await?.profile()?;
         let post_id = PostId::generate();
         let now = post_id.created_at();
-        let item = PostItem::new(post_id, &profile, title, content, tags, status, &now);
+        let mut item = PostItem::new(post_id, &profile, title, content, tags, status, &now);
+        item.publish_at = publish_at
+            .filter(|_| status == Status::Scheduled)
+            .map(str::to_owned);
         let text = PostContentItem::new(post_id, content, &now);
         let mut tx = self.db.transaction("create post");
         tx.add("post", Write::create(&item)?);
         tx.add("post content", Write::create(&text)?);
+        if let Some(at) = &item.publish_at {
+            tx.add("schedule", Write::create(&ScheduledItem::new(post_id, at))?);
+        }
         let answer = Post::from(StoredPost {
             item,
             content: Some(text),
@@ -479,6 +516,9 @@ impl Requests<'_> {
                 content_guard = Some(tx.add("post content", put));
             }
             let guard = tx.add("post", plan.post_write);
+            if let Some(marker) = &plan.marker {
+                tx.add("schedule", Write::put(marker, Landed::Untold)?);
+            }
             match tx.commit().await? {
                 TxOutcome::Committed => {
                     let content = plan.content.or(current.content);
@@ -548,15 +588,23 @@ const DRAFTS_PAGE_BYTES: usize = 2 * 1024 * 1024;
 
 impl Requests<'_> {
     /// `GET /users/{userId}/drafts` (request): the author's drafts, whole
-    /// (a draft is read nowhere else), newest first: one Query of GSI1
-    /// under `POSTDRAFT#`, then one BatchGetItem (strong) of their post and
-    /// content items.
+    /// (a draft is read nowhere else), newest first: their profile (strong:
+    /// none, or an erased account's, is a 404 as for the export), one Query
+    /// of GSI1 under `POSTDRAFT#`, then one BatchGetItem (strong) of their
+    /// post and content items.
     pub async fn list_drafts(
         &self,
         author: &UserId,
         limit: usize,
         cursor: Option<&str>,
     ) -> Result<Page<Post>, StoreError> {
+        let profile = self
+            .db
+            .get_entity::<UserItem>(keys::profile(author).item(), true)
+            .await?;
+        if profile.is_none() {
+            return Err(StoreError::UserNotFound);
+        }
         let list = format!("drafts:{author}");
         let after = super::pages::resume_after(&list, cursor, PostId::parse)?;
         let start = after.map(|post| index_start(author, keys::user_draft_sk(&post), &post));
@@ -752,6 +800,8 @@ struct EditPlan {
     /// Its update when what lists show changes, else a check that nothing
     /// did since it was read.
     post_write: Write,
+    /// The scheduler's marker of a new time to publish.
+    marker: Option<ScheduledItem>,
 }
 
 impl EditPlan {
@@ -771,33 +821,54 @@ impl EditPlan {
         item.title = edit.title.unwrap_or(&current.item.title).to_owned();
         item.summary = markdown::summary(&text);
         item.tags = edit.tags.unwrap_or(&current.item.tags).to_vec();
-        match (edit.status, current.item.is_published()) {
-            // Published now: listed from now on, in every list.
-            (Some(Status::Published), false) => {
+        match edit.status {
+            // Published now (a draft or a scheduled post): listed from now
+            // on, in every list.
+            Some(Status::Published) if !current.item.is_published() => {
                 item.status = None;
+                item.publish_at = None;
                 item.published_at = Some(now.to_owned());
             }
-            // Back to a draft: out of every list. A hot post's likes go to
-            // its shards, which know nothing of drafts: it stays out.
-            (Some(Status::Draft), true) => {
-                if current.item.shards.is_some() || current.item.closing.is_some() {
+            // Out of every list (a published post taken back), or scheduled
+            // anew. A hot post's likes go to its shards, which know nothing
+            // of drafts: it stays out.
+            Some(status @ (Status::Draft | Status::Scheduled)) => {
+                if current.item.is_published()
+                    && (current.item.shards.is_some() || current.item.closing.is_some())
+                {
                     return Err(StoreError::PostIsHot);
                 }
-                item.status = Some(Unpublished::Draft);
+                item.status = Unpublished::of(status);
                 item.published_at = None;
+                item.publish_at = match status {
+                    Status::Scheduled => edit.publish_at.map(str::to_owned),
+                    _ => None,
+                };
             }
             _ => {}
         }
+        // A new time to publish: the scheduler's marker of it, in the
+        // edit's transaction (one left behind by an earlier time is
+        // dropped when its time comes: the post no longer names it).
+        let marker = (item.publish_at.is_some() && item.publish_at != current.item.publish_at)
+            .then(|| {
+                item.publish_at
+                    .as_deref()
+                    .map(|at| ScheduledItem::new(post, at))
+            })
+            .flatten();
         let shown_changes = item.title != current.item.title
             || item.summary != current.item.summary
             || item.tags != current.item.tags
-            || item.status != current.item.status;
+            || item.status != current.item.status
+            || item.publish_at != current.item.publish_at;
         if !(shown_changes || legacy) {
             let post_write = Write::check(PostItem::key(&post), guard);
             return Ok(Self {
                 content,
                 item,
                 post_write,
+                marker,
             });
         }
         item.updated_at = now.to_owned();
@@ -841,6 +912,13 @@ impl EditPlan {
             }
             (None, None) => remove.push("#status"),
         }
+        match &item.publish_at {
+            Some(at) => {
+                set.push("publishAt = :publish_at");
+                change = change.value(":publish_at", s(at));
+            }
+            None => remove.push("publishAt"),
+        }
         let change = change.with_text(format!(
             "SET {} REMOVE {}",
             set.join(", "),
@@ -855,6 +933,7 @@ impl EditPlan {
             content,
             post_write: Write::update(PostItem::key(&post), change, landed).when(guard),
             item,
+            marker,
         })
     }
 }

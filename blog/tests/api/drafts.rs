@@ -213,10 +213,16 @@ async fn a_draft_is_its_authors_alone_until_published_then_listed_by_publication
     let audit = api.audit(false).await;
     assert_eq!(audit.findings, vec![], "{:#?}", audit.findings);
 
-    // The erasure takes drafts too.
+    // The erasure takes drafts too; at once, their list is gone with the
+    // profile.
     assert_eq!(
         status_of(&api, "DELETE", &format!("/users/{author}"), &author, None).await,
         204
+    );
+    let drafts_path = format!("/users/{author}/drafts");
+    assert_eq!(
+        status_of(&api, "GET", &drafts_path, &author, None).await,
+        404
     );
     api.settle(&mut poller).await;
     let store = &api.app.store;
@@ -282,5 +288,148 @@ async fn a_keyed_draft_is_created_once_and_a_hot_post_stays_published() {
     assert_eq!(
         (status, bad["error"]["code"].as_str()),
         (400, Some("bad_json"))
+    );
+}
+
+/// A time `seconds` from now, as the API takes it.
+fn in_seconds(seconds: i64) -> String {
+    blog::timestamp::format(time::OffsetDateTime::now_utc() + time::Duration::seconds(seconds))
+}
+
+#[tokio::test]
+async fn a_scheduled_post_publishes_itself_at_its_time_and_not_before() {
+    let api = TestApi::start().await;
+    let mut poller = api.poller();
+    let author = api.user("scheduler").await;
+    let store = &api.app.store;
+    let deadline = blog::store::rename::Deadline::NONE;
+
+    // Due in 2 s: the run waits for it (within its look-ahead), then it is
+    // out, listed at its time.
+    let at = in_seconds(2);
+    let soon = write(
+        &api,
+        &author,
+        "soon",
+        json!({ "status": "scheduled", "publishAt": at }),
+    )
+    .await;
+    assert_eq!(
+        (&soon["status"], &soon["publishAt"]),
+        (&json!("scheduled"), &json!(at))
+    );
+    let path = format!("/posts/{}", id(&soon));
+    assert_eq!(api.get(&path).await.0, 404, "not before its time");
+    // Later than the look-ahead: not this run's.
+    let later = write(
+        &api,
+        &author,
+        "later",
+        json!({ "status": "scheduled", "publishAt": in_seconds(600) }),
+    )
+    .await;
+    let (_, drafts) = api
+        .call(
+            "GET",
+            &format!("/users/{author}/drafts"),
+            Some(&author),
+            None,
+        )
+        .await;
+    assert_eq!(
+        drafts["items"].as_array().map(Vec::len),
+        Some(2),
+        "scheduled posts are the author's drafts"
+    );
+
+    let run = store.fanout().publish_due(&deadline).await.expect("a run");
+    assert_eq!((run.published, run.dropped), (1, 0));
+    assert!(time::OffsetDateTime::now_utc() >= blog::timestamp::parse(&at).expect("a time"));
+    let (status, out) = api.get(&path).await;
+    assert_eq!(
+        (
+            status,
+            &out["status"],
+            &out["publishedAt"],
+            &out["publishAt"]
+        ),
+        (200, &json!("published"), &json!(at), &Value::Null)
+    );
+    api.settle(&mut poller).await;
+    assert_eq!(feed(&api).await, [id(&soon)]);
+    assert_eq!(api.get(&format!("/posts/{}", id(&later))).await.0, 404);
+
+    // Rescheduled, then taken back to a draft: its old markers publish
+    // nothing when their time comes.
+    let moved = write(
+        &api,
+        &author,
+        "moved",
+        json!({ "status": "scheduled", "publishAt": in_seconds(1) }),
+    )
+    .await;
+    let moved_path = format!("/posts/{}", id(&moved));
+    let (status, _) = api
+        .call(
+            "PUT",
+            &moved_path,
+            Some(&author),
+            Some(json!({ "status": "draft" })),
+        )
+        .await;
+    assert_eq!(status, 200);
+    tokio::time::sleep(std::time::Duration::from_millis(1_100)).await;
+    let run = store.fanout().publish_due(&deadline).await.expect("a run");
+    assert_eq!((run.published, run.dropped), (0, 1));
+    assert_eq!(api.get(&moved_path).await.0, 404);
+    let audit = api.audit(false).await;
+    assert_eq!(audit.findings, vec![], "{:#?}", audit.findings);
+}
+
+#[tokio::test]
+async fn a_schedule_must_be_a_future_time_with_its_status() {
+    let api = TestApi::start().await;
+    let author = api.user("bad_schedule").await;
+    for (body, problem) in [
+        (json!({ "status": "scheduled" }), "publishAt is required"),
+        (
+            json!({ "status": "scheduled", "publishAt": "tomorrow" }),
+            "publishAt must be an RFC 3339 time",
+        ),
+        (
+            json!({ "status": "scheduled", "publishAt": in_seconds(-5) }),
+            "publishAt must be in the future",
+        ),
+        (
+            json!({ "status": "scheduled", "publishAt": in_seconds(400 * 86_400) }),
+            "publishAt must be within a year",
+        ),
+        (
+            json!({ "status": "draft", "publishAt": in_seconds(60) }),
+            "publishAt goes with status scheduled",
+        ),
+    ] {
+        let mut body = body;
+        body["title"] = json!("t");
+        body["content"] = json!("c");
+        let (status, error) = api.call("POST", "/posts", Some(&author), Some(body)).await;
+        assert_eq!(
+            (status, error["error"]["code"].as_str()),
+            (400, Some("invalid_field")),
+            "{error}"
+        );
+        let message = error["error"]["message"].as_str().unwrap_or_default();
+        assert!(message.starts_with(problem), "{message}");
+    }
+    assert!(
+        crate::support::table_snapshot(&api)
+            .await
+            .iter()
+            .all(|item| {
+                item.get("type")
+                    .and_then(|t| t.as_s().ok())
+                    .map(String::as_str)
+                    != Some("post")
+            })
     );
 }
