@@ -195,6 +195,7 @@ where
     lambda_runtime::run(lambda_runtime::service_fn(
         |event: LambdaEvent<serde_json::Value>| {
             let deadline = Deadline::from_epoch_ms(event.context.deadline);
+            tracing::info!(deadline_ms = event.context.deadline, "scheduled run");
             let run = handler(&app.store, deadline);
             let meter = meter.clone();
             async move {

@@ -114,6 +114,9 @@ pub enum Finding {
         post: PostId,
         listed: PostId,
     },
+    /// A scheduled post has no marker for its time: nothing would publish
+    /// it.
+    Unscheduled { post: PostId, publish_at: String },
     /// A tag's list holds (under `listed`) a post that is gone, a draft, or
     /// no longer has the tag or that place.
     ExtraTagEntry {
@@ -201,6 +204,12 @@ impl fmt::Display for Finding {
             }
             Self::Floor { stored, expected } => {
                 write!(f, "feed floor is {stored:?}, expected {expected}")
+            }
+            Self::Unscheduled { post, publish_at } => {
+                write!(
+                    f,
+                    "post {post} is scheduled for {publish_at} with no marker to publish it"
+                )
             }
             Self::StaleTagEntry { tag, post, .. } => {
                 write!(
@@ -410,6 +419,7 @@ impl Admin<'_> {
                 ErasureStep::Done(_)
             )),
             Finding::Floor { expected, .. } => self.set_feed_floor(expected).await,
+            Finding::Unscheduled { post, publish_at } => self.reschedule(post, publish_at).await,
             Finding::StaleTagEntry { tag, post, listed }
             | Finding::ExtraTagEntry { tag, post, listed } => {
                 self.repair_tag_entry(tag, post, listed).await
@@ -454,7 +464,7 @@ fn shown(entry: &FeedEntryItem) -> FeedEntryItem {
 
 /// The attributes the audit reads: everything but a post's content, which
 /// nothing copies (it is never sent over the wire to the audit).
-const READ: [&str; 26] = [
+const READ: [&str; 27] = [
     "PK",
     "SK",
     "GSI1PK",
@@ -487,6 +497,7 @@ const READ: [&str; 26] = [
     crate::store::posts::STATUS,
     "publishedAt",
     "listedId",
+    "publishAt",
 ];
 
 /// [`READ`] as a projection expression (every name through a placeholder,

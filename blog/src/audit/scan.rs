@@ -487,6 +487,16 @@ impl Admin<'_> {
         };
         self.audit_shards(&post, &collection.counted_in, sink)
             .await?;
+        // A scheduled post: the marker that will publish it.
+        if let Some(at) = &post.publish_at
+            && !self.is_scheduled(&post.post_id, at).await?
+        {
+            let finding = Finding::Unscheduled {
+                post: post.post_id,
+                publish_at: at.clone(),
+            };
+            sink.found(self, finding, None).await?;
+        }
         // A published post's tags: each list holds it where it is listed.
         let listed = post.listed_id();
         for tag in listed.iter().flat_map(|_| &post.tags) {

@@ -70,6 +70,10 @@ enum Limit {
     AfterChecks(std::sync::Arc<std::sync::atomic::AtomicU32>),
 }
 
+/// 2001-09-09 in milliseconds since the epoch: no invocation's deadline
+/// is before it ([`Deadline::from_epoch_ms`]).
+pub const EPOCH_MS_FLOOR: u64 = 1_000_000_000_000;
+
 impl Deadline {
     /// No deadline: work until done (the local poller, tools).
     pub const NONE: Self = Self(Limit::Never);
@@ -79,8 +83,14 @@ impl Deadline {
         Self(Limit::At(instant, DEADLINE_MARGIN.min(left / 3)))
     }
 
-    /// Lambda's deadline, in milliseconds since the Unix epoch.
+    /// Lambda's deadline, in milliseconds since the Unix epoch. A value
+    /// below [`EPOCH_MS_FLOOR`] is no such time: `cargo lambda watch` (the
+    /// local stack's runtime, 1.9.1) sends the function's timeout there (600
+    /// s), which is read as that long from now, as Lambda's deadline is.
     pub fn from_epoch_ms(deadline_ms: u64) -> Self {
+        if deadline_ms < EPOCH_MS_FLOOR {
+            return Self::at(Instant::now() + Duration::from_millis(deadline_ms));
+        }
         let now_ms = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
@@ -475,6 +485,19 @@ impl FanOut<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_deadline_is_an_epoch_time_or_watchs_timeout() {
+        let now_ms = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_millis() as u64)
+            .unwrap_or_default();
+        assert!(!Deadline::from_epoch_ms(now_ms + 60_000).near());
+        assert!(Deadline::from_epoch_ms(now_ms - 1_000).near());
+        // `cargo lambda watch` sends its 600 s timeout as the deadline.
+        assert!(!Deadline::from_epoch_ms(600_000).near());
+        assert!(Deadline::from_epoch_ms(0).near());
+    }
 
     #[test]
     fn the_margin_is_ten_seconds_or_a_third_of_a_short_invocation() {

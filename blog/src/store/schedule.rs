@@ -88,11 +88,14 @@ impl FanOut<'_> {
                 .await?,
         )?;
         let mut done = Published::default();
+        tracing::info!(due = markers.len(), %horizon, near = deadline.near(), "scheduled posts read");
         for marker in markers {
-            if deadline.near() {
-                break;
-            }
+            // What is due now is published whatever the deadline (a few
+            // writes); waiting for what is due later only with time left.
             if let Some(wait) = until(&marker.publish_at) {
+                if deadline.near() {
+                    break;
+                }
                 tokio::time::sleep(wait).await;
             }
             if self.publish(&marker).await? {
@@ -151,4 +154,21 @@ fn until(at: &str) -> Option<std::time::Duration> {
     std::time::Duration::try_from(left)
         .ok()
         .filter(|d| !d.is_zero())
+}
+
+#[cfg(feature = "admin")]
+impl super::Admin<'_> {
+    /// Whether `post` has its marker for `at` (the audit).
+    pub(crate) async fn is_scheduled(&self, post: &PostId, at: &str) -> Result<bool, StoreError> {
+        let marker = ScheduledItem::new(*post, at).key().item();
+        Ok(self.db.get(marker, true).await?.is_some())
+    }
+
+    /// The audit's repair of a scheduled post without its marker: the marker
+    /// put again (if the post is still scheduled then, it is published at
+    /// that time or, if past, at the next run).
+    pub(crate) async fn reschedule(&self, post: &PostId, at: &str) -> Result<bool, StoreError> {
+        let put = Write::put(&ScheduledItem::new(*post, at), Landed::Untold)?;
+        Ok(self.db.write("reschedule", &put).await?.done())
+    }
 }

@@ -433,3 +433,39 @@ async fn a_schedule_must_be_a_future_time_with_its_status() {
             })
     );
 }
+
+#[tokio::test]
+async fn the_audit_puts_back_a_scheduled_posts_lost_marker() {
+    use blog::audit::Finding;
+
+    let api = TestApi::start().await;
+    let author = api.user("lost_marker").await;
+    let at = in_seconds(3_600);
+    let post = write(
+        &api,
+        &author,
+        "later",
+        json!({ "status": "scheduled", "publishAt": at }),
+    )
+    .await;
+    let store = &api.app.store;
+    let marker = blog::keys::Key::new(
+        blog::keys::SCHEDULED_PK.to_owned(),
+        blog::keys::scheduled_sk(&at, &crate::support::post_id(&id(&post))),
+    );
+    store
+        .client()
+        .delete_item()
+        .table_name(store.table())
+        .set_key(Some(marker.item()))
+        .send()
+        .await
+        .expect("delete the marker");
+    let found = api.audit(true).await.findings;
+    let expected = Finding::Unscheduled {
+        post: crate::support::post_id(&id(&post)),
+        publish_at: at,
+    };
+    assert_eq!(found, [expected]);
+    assert_eq!(api.audit(false).await.findings, vec![]);
+}
