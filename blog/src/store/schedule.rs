@@ -6,8 +6,9 @@
 //! `SCHEDULED` partition, `<publishAt>#<postId>`, in the same transaction.
 //! Each run reads the markers due within [`LOOKAHEAD`] (one Query, in time
 //! order) and publishes each post at its time, waiting for it if it is a
-//! few seconds off: a post is out within seconds of its `publishAt` (at
-//! most the schedule's jitter), never before. Publishing is one UpdateItem
+//! few seconds off: a post is never out before its `publishAt`, and out
+//! within a minute of it (at its time when a run falls in the 30 s before
+//! it; else at the next run). Publishing is one UpdateItem
 //! of the post, conditional on it still being scheduled for that time (an
 //! edit or a deletion since wins), then the marker is deleted; a marker its
 //! post no longer names is deleted too. Each step is idempotent, so a run
