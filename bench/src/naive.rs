@@ -622,6 +622,7 @@ impl NaiveStore {
                         summary: blog::markdown::summary(&row.content),
                         comment_count: row.comment_count.unwrap_or_default(),
                         like_count: row.like_count.unwrap_or_default(),
+                        published_at: row.creation_date.clone(),
                         created_at: row.creation_date,
                     })
                 })
@@ -647,6 +648,7 @@ impl NaiveStore {
                         summary: blog::markdown::summary(&row.content),
                         comment_count: comments,
                         like_count: likes,
+                        published_at: row.creation_date.clone(),
                         created_at: row.creation_date,
                     })
                 }

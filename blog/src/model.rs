@@ -65,6 +65,21 @@ pub struct PostSummary {
     #[serde(deserialize_with = "count")]
     pub like_count: u64,
     pub created_at: String,
+    /// When it was published: the time of the place lists hold it at
+    /// ([`PostId::listed_at`]), which each list's key says. Never stored
+    /// with a copy; a list fills it in as it reads ([`PostSummary::listed_at`]).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub published_at: String,
+}
+
+impl PostSummary {
+    /// The short form as a list holding it under `listed` shows it: its
+    /// `publishedAt` is the listed id's time (`createdAt` for a post listed
+    /// under its own id: published as it was created).
+    pub fn listed_at(mut self, listed: PostId) -> Self {
+        self.published_at = listed.created_at();
+        self
+    }
 }
 
 /// A stored count, read as at least 0: a count is never below 0 while the

@@ -157,7 +157,7 @@ fn render(document: &Document<'_>, posts: &[PostSummary]) -> Result<String, ApiE
 
 fn entry(post_base: (&str, &'static str), post: &PostSummary) -> Result<Entry, ApiError> {
     let (base, mime_type) = post_base;
-    let published = time_of(&post.created_at)?;
+    let published = time_of(&post.published_at)?;
     Ok(Entry {
         title: Text::plain(post.title.clone()),
         id: post.post_id.urn(),
@@ -209,6 +209,7 @@ mod tests {
             comment_count: 3,
             like_count: 4,
             created_at: at.to_owned(),
+            published_at: at.to_owned(),
         }
     }
 

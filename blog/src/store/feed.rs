@@ -175,9 +175,15 @@ impl Requests<'_> {
     pub async fn feed(&self, limit: usize) -> Result<Vec<PostSummary>, StoreError> {
         let want = limit.min(self.feed_capacity());
         let entries = Store::feed_entries();
-        Ok(from_items(
-            self.db.query_up_to("feed", &entries, None, want).await?,
-        )?)
+        let entries: Vec<FeedEntryItem> =
+            from_items(self.db.query_up_to("feed", &entries, None, want).await?)?;
+        Ok(entries
+            .into_iter()
+            .map(|e| {
+                let listed = e.listed();
+                e.post.listed_at(listed)
+            })
+            .collect())
     }
 }
 

@@ -231,6 +231,8 @@ impl From<&PostItem> for PostSummary {
             comment_count: post.comment_count,
             like_count: post.like_count,
             created_at: post.created_at.clone(),
+            // Filled in by the list that reads it, from its key.
+            published_at: String::new(),
         }
     }
 }
@@ -565,7 +567,14 @@ impl Requests<'_> {
             .list_page(&list, &query, start, limit, |p: &Listed| p.listed())
             .await?;
         Ok(Page {
-            items: page.items.into_iter().map(|p| p.post).collect(),
+            items: page
+                .items
+                .into_iter()
+                .map(|p| {
+                    let listed = p.listed_id();
+                    p.post.listed_at(listed)
+                })
+                .collect(),
             next_cursor: page.next_cursor,
         })
     }
@@ -687,6 +696,15 @@ struct Listed {
 }
 
 impl Listed {
+    /// Where it is listed ([`PostId::listed_at`]); its own id if the index
+    /// key were ever unreadable.
+    fn listed_id(&self) -> PostId {
+        self.gsi1sk
+            .strip_prefix(keys::POST_PREFIX)
+            .and_then(|listed| PostId::parse(listed).ok())
+            .unwrap_or(self.post.post_id)
+    }
+
     /// The cursor's id of it: where it is listed and its own id
     /// (`<listedId>.<postId>`, [`listed_and_post`]).
     fn listed(&self) -> String {

@@ -94,7 +94,14 @@ impl Requests<'_> {
             })
             .await?;
         Ok(Page {
-            items: page.items.into_iter().map(|e| e.post).collect(),
+            items: page
+                .items
+                .into_iter()
+                .map(|e| {
+                    let listed = e.listed();
+                    e.post.listed_at(listed)
+                })
+                .collect(),
             next_cursor: page.next_cursor,
         })
     }

@@ -151,6 +151,46 @@ async fn a_draft_is_its_authors_alone_until_published_then_listed_by_publication
     assert_eq!(listed(&api, "/tags/drafts/posts").await, newest_first);
     assert_eq!(feed(&api).await, newest_first);
     assert_eq!(api.get(&path).await.0, 200);
+    // Each list's short form says when it was published, as Q2 does; the
+    // older post's is its creation.
+    for list in [
+        format!("/users/{author}/posts"),
+        "/tags/drafts/posts".to_owned(),
+        "/feed".to_owned(),
+    ] {
+        let (_, page) = api.get(&list).await;
+        let times: Vec<(&Value, &Value)> = page["items"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .map(|p| (&p["publishedAt"], &p["createdAt"]))
+            .collect();
+        assert_eq!(
+            times,
+            [
+                (&json!(at), &draft["createdAt"]),
+                (&older["createdAt"], &older["createdAt"])
+            ],
+            "{list}"
+        );
+    }
+    // And so does its Atom entry, published and updated.
+    let (_, atom) = api.get(&format!("/users/{author}/posts.atom")).await;
+    let atom = atom.as_str().unwrap_or_default();
+    let atom_time = at.replace('Z', "+00:00");
+    assert!(
+        atom.contains(&format!("<published>{atom_time}</published>")),
+        "{atom}"
+    );
+    assert!(
+        !atom.contains(
+            &draft["createdAt"]
+                .as_str()
+                .unwrap_or("-")
+                .replace('Z', "+00:00")
+        ),
+        "{atom}"
+    );
     api.like(&reader, &draft_id).await;
 
     // An edit keeps its place; back to a draft, it leaves every list.

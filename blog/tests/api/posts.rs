@@ -212,6 +212,7 @@ async fn a_users_posts_come_newest_first_in_short_form_page_by_page() {
                 "createdAt",
                 "likeCount",
                 "postId",
+                "publishedAt",
                 "summary",
                 "title",
                 "userId",
@@ -221,6 +222,10 @@ async fn a_users_posts_come_newest_first_in_short_form_page_by_page() {
             let mut keys = keys;
             keys.sort_unstable();
             assert_eq!(keys, expected, "short form only, no content");
+            assert_eq!(
+                item["publishedAt"], item["createdAt"],
+                "published as written"
+            );
             seen.push(item["postId"].as_str().unwrap_or_default().to_owned());
         }
         match &page["nextCursor"] {
