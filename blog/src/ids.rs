@@ -229,6 +229,11 @@ ulid_id!(
     LikeId,
     "likeId"
 );
+ulid_id!(
+    /// Identifies a follow; it orders a user's follows and followers by time.
+    FollowId,
+    "followId"
+);
 
 #[cfg(test)]
 mod tests {

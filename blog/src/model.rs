@@ -14,6 +14,22 @@ pub struct User {
     pub username: Username,
     pub created_at: String,
     pub updated_at: String,
+    /// How many follow them: exact once the fan-out has added the last
+    /// follows' shard counts (within seconds).
+    #[serde(default)]
+    pub follower_count: u64,
+    /// How many they follow: exact (it changes with each follow).
+    #[serde(default)]
+    pub following_count: u64,
+}
+
+/// A user in a list of follows: a follower, or someone followed, and when.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Followed {
+    pub user_id: UserId,
+    pub username: Username,
+    pub followed_at: String,
 }
 
 /// Whether a post is out: a draft is its author's alone (every other read
@@ -125,17 +141,27 @@ pub struct Feed {
 }
 
 /// One thing a user wrote, in their export: `{"post": {...}}`,
-/// `{"comment": {...}}` or `{"like": {...}}`.
+/// `{"comment": {...}}`, `{"like": {...}}` or `{"follow": {...}}`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub enum Exported {
     Post(Post),
     Comment(Comment),
     Like(Like),
+    Follow(Follow),
+}
+
+/// A follow, in its follower's export: whom, and when.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Follow {
+    pub user_id: UserId,
+    pub followed_at: String,
 }
 
 /// One page of a user's export: their profile on every page, then what
-/// they wrote (comments, then likes, then posts, each oldest first).
+/// they wrote (comments, then follows, then likes, then posts, each oldest
+/// first).
 /// `next_cursor` is `null` on the last page.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]

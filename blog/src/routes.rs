@@ -33,7 +33,7 @@ const fn route(
     }
 }
 
-pub const ROUTES: [Route; 23] = [
+pub const ROUTES: [Route; 28] = [
     route("POST", "/users", "create-user", true),
     route("GET", "/users", "find-user", false),
     route("PUT", "/users/{userId}", "update-user", true),
@@ -66,6 +66,11 @@ pub const ROUTES: [Route; 23] = [
         false,
     ),
     route("GET", "/tags/{tag}/posts", "list-tag-posts", false),
+    route("POST", "/users/{userId}/followers", "follow-user", true),
+    route("DELETE", "/users/{userId}/followers", "unfollow-user", true),
+    route("GET", "/users/{userId}/followers", "list-followers", false),
+    route("GET", "/users/{userId}/following", "list-following", false),
+    route("GET", "/home", "get-home", true),
     route(
         "GET",
         "/tags/{tag}/posts.atom",
@@ -122,6 +127,11 @@ pub async fn dispatch(function: &str, app: &App, req: Request) -> Option<ApiResu
         "list-user-posts-atom" => api::atom::list_user_posts_atom(app, req).await,
         "list-tag-posts" => api::tags::list_tag_posts(app, req).await,
         "list-tag-posts-atom" => api::atom::list_tag_posts_atom(app, req).await,
+        "follow-user" => api::follows::follow_user(app, req).await,
+        "unfollow-user" => api::follows::unfollow_user(app, req).await,
+        "list-followers" => api::follows::list_followers(app, req).await,
+        "list-following" => api::follows::list_following(app, req).await,
+        "get-home" => api::home::home(app, req).await,
         _ => return None,
     };
     Some(result)

@@ -33,6 +33,7 @@ pub enum ErrorCode {
     PreconditionFailed,
     BadPrecondition,
     PostIsHot,
+    FollowingLimit,
     PayloadTooLarge,
     Unavailable,
     OutcomeUnknown,
@@ -61,6 +62,7 @@ impl ErrorCode {
             Self::PreconditionFailed => "precondition_failed",
             Self::BadPrecondition => "bad_precondition",
             Self::PostIsHot => "post_is_hot",
+            Self::FollowingLimit => "following_limit",
             Self::PayloadTooLarge => "payload_too_large",
             Self::Unavailable => "unavailable",
             Self::OutcomeUnknown => "outcome_unknown",
@@ -198,6 +200,11 @@ impl From<StoreError> for ApiError {
             StoreError::UserNotFound => Self::NotFound("no such user"),
             StoreError::PostNotFound => Self::NotFound("no such post"),
             StoreError::CommentNotFound => Self::NotFound("no such comment"),
+            StoreError::FollowSelf => Self::bad_request(ErrorCode::InvalidField, message),
+            StoreError::FollowingLimit => Self::Unprocessable {
+                code: ErrorCode::FollowingLimit,
+                message,
+            },
             StoreError::PreconditionFailed => Self::PreconditionFailed(
                 "it was changed since the copy your If-Match names: read it again (its ETag), then send your change with that".to_owned(),
             ),

@@ -7,6 +7,8 @@ pub mod comments;
 pub mod conditional;
 mod error;
 pub mod feed;
+pub mod follows;
+pub mod home;
 pub mod likes;
 pub mod posts;
 mod request;

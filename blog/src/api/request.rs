@@ -127,6 +127,19 @@ pub fn page(req: &Request) -> Result<(usize, Option<String>), ApiError> {
     Ok((limit, cursor))
 }
 
+/// [`page`], with `limit` at most `max` (a list whose page reads more
+/// than its entries: the home).
+pub fn page_within(req: &Request, max: usize) -> Result<(usize, Option<String>), ApiError> {
+    let (limit, cursor) = page(req)?;
+    if limit > max {
+        return Err(ApiError::bad_request(
+            ErrorCode::BadLimit,
+            format!("limit must be an integer from 1 to {max}"),
+        ));
+    }
+    Ok((limit, cursor))
+}
+
 /// Whether the request names a `limit`.
 pub fn has_limit(req: &Request) -> bool {
     req.query_string_parameters().first("limit").is_some()

@@ -288,6 +288,8 @@ fn superseded_post_changes(records: &[EventRecord]) -> Vec<Option<usize>> {
             let post = match Rule::of(record) {
                 Some(Rule::ChangedPost) => post_key(record)?,
                 Some(Rule::ShardCounts) => shard_counters_of(record)?,
+                // Its last record holds its newest count.
+                Some(Rule::FollowerCount) => post_key(record)?,
                 _ => return None,
             };
             match last.get(&post) {

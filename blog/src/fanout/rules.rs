@@ -17,6 +17,9 @@
 //! | post REMOVE (deleted) | its feed entry and its tag entries out (the count one down; the reserve's next newest shows in its place), then every comment, like and marker of its partition (and of a hot post's shards), a page at a time; near the deadline it stops and the record is reported failed, so that the retry deletes what is left (`store::deletion`) | deleting what is gone is a no-op; nothing can be added to a deleted post; a late INSERT finds no post and takes its entry back out |
 //! | post MODIFY of a hot post whose switch is unfinished (no `likersMoved` or no `commentsSharded`) | what the switch's request did not get to: the likes pointer, the comments pointer and `commentsSharded`, then a mark in its liker's partition for every like the post had, a page at a time, its place kept on the pointer, then `likersMoved` (`store::hot`); near the deadline it stops and the record is reported failed | each step only where not done; a mark is put only where none is; one whose marker changed as it was put is taken back |
 //! | a hot post's shard counter MODIFY | once a batch per post (its counters' records coalesced into the last one): what each shard counted since the version the post holds of it, added onto the post's counts (`store::hot`); that post MODIFY then refreshes the feed entry | the post update is conditional on each shard's version as read |
+//! | post INSERT, or MODIFY that publishes it | a delivery item for each of its author's follower shards with followers (`store::home`) | put only if absent |
+//! | delivery INSERT, or its MODIFY with `handoff` | its follower shard's followers' home entries, a page at a time from its saved place; near the deadline its place saved with `handoff`, whose MODIFY goes on | the place saved conditional on the place read: a record delivered again goes on from there; an entry put twice is the same entry |
+//! | follower shard count INSERT or MODIFY (the last of a batch's per shard) | its count and version onto the followed profile's `followerShards` | only where the version copied is older |
 //! | anything else | nothing | – |
 //!
 //! A quiet post's counts need no rule of their own: a comment or like changes
@@ -45,6 +48,8 @@ use crate::{
         deletion::Removal,
         erasure::{ErasureStep, Written},
         feed::{Copied, FeedEntryItem},
+        follows::FollowerCountItem,
+        home::{Delivering, delivery_of},
         hot::{Moving, ShardCounterItem, Summed},
         posts::PostItem,
         rename::{Deadline, RenameStep},
@@ -91,6 +96,8 @@ pub(super) enum Rule {
     RemovedUser,
     RemovedPost,
     ShardCounts,
+    FollowerCount,
+    Deliver,
 }
 
 impl Rule {
@@ -124,9 +131,28 @@ impl Rule {
                 Change::Modify => Some(Rule::ShardCounts),
                 Change::Insert | Change::Remove => None,
             },
+            // A follower shard's count, copied onto the followed profile:
+            // made by the first follow, changed by each; deleted by nothing.
+            ItemType::FollowerCount => match change {
+                Change::Insert | Change::Modify => Some(Rule::FollowerCount),
+                Change::Remove => None,
+            },
+            // A post's delivery into one follower shard's homes: walked
+            // from its INSERT, and on from a MODIFY that handed it off at
+            // a deadline (its saves after each page have no `handoff`).
+            ItemType::Delivery => match change {
+                Change::Insert => Some(Rule::Deliver),
+                Change::Modify if handed_off(record) => Some(Rule::Deliver),
+                Change::Modify | Change::Remove => None,
+            },
             // The copies the fan-out keeps and its own bookkeeping: nothing
-            // is copied from them.
-            ItemType::Username
+            // is copied from them. A follow's and a follower's entry are
+            // counted in their transaction; a home entry is written only
+            // by the fan-out.
+            ItemType::Follow
+            | ItemType::Follower
+            | ItemType::HomeEntry
+            | ItemType::Username
             | ItemType::LikeShards
             | ItemType::Liked
             | ItemType::CommentShards
@@ -143,6 +169,12 @@ impl Rule {
             | ItemType::Other => None,
         }
     }
+}
+
+/// Whether a delivery's MODIFY handed its walk off (its new image has
+/// `handoff`: template.yaml's filter lets only those through).
+fn handed_off(record: &EventRecord) -> bool {
+    record.change.new_image.contains_key("handoff")
 }
 
 /// Whether [`apply`] may change a copy for this record: what template.yaml's
@@ -196,6 +228,8 @@ pub(super) async fn apply_record(
         Some(Rule::RemovedUser) => Box::pin(removed_user(store, record, deadline)).await,
         Some(Rule::RemovedPost) => Box::pin(removed_post(store, record, deadline)).await,
         Some(Rule::ShardCounts) => Box::pin(shard_counts(store, record, carried)).await,
+        Some(Rule::FollowerCount) => Box::pin(follower_count(store, record)).await,
+        Some(Rule::Deliver) => Box::pin(deliver(store, record, deadline)).await,
         None => Ok(Outcome::Ignored),
     }
 }
@@ -229,10 +263,12 @@ async fn new_post(store: &Store, record: &EventRecord) -> Result<Outcome, Fanout
         0
     };
     let tagged = store.fanout().enter_tags(&post).await?;
-    let writes = 2 + trimmed + tagged + usize::from(renamed.is_some());
+    // Into its author's followers' homes: a delivery a follower shard.
+    let deliveries = store.fanout().start_deliveries(&post).await?;
+    let writes = 2 + trimmed + tagged + deliveries + usize::from(renamed.is_some());
     Ok(match (entered, renamed) {
         (Copied::Written, _) | (_, Some(_)) => Outcome::Written { writes },
-        _ if !post.tags.is_empty() => Outcome::Written { writes },
+        _ if !post.tags.is_empty() || deliveries > 0 => Outcome::Written { writes },
         _ => Outcome::Stale { writes },
     })
 }
@@ -364,8 +400,9 @@ async fn changed_post(
             left += store.fanout().trim_feed().await?;
         }
         let tagged = store.fanout().enter_tags(&new).await?;
+        let deliveries = store.fanout().start_deliveries(&new).await?;
         return Ok(Outcome::Written {
-            writes: left + 2 + tagged + untagged.len(),
+            writes: left + 2 + tagged + deliveries + untagged.len(),
         });
     }
     if listed.is_none() {
@@ -436,6 +473,43 @@ async fn shard_counts(
         match store.fanout().add_shard_counts(&post, &counters).await? {
             Summed::Written => Outcome::Written { writes: 1 },
             Summed::Stale | Summed::Gone => Outcome::Stale { writes: 0 },
+        },
+    )
+}
+
+/// A follower shard's count INSERT or MODIFY (the last of its batch's:
+/// it holds the newest count): copied onto the followed profile.
+async fn follower_count(store: &Store, record: &EventRecord) -> Result<Outcome, FanoutError> {
+    let count: FollowerCountItem = decode(&record.change.new_image, "new")?;
+    Ok(match store.fanout().copy_follower_count(&count).await? {
+        true => Outcome::Written { writes: 1 },
+        false => Outcome::Stale { writes: 1 },
+    })
+}
+
+/// A delivery's INSERT (or its handoff's MODIFY): its walk, from its place.
+async fn deliver(
+    store: &Store,
+    record: &EventRecord,
+    deadline: &Deadline,
+) -> Result<Outcome, FanoutError> {
+    let key: Key = decode(&record.change.new_image, "new")?;
+    let Some((post, shard)) = delivery_of(&key) else {
+        return Err(FanoutError::Malformed {
+            image: "new",
+            reason: format!("{}/{} is not a delivery", key.pk, key.sk),
+        });
+    };
+    Ok(
+        match store.fanout().deliver(&post, shard, deadline).await? {
+            Delivering::Done { written } => Outcome::Written {
+                writes: written + 1,
+            },
+            // Its handoff's MODIFY goes on, in the next invocation.
+            Delivering::Paused { written } => Outcome::Written {
+                writes: written + 1,
+            },
+            Delivering::Stale => Outcome::Stale { writes: 0 },
         },
     )
 }

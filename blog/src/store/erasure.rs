@@ -83,11 +83,12 @@ pub struct Erasing {
     pub posts: usize,
     pub comments: usize,
     pub likes: usize,
+    pub follows: usize,
 }
 
 impl Erasing {
     pub fn total(&self) -> usize {
-        self.posts + self.comments + self.likes
+        self.posts + self.comments + self.likes + self.follows
     }
 }
 
@@ -96,6 +97,7 @@ impl std::ops::AddAssign for Erasing {
         self.posts += other.posts;
         self.comments += other.comments;
         self.likes += other.likes;
+        self.follows += other.follows;
     }
 }
 
@@ -111,16 +113,21 @@ pub enum ErasureStep {
 }
 
 /// One of the user's items, as GSI1 lists it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Written {
     Post(PostId),
     Comment(PostPartition, CommentId),
     Like(PostPartition, LikeId),
+    /// Their follow of another user.
+    Follow(UserId),
 }
 
 impl Written {
     /// What the item at `key` (a table key) is, if the user wrote it.
     pub fn of(key: &Key) -> Option<Self> {
+        if let Some(followed) = keys::followed_of_sk(&key.sk) {
+            return keys::user_of_pk(&key.pk).map(|_| Self::Follow(followed));
+        }
         let place = PostPartition::of_pk(&key.pk)?;
         let post = place.post;
         if key.sk == keys::POST_SK {
@@ -221,6 +228,12 @@ impl FanOut<'_> {
             }
             done += self.erase_page(user, page.items).await?;
         }
+        // Who followed the account, and its home.
+        let (unfollowed, finished) = self.erase_followers(user, deadline).await?;
+        done.follows += unfollowed;
+        if !finished {
+            return Ok(ErasureStep::Paused(done));
+        }
         let progress = Write::delete(keys::rename_progress(user).item(), Deleted::IfGone);
         self.db
             .write("erasure: the rename's place", &progress)
@@ -308,6 +321,9 @@ impl FanOut<'_> {
             }
             Written::Like(place, like) => {
                 done.likes += usize::from(self.erase_like(place, &like, user).await?);
+            }
+            Written::Follow(followed) => {
+                done.follows += usize::from(self.erase_follow(user, &followed).await?);
             }
         }
         Ok(done)

@@ -31,6 +31,10 @@ pub enum StoreError {
     /// was made from (`If-Match`): nothing was written.
     #[error("it changed since the copy this request was made from (If-Match)")]
     PreconditionFailed,
+    #[error("a user cannot follow themselves")]
+    FollowSelf,
+    #[error("a user may follow at most 5,000 others; unfollow someone first")]
+    FollowingLimit,
     #[error("no such comment")]
     CommentNotFound,
     #[error("a viral (hot) post cannot go back to a draft; delete it instead")]

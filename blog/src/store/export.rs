@@ -3,7 +3,7 @@
 //! calls whatever the account's size: GetItem the profile, Query their GSI1
 //! partition (`USER#u`, everything they wrote) after the cursor, and one
 //! BatchGetItem of the table items behind that page (a post's item and its
-//! content, a comment, a like), so that every field is the table's own
+//! content, a comment, a like, a follow), so that every field is the table's own
 //! (GSI1 projects no content and may lag).
 
 use std::collections::HashMap;
@@ -16,10 +16,12 @@ use super::{
     users::UserItem,
 };
 use crate::{
-    ids::{CommentId, LikeId, PostId, UserId},
-    keys::{self, COMMENT_PREFIX, DRAFT_PREFIX, Entity, Key, LIKE_PREFIX, POST_PREFIX},
-    model::{ExportPage, Exported, Post},
-    store::{comments::CommentItem, likes::LikeItem},
+    ids::{CommentId, FollowId, LikeId, PostId, UserId},
+    keys::{
+        self, COMMENT_PREFIX, DRAFT_PREFIX, Entity, FOLLOW_PREFIX, Key, LIKE_PREFIX, POST_PREFIX,
+    },
+    model::{ExportPage, Exported, Follow, Post},
+    store::{comments::CommentItem, follows::FollowItem, likes::LikeItem},
 };
 
 /// What a GSI1 entry of the user's partition stands for.
@@ -29,6 +31,8 @@ enum Entry {
     /// A like, in the partition the entry's table key names: the post's own,
     /// or one of a hot post's shards (`POST#<postId>#<k>`).
     Like(String, LikeId),
+    /// A follow: its table key (the follower's partition, whom).
+    Follow(Key),
 }
 
 impl Entry {
@@ -58,6 +62,10 @@ impl Entry {
         } else if let Some(id) = sk.strip_prefix(LIKE_PREFIX) {
             let pk = text(keys::PK).ok_or_else(|| StoreError::Internal(format!("{sk}: no PK")))?;
             Entry::Like(pk.clone(), LikeId::parse(id).map_err(bad)?)
+        } else if let Some(id) = sk.strip_prefix(FOLLOW_PREFIX) {
+            FollowId::parse(id).map_err(bad)?;
+            let key = Key::of(item)?;
+            Entry::Follow(key)
         } else {
             return Err(StoreError::Internal(format!("unexpected GSI1SK {sk}")));
         };
@@ -72,6 +80,7 @@ impl Entry {
                 Key::new(keys::post_pk(post), keys::comment_sk(comment))
             }
             Entry::Like(pk, like) => Key::new(pk.clone(), keys::like_sk(like)),
+            Entry::Follow(key) => key.clone(),
         }
     }
 
@@ -79,7 +88,7 @@ impl Entry {
     fn content_key(&self) -> Option<Key> {
         match self {
             Entry::Post(post) => Some(Key::new(keys::post_pk(post), keys::POST_CONTENT_SK)),
-            Entry::Comment(..) | Entry::Like(..) => None,
+            Entry::Comment(..) | Entry::Like(..) | Entry::Follow(..) => None,
         }
     }
 }
@@ -97,13 +106,19 @@ fn index_query(user: &UserId, cursor: Option<&str>) -> Result<Query, StoreError>
     };
     let after = cursor::decode(cursor, &list(user))?;
     // Validated as any client id: a GSI1 sort key of one of the kinds.
-    let valid = [POST_PREFIX, DRAFT_PREFIX, COMMENT_PREFIX, LIKE_PREFIX]
-        .iter()
-        .any(|prefix| {
-            after
-                .strip_prefix(prefix)
-                .is_some_and(|id| !id.contains('#'))
-        });
+    let valid = [
+        POST_PREFIX,
+        DRAFT_PREFIX,
+        COMMENT_PREFIX,
+        LIKE_PREFIX,
+        FOLLOW_PREFIX,
+    ]
+    .iter()
+    .any(|prefix| {
+        after
+            .strip_prefix(prefix)
+            .is_some_and(|id| !id.contains('#'))
+    });
     if !valid {
         return Err(StoreError::BadCursor(cursor::CursorError::Malformed));
     }
@@ -135,6 +150,13 @@ fn exported(
             }
             Entry::Comment(..) => Exported::Comment(CommentItem::decode(item)?.into()),
             Entry::Like(..) => Exported::Like(LikeItem::decode(item)?.into()),
+            Entry::Follow(..) => {
+                let follow = FollowItem::decode(item)?;
+                Exported::Follow(Follow {
+                    user_id: follow.followed_id,
+                    followed_at: follow.created_at,
+                })
+            }
         });
     }
     Ok(items)

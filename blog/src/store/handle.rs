@@ -31,6 +31,9 @@ pub struct Store {
     pub(super) db: Table,
     pub(super) feed_capacity: usize,
     pub(super) gsi_lag_bound: Duration,
+    /// How many followers a post's delivery reads and writes a page
+    /// ([`super::home::PAGE`]).
+    pub(super) delivery_page: usize,
     /// The hot posts this process has met ([`super::hot`]).
     pub(super) hot: std::sync::Arc<HotPosts>,
     /// Whether a throttled quiet post is made hot (always, but in the
@@ -44,6 +47,7 @@ impl Store {
             db: Table::new(client, table),
             feed_capacity: FEED_CAPACITY,
             gsi_lag_bound: GSI_LAG_BOUND,
+            delivery_page: super::home::PAGE,
             hot: std::sync::Arc::default(),
             hot_switch: true,
         }
@@ -85,6 +89,14 @@ impl Store {
 
     pub fn feed_capacity(&self) -> usize {
         self.feed_capacity
+    }
+
+    /// Delivers a post to `page` followers a page instead of
+    /// [`super::home::PAGE`]: lets tests walk a delivery page by page with
+    /// a few followers.
+    pub fn with_delivery_page(mut self, page: usize) -> Self {
+        self.delivery_page = page.max(1);
+        self
     }
 
     /// The table layer, through which every operation reaches DynamoDB.

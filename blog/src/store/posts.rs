@@ -982,6 +982,8 @@ mod tests {
             updated_at: timestamp::now(),
             version: 1,
             first_version: 1,
+            following_count: 0,
+            follower_shards: Default::default(),
         };
         let mut post = PostItem::new(
             PostId::generate(),

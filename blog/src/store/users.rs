@@ -36,6 +36,19 @@ pub struct UserItem {
     /// (`userVersion` below this) is never taken for this one's.
     #[serde(default = "first_version", skip_serializing_if = "is_first_version")]
     pub first_version: u64,
+    /// How many users they follow, changed in each follow's transaction
+    /// (absent until the first).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub following_count: u64,
+    /// Each follower shard's count as the fan-out last copied it, by shard
+    /// (`"00"`..): their sum is the follower count
+    /// ([`crate::store::follows`]). Absent until the first follower.
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub follower_shards: std::collections::BTreeMap<String, super::follows::ShardCount>,
+}
+
+fn is_zero(count: &u64) -> bool {
+    *count == 0
 }
 
 fn first_version() -> u64 {
@@ -65,6 +78,8 @@ impl UserItem {
             updated_at: at.to_owned(),
             version: 1,
             first_version: 1,
+            following_count: 0,
+            follower_shards: std::collections::BTreeMap::new(),
         }
     }
 
@@ -95,6 +110,8 @@ impl Entity for UserItem {
 impl From<UserItem> for User {
     fn from(item: UserItem) -> Self {
         User {
+            follower_count: item.follower_shards.values().map(|c| c.count).sum(),
+            following_count: item.following_count,
             user_id: item.user_id,
             username: item.username,
             created_at: item.created_at,
@@ -104,9 +121,10 @@ impl From<UserItem> for User {
 }
 
 /// Claims a username (case-insensitively) for one user. It exists so that the
-/// database itself, not a read before the write, rejects a taken name; and it
-/// holds a copy of the profile, so that finding a user by name is one GetItem
-/// of it. Every write of the profile's name writes it in the same transaction.
+/// database itself, not a read before the write, rejects a taken name. It
+/// holds a copy of the profile (finding a user by name once read it alone;
+/// the follow counts are on the profile only, so it now reads the profile
+/// too). Every write of the profile's name writes it in the same transaction.
 #[derive(Debug, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub(super) struct UsernameClaim {
@@ -135,16 +153,6 @@ impl UsernameClaim {
 
     pub(super) fn key(username: &Username) -> Item {
         Key::new(keys::username_pk(username), USERNAME_SK).item()
-    }
-
-    /// The profile it copies, if it holds a copy.
-    fn profile(self) -> Option<User> {
-        Some(User {
-            user_id: self.user_id,
-            username: self.username,
-            created_at: self.created_at?,
-            updated_at: self.updated_at?,
-        })
     }
 }
 
@@ -306,10 +314,9 @@ impl Requests<'_> {
         Ok(self.read_profile(user, false).await?.map(User::from))
     }
 
-    /// Q1 by name (request, `GET /users?username=`), ignoring case: one eventually
-    /// consistent GetItem of the name's claim, which copies the profile. A
-    /// claim written before it held the copy costs a second read, of the
-    /// profile it names.
+    /// Q1 by name (request, `GET /users?username=`), ignoring case: two
+    /// eventually consistent GetItems, of the name's claim, then of the
+    /// profile it names (which alone holds the follow counts).
     pub async fn find_user(&self, username: &Username) -> Result<Option<User>, StoreError> {
         let claim = self
             .db
@@ -317,11 +324,9 @@ impl Requests<'_> {
         let Some(claim) = claim.await? else {
             return Ok(None);
         };
-        let user = claim.user_id.clone();
-        match claim.profile() {
-            Some(profile) => Ok(Some(profile)),
-            None => self.get_user(&user).await,
-        }
+        // The claim's copy of the profile has no counts (the fan-out keeps
+        // the follower count on the profile alone): the profile is read.
+        self.get_user(&claim.user_id).await
     }
 
     /// C1 (edit; request): renames a user. The profile change, the release of the old

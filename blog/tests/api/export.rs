@@ -52,13 +52,17 @@ async fn an_export_holds_everything_the_user_wrote_in_full_and_nothing_else() {
     api.like(&me, &theirs).await;
     api.like(&me, &mine[1]).await;
     api.like(&other, &mine[0]).await;
+    // Whom I follow is mine; who follows me is theirs.
+    let followed = api.follow(&me, &other).await;
+    api.follow(&other, &me).await;
 
     for limit in [1, 2, 25] {
         let pages = all_pages(&api, &me, limit).await;
-        assert_eq!(pages.len(), 6_usize.div_ceil(limit), "limit {limit}");
+        assert_eq!(pages.len(), 7_usize.div_ceil(limit), "limit {limit}");
         let mut posts = BTreeSet::new();
         let mut comments = Vec::new();
         let mut likes = BTreeSet::new();
+        let mut follows = Vec::new();
         for page in &pages {
             assert_eq!(page["profile"]["userId"], json!(me));
             assert_eq!(page["profile"]["username"], json!("exporter"));
@@ -84,6 +88,8 @@ async fn an_export_holds_everything_the_user_wrote_in_full_and_nothing_else() {
                 } else if let Some(like) = item.get("like") {
                     assert_eq!(like["userId"], json!(me));
                     likes.insert(like["postId"].as_str().expect("id").to_owned());
+                } else if let Some(follow) = item.get("follow") {
+                    follows.push(follow.clone());
                 } else {
                     panic!("unknown item {item}");
                 }
@@ -95,6 +101,10 @@ async fn an_export_holds_everything_the_user_wrote_in_full_and_nothing_else() {
             vec![(json!(my_comment), json!(theirs), json!("my comment"))]
         );
         assert_eq!(likes, BTreeSet::from([theirs.clone(), mine[1].clone()]));
+        assert_eq!(
+            follows,
+            vec![json!({ "userId": other, "followedAt": followed["followedAt"] })]
+        );
     }
 }
 

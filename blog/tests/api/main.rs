@@ -20,6 +20,8 @@ mod fanout;
 mod fault_proxy;
 mod faults;
 mod feed;
+mod follows;
+mod home;
 mod hot;
 mod idempotency;
 mod identity;

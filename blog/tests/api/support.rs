@@ -207,6 +207,14 @@ impl TestApi {
         Self::serve(Store::new(client, name).with_feed_capacity(capacity), meter).await
     }
 
+    /// A new table whose posts' deliveries walk `page` followers a page.
+    pub async fn start_with_delivery_page(page: usize) -> Self {
+        let meter = CapacityMeter::default();
+        let client = client(&endpoint(), &meter, None);
+        let name = new_table(&client).await;
+        Self::serve(Store::new(client, name).with_delivery_page(page), meter).await
+    }
+
     /// A new table in the DynamoDB at `endpoint`.
     pub async fn start_at(endpoint: &str) -> Self {
         let meter = CapacityMeter::default();
@@ -442,6 +450,14 @@ impl TestApi {
             )
             .await;
         assert_eq!(status, 200, "rename {user} to {username}: {body}");
+        body
+    }
+
+    /// `follower` follows `followed` (a new follow: 201).
+    pub async fn follow(&self, follower: &str, followed: &str) -> Value {
+        let path = format!("/users/{followed}/followers");
+        let (status, body) = self.call("POST", &path, Some(follower), None).await;
+        assert_eq!(status, 201, "{follower} follows {followed}: {body}");
         body
     }
 

@@ -465,13 +465,26 @@ fn every_role_allows_only_what_its_function_calls() {
             for action in actions {
                 assert!(!action.contains('*'), "{name}: wildcard action {action}");
                 assert_ne!(action, "dynamodb:Scan", "{name} may not Scan");
-                // Batches only where a page needs them: the export's and the
-                // drafts list's reads.
+                // Batches only where a page needs them: the export's, the
+                // drafts list's, the follow lists' and the home's reads, a
+                // follow's backfill of the home, and the fan-out's delivery
+                // (the follower counts read, the home entries written).
                 if action.starts_with("dynamodb:Batch") {
                     assert!(
                         matches!(
                             (binary, action.as_str()),
-                            ("export-user" | "list-drafts", "dynamodb:BatchGetItem")
+                            (
+                                "export-user"
+                                    | "list-drafts"
+                                    | "list-followers"
+                                    | "list-following"
+                                    | "get-home",
+                                "dynamodb:BatchGetItem"
+                            ) | ("follow-user", "dynamodb:BatchWriteItem")
+                                | (
+                                    "fan-out",
+                                    "dynamodb:BatchGetItem" | "dynamodb:BatchWriteItem"
+                                )
                         ),
                         "{name}: {action}"
                     );
@@ -972,6 +985,23 @@ async fn every_call_a_function_makes_is_allowed_by_its_role() {
     ] {
         run("GET", path, None, None).await;
     }
+    run(
+        "POST",
+        format!("/users/{author}/followers"),
+        Some(&fan),
+        None,
+    )
+    .await;
+    run("GET", format!("/users/{author}/followers"), None, None).await;
+    run("GET", format!("/users/{fan}/following"), None, None).await;
+    run("GET", "/home".to_owned(), Some(&fan), None).await;
+    run(
+        "DELETE",
+        format!("/users/{author}/followers"),
+        Some(&fan),
+        None,
+    )
+    .await;
     run("GET", format!("/users/{fan}/export"), Some(&fan), None).await;
     run("GET", format!("/users/{fan}/drafts"), Some(&fan), None).await;
     run("DELETE", format!("/posts/{post}/likes"), Some(&fan), None).await;

@@ -349,34 +349,111 @@ impl Table {
     /// DynamoDB leaves unprocessed. Unconditional: for loading only.
     #[cfg(feature = "bulk")]
     pub async fn batch_put(&self, items: Vec<Item>) -> Result<(), StoreError> {
+        self.put_all("bulk load", items, 1).await
+    }
+
+    /// Puts `items` with BatchWriteItem, 25 a call, `parallel` calls at a
+    /// time, resending whatever DynamoDB leaves unprocessed (with the
+    /// backoff, as many rounds as its attempts; then busy). Unconditional:
+    /// for items whose put is the same whoever repeats it (a home's
+    /// entries, a bulk load).
+    pub async fn put_all(
+        &self,
+        what: &'static str,
+        items: Vec<Item>,
+        parallel: usize,
+    ) -> Result<(), StoreError> {
         use aws_sdk_dynamodb::types::{PutRequest, WriteRequest};
+        let mut batches: Vec<Vec<WriteRequest>> = Vec::new();
         let mut items = items.into_iter().peekable();
         while items.peek().is_some() {
-            let mut requests: Vec<WriteRequest> = items
-                .by_ref()
-                .take(25)
-                .map(|item| {
-                    PutRequest::builder()
-                        .set_item(Some(item))
-                        .build()
-                        .map(|put| WriteRequest::builder().put_request(put).build())
-                })
-                .collect::<Result<_, _>>()?;
-            let mut round = 0;
-            while !requests.is_empty() {
-                let batch = self
-                    .client
-                    .batch_write_item()
-                    .request_items(&self.name, requests);
-                let output = self.call("bulk load", || batch.clone().send()).await?;
-                requests = output
-                    .unprocessed_items
-                    .and_then(|mut left| left.remove(&self.name))
-                    .unwrap_or_default();
-                if !requests.is_empty() {
-                    tokio::time::sleep(self.backoff.delay(round)).await;
-                    round += 1;
+            batches.push(
+                items
+                    .by_ref()
+                    .take(25)
+                    .map(|item| {
+                        PutRequest::builder()
+                            .set_item(Some(item))
+                            .build()
+                            .map(|put| WriteRequest::builder().put_request(put).build())
+                    })
+                    .collect::<Result<_, _>>()?,
+            );
+        }
+        self.write_batches(what, batches, parallel).await
+    }
+
+    /// Deletes the items at `keys` with BatchWriteItem, as [`Table::put_all`]
+    /// puts (deleting what is gone is a no-op).
+    pub async fn delete_all(
+        &self,
+        what: &'static str,
+        keys: Vec<Item>,
+        parallel: usize,
+    ) -> Result<(), StoreError> {
+        use aws_sdk_dynamodb::types::{DeleteRequest, WriteRequest};
+        let mut batches: Vec<Vec<WriteRequest>> = Vec::new();
+        let mut keys = keys.into_iter().peekable();
+        while keys.peek().is_some() {
+            batches.push(
+                keys.by_ref()
+                    .take(25)
+                    .map(|key| {
+                        DeleteRequest::builder()
+                            .set_key(Some(key))
+                            .build()
+                            .map(|delete| WriteRequest::builder().delete_request(delete).build())
+                    })
+                    .collect::<Result<_, _>>()?,
+            );
+        }
+        self.write_batches(what, batches, parallel).await
+    }
+
+    /// Sends `batches`, `parallel` at a time.
+    async fn write_batches(
+        &self,
+        what: &'static str,
+        batches: Vec<Vec<aws_sdk_dynamodb::types::WriteRequest>>,
+        parallel: usize,
+    ) -> Result<(), StoreError> {
+        use futures::{StreamExt, TryStreamExt};
+        futures::stream::iter(batches)
+            .map(|requests| self.write_batch(what, requests))
+            .buffer_unordered(parallel.max(1))
+            .try_collect::<Vec<()>>()
+            .await?;
+        Ok(())
+    }
+
+    /// One BatchWriteItem of at most 25 `requests`, resent until none is
+    /// left unprocessed.
+    async fn write_batch(
+        &self,
+        what: &'static str,
+        mut requests: Vec<aws_sdk_dynamodb::types::WriteRequest>,
+    ) -> Result<(), StoreError> {
+        let mut round = 0;
+        while !requests.is_empty() {
+            let batch = self
+                .client
+                .batch_write_item()
+                .request_items(&self.name, requests)
+                .return_consumed_capacity(aws_sdk_dynamodb::types::ReturnConsumedCapacity::Indexes);
+            let output = self.call(what, || batch.clone().send()).await?;
+            requests = output
+                .unprocessed_items
+                .and_then(|mut left| left.remove(&self.name))
+                .unwrap_or_default();
+            if !requests.is_empty() {
+                round += 1;
+                if round >= self.backoff.attempts {
+                    return Err(StoreError::busy(
+                        Busy::Throttled,
+                        "items stayed unprocessed",
+                    ));
                 }
+                tokio::time::sleep(self.backoff.delay(round)).await;
             }
         }
         Ok(())

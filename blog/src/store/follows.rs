@@ -1,0 +1,702 @@
+//! Follows: who follows whom, the lists of a user's followers and of whom
+//! they follow, and the counts on the profile.
+//!
+//! A follow is three items written in one transaction with the follower's
+//! count:
+//! - the **follow** in the follower's partition (`USER#u / ~FOLLOWS#v`): its
+//!   key makes a follow unique; GSI1 lists it under its follower
+//!   (`USER#u / FOLLOW#<followId>`: whom they follow, newest first, and what
+//!   the erasure and the export walk);
+//! - the follower's **entry** in one of the followed user's follower shards
+//!   (`FOLLOWERS#v#k / FOLLOWER#<followId>`, `k` the follower id's hash mod
+//!   [`FOLLOWER_SHARDS`]): what their followers list and a post's delivery
+//!   into its followers' homes read;
+//! - that shard's **count** (`FOLLOWERS#v#k / COUNT`, with a version that
+//!   grows with every change), which the fan-out copies onto the followed
+//!   profile (`followerShards`, summed as `followerCount`): an account that
+//!   gains 1,000 followers a second writes 125 a second to each shard, and
+//!   its profile takes one write a shard a batch.
+//!
+//! The follower's `followingCount` on their profile changes in the same
+//! transaction, on the condition that it stays within [`FOLLOWING_LIMIT`].
+
+use std::collections::{BTreeMap, HashMap};
+
+use aws_sdk_dynamodb::types::AttributeValue;
+use futures::future::try_join_all;
+use serde::{Deserialize, Serialize};
+
+use super::{
+    Busy, FanOut, Item, ItemType, Requests, StoreError, from_item, n, s, signed,
+    table::{Deleted, Expr, Landed, Query, Slot, Transaction, TxOutcome, Write},
+    users::UserItem,
+};
+use crate::{
+    ids::{FollowId, UserId},
+    keys::{self, Entity, FOLLOW_PREFIX, FOLLOWER_COUNT_SK, FOLLOWER_SHARDS, Key},
+    model::{Followed, Page},
+};
+
+/// How many users one user may follow (a reader's fan-in: their home stays
+/// one partition fed by at most this many authors).
+pub const FOLLOWING_LIMIT: u64 = 5_000;
+
+/// How often a follow or an unfollow tries again when the other changed the
+/// follow under it.
+const ATTEMPTS: usize = 5;
+
+/// The profile's attribute counting whom they follow.
+const FOLLOWING_COUNT: &str = "followingCount";
+/// The profile's map of its follower shards' counts as copied.
+const FOLLOWER_SHARDS_ATTRIBUTE: &str = "followerShards";
+
+/// The follower shard that holds `follower`'s entry in any user's followers.
+pub fn follower_shard(follower: &UserId) -> u8 {
+    super::hot::liker_shard(follower, FOLLOWER_SHARDS)
+}
+
+/// A follow, in the follower's partition.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct FollowItem {
+    /// Who follows.
+    pub user_id: UserId,
+    /// Whom.
+    pub followed_id: UserId,
+    pub follow_id: FollowId,
+    pub created_at: String,
+}
+
+impl FollowItem {
+    fn new(follower: &UserId, followed: &UserId) -> Self {
+        let follow_id = FollowId::generate();
+        Self {
+            user_id: follower.clone(),
+            followed_id: followed.clone(),
+            created_at: follow_id.created_at(),
+            follow_id,
+        }
+    }
+
+    /// The follower's entry it comes with.
+    fn entry(&self) -> FollowerItem {
+        FollowerItem {
+            user_id: self.followed_id.clone(),
+            follower_id: self.user_id.clone(),
+            follow_id: self.follow_id,
+            created_at: self.created_at.clone(),
+        }
+    }
+}
+
+impl Entity for FollowItem {
+    const TYPE: ItemType = ItemType::Follow;
+    /// One per (follower, followed); it names its follow id.
+    const OWN: &'static [&'static str] = &["followId"];
+
+    fn key(&self) -> Key {
+        keys::follow(&self.user_id, &self.followed_id)
+    }
+
+    fn gsi1(&self) -> Option<Key> {
+        Some(Key::new(
+            keys::user_items_pk(&self.user_id),
+            keys::user_follow_sk(&self.follow_id),
+        ))
+    }
+}
+
+/// A follower's entry in a shard of the followed user's followers.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct FollowerItem {
+    /// Who is followed.
+    pub user_id: UserId,
+    pub follower_id: UserId,
+    pub follow_id: FollowId,
+    pub created_at: String,
+}
+
+impl FollowerItem {
+    pub fn shard(&self) -> u8 {
+        follower_shard(&self.follower_id)
+    }
+}
+
+impl Entity for FollowerItem {
+    const TYPE: ItemType = ItemType::Follower;
+    /// The key holds the follow's id.
+    const OWN: &'static [&'static str] = &[];
+
+    fn key(&self) -> Key {
+        Key::new(
+            keys::followers_pk(&self.user_id, self.shard()),
+            keys::follower_sk(&self.follow_id),
+        )
+    }
+}
+
+/// A follower shard's count as the fan-out copied it onto the profile, and
+/// the count item's version it was copied from. One letter each: eight of
+/// them ride on every write of the profile.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ShardCount {
+    #[serde(rename = "n")]
+    pub count: u64,
+    #[serde(rename = "v")]
+    pub version: u64,
+}
+
+/// A follower shard's count item, as a stream record's image holds it.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct FollowerCountItem {
+    pub user_id: UserId,
+    pub shard: u8,
+    /// Never below 0 while its entries exist; read as at least 0.
+    #[serde(deserialize_with = "crate::model::count")]
+    pub count: u64,
+    pub version: u64,
+}
+
+/// One up or down on a follower shard's count, its version one up: an
+/// UpdateItem that makes the item on the first follow.
+fn counted(followed: &UserId, shard: u8, step: i64) -> Result<Write, StoreError> {
+    let key = Key::new(keys::followers_pk(followed, shard), FOLLOWER_COUNT_SK);
+    let change = Expr::new(
+        "ADD #count :step, #version :one SET #type = :type, #user = :user, #shard = :shard",
+    )
+    .name("#count", "count")
+    .name("#version", "version")
+    .name("#type", keys::TYPE)
+    .name("#user", "userId")
+    .name("#shard", "shard")
+    .value(":step", signed(step))
+    .value(":one", n(1))
+    .value(":type", ItemType::FollowerCount.attribute()?)
+    .value(":user", s(followed.as_str()))
+    .value(":shard", n(u64::from(shard)));
+    Ok(Write::update(key.item(), change, Landed::Untold))
+}
+
+/// One up or down on the follower's `followingCount`; up only within the
+/// limit. Either only while the profile is there (an erased account
+/// follows no one).
+fn following_counted(follower: &UserId, step: i64) -> Write {
+    let change = Expr::new("ADD #following :step")
+        .name("#following", FOLLOWING_COUNT)
+        .value(":step", signed(step));
+    let mut condition = Expr::item_exists();
+    if step > 0 {
+        condition = condition
+            .and("attribute_not_exists(#following) OR #following < :max")
+            .name("#following", FOLLOWING_COUNT)
+            .value(":max", n(FOLLOWING_LIMIT));
+    }
+    Write::update(UserItem::key(follower), change, Landed::Untold).when(condition)
+}
+
+/// What following did: a new follow, or the one the caller had already.
+#[derive(Debug)]
+pub enum Follows {
+    New(Followed),
+    Already(Followed),
+}
+
+impl Requests<'_> {
+    /// Follow (request, `POST /users/{userId}/followers`): the follow, the
+    /// follower's entry and its shard's count, and one up on the caller's
+    /// `followingCount` (within [`FOLLOWING_LIMIT`]) in one transaction, on
+    /// the condition that the followed profile exists. Before it, the
+    /// followed user's newest posts go into the caller's home
+    /// (`Requests::backfill_home`), so that the next home read shows
+    /// them; if the follow then fails they are entries of an author the
+    /// caller does not follow, which the home read leaves out.
+    pub async fn follow(
+        &self,
+        follower: &UserId,
+        followed: &UserId,
+    ) -> Result<Follows, StoreError> {
+        if follower == followed {
+            return Err(StoreError::FollowSelf);
+        }
+        let mut profile = self.writer(follower).await?.profile()?;
+        let Some(target) = self.read_profile(followed, false).await? else {
+            return Err(StoreError::UserNotFound);
+        };
+        let answer = |follow: &FollowItem| Followed {
+            user_id: followed.clone(),
+            username: target.username.clone(),
+            followed_at: follow.created_at.clone(),
+        };
+        let mut backfilled = false;
+        for _ in 0..ATTEMPTS {
+            if profile.following_count >= FOLLOWING_LIMIT {
+                // Already following counts among them: asked for below.
+                if let Some(existing) = self.follow_of(follower, followed).await? {
+                    return Ok(Follows::Already(answer(&existing)));
+                }
+                return Err(StoreError::FollowingLimit);
+            }
+            if !backfilled {
+                self.backfill_home(follower, followed).await?;
+                backfilled = true;
+            }
+            let follow = FollowItem::new(follower, followed);
+            let mut tx = self.db.transaction("follow");
+            let made = tx.add("follow", Write::create(&follow)?);
+            let counted_following = tx.add("following count", following_counted(follower, 1));
+            let there = tx.add(
+                "followed profile",
+                Write::check(UserItem::key(followed), Expr::item_exists()),
+            );
+            tx.add("follower entry", Write::create(&follow.entry())?);
+            tx.add(
+                "follower count",
+                counted(followed, follower_shard(follower), 1)?,
+            );
+            match tx.commit().await? {
+                TxOutcome::Committed => return Ok(Follows::New(answer(&follow))),
+                TxOutcome::ConditionFailed(failed) if failed.failed(made) => {
+                    match self.follow_of(follower, followed).await? {
+                        Some(existing) => return Ok(Follows::Already(answer(&existing))),
+                        // Taken back between the refused put and the read.
+                        None => continue,
+                    }
+                }
+                TxOutcome::ConditionFailed(failed) if failed.failed(there) => {
+                    return Err(StoreError::UserNotFound);
+                }
+                TxOutcome::ConditionFailed(failed) if failed.failed(counted_following) => {
+                    // At the limit, or erased meanwhile: read it again.
+                    profile = self.writer(follower).await?.profile()?;
+                    if profile.following_count < FOLLOWING_LIMIT {
+                        continue;
+                    }
+                }
+                TxOutcome::ConditionFailed(failed) => return Err(failed.unexpected("follow")),
+            }
+        }
+        Err(StoreError::busy(
+            Busy::Conflict,
+            "the follow kept being given and taken back",
+        ))
+    }
+
+    /// Unfollow (request, `DELETE /users/{userId}/followers`): the follow,
+    /// the follower's entry, one off their shard's count and one off the
+    /// caller's `followingCount`, in one transaction; nothing when the caller
+    /// does not follow them (taking back twice is taking back once).
+    pub async fn unfollow(&self, follower: &UserId, followed: &UserId) -> Result<(), StoreError> {
+        self.writer(follower).await?.profile()?;
+        for _ in 0..ATTEMPTS {
+            let Some(follow) = self.follow_of(follower, followed).await? else {
+                return Ok(());
+            };
+            let mut tx = self.db.transaction("unfollow");
+            let taken = taken_back(&mut tx, &follow)?;
+            let counted_following = tx.add("following count", following_counted(follower, -1));
+            match tx.commit().await? {
+                TxOutcome::Committed => return Ok(()),
+                // Taken back (or given anew) meanwhile: read it again.
+                TxOutcome::ConditionFailed(failed) if failed.failed(taken) => continue,
+                TxOutcome::ConditionFailed(failed) if failed.failed(counted_following) => {
+                    return Err(StoreError::AccountErased);
+                }
+                TxOutcome::ConditionFailed(failed) => return Err(failed.unexpected("unfollow")),
+            }
+        }
+        Err(StoreError::busy(
+            Busy::Conflict,
+            "the follow kept being given and taken back",
+        ))
+    }
+
+    /// `GET /users/{userId}/following` (request): whom `user` follows,
+    /// newest first: one Query of GSI1 `USER#u` under `FOLLOW#`, then one
+    /// BatchGetItem of their profiles and `user`'s own (their usernames as
+    /// they are now; a user without a profile is a 404, an erased account
+    /// followed is left out).
+    pub async fn list_following(
+        &self,
+        user: &UserId,
+        limit: usize,
+        cursor: Option<&str>,
+    ) -> Result<Page<Followed>, StoreError> {
+        let list = format!("following:{user}");
+        let after = super::pages::resume_after(&list, cursor, follow_and_followed)?;
+        // Where the last page ended: the index's key and the table's.
+        let start = after.map(|(follow, followed)| {
+            let mut start = keys::follow(user, &followed).item();
+            start.insert(keys::GSI1PK.to_owned(), s(keys::user_items_pk(user)));
+            start.insert(keys::GSI1SK.to_owned(), s(keys::user_follow_sk(&follow)));
+            start
+        });
+        let query = Query::gsi1(keys::user_items_pk(user))
+            .begins_with(FOLLOW_PREFIX)
+            .newest_first();
+        let rows = self
+            .db
+            .query_up_to("list following", &query, start, limit.saturating_add(1))
+            .await?;
+        let mut follows: Vec<(UserId, FollowId, String)> = Vec::new();
+        for row in rows {
+            let row: FollowRow = from_item(row)?;
+            let followed = keys::followed_of_sk(&row.sk)
+                .ok_or_else(|| StoreError::Internal(format!("a follow under {}", row.sk)))?;
+            follows.push((followed, row.follow_id, row.created_at));
+        }
+        let more = follows.len() > limit;
+        follows.truncate(limit);
+        let next = match follows.last() {
+            Some((followed, follow, _)) if more => Some(format!("{follow}.{followed}")),
+            _ => None,
+        };
+        self.named_page(user, &list, follows, next).await
+    }
+
+    /// `GET /users/{userId}/followers` (request): who follows `user`, newest
+    /// first: one Query of each of the [`FOLLOWER_SHARDS`] shards (at once),
+    /// merged, then one BatchGetItem of the page's profiles and `user`'s.
+    pub async fn list_followers(
+        &self,
+        user: &UserId,
+        limit: usize,
+        cursor: Option<&str>,
+    ) -> Result<Page<Followed>, StoreError> {
+        let list = format!("followers:{user}");
+        let after = super::pages::resume_after(&list, cursor, FollowId::parse)?;
+        let want = limit.saturating_add(1);
+        let shards = (0..FOLLOWER_SHARDS).map(|shard| {
+            let pk = keys::followers_pk(user, shard);
+            let start = after.map(|follow| Key::new(pk.clone(), keys::follower_sk(&follow)).item());
+            let query = Query::partition(pk)
+                .begins_with(keys::FOLLOWER_PREFIX)
+                .newest_first();
+            async move {
+                self.db
+                    .query_up_to("list followers", &query, start, want)
+                    .await
+            }
+        });
+        let mut entries: Vec<FollowerItem> = Vec::new();
+        for items in try_join_all(shards).await? {
+            for item in items {
+                entries.push(FollowerItem::from_item::<StoreError>(item)?);
+            }
+        }
+        entries.sort_by_key(|e| std::cmp::Reverse(e.follow_id));
+        let more = entries.len() > limit;
+        entries.truncate(limit);
+        let next = match entries.last() {
+            Some(last) if more => Some(last.follow_id.to_string()),
+            _ => None,
+        };
+        let follows = entries
+            .into_iter()
+            .map(|e| (e.follower_id, e.follow_id, e.created_at))
+            .collect();
+        self.named_page(user, &list, follows, next).await
+    }
+
+    /// A page of `follows`, named from their profiles, read with `owner`'s
+    /// in one BatchGetItem; its cursor names `next` when more follow.
+    async fn named_page(
+        &self,
+        owner: &UserId,
+        list: &str,
+        follows: Vec<(UserId, FollowId, String)>,
+        next: Option<String>,
+    ) -> Result<Page<Followed>, StoreError> {
+        let mut wanted: Vec<Item> = vec![UserItem::key(owner)];
+        wanted.extend(
+            follows
+                .iter()
+                .filter(|(other, _, _)| other != owner)
+                .map(|(other, _, _)| UserItem::key(other)),
+        );
+        wanted.dedup();
+        let (found, _) = self
+            .db
+            .batch_get_with("follow list profiles", wanted, false)
+            .await?;
+        let mut profiles: HashMap<UserId, UserItem> = HashMap::new();
+        for item in found {
+            let profile = UserItem::from_item::<StoreError>(item)?;
+            profiles.insert(profile.user_id.clone(), profile);
+        }
+        if !profiles.contains_key(owner) {
+            return Err(StoreError::UserNotFound);
+        }
+        let next_cursor = next.map(|next| super::cursor::encode(list, &next));
+        let items = follows
+            .into_iter()
+            .filter_map(|(other, _, at)| {
+                profiles.get(&other).map(|p| Followed {
+                    user_id: other,
+                    username: p.username.clone(),
+                    followed_at: at,
+                })
+            })
+            .collect();
+        Ok(Page { items, next_cursor })
+    }
+}
+
+impl super::Store {
+    /// `follower`'s follow of `followed`, strongly consistent.
+    pub(crate) async fn follow_of(
+        &self,
+        follower: &UserId,
+        followed: &UserId,
+    ) -> Result<Option<FollowItem>, StoreError> {
+        self.db
+            .get_entity(keys::follow(follower, followed).item(), true)
+            .await
+    }
+}
+
+/// A following list's cursor back: `<followId>.<followedId>` (the index's
+/// key and the table's of the last follow shown), both validated.
+fn follow_and_followed(raw: &str) -> Result<(FollowId, UserId), crate::ids::IdError> {
+    let (follow, followed) = raw
+        .split_once('.')
+        .ok_or(crate::ids::IdError::NotUlid { kind: "cursor" })?;
+    Ok((FollowId::parse(follow)?, UserId::parse(followed)?))
+}
+
+/// A follow as GSI1 lists it under its follower.
+#[derive(Deserialize)]
+struct FollowRow {
+    #[serde(rename = "SK")]
+    sk: String,
+    #[serde(rename = "GSI1SK", deserialize_with = "follow_of_gsi1sk")]
+    follow_id: FollowId,
+    #[serde(rename = "createdAt")]
+    created_at: String,
+}
+
+fn follow_of_gsi1sk<'de, D: serde::Deserializer<'de>>(raw: D) -> Result<FollowId, D::Error> {
+    let sk = String::deserialize(raw)?;
+    sk.strip_prefix(FOLLOW_PREFIX)
+        .and_then(|id| FollowId::parse(id).ok())
+        .ok_or_else(|| serde::de::Error::custom(format!("not a follow's index key: {sk}")))
+}
+
+/// A follow's take-back into `tx`: the follow (while it is still that
+/// follow), its follower entry, and one off its shard's count. The follow's
+/// slot, whose failed condition means it was taken back (or given anew)
+/// meanwhile.
+fn taken_back(tx: &mut Transaction<'_>, follow: &FollowItem) -> Result<Slot, StoreError> {
+    let taken = tx.add("follow", follow_taken_back(follow));
+    tx.add(
+        "follower entry",
+        Write::delete(follow.entry().key().item(), Deleted::Untold),
+    );
+    let shard = follower_shard(&follow.user_id);
+    tx.add("follower count", counted(&follow.followed_id, shard, -1)?);
+    Ok(taken)
+}
+
+/// The delete of `follow` while it is still that follow (not one given
+/// again since under the same key).
+fn follow_taken_back(follow: &FollowItem) -> Write {
+    Write::delete(follow.key().item(), Deleted::IfGone)
+        .when(Expr::new("followId = :follow").value(":follow", s(follow.follow_id.to_string())))
+}
+
+impl FanOut<'_> {
+    /// An erased account's follow out (the erasure's walk): the follow, the
+    /// follower's entry and one off its shard's count; the profile is gone.
+    /// `false` when it was gone already.
+    pub(super) async fn erase_follow(
+        &self,
+        follower: &UserId,
+        followed: &UserId,
+    ) -> Result<bool, StoreError> {
+        let Some(follow) = self.follow_of(follower, followed).await? else {
+            return Ok(false);
+        };
+        let mut tx = self.db.transaction("erase follow");
+        let taken = taken_back(&mut tx, &follow)?;
+        match tx.commit().await? {
+            TxOutcome::Committed => Ok(true),
+            TxOutcome::ConditionFailed(failed) if failed.failed(taken) => Ok(false),
+            TxOutcome::ConditionFailed(failed) => Err(failed.unexpected("erase follow")),
+        }
+    }
+}
+
+impl FanOut<'_> {
+    /// A follower shard's count onto the followed profile (fan-out of its
+    /// INSERT or MODIFY; the batch's records of one shard coalesced into the
+    /// last): the shard's count and version set in `followerShards`, only
+    /// where the version copied is older, so that a record delivered again
+    /// or late copies nothing. A profile without the map gets it first.
+    /// `false` when nothing was written (older, or no profile).
+    pub async fn copy_follower_count(&self, count: &FollowerCountItem) -> Result<bool, StoreError> {
+        let shard = format!("{:02}", count.shard);
+        let value = AttributeValue::M(HashMap::from([
+            ("n".to_owned(), n(count.count)),
+            ("v".to_owned(), n(count.version)),
+        ]));
+        let set = Write::update(
+            UserItem::key(&count.user_id),
+            Expr::new("SET #shards.#k = :count")
+                .name("#shards", FOLLOWER_SHARDS_ATTRIBUTE)
+                .name("#k", &shard)
+                .value(":count", value.clone()),
+            Landed::Untold,
+        )
+        .when(
+            Expr::new(
+                "attribute_exists(#shards) AND (attribute_not_exists(#shards.#k) \
+                 OR #shards.#k.#v < :version)",
+            )
+            .name("#shards", FOLLOWER_SHARDS_ATTRIBUTE)
+            .name("#k", &shard)
+            .name("#v", "v")
+            .value(":version", n(count.version)),
+        );
+        if self.db.write("copy follower count", &set).await?.done() {
+            return Ok(true);
+        }
+        // No map yet (or an older record, or no profile): a map with this
+        // shard alone, only where there is none; if another shard's copy
+        // made the map meanwhile, this shard's goes into it.
+        let first = Write::update(
+            UserItem::key(&count.user_id),
+            Expr::new("SET #shards = :map")
+                .name("#shards", FOLLOWER_SHARDS_ATTRIBUTE)
+                .value(
+                    ":map",
+                    AttributeValue::M(HashMap::from([(shard.clone(), value)])),
+                ),
+            Landed::Untold,
+        )
+        .when(
+            Expr::item_exists()
+                .and("attribute_not_exists(#shards)")
+                .name("#shards", FOLLOWER_SHARDS_ATTRIBUTE),
+        );
+        if self.db.write("first follower count", &first).await?.done() {
+            return Ok(true);
+        }
+        Ok(self.db.write("copy follower count", &set).await?.done())
+    }
+}
+
+/// The follower shards a profile says hold followers.
+pub fn shards_with_followers(profile: &UserItem) -> Vec<u8> {
+    let counted: BTreeMap<u8, u64> = profile
+        .follower_shards
+        .iter()
+        .filter_map(|(k, c)| k.parse::<u8>().ok().map(|k| (k, c.count)))
+        .collect();
+    counted
+        .into_iter()
+        .filter(|(_, count)| *count > 0)
+        .map(|(k, _)| k)
+        .collect()
+}
+
+impl FanOut<'_> {
+    /// An erased account's followers and home out (the erasure's walk, after
+    /// what the account wrote): each follower shard a page at a time, each
+    /// follower's follow taken out with one off their `followingCount` (one
+    /// transaction each), then the entries; then the shards' counts; then
+    /// the account's home, a page at a time. Deleting as it goes, it needs no
+    /// place: a call after a pause starts from what is left. Stops when
+    /// `deadline` is near, after at least one page (`false`: paused).
+    /// Returns the follows taken out and whether it finished.
+    pub async fn erase_followers(
+        &self,
+        user: &UserId,
+        deadline: &super::rename::Deadline,
+    ) -> Result<(usize, bool), StoreError> {
+        let mut erased = 0;
+        let mut first = true;
+        for shard in 0..FOLLOWER_SHARDS {
+            let query = Query::partition(keys::followers_pk(user, shard))
+                .begins_with(keys::FOLLOWER_PREFIX)
+                .consistent();
+            loop {
+                if !first && deadline.near() {
+                    return Ok((erased, false));
+                }
+                let page = self
+                    .db
+                    .query_page("erase followers", &query, None, Some(ERASE_PAGE))
+                    .await?;
+                if page.items.is_empty() {
+                    break;
+                }
+                // At least one page of work a call, however near the deadline.
+                first = false;
+                let mut entries = Vec::with_capacity(page.items.len());
+                for item in page.items {
+                    let entry = FollowerItem::from_item::<StoreError>(item)?;
+                    erased += usize::from(self.unfollow_erased(&entry).await?);
+                    entries.push(entry.key().item());
+                }
+                self.db.delete_all("erase followers", entries, 4).await?;
+            }
+        }
+        let counts = (0..FOLLOWER_SHARDS)
+            .map(|k| Key::new(keys::followers_pk(user, k), FOLLOWER_COUNT_SK).item())
+            .collect();
+        self.db
+            .delete_all("erase follower counts", counts, 1)
+            .await?;
+        let home = Query::partition(keys::home_pk(user)).project(
+            Expr::new("#pk, #sk")
+                .name("#pk", keys::PK)
+                .name("#sk", keys::SK),
+        );
+        loop {
+            if !first && deadline.near() {
+                return Ok((erased, false));
+            }
+            let page = self
+                .db
+                .query_page("erase home", &home, None, Some(ERASE_PAGE))
+                .await?;
+            if page.items.is_empty() {
+                return Ok((erased, true));
+            }
+            self.db.delete_all("erase home", page.items, 4).await?;
+            first = false;
+        }
+    }
+
+    /// A follower's follow of an erased account out, with one off their
+    /// `followingCount` (the follower's own account may be erased too: then
+    /// the follow alone). `false` when it was gone.
+    async fn unfollow_erased(&self, entry: &FollowerItem) -> Result<bool, StoreError> {
+        let follow = FollowItem {
+            user_id: entry.follower_id.clone(),
+            followed_id: entry.user_id.clone(),
+            follow_id: entry.follow_id,
+            created_at: entry.created_at.clone(),
+        };
+        let mut tx = self.db.transaction("unfollow an erased account");
+        let taken = tx.add("follow", follow_taken_back(&follow));
+        let counted = tx.add("following count", following_counted(&follow.user_id, -1));
+        match tx.commit().await? {
+            TxOutcome::Committed => Ok(true),
+            TxOutcome::ConditionFailed(failed) if failed.failed(taken) => Ok(false),
+            TxOutcome::ConditionFailed(failed) if failed.failed(counted) => {
+                let alone = follow_taken_back(&follow);
+                Ok(self
+                    .db
+                    .write("unfollow an erased account", &alone)
+                    .await?
+                    .done())
+            }
+            TxOutcome::ConditionFailed(failed) => Err(failed.unexpected("unfollow erased")),
+        }
+    }
+}
+
+/// How many followers (or home entries) an erasure reads a page.
+const ERASE_PAGE: i32 = 100;

@@ -1,0 +1,475 @@
+//! Homes: each reader's list of the posts of the people they follow
+//! (`HOME#u / POST#<listedId>`), written by the fan-out as each post is
+//! published (fan-out on write, one entry a follower), read newest first.
+//!
+//! An entry is a pointer (the post, its author, where it is listed), never a
+//! copy of what lists show: a post's counts change with every like, and a
+//! copy in a million homes could not follow them. A home page reads its
+//! entries, then the posts, the caller's follows of their authors and the
+//! authors' profiles in one BatchGetItem, and shows only a published post,
+//! listed where the entry says, by an author the caller still follows and
+//! whose account is not erased: an unfollow, a deletion, an un-publication
+//! or an erasure leaves the home at the next read, and the posts carry
+//! their counts and usernames as they are. Entries expire (TTL) 30 days
+//! after they were written; no entry is ever rewritten.
+//!
+//! **Delivery.** A post's publication puts one delivery item for each of its
+//! author's follower shards that holds followers (`DELIVERY#p#k /
+//! DELIVERY`: a partition each, so their stream records spread over the
+//! stream's shards and are walked side by side). The delivery's INSERT walks
+//! its shard's followers, oldest first, a page of [`PAGE`] at a time: their
+//! entries with BatchWriteItem, then its place (`after`: the last follow
+//! delivered) saved with a condition on the place it read, so that a
+//! redelivered or replayed record goes on from the saved place and never
+//! starts over, and two walkers never both go on. Near its deadline the
+//! walk saves its place with a `handoff` time, whose MODIFY record (the only
+//! one the stream's filter lets through) goes on in the next invocation. A
+//! crash between a page's writes and the save of its place writes that page
+//! again, the same entries (at most [`PAGE`]).
+
+use std::collections::{HashMap, HashSet};
+
+use aws_sdk_dynamodb::types::AttributeValue;
+use serde::{Deserialize, Serialize};
+
+use super::{
+    FanOut, Item, ItemType, Requests, StoreError,
+    follows::{FollowItem, FollowerItem},
+    from_item, n,
+    posts::PostItem,
+    rename::Deadline,
+    s,
+    table::{Expr, Landed, Query, Write},
+    users::UserItem,
+};
+use crate::{
+    ids::{FollowId, PostId, UserId},
+    keys::{self, DELIVERY_SK, Entity, FOLLOWER_COUNT_SK, FOLLOWER_SHARDS, Key, POST_PREFIX},
+    model::{Page, PostSummary},
+};
+
+/// How long an entry stays in a home.
+pub const HOME_DAYS: u64 = 30;
+/// How many of an author's newest posts a new follow puts into the
+/// follower's home.
+pub const BACKFILL: usize = 20;
+/// How many followers a delivery reads and writes a page.
+pub const PAGE: usize = 100;
+/// How many BatchWriteItem calls (25 entries each) a page sends at once.
+const PARALLEL_WRITES: usize = 4;
+/// How long a finished delivery's item stays (it tells a late record that
+/// the delivery was done).
+const DELIVERY_DAYS: u64 = 7;
+
+const DAY_SECONDS: u64 = 24 * 60 * 60;
+
+fn now_seconds() -> u64 {
+    u64::try_from(time::OffsetDateTime::now_utc().unix_timestamp()).unwrap_or(0)
+}
+
+/// A post's entry in a reader's home.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct HomeEntryItem {
+    pub reader: UserId,
+    pub post_id: PostId,
+    /// The post's author.
+    pub user_id: UserId,
+    pub listed_id: PostId,
+    /// TTL: [`HOME_DAYS`] after it was written.
+    pub expires_at: u64,
+}
+
+impl HomeEntryItem {
+    fn new(reader: &UserId, post: PostId, author: &UserId, listed: PostId) -> Self {
+        Self {
+            reader: reader.clone(),
+            post_id: post,
+            user_id: author.clone(),
+            listed_id: listed,
+            expires_at: now_seconds() + HOME_DAYS * DAY_SECONDS,
+        }
+    }
+}
+
+impl Entity for HomeEntryItem {
+    const TYPE: ItemType = ItemType::HomeEntry;
+    /// The same post in the same home is the same entry.
+    const OWN: &'static [&'static str] = &[];
+
+    fn key(&self) -> Key {
+        Key::new(keys::home_pk(&self.reader), keys::home_sk(&self.listed_id))
+    }
+}
+
+/// A post's delivery into the homes of its author's followers in one
+/// follower shard, and how far it has got.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct DeliveryItem {
+    pub post_id: PostId,
+    /// The author.
+    pub user_id: UserId,
+    pub listed_id: PostId,
+    pub shard: u8,
+    /// The last follow delivered to; none yet.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub after: Option<FollowId>,
+    /// How many entries it has written.
+    #[serde(default)]
+    pub delivered: u64,
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub done: bool,
+    /// Set when a walk stopped for its deadline: its MODIFY goes on.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub handoff: Option<u64>,
+    /// TTL.
+    pub expires_at: u64,
+}
+
+impl Entity for DeliveryItem {
+    const TYPE: ItemType = ItemType::Delivery;
+    /// One per (post, shard): the post names it.
+    const OWN: &'static [&'static str] = &["listedId"];
+
+    fn key(&self) -> Key {
+        keys::delivery(&self.post_id, self.shard)
+    }
+}
+
+/// What one walk of a delivery did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Delivering {
+    /// Every follower of the shard has the entry.
+    Done { written: usize },
+    /// Stopped near the deadline, its place saved with a handoff.
+    Paused { written: usize },
+    /// Nothing to do: done before, gone, or another walker is ahead.
+    Stale,
+}
+
+/// A home entry as a page reads it: what it points at.
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct Pointer {
+    post_id: PostId,
+    user_id: UserId,
+    listed_id: PostId,
+}
+
+impl Requests<'_> {
+    /// `GET /home` (request): the caller's home, newest first: one Query of
+    /// `HOME#u` (`limit` + 1 entries), then one eventually consistent
+    /// BatchGetItem of the page's posts, the caller's follows of their
+    /// authors and the authors' profiles (at most 3 × `limit` keys). An
+    /// entry whose post is gone, unpublished or listed elsewhere, or whose
+    /// author the caller no longer follows or was erased, is left out, so a
+    /// page may hold fewer than `limit`; `nextCursor` still goes on.
+    pub async fn home(
+        &self,
+        reader: &UserId,
+        limit: usize,
+        cursor: Option<&str>,
+    ) -> Result<Page<PostSummary>, StoreError> {
+        let list = format!("home:{reader}");
+        let after = super::pages::resume_after(&list, cursor, PostId::parse)?;
+        let start =
+            after.map(|listed| Key::new(keys::home_pk(reader), keys::home_sk(&listed)).item());
+        let query = Query::partition(keys::home_pk(reader))
+            .begins_with(POST_PREFIX)
+            .newest_first();
+        let items = self
+            .db
+            .query_up_to("home", &query, start, limit.saturating_add(1))
+            .await?;
+        let mut entries: Vec<Pointer> =
+            items.into_iter().map(from_item).collect::<Result<_, _>>()?;
+        let more = entries.len() > limit;
+        entries.truncate(limit);
+        let next_cursor = match entries.last() {
+            Some(last) if more => Some(super::cursor::encode(&list, &last.listed_id.to_string())),
+            _ => None,
+        };
+        let authors: Vec<&UserId> = {
+            let mut seen = HashSet::new();
+            entries
+                .iter()
+                .map(|e| &e.user_id)
+                .filter(|a| seen.insert(*a))
+                .collect()
+        };
+        let mut wanted: Vec<Item> = entries.iter().map(|e| PostItem::key(&e.post_id)).collect();
+        for author in &authors {
+            wanted.push(keys::follow(reader, author).item());
+            wanted.push(UserItem::key(author));
+        }
+        let (found, _) = self.db.batch_get_with("home", wanted, false).await?;
+        let (mut posts, mut followed, mut profiles) =
+            (HashMap::new(), HashSet::new(), HashSet::new());
+        for item in found {
+            match ItemType::of(&item) {
+                Some(ItemType::Post) => {
+                    let post = PostItem::from_item::<StoreError>(item)?;
+                    posts.insert(post.post_id, post);
+                }
+                Some(ItemType::Follow) => {
+                    followed.insert(FollowItem::from_item::<StoreError>(item)?.followed_id);
+                }
+                Some(ItemType::User) => {
+                    profiles.insert(UserItem::from_item::<StoreError>(item)?.user_id);
+                }
+                _ => {}
+            }
+        }
+        let items = entries
+            .into_iter()
+            .filter(|e| followed.contains(&e.user_id) && profiles.contains(&e.user_id))
+            .filter_map(|e| {
+                let post = posts.get(&e.post_id)?;
+                (post.listed_id() == Some(e.listed_id))
+                    .then(|| PostSummary::from(post).listed_at(e.listed_id))
+            })
+            .collect();
+        Ok(Page { items, next_cursor })
+    }
+
+    /// A new follow's backfill: `author`'s newest [`BACKFILL`] published
+    /// posts into `reader`'s home (one Query of GSI1, keys only, then
+    /// BatchWriteItem: 1 WCU a post).
+    pub(super) async fn backfill_home(
+        &self,
+        reader: &UserId,
+        author: &UserId,
+    ) -> Result<(), StoreError> {
+        let query = Query::gsi1(keys::user_items_pk(author))
+            .begins_with(POST_PREFIX)
+            .newest_first()
+            .project(Expr::new("#gsk, postId").name("#gsk", keys::GSI1SK));
+        let rows = self
+            .db
+            .query_up_to("home backfill", &query, None, BACKFILL)
+            .await?;
+        let mut entries = Vec::new();
+        for row in rows {
+            #[derive(Deserialize)]
+            struct Listed {
+                #[serde(rename = "GSI1SK")]
+                gsi1sk: String,
+                #[serde(rename = "postId")]
+                post_id: PostId,
+            }
+            let row: Listed = from_item(row)?;
+            let listed = row
+                .gsi1sk
+                .strip_prefix(POST_PREFIX)
+                .and_then(|l| PostId::parse(l).ok())
+                .unwrap_or(row.post_id);
+            entries.push(HomeEntryItem::new(reader, row.post_id, author, listed).to_item()?);
+        }
+        self.db
+            .put_all("home backfill", entries, PARALLEL_WRITES)
+            .await
+    }
+}
+
+impl FanOut<'_> {
+    /// A post published (fan-out of its INSERT, or of the MODIFY that
+    /// publishes it): one delivery item for each of its author's follower
+    /// shards whose count (read strongly, one BatchGetItem of the
+    /// [`FOLLOWER_SHARDS`] count items) is above 0, each only if absent (a
+    /// record delivered again starts nothing twice). Returns how many it
+    /// put.
+    pub async fn start_deliveries(&self, post: &PostItem) -> Result<usize, StoreError> {
+        let Some(listed) = post.listed_id() else {
+            return Ok(0);
+        };
+        let counts: Vec<Item> = (0..FOLLOWER_SHARDS)
+            .map(|k| Key::new(keys::followers_pk(&post.user_id, k), FOLLOWER_COUNT_SK).item())
+            .collect();
+        let (found, _) = self
+            .db
+            .batch_get("delivery: follower counts", counts)
+            .await?;
+        let mut started = 0;
+        for item in found {
+            let count: super::follows::FollowerCountItem = from_item(item)?;
+            if count.count == 0 {
+                continue;
+            }
+            let delivery = DeliveryItem {
+                post_id: post.post_id,
+                user_id: post.user_id.clone(),
+                listed_id: listed,
+                shard: count.shard,
+                after: None,
+                delivered: 0,
+                done: false,
+                handoff: None,
+                expires_at: now_seconds() + DELIVERY_DAYS * DAY_SECONDS,
+            };
+            // Started before (a record delivered again): its condition fails.
+            if self
+                .db
+                .write("start delivery", &Write::create(&delivery)?)
+                .await?
+                .done()
+            {
+                started += 1;
+            }
+        }
+        Ok(started)
+    }
+
+    /// Walks a delivery from where its item says it is (read strongly),
+    /// until its shard's followers all have the entry or `deadline` is near
+    /// (at least one page a call). A delivery whose post is no longer
+    /// published where it says is ended without writing.
+    pub async fn deliver(
+        &self,
+        post: &PostId,
+        shard: u8,
+        deadline: &Deadline,
+    ) -> Result<Delivering, StoreError> {
+        let key = keys::delivery(post, shard).item();
+        let Some(mut delivery) = self
+            .db
+            .get_entity::<DeliveryItem>(key.clone(), true)
+            .await?
+        else {
+            return Ok(Delivering::Stale);
+        };
+        if delivery.done {
+            return Ok(Delivering::Stale);
+        }
+        let still = self.post_item(post).await?;
+        if still.and_then(|p| p.listed_id()) != Some(delivery.listed_id) {
+            // Deleted or un-published since: its entries would be left out
+            // by every read anyway.
+            self.save_place(&delivery, delivery.after, 0, Save::Done)
+                .await?;
+            return Ok(Delivering::Stale);
+        }
+        let followers = keys::followers_pk(&delivery.user_id, shard);
+        let mut written = 0;
+        let mut first = true;
+        loop {
+            if !first && deadline.near() {
+                return Ok(
+                    match self
+                        .save_place(&delivery, delivery.after, 0, Save::Handoff)
+                        .await?
+                    {
+                        true => Delivering::Paused { written },
+                        false => Delivering::Stale,
+                    },
+                );
+            }
+            first = false;
+            let start = delivery
+                .after
+                .map(|follow| Key::new(followers.clone(), keys::follower_sk(&follow)).item());
+            let query = Query::partition(followers.clone()).begins_with(keys::FOLLOWER_PREFIX);
+            let page_size = i32::try_from(self.delivery_page).unwrap_or(i32::MAX);
+            let page = self
+                .db
+                .query_page("delivery: followers", &query, start, Some(page_size))
+                .await?;
+            let last_page = page.next.is_none();
+            let mut entries = Vec::with_capacity(page.items.len());
+            let mut last = delivery.after;
+            for item in page.items {
+                let follower = FollowerItem::from_item::<StoreError>(item)?;
+                last = Some(follower.follow_id);
+                entries.push(
+                    HomeEntryItem::new(
+                        &follower.follower_id,
+                        delivery.post_id,
+                        &delivery.user_id,
+                        delivery.listed_id,
+                    )
+                    .to_item()?,
+                );
+            }
+            let count = entries.len();
+            self.db
+                .put_all("delivery: home entries", entries, PARALLEL_WRITES)
+                .await?;
+            written += count;
+            let save = if last_page { Save::Done } else { Save::Place };
+            if !self.save_place(&delivery, last, count, save).await? {
+                // Another walker saved a place meanwhile: it goes on.
+                return Ok(Delivering::Stale);
+            }
+            if last_page {
+                return Ok(Delivering::Done { written });
+            }
+            delivery.delivered += count as u64;
+            delivery.after = last;
+            delivery.handoff = None;
+        }
+    }
+
+    /// Saves `delivery`'s place as `after` (conditional on the place it
+    /// read), with `count` more entries delivered; `false` when another
+    /// walker moved it first.
+    async fn save_place(
+        &self,
+        delivery: &DeliveryItem,
+        after: Option<FollowId>,
+        count: usize,
+        save: Save,
+    ) -> Result<bool, StoreError> {
+        let mut text = String::from("SET delivered = delivered + :count");
+        let mut change = Expr::new("").value(":count", n(count as u64));
+        if let Some(after) = after {
+            text.push_str(", #after = :after");
+            change = change.value(":after", s(after.to_string()));
+        }
+        match save {
+            Save::Place => text.push_str(" REMOVE handoff"),
+            Save::Handoff => {
+                text.push_str(", handoff = :now");
+                change = change.value(":now", n(now_seconds()));
+            }
+            Save::Done => {
+                text.push_str(", done = :yes REMOVE handoff");
+                change = change.value(":yes", AttributeValue::Bool(true));
+            }
+        }
+        let condition = match delivery.after {
+            Some(was) => Expr::new("#after = :was").value(":was", s(was.to_string())),
+            None => Expr::new("attribute_exists(PK) AND attribute_not_exists(#after)"),
+        }
+        .and("attribute_not_exists(done)")
+        .name("#after", "after");
+        let change = change.with_text(text).name("#after", "after");
+        let write = Write::update(
+            keys::delivery(&delivery.post_id, delivery.shard).item(),
+            change,
+            Landed::Untold,
+        )
+        .when(condition);
+        Ok(self.db.write("delivery: place", &write).await?.done())
+    }
+}
+
+/// How a delivery's place is saved.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Save {
+    /// After a page, the walk going on.
+    Place,
+    /// Near the deadline: its MODIFY record goes on.
+    Handoff,
+    /// Every follower has the entry (or the post is no longer out).
+    Done,
+}
+
+/// The delivery a stream record's image is of.
+pub fn delivery_of(key: &Key) -> Option<(PostId, u8)> {
+    if key.sk != DELIVERY_SK {
+        return None;
+    }
+    let rest = key.pk.strip_prefix("DELIVERY#")?;
+    let (post, shard) = rest.split_once('#')?;
+    Some((PostId::parse(post).ok()?, shard.parse().ok()?))
+}

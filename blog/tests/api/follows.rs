@@ -1,0 +1,253 @@
+//! Follows: following is idempotent, the lists are newest first, the
+//! counts on the profiles are exact once the fan-out has caught up, also
+//! under concurrent follows; bad follows change nothing.
+
+use std::collections::HashSet;
+
+use serde_json::{Value, json};
+
+use crate::support::{TestApi, user_id};
+
+async fn counts(api: &TestApi, user: &str) -> (u64, u64) {
+    let (status, profile) = api.get(&format!("/users/{user}")).await;
+    assert_eq!(status, 200, "{profile}");
+    (
+        profile["followerCount"].as_u64().unwrap_or(u64::MAX),
+        profile["followingCount"].as_u64().unwrap_or(u64::MAX),
+    )
+}
+
+/// The user ids a follow list shows, following its cursors `page` at a time.
+async fn listed(api: &TestApi, path: &str, page: usize) -> Vec<String> {
+    let mut ids = Vec::new();
+    let mut next = format!("{path}?limit={page}");
+    for _ in 0..100 {
+        let (status, body) = api.get(&next).await;
+        assert_eq!(status, 200, "{path}: {body}");
+        let items = body["items"].as_array().cloned().unwrap_or_default();
+        assert!(items.len() <= page, "{body}");
+        ids.extend(
+            items
+                .iter()
+                .map(|f| f["userId"].as_str().unwrap_or_default().to_owned()),
+        );
+        match body["nextCursor"].as_str() {
+            Some(cursor) => next = format!("{path}?limit={page}&cursor={cursor}"),
+            None => return ids,
+        }
+    }
+    panic!("{path} did not end");
+}
+
+#[tokio::test]
+async fn following_is_once_a_user_and_the_lists_and_counts_say_so() {
+    let api = TestApi::start().await;
+    let mut poller = api.poller();
+    let alice = api.user("follow_alice").await;
+    let bob = api.user("follow_bob").await;
+    let carol = api.user("follow_carol").await;
+
+    let path = format!("/users/{bob}/followers");
+    let (status, first) = api.call("POST", &path, Some(&alice), None).await;
+    assert_eq!(status, 201, "{first}");
+    assert_eq!(
+        (&first["userId"], &first["username"]),
+        (&json!(bob), &json!("follow_bob"))
+    );
+    // Twice is once: the same follow, 200.
+    let (status, again) = api.call("POST", &path, Some(&alice), None).await;
+    assert_eq!((status, &again), (200, &first));
+    api.follow(&carol, &bob).await;
+    api.follow(&alice, &carol).await;
+    api.settle(&mut poller).await;
+
+    assert_eq!(counts(&api, &bob).await, (2, 0));
+    assert_eq!(counts(&api, &alice).await, (0, 2));
+    assert_eq!(counts(&api, &carol).await, (1, 1));
+    // Newest first, named as they are now.
+    assert_eq!(listed(&api, &path, 1).await, [carol.clone(), alice.clone()]);
+    assert_eq!(
+        listed(&api, &format!("/users/{alice}/following"), 1).await,
+        [carol.clone(), bob.clone()]
+    );
+    let (_, by_name) = api.get("/users?username=FOLLOW_BOB").await;
+    assert_eq!(
+        (&by_name["followerCount"], &by_name["followingCount"]),
+        (&json!(2), &json!(0))
+    );
+
+    // Taken back twice is taken back once.
+    for _ in 0..2 {
+        let (status, body) = api.call("DELETE", &path, Some(&alice), None).await;
+        assert_eq!(status, 204, "{body}");
+    }
+    api.settle(&mut poller).await;
+    assert_eq!(counts(&api, &bob).await, (1, 0));
+    assert_eq!(counts(&api, &alice).await, (0, 1));
+    assert_eq!(listed(&api, &path, 10).await, vec![carol.clone()]);
+    assert_eq!(
+        listed(&api, &format!("/users/{alice}/following"), 10).await,
+        vec![carol.clone()]
+    );
+    // A rename shows in the lists at once: they name from the profiles.
+    api.rename(&carol, "follow_caroline").await;
+    let (_, page) = api.get(&format!("/users/{alice}/following")).await;
+    assert_eq!(page["items"][0]["username"], "follow_caroline");
+}
+
+#[tokio::test]
+async fn a_bad_follow_is_a_clear_error_and_writes_nothing() {
+    let api = TestApi::start().await;
+    let alice = api.user("bad_follow_alice").await;
+    let bob = api.user("bad_follow_bob").await;
+    let before = crate::support::table_snapshot(&api).await;
+
+    let cases = [
+        (
+            &alice,
+            format!("/users/{alice}/followers"),
+            400,
+            "invalid_field",
+        ),
+        (
+            &alice,
+            "/users/user-nobody/followers".to_owned(),
+            404,
+            "not_found",
+        ),
+        (&alice, "/users/a%23b/followers".to_owned(), 400, "bad_id"),
+    ];
+    for (caller, path, want, code) in cases {
+        let (status, body) = api.call("POST", &path, Some(caller), None).await;
+        assert_eq!(
+            (status, &body["error"]["code"]),
+            (want, &json!(code)),
+            "{path}: {body}"
+        );
+    }
+    // Without a profile: 403; without a token: 401.
+    let (status, _) = api
+        .call(
+            "POST",
+            &format!("/users/{bob}/followers"),
+            Some("user-no-profile"),
+            None,
+        )
+        .await;
+    assert_eq!(status, 403);
+    let (status, _) = api
+        .call("POST", &format!("/users/{bob}/followers"), None, None)
+        .await;
+    assert_eq!(status, 401);
+    // Lists of no one: 404; a bad cursor: 400.
+    assert_eq!(api.get("/users/user-nobody/followers").await.0, 404);
+    assert_eq!(api.get("/users/user-nobody/following").await.0, 404);
+    let (status, body) = api
+        .get(&format!("/users/{bob}/followers?cursor=not-a-cursor"))
+        .await;
+    assert_eq!(
+        (status, &body["error"]["code"]),
+        (400, &json!("bad_cursor"))
+    );
+    assert_eq!(crate::support::table_snapshot(&api).await, before);
+
+    // At the limit, a new follow is 422 and changes nothing.
+    let limit = blog::store::follows::FOLLOWING_LIMIT;
+    let key = blog::keys::profile(&user_id(&alice)).item();
+    let set = api
+        .app
+        .store
+        .client()
+        .update_item()
+        .table_name(api.app.store.table())
+        .set_key(Some(key))
+        .update_expression("SET followingCount = :n")
+        .expression_attribute_values(
+            ":n",
+            aws_sdk_dynamodb::types::AttributeValue::N(limit.to_string()),
+        );
+    set.send().await.expect("set the count");
+    let at_limit = crate::support::table_snapshot(&api).await;
+    let (status, body) = api
+        .call(
+            "POST",
+            &format!("/users/{bob}/followers"),
+            Some(&alice),
+            None,
+        )
+        .await;
+    assert_eq!(
+        (status, &body["error"]["code"]),
+        (422, &json!("following_limit")),
+        "{body}"
+    );
+    assert_eq!(crate::support::table_snapshot(&api).await, at_limit);
+}
+
+/// Many followers at once: every follow lands once, the shards' counts add
+/// up to the profile's exactly, and the followers list pages through all of
+/// them, newest first, each once.
+#[tokio::test]
+async fn concurrent_follows_are_each_counted_once() {
+    let api = TestApi::start().await;
+    let mut poller = api.poller();
+    let star = api.user("follow_star").await;
+    let mut fans = Vec::new();
+    for i in 0..40 {
+        fans.push(api.user_named(format!("fan_{i:02}")).await);
+    }
+    // Each fan follows twice, concurrently with everyone else.
+    let follows = fans.iter().flat_map(|fan| {
+        let path = format!("/users/{star}/followers");
+        let api = &api;
+        [0, 1].map(move |_| {
+            let path = path.clone();
+            async move { api.call("POST", &path, Some(fan), None).await.0 }
+        })
+    });
+    let statuses = futures::future::join_all(follows).await;
+    assert_eq!(
+        statuses.iter().filter(|s| **s == 201).count(),
+        40,
+        "{statuses:?}"
+    );
+    assert!(
+        statuses.iter().all(|s| *s == 201 || *s == 200),
+        "{statuses:?}"
+    );
+    // Ten take it back, concurrently.
+    let unfollows = fans[..10].iter().map(|fan| {
+        let path = format!("/users/{star}/followers");
+        let api = &api;
+        async move { api.call("DELETE", &path, Some(fan), None).await.0 }
+    });
+    assert!(
+        futures::future::join_all(unfollows)
+            .await
+            .iter()
+            .all(|s| *s == 204)
+    );
+    api.settle(&mut poller).await;
+
+    assert_eq!(counts(&api, &star).await, (30, 0));
+    let listed = listed(&api, &format!("/users/{star}/followers"), 7).await;
+    let unique: HashSet<&String> = listed.iter().collect();
+    assert_eq!((listed.len(), unique.len()), (30, 30));
+    let expected: HashSet<&String> = fans[10..].iter().collect();
+    assert_eq!(unique, expected);
+    // Newest first: the order the follows' times say.
+    let (_, page) = api.get(&format!("/users/{star}/followers?limit=30")).await;
+    let times: Vec<&str> = page["items"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|f| f["followedAt"].as_str().unwrap_or_default())
+        .collect();
+    let mut sorted = times.clone();
+    sorted.sort_unstable_by(|a, b| b.cmp(a));
+    assert_eq!(times, sorted);
+    // And the audit of the counts agrees: nothing to repair.
+    let report = api.audit(false).await;
+    assert!(report.findings.is_empty(), "{:?}", report.findings);
+    let _: Value = page;
+}

@@ -1,0 +1,246 @@
+//! The home: the posts of the people the caller follows, delivered by the
+//! fan-out as they are published, shown with their counts as they are,
+//! gone at the next read when unfollowed, deleted, un-published or erased;
+//! a delivery goes on from its saved place and writes each entry once.
+
+use std::collections::HashMap;
+
+use serde_json::{Value, json};
+
+use crate::support::{TestApi, post_id, user_id};
+
+/// The post ids of the caller's home, every page `page` at a time.
+async fn home(api: &TestApi, reader: &str, page: usize) -> Vec<String> {
+    let mut ids = Vec::new();
+    let mut next = format!("/home?limit={page}");
+    for _ in 0..100 {
+        let (status, body) = api.call("GET", &next, Some(reader), None).await;
+        assert_eq!(status, 200, "{body}");
+        ids.extend(
+            body["items"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .map(|p| p["postId"].as_str().unwrap_or_default().to_owned()),
+        );
+        match body["nextCursor"].as_str() {
+            Some(cursor) => next = format!("/home?limit={page}&cursor={cursor}"),
+            None => return ids,
+        }
+    }
+    panic!("the home did not end");
+}
+
+async fn first_item(api: &TestApi, reader: &str) -> Value {
+    let (status, body) = api.call("GET", "/home", Some(reader), None).await;
+    assert_eq!(status, 200, "{body}");
+    body["items"][0].clone()
+}
+
+#[tokio::test]
+async fn a_home_shows_the_followed_posts_fresh_and_drops_what_is_taken_back() {
+    let api = TestApi::start().await;
+    let mut poller = api.poller();
+    let reader = api.user("home_reader").await;
+    let writer = api.user("home_writer").await;
+    let other = api.user("home_other").await;
+
+    // Written before the follow: there at the next read (the follow's
+    // backfill), without waiting for the fan-out.
+    let old = api
+        .post(&writer, "before", "written before the follow")
+        .await;
+    api.post(&other, "not followed", "never in the home").await;
+    api.follow(&reader, &writer).await;
+    assert_eq!(home(&api, &reader, 20).await, vec![old.clone()]);
+
+    // Published after: delivered by the fan-out, newest first.
+    let new = api.post(&writer, "after", "written after the follow").await;
+    api.settle(&mut poller).await;
+    assert_eq!(home(&api, &reader, 1).await, [new.clone(), old.clone()]);
+    // Counts and names as they are now, with the short form's fields.
+    api.like(&other, &new).await;
+    api.comment(&other, &new, "nice").await;
+    api.rename(&writer, "home_writer_2").await;
+    api.settle(&mut poller).await;
+    let shown = first_item(&api, &reader).await;
+    assert_eq!(
+        (
+            &shown["likeCount"],
+            &shown["commentCount"],
+            &shown["username"],
+            &shown["title"]
+        ),
+        (
+            &json!(1),
+            &json!(1),
+            &json!("home_writer_2"),
+            &json!("after")
+        )
+    );
+    assert_eq!(shown["publishedAt"], shown["createdAt"]);
+    // Nobody else's home has them; a home needs a token.
+    assert_eq!(home(&api, &other, 20).await, Vec::<String>::new());
+    assert_eq!(api.get("/home").await.0, 401);
+    let (status, body) = api.call("GET", "/home?limit=26", Some(&reader), None).await;
+    assert_eq!((status, &body["error"]["code"]), (400, &json!("bad_limit")));
+
+    // Un-published, then deleted: gone at the next read, before any fan-out.
+    let (status, _) = api
+        .call(
+            "PUT",
+            &format!("/posts/{new}"),
+            Some(&writer),
+            Some(json!({ "status": "draft" })),
+        )
+        .await;
+    assert_eq!(status, 200);
+    assert_eq!(home(&api, &reader, 20).await, vec![old.clone()]);
+    let (status, _) = api
+        .call("DELETE", &format!("/posts/{old}"), Some(&writer), None)
+        .await;
+    assert_eq!(status, 204);
+    assert_eq!(home(&api, &reader, 20).await, Vec::<String>::new());
+
+    // Unfollowed: gone at the next read; followed again: back.
+    let third = api.post(&writer, "third", "after the deletions").await;
+    api.settle(&mut poller).await;
+    assert_eq!(home(&api, &reader, 20).await, vec![third.clone()]);
+    let path = format!("/users/{writer}/followers");
+    assert_eq!(api.call("DELETE", &path, Some(&reader), None).await.0, 204);
+    assert_eq!(home(&api, &reader, 20).await, Vec::<String>::new());
+    api.follow(&reader, &writer).await;
+    assert_eq!(home(&api, &reader, 20).await, vec![third.clone()]);
+
+    // The author's account erased: gone at the next read.
+    let (status, _) = api
+        .call("DELETE", &format!("/users/{writer}"), Some(&writer), None)
+        .await;
+    assert_eq!(status, 204);
+    assert_eq!(home(&api, &reader, 20).await, Vec::<String>::new());
+    // And the erasure takes the follow out, with the counts.
+    api.settle(&mut poller).await;
+    let (_, profile) = api.get(&format!("/users/{reader}")).await;
+    assert_eq!(profile["followingCount"], 0, "{profile}");
+}
+
+/// A delivery stopped at its deadline goes on from its saved place: the
+/// redelivered record neither starts over nor skips, and every follower
+/// gets the entry exactly once.
+#[tokio::test]
+async fn a_delivery_goes_on_from_its_place_and_writes_each_entry_once() {
+    let api = TestApi::start_with_delivery_page(2).await;
+    let mut poller = api.poller();
+    let author = api.user("deliver_author").await;
+    let mut followers = Vec::new();
+    for i in 0..24 {
+        let follower = api.user_named(format!("deliver_{i:02}")).await;
+        api.follow(&follower, &author).await;
+        followers.push(follower);
+    }
+    api.settle(&mut poller).await;
+    let (_, profile) = api.get(&format!("/users/{author}")).await;
+    assert_eq!(profile["followerCount"], 24);
+
+    // The post's INSERT starts the deliveries; each walks one page, then
+    // its deadline is near: it saves its place and hands off.
+    let post = api.post(&author, "delivered", "to 24 homes").await;
+    let records = api.stream_records().await;
+    let insert = records
+        .iter()
+        .rev()
+        .find(|r| {
+            let pk = serde_dynamo::AttributeValue::S(format!("POST#{post}"));
+            let sk = serde_dynamo::AttributeValue::S("POST".to_owned());
+            r.event_name == "INSERT"
+                && r.change.keys.get("PK") == Some(&pk)
+                && r.change.keys.get("SK") == Some(&sk)
+        })
+        .expect("the post's INSERT")
+        .clone();
+    let store = &api.app.store;
+    let near = blog::store::rename::Deadline::after_checks(0);
+    blog::fanout::apply(store, &insert, &near)
+        .await
+        .expect("start");
+    let mut started = Vec::new();
+    for shard in 0..blog::keys::FOLLOWER_SHARDS {
+        let paused = store
+            .fanout()
+            .deliver(&post_id(&post), shard, &near)
+            .await
+            .expect("walk");
+        started.push((shard, paused));
+    }
+    let walked: Vec<_> = started
+        .iter()
+        .filter(|(_, d)| *d != blog::store::home::Delivering::Stale)
+        .collect();
+    assert!(!walked.is_empty(), "{started:?}");
+    assert!(
+        walked
+            .iter()
+            .any(|(_, d)| matches!(d, blog::store::home::Delivering::Paused { written: 2 })),
+        "some shard holds more than a page: {started:?}"
+    );
+    let partly: usize = homes_holding(&api, &followers, &post).await;
+    assert!(partly < 24, "{partly}");
+
+    // Every record again (the INSERT redelivered, the handoffs), through the
+    // poller as Lambda would: the walks go on from their places.
+    blog::fanout::apply(store, &insert, &blog::store::rename::Deadline::NONE)
+        .await
+        .expect("again");
+    api.settle(&mut poller).await;
+    assert_eq!(homes_holding(&api, &followers, &post).await, 24);
+    // Delivered once each: the deliveries' counts add up to the followers.
+    let mut delivered = 0;
+    for shard in 0..blog::keys::FOLLOWER_SHARDS {
+        let key = blog::keys::delivery(&post_id(&post), shard).item();
+        if let Some(item) = store.db().get(key, true).await.expect("read") {
+            assert_eq!(item.get("done").and_then(|d| d.as_bool().ok()), Some(&true));
+            delivered += item
+                .get("delivered")
+                .and_then(|d| d.as_n().ok())
+                .and_then(|n| n.parse::<u64>().ok())
+                .unwrap_or_default();
+        }
+    }
+    assert_eq!(delivered, 24);
+    // A replay after the end writes nothing.
+    let before = crate::support::table_snapshot(&api).await;
+    blog::fanout::apply(store, &insert, &blog::store::rename::Deadline::NONE)
+        .await
+        .expect("replay");
+    for shard in 0..blog::keys::FOLLOWER_SHARDS {
+        let none = blog::store::rename::Deadline::NONE;
+        let again = store.fanout().deliver(&post_id(&post), shard, &none).await;
+        assert_eq!(again.expect("replay"), blog::store::home::Delivering::Stale);
+    }
+    let after = crate::support::table_snapshot(&api).await;
+    assert_eq!(after.len(), before.len());
+}
+
+/// How many of `readers`' homes hold `post`, each at most once.
+async fn homes_holding(api: &TestApi, readers: &[String], post: &str) -> usize {
+    let mut holding = HashMap::new();
+    for reader in readers {
+        let key = blog::keys::home_pk(&user_id(reader));
+        let query = api
+            .app
+            .store
+            .client()
+            .query()
+            .table_name(api.app.store.table())
+            .key_condition_expression("PK = :pk")
+            .expression_attribute_values(":pk", aws_sdk_dynamodb::types::AttributeValue::S(key));
+        let items = query.send().await.expect("query").items.unwrap_or_default();
+        let held = items
+            .iter()
+            .filter(|i| i.get("postId").and_then(|v| v.as_s().ok()) == Some(&post.to_owned()))
+            .count();
+        assert!(held <= 1, "{reader} holds {post} {held} times");
+        holding.insert(reader.clone(), held);
+    }
+    holding.values().sum()
+}
