@@ -6,6 +6,11 @@
 # the data set at S and 10×S, measures, and rewrites the tables of
 # docs/benchmarks.md. Options go to blog-bench (e.g. --users 101, --quick).
 #
+#   ./infra/bench.sh --home [--memory MB] [--followers 10,1000,100000] [--follows 10,500,5000]
+#                                           a post delivered to its author's
+#                                           followers' homes, and home reads
+#                                           (docs/benchmarks.md, "Follows and
+#                                           homes")
 #   ./infra/bench.sh --rename [--items N]   the rename fan-out of one user who
 #                                           wrote N items (100,000), instead
 #   ./infra/bench.sh --viral [--scale 0.1] [--seconds 20] [--rates 50,100,...]
@@ -109,6 +114,16 @@ case "${1:-}" in
   --viral) shift; run_alone blog-viral-bench "$@"; exit ;;
   --account) shift; run_alone blog-account-bench "$@"; exit ;;
   --rename) shift; run_alone blog-rename-bench "$@"; exit ;;
+  --home)
+    shift
+    if [ "${1:-}" = "--memory" ]; then
+      memory=$2
+      shift 2
+      run_confined "$memory" blog-home-bench "$@"
+    else
+      run_alone blog-home-bench "$@"
+    fi
+    exit ;;
   --stream)
     shift
     if [ "${1:-}" = "--memory" ]; then

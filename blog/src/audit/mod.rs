@@ -124,6 +124,14 @@ pub enum Finding {
         post: PostId,
         listed: PostId,
     },
+    /// A follower shard's count is not the number of its follower entries
+    /// (`stored` 0 also when the count item is missing).
+    FollowerCount {
+        user: UserId,
+        shard: u8,
+        stored: u64,
+        actual: u64,
+    },
 }
 
 impl Finding {
@@ -220,6 +228,15 @@ impl fmt::Display for Finding {
             Self::ExtraTagEntry { tag, post, .. } => {
                 write!(f, "tag {tag} lists post {post}, which is gone or untagged")
             }
+            Self::FollowerCount {
+                user,
+                shard,
+                stored,
+                actual,
+            } => write!(
+                f,
+                "user {user}: follower shard {shard} counts {stored}, but holds {actual}"
+            ),
         }
     }
 }
@@ -424,6 +441,9 @@ impl Admin<'_> {
             | Finding::ExtraTagEntry { tag, post, listed } => {
                 self.repair_tag_entry(tag, post, listed).await
             }
+            Finding::FollowerCount { user, shard, .. } => {
+                self.fanout().recount_followers(user, *shard).await
+            }
         }
     }
 }
@@ -464,7 +484,7 @@ fn shown(entry: &FeedEntryItem) -> FeedEntryItem {
 
 /// The attributes the audit reads: everything but a post's content, which
 /// nothing copies (it is never sent over the wire to the audit).
-const READ: [&str; 27] = [
+const READ: [&str; 31] = [
     "PK",
     "SK",
     "GSI1PK",
@@ -498,6 +518,11 @@ const READ: [&str; 27] = [
     "publishedAt",
     "listedId",
     "publishAt",
+    // A follower entry's follower and follow; a follower shard's count.
+    "followerId",
+    "followId",
+    "count",
+    "shard",
 ];
 
 /// [`READ`] as a projection expression (every name through a placeholder,

@@ -36,6 +36,7 @@ use crate::{
     store::{
         ItemType, Store, StoreError,
         feed::{FeedEntryItem, feed_reserve, feed_slack},
+        follows::{FollowerCountItem, FollowerItem},
         from_item,
         posts::PostItem,
         table::Scan,
@@ -103,6 +104,11 @@ struct Collection {
     /// In a tag's partition: the posts it lists (each checked against its
     /// post when the partition ends).
     tag_entries: Vec<(Tag, PostId, PostId)>,
+    /// In a follower shard's partition: whose shard, its entries, and its
+    /// count as stored.
+    followers: Option<(UserId, u8)>,
+    follower_entries: u64,
+    follower_count: Option<u64>,
 }
 
 /// What one segment leaves for the checks that need the whole table.
@@ -204,6 +210,16 @@ fn read_item(
                 .tag_entries
                 .push((entry.tag, entry.post.post_id, listed));
         }
+        Some(ItemType::Follower) => {
+            let entry: FollowerItem = from_item(item)?;
+            collection.followers = Some((entry.user_id.clone(), entry.shard()));
+            collection.follower_entries += 1;
+        }
+        Some(ItemType::FollowerCount) => {
+            let count: FollowerCountItem = from_item(item)?;
+            collection.followers = Some((count.user_id, count.shard));
+            collection.follower_count = Some(count.count);
+        }
         Some(ItemType::FeedFloor) => {
             done.floor = text(&item, "floorPostId").and_then(|p| PostId::parse(p).ok());
         }
@@ -239,6 +255,9 @@ impl Collection {
             post: None,
             counted_in: BTreeMap::new(),
             tag_entries: Vec::new(),
+            followers: None,
+            follower_entries: 0,
+            follower_count: None,
         }
     }
 }
@@ -464,6 +483,18 @@ impl Admin<'_> {
                     tag: tag.clone(),
                     post: *post,
                     listed: *listed,
+                };
+                sink.found(self, finding, None).await?;
+            }
+        }
+        if let Some((user, shard)) = &collection.followers {
+            let stored = collection.follower_count.unwrap_or(0);
+            if stored != collection.follower_entries {
+                let finding = Finding::FollowerCount {
+                    user: user.clone(),
+                    shard: *shard,
+                    stored,
+                    actual: collection.follower_entries,
                 };
                 sink.found(self, finding, None).await?;
             }

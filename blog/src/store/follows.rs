@@ -700,3 +700,58 @@ impl FanOut<'_> {
 
 /// How many followers (or home entries) an erasure reads a page.
 const ERASE_PAGE: i32 = 100;
+
+#[cfg(feature = "admin")]
+impl FanOut<'_> {
+    /// The audit's repair of a follower shard's count: the count item read
+    /// first (strongly), then the shard's entries counted, then the count set
+    /// (its version one up, so that the fan-out copies it onto the profile)
+    /// only if its version is still the one read: a follow or unfollow that
+    /// commits while counting moves the version, and the repair refuses
+    /// (`false`: run the audit again).
+    pub async fn recount_followers(&self, user: &UserId, shard: u8) -> Result<bool, StoreError> {
+        let key = Key::new(keys::followers_pk(user, shard), FOLLOWER_COUNT_SK).item();
+        let read: Option<FollowerCountItem> = match self.db.get(key.clone(), true).await? {
+            Some(item) => Some(from_item(item)?),
+            None => None,
+        };
+        let query = Query::partition(keys::followers_pk(user, shard))
+            .begins_with(keys::FOLLOWER_PREFIX)
+            .count()
+            .consistent();
+        let (mut actual, mut start) = (0, None);
+        loop {
+            let page = self
+                .db
+                .query_page("recount followers", &query, start, None)
+                .await?;
+            actual += page.count;
+            start = page.next;
+            if start.is_none() {
+                break;
+            }
+        }
+        let version = read.as_ref().map_or(0, |c| c.version);
+        let change = Expr::new(
+            "SET #count = :actual, #version = :next, #type = :type, #user = :user, #shard = :shard",
+        )
+        .name("#count", "count")
+        .name("#version", "version")
+        .name("#type", keys::TYPE)
+        .name("#user", "userId")
+        .name("#shard", "shard")
+        .value(":actual", n(actual))
+        .value(":next", n(version + 1))
+        .value(":type", ItemType::FollowerCount.attribute()?)
+        .value(":user", s(user.as_str()))
+        .value(":shard", n(u64::from(shard)));
+        let unchanged = match read {
+            Some(_) => Expr::new("#version = :seen")
+                .name("#version", "version")
+                .value(":seen", n(version)),
+            None => Expr::item_absent(),
+        };
+        let write = Write::update(key, change, Landed::Untold).when(unchanged);
+        Ok(self.db.write("recount followers", &write).await?.done())
+    }
+}

@@ -190,6 +190,59 @@ async fn every_request_costs_what_the_data_model_says() {
             // The name's claim, then the profile (the follow counts).
             &[("GetItem", 0.5, 0.0), ("GetItem", 0.5, 0.0)],
         ),
+        // The writer, the followed profile, the backfill (the author's newest
+        // posts from GSI1, keys only, into the caller's home), then the
+        // follow, the caller's count, the followed profile's check, the
+        // follower entry and its shard's count in one transaction.
+        write(
+            "follow",
+            "POST",
+            format!("/users/{}/followers", author.unwrap_or_default()),
+            other,
+            None,
+            201,
+            &[
+                WRITER,
+                ("GetItem", 0.5, 0.0),
+                ("Query", 0.0, 0.5),
+                // The author's two posts (this test's and C2 create's).
+                ("BatchWriteItem", 2.0, 0.0),
+                ("TransactWriteItems", 8.0, 4.0),
+            ],
+        ),
+        // One Query of GSI1, then the followed user's profile and the
+        // user's own.
+        read(
+            "following",
+            format!("/users/{}/following", other.unwrap_or_default()),
+            &[("Query", 0.0, 0.5), ("BatchGetItem", 1.0, 0.0)],
+        ),
+        write(
+            "home",
+            "GET",
+            "/home".into(),
+            other,
+            None,
+            200,
+            // The two entries, then the two posts, the caller's follow of
+            // their author and the author's profile (0.5 each).
+            &[("Query", 0.5, 0.0), ("BatchGetItem", 2.0, 0.0)],
+        ),
+        // The followers list: below (its shards are read at once).
+        write(
+            "unfollow",
+            "DELETE",
+            format!("/users/{}/followers", author.unwrap_or_default()),
+            other,
+            None,
+            204,
+            // The writer, the follow, then one transaction of four items.
+            &[
+                WRITER,
+                ("GetItem", 1.0, 0.0),
+                ("TransactWriteItems", 8.0, 4.0),
+            ],
+        ),
         // The writer, the marker, then one transaction of three items.
         write(
             "C4 unlike",
@@ -298,6 +351,32 @@ async fn every_request_costs_what_the_data_model_says() {
     for case in cases {
         case.check(&api).await;
     }
+
+    // The followers list: one Query of each of the eight follower shards, at
+    // once (DynamoDB Local reports 0 for the seven empty ones; DynamoDB bills
+    // 0.5 each), then one BatchGetItem of the page's profiles and the
+    // user's own (0.5 each).
+    api.call(
+        "POST",
+        &format!("/users/{}/followers", author.unwrap_or_default()),
+        other,
+        None,
+    )
+    .await;
+    let (status, mut made) = measure(
+        &api,
+        "GET",
+        &format!("/users/{}/followers", author.unwrap_or_default()),
+        None,
+        None,
+    )
+    .await;
+    made.sort_by(|a, b| format!("{a:?}").cmp(&format!("{b:?}")));
+    let mut expected = vec![("Query", 0.0, 0.0); 7];
+    expected.extend([("Query", 0.5, 0.0), ("BatchGetItem", 1.0, 0.0)]);
+    let mut expected = calls(&expected);
+    expected.sort_by(|a, b| format!("{a:?}").cmp(&format!("{b:?}")));
+    assert_eq!((status, made), (200, expected), "followers");
 }
 
 /// The same user, post, comments and likes, in a table that holds only them

@@ -251,3 +251,55 @@ async fn concurrent_follows_are_each_counted_once() {
     assert!(report.findings.is_empty(), "{:?}", report.findings);
     let _: Value = page;
 }
+
+/// A follower shard's count that drifted from its entries is found by the
+/// audit and repaired; the fan-out then copies the repaired count onto the
+/// profile.
+#[tokio::test]
+async fn the_audit_finds_and_repairs_a_follower_count() {
+    let api = TestApi::start().await;
+    let mut poller = api.poller();
+    let star = api.user("audited_star").await;
+    let fan = api.user("audited_fan").await;
+    api.follow(&fan, &star).await;
+    api.settle(&mut poller).await;
+    assert!(api.audit(false).await.findings.is_empty());
+
+    let shard = blog::store::follows::follower_shard(&user_id(&fan));
+    let key = blog::keys::Key::new(
+        blog::keys::followers_pk(&user_id(&star), shard),
+        blog::keys::FOLLOWER_COUNT_SK,
+    );
+    let drift = api
+        .app
+        .store
+        .client()
+        .update_item()
+        .table_name(api.app.store.table())
+        .set_key(Some(key.item()))
+        .update_expression("SET #c = :n, version = version + :one")
+        .expression_attribute_names("#c", "count")
+        .expression_attribute_values(":n", aws_sdk_dynamodb::types::AttributeValue::N("7".into()))
+        .expression_attribute_values(
+            ":one",
+            aws_sdk_dynamodb::types::AttributeValue::N("1".into()),
+        );
+    drift.send().await.expect("drift");
+    api.settle(&mut poller).await;
+    assert_eq!(counts(&api, &star).await, (7, 0));
+
+    let found = api.audit(true).await;
+    assert_eq!(
+        found.findings,
+        vec![blog::audit::Finding::FollowerCount {
+            user: user_id(&star),
+            shard,
+            stored: 7,
+            actual: 1,
+        }]
+    );
+    assert_eq!(found.repaired, 1);
+    api.settle(&mut poller).await;
+    assert_eq!(counts(&api, &star).await, (1, 0));
+    assert!(api.audit(false).await.findings.is_empty());
+}

@@ -244,3 +244,38 @@ async fn homes_holding(api: &TestApi, readers: &[String], post: &str) -> usize {
     }
     holding.values().sum()
 }
+
+/// A post's delivery costs what data-model.md says: the author's eight
+/// counts read once, one delivery a shard with followers, 1 WCU a follower
+/// (an entry is under 1 KB), and one save of its place a page.
+#[tokio::test]
+async fn a_delivery_costs_one_write_a_follower() {
+    let api = TestApi::start().await;
+    let mut poller = api.poller();
+    let author = api.user("costly_author").await;
+    let mut shards = std::collections::BTreeSet::new();
+    for i in 0..12 {
+        let follower = api.user_named(format!("costly_{i:02}")).await;
+        api.follow(&follower, &author).await;
+        shards.insert(blog::store::follows::follower_shard(&user_id(&follower)));
+    }
+    api.settle(&mut poller).await;
+    api.meter.take();
+    api.post(&author, "costed", "one write a follower").await;
+    api.settle(&mut poller).await;
+    let calls = api.meter.take();
+    let units = |op: &str| -> (usize, f64) {
+        let of: Vec<_> = calls.iter().filter(|c| c.operation == op).collect();
+        (of.len(), of.iter().map(|c| c.table + c.indexes).sum())
+    };
+    // The entries: 12 followers, 1 WCU each, in one BatchWriteItem a shard.
+    assert_eq!(units("BatchWriteItem"), (shards.len(), 12.0));
+    // The counts read once (Local reports units for the found ones only).
+    assert_eq!(units("BatchGetItem").0, 1);
+    let puts = calls
+        .iter()
+        .filter(|c| c.operation == "PutItem" && c.error.is_none())
+        .count();
+    // The post's feed entry and one delivery a shard with followers.
+    assert_eq!(puts, 1 + shards.len());
+}
