@@ -388,8 +388,15 @@ pub fn user_follow_sk(follow: &FollowId) -> String {
 /// How many partitions hold one user's followers: a follower's entry and
 /// the count it is in go to the shard its id hashes to, so that an account
 /// gaining followers fast spreads their writes (4 WCU a follow in the
-/// shard: 8 shards take about 2,000 follows a second).
-pub const FOLLOWER_SHARDS: u8 = 8;
+/// shard: 8 shards take about 2,000 follows a second). Shards below
+/// [`PUSH_SHARDS`] hold the followers whose homes a post's delivery writes
+/// into; the others those who read the author's posts when they read their
+/// home ([`crate::store::follows`], pull follows).
+pub const FOLLOWER_SHARDS: u8 = 16;
+
+/// The follower shards a post's delivery walks (`0..PUSH_SHARDS`); a pull
+/// follower's entry is in shard `PUSH_SHARDS + k`.
+pub const PUSH_SHARDS: u8 = 8;
 
 /// One shard of `user`'s followers: `FOLLOWERS#<userId>#<k>`.
 pub fn followers_pk(user: &UserId, shard: u8) -> String {

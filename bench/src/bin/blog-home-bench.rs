@@ -31,7 +31,7 @@ use std::{
 use bench::{measure::Clients, naive::Error};
 use blog::{
     ids::{FollowId, PostId, UserId},
-    keys::{self, Entity, FOLLOWER_COUNT_SK, FOLLOWER_SHARDS, Item, Key},
+    keys::{self, Entity, FOLLOWER_COUNT_SK, Item, Key, PUSH_SHARDS},
     model::Status,
     store::{
         Store, bulk,
@@ -143,8 +143,11 @@ async fn deliver(clients: &Clients, count: usize) -> Result<(), Error> {
             follower_id: follower.clone(),
             follow_id: FollowId::generate(),
             created_at: now.clone(),
+            pull: false,
         };
-        *per_shard.entry(follower_shard(&follower)).or_default() += 1;
+        *per_shard
+            .entry(follower_shard(&follower, false))
+            .or_default() += 1;
         items.push(entry.to_item()?);
     }
     for (shard, n) in &per_shard {
@@ -168,7 +171,7 @@ async fn deliver(clients: &Clients, count: usize) -> Result<(), Error> {
     let cpu = cpu_time();
     let started = Instant::now();
     store.fanout().start_deliveries(&post).await?;
-    let walks = (0..FOLLOWER_SHARDS).map(|shard| {
+    let walks = (0..PUSH_SHARDS).map(|shard| {
         let store = store.clone();
         let post = post.post_id;
         async move {
@@ -238,6 +241,7 @@ async fn home_reads(clients: &Clients, count: usize, reads: usize) -> Result<(),
                 followed_id: author.user_id.clone(),
                 follow_id,
                 created_at: now.clone(),
+                pull: false,
             }
             .to_item()?,
         );

@@ -19,6 +19,21 @@
 //!
 //! The follower's `followingCount` on their profile changes in the same
 //! transaction, on the condition that it stays within [`FOLLOWING_LIMIT`].
+//!
+//! **Push and pull.** A follow of an author who has [`PULL_FOLLOWERS`] or
+//! more followers when it is made is a *pull* follow, while the follower has
+//! fewer than [`PULL_LIMIT`] of them: its entry goes into one of the
+//! author's pull shards (`PUSH_SHARDS + k`), which no delivery walks, and the
+//! author's id into the follower's `pulls` set on their profile, in the same
+//! transaction; their home read merges those authors' own post lists
+//! (`crate::store::home`). Every other follow is a push follow: its entry in
+//! a shard `k < PUSH_SHARDS`, and each of the author's posts delivered into
+//! the follower's home. So a post is written into at most about
+//! [`PULL_FOLLOWERS`] homes (plus those of followers whose pull follows are
+//! all taken), whatever its author's follower count, and a home read merges
+//! at most [`PULL_LIMIT`] lists, whatever the reader follows. A follow stays
+//! what it was made: an author who grows past the threshold keeps pushing to
+//! the followers they had.
 
 use std::collections::{BTreeMap, HashMap};
 
@@ -33,7 +48,7 @@ use super::{
 };
 use crate::{
     ids::{FollowId, UserId},
-    keys::{self, Entity, FOLLOW_PREFIX, FOLLOWER_COUNT_SK, FOLLOWER_SHARDS, Key},
+    keys::{self, Entity, FOLLOW_PREFIX, FOLLOWER_COUNT_SK, FOLLOWER_SHARDS, Key, PUSH_SHARDS},
     model::{Followed, Page},
 };
 
@@ -45,14 +60,30 @@ pub const FOLLOWING_LIMIT: u64 = 5_000;
 /// follow under it.
 const ATTEMPTS: usize = 5;
 
+/// From how many followers (when a follow is made) a follow is a pull
+/// follow: a post is delivered into at most about this many homes (about
+/// 7 s of writes within the stack's 1,500 WCU a second,
+/// `MaxWriteRequestUnits`).
+pub const PULL_FOLLOWERS: u64 = 10_000;
+
+/// How many pull follows one user may have: the most author lists their
+/// home read merges (each one Query). Past it, a follow is a push follow
+/// whatever the author's count.
+pub const PULL_LIMIT: usize = 8;
+
 /// The profile's attribute counting whom they follow.
 const FOLLOWING_COUNT: &str = "followingCount";
+/// The profile's set of the authors they pull (a string set, at most
+/// [`PULL_LIMIT`]).
+const PULLS: &str = "pulls";
 /// The profile's map of its follower shards' counts as copied.
 const FOLLOWER_SHARDS_ATTRIBUTE: &str = "followerShards";
 
-/// The follower shard that holds `follower`'s entry in any user's followers.
-pub fn follower_shard(follower: &UserId) -> u8 {
-    super::hot::liker_shard(follower, FOLLOWER_SHARDS)
+/// The follower shard that holds `follower`'s entry in any user's followers:
+/// one of the [`PUSH_SHARDS`] by their id's hash, that plus [`PUSH_SHARDS`]
+/// for a pull follow.
+pub fn follower_shard(follower: &UserId, pull: bool) -> u8 {
+    super::hot::liker_shard(follower, PUSH_SHARDS) + if pull { PUSH_SHARDS } else { 0 }
 }
 
 /// A follow, in the follower's partition.
@@ -65,16 +96,20 @@ pub struct FollowItem {
     pub followed_id: UserId,
     pub follow_id: FollowId,
     pub created_at: String,
+    /// A pull follow: the follower's home reads the author's posts.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub pull: bool,
 }
 
 impl FollowItem {
-    fn new(follower: &UserId, followed: &UserId) -> Self {
+    fn new(follower: &UserId, followed: &UserId, pull: bool) -> Self {
         let follow_id = FollowId::generate();
         Self {
             user_id: follower.clone(),
             followed_id: followed.clone(),
             created_at: follow_id.created_at(),
             follow_id,
+            pull,
         }
     }
 
@@ -85,6 +120,7 @@ impl FollowItem {
             follower_id: self.user_id.clone(),
             follow_id: self.follow_id,
             created_at: self.created_at.clone(),
+            pull: self.pull,
         }
     }
 }
@@ -115,11 +151,14 @@ pub struct FollowerItem {
     pub follower_id: UserId,
     pub follow_id: FollowId,
     pub created_at: String,
+    /// In a pull shard: no delivery writes into this follower's home.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub pull: bool,
 }
 
 impl FollowerItem {
     pub fn shard(&self) -> u8 {
-        follower_shard(&self.follower_id)
+        follower_shard(&self.follower_id, self.pull)
     }
 }
 
@@ -180,10 +219,11 @@ fn counted(followed: &UserId, shard: u8, step: i64) -> Result<Write, StoreError>
 }
 
 /// One up or down on the follower's `followingCount`; up only within the
-/// limit. Either only while the profile is there (an erased account
-/// follows no one).
-fn following_counted(follower: &UserId, step: i64) -> Write {
-    let change = Expr::new("ADD #following :step")
+/// limit. A pull follow's author goes into (or out of) their `pulls` with
+/// it, in only while they pull fewer than [`PULL_LIMIT`]. Either only while
+/// the profile is there (an erased account follows no one).
+fn following_counted(follow: &FollowItem, step: i64) -> Write {
+    let mut change = Expr::new("ADD #following :step")
         .name("#following", FOLLOWING_COUNT)
         .value(":step", signed(step));
     let mut condition = Expr::item_exists();
@@ -193,7 +233,25 @@ fn following_counted(follower: &UserId, step: i64) -> Write {
             .name("#following", FOLLOWING_COUNT)
             .value(":max", n(FOLLOWING_LIMIT));
     }
-    Write::update(UserItem::key(follower), change, Landed::Untold).when(condition)
+    if follow.pull {
+        let author = AttributeValue::Ss(vec![follow.followed_id.to_string()]);
+        change = if step > 0 {
+            Expr::new("ADD #following :step, #pulls :author")
+        } else {
+            Expr::new("ADD #following :step DELETE #pulls :author")
+        }
+        .name("#following", FOLLOWING_COUNT)
+        .name("#pulls", PULLS)
+        .value(":step", signed(step))
+        .value(":author", author);
+        if step > 0 {
+            condition = condition
+                .and("attribute_not_exists(#pulls) OR size(#pulls) < :pull_limit")
+                .name("#pulls", PULLS)
+                .value(":pull_limit", n(PULL_LIMIT as u64));
+        }
+    }
+    Write::update(UserItem::key(&follow.user_id), change, Landed::Untold).when(condition)
 }
 
 /// What following did: a new follow, or the one the caller had already.
@@ -206,12 +264,17 @@ pub enum Follows {
 impl Requests<'_> {
     /// Follow (request, `POST /users/{userId}/followers`): the follow, the
     /// follower's entry and its shard's count, and one up on the caller's
-    /// `followingCount` (within [`FOLLOWING_LIMIT`]) in one transaction, on
-    /// the condition that the followed profile exists. Before it, the
-    /// followed user's newest posts go into the caller's home
-    /// (`Requests::backfill_home`), so that the next home read shows
-    /// them; if the follow then fails they are entries of an author the
-    /// caller does not follow, which the home read leaves out.
+    /// `followingCount` (within [`FOLLOWING_LIMIT`]; a pull follow's author
+    /// into their `pulls`, within [`PULL_LIMIT`]) in one transaction, on the
+    /// condition that the followed profile exists. A pull follow when the
+    /// followed user has at least the store's pull threshold
+    /// ([`PULL_FOLLOWERS`]) of followers and the caller has a pull follow
+    /// left. Before a push follow's transaction, the followed user's newest
+    /// posts go into the caller's home (`Requests::backfill_home`), so
+    /// that the next home read shows them; if the follow then fails they are
+    /// entries of an author the caller does not follow, which the home read
+    /// leaves out. A pull follow needs none: the home read merges the
+    /// author's posts.
     pub async fn follow(
         &self,
         follower: &UserId,
@@ -229,6 +292,7 @@ impl Requests<'_> {
             username: target.username.clone(),
             followed_at: follow.created_at.clone(),
         };
+        let famous = crate::model::User::from(target.clone()).follower_count >= self.pull_threshold;
         let mut backfilled = false;
         for _ in 0..ATTEMPTS {
             if profile.following_count >= FOLLOWING_LIMIT {
@@ -238,14 +302,15 @@ impl Requests<'_> {
                 }
                 return Err(StoreError::FollowingLimit);
             }
-            if !backfilled {
+            let pull = famous && profile.pulls.len() < PULL_LIMIT;
+            if !pull && !backfilled {
                 self.backfill_home(follower, followed).await?;
                 backfilled = true;
             }
-            let follow = FollowItem::new(follower, followed);
+            let follow = FollowItem::new(follower, followed, pull);
             let mut tx = self.db.transaction("follow");
             let made = tx.add("follow", Write::create(&follow)?);
-            let counted_following = tx.add("following count", following_counted(follower, 1));
+            let counted_following = tx.add("following count", following_counted(&follow, 1));
             let there = tx.add(
                 "followed profile",
                 Write::check(UserItem::key(followed), Expr::item_exists()),
@@ -253,7 +318,7 @@ impl Requests<'_> {
             tx.add("follower entry", Write::create(&follow.entry())?);
             tx.add(
                 "follower count",
-                counted(followed, follower_shard(follower), 1)?,
+                counted(followed, follow.entry().shard(), 1)?,
             );
             match tx.commit().await? {
                 TxOutcome::Committed => return Ok(Follows::New(answer(&follow))),
@@ -268,7 +333,9 @@ impl Requests<'_> {
                     return Err(StoreError::UserNotFound);
                 }
                 TxOutcome::ConditionFailed(failed) if failed.failed(counted_following) => {
-                    // At the limit, or erased meanwhile: read it again.
+                    // At the limit, its pull follows taken meanwhile, or
+                    // erased: read it again (and follow to push if the pull
+                    // follows are all taken).
                     profile = self.writer(follower).await?.profile()?;
                     if profile.following_count < FOLLOWING_LIMIT {
                         continue;
@@ -295,7 +362,7 @@ impl Requests<'_> {
             };
             let mut tx = self.db.transaction("unfollow");
             let taken = taken_back(&mut tx, &follow)?;
-            let counted_following = tx.add("following count", following_counted(follower, -1));
+            let counted_following = tx.add("following count", following_counted(&follow, -1));
             match tx.commit().await? {
                 TxOutcome::Committed => return Ok(()),
                 // Taken back (or given anew) meanwhile: read it again.
@@ -352,12 +419,16 @@ impl Requests<'_> {
             Some((followed, follow, _)) if more => Some(format!("{follow}.{followed}")),
             _ => None,
         };
-        self.named_page(user, &list, follows, next).await
+        self.named_page(user, Owner::Unread, &list, follows, next)
+            .await
     }
 
     /// `GET /users/{userId}/followers` (request): who follows `user`, newest
-    /// first: one Query of each of the [`FOLLOWER_SHARDS`] shards (at once),
-    /// merged, then one BatchGetItem of the page's profiles and `user`'s.
+    /// first: their profile (a 404 without one), then one Query of each push
+    /// shard and of each pull shard the profile counts followers in (at
+    /// once, at most [`FOLLOWER_SHARDS`]; a pull shard's first follower shows
+    /// once the fan-out has copied its count, within seconds), merged, then
+    /// one BatchGetItem of the page's profiles.
     pub async fn list_followers(
         &self,
         user: &UserId,
@@ -367,7 +438,13 @@ impl Requests<'_> {
         let list = format!("followers:{user}");
         let after = super::pages::resume_after(&list, cursor, FollowId::parse)?;
         let want = limit.saturating_add(1);
-        let shards = (0..FOLLOWER_SHARDS).map(|shard| {
+        let Some(profile) = self.read_profile(user, false).await? else {
+            return Err(StoreError::UserNotFound);
+        };
+        let pulled = shards_with_followers(&profile)
+            .into_iter()
+            .filter(|k| *k >= PUSH_SHARDS);
+        let shards = (0..PUSH_SHARDS).chain(pulled).map(|shard| {
             let pk = keys::followers_pk(user, shard);
             let start = after.map(|follow| Key::new(pk.clone(), keys::follower_sk(&follow)).item());
             let query = Query::partition(pk)
@@ -396,19 +473,25 @@ impl Requests<'_> {
             .into_iter()
             .map(|e| (e.follower_id, e.follow_id, e.created_at))
             .collect();
-        self.named_page(user, &list, follows, next).await
+        self.named_page(user, Owner::Read, &list, follows, next)
+            .await
     }
 
-    /// A page of `follows`, named from their profiles, read with `owner`'s
-    /// in one BatchGetItem; its cursor names `next` when more follow.
+    /// A page of `follows`, named from their profiles, read in one
+    /// BatchGetItem with `owner`'s unless it was read already; its cursor
+    /// names `next` when more follow.
     async fn named_page(
         &self,
         owner: &UserId,
+        read: Owner,
         list: &str,
         follows: Vec<(UserId, FollowId, String)>,
         next: Option<String>,
     ) -> Result<Page<Followed>, StoreError> {
-        let mut wanted: Vec<Item> = vec![UserItem::key(owner)];
+        let mut wanted: Vec<Item> = match read {
+            Owner::Unread => vec![UserItem::key(owner)],
+            Owner::Read => Vec::new(),
+        };
         wanted.extend(
             follows
                 .iter()
@@ -425,7 +508,7 @@ impl Requests<'_> {
             let profile = UserItem::from_item::<StoreError>(item)?;
             profiles.insert(profile.user_id.clone(), profile);
         }
-        if !profiles.contains_key(owner) {
+        if read == Owner::Unread && !profiles.contains_key(owner) {
             return Err(StoreError::UserNotFound);
         }
         let next_cursor = next.map(|next| super::cursor::encode(list, &next));
@@ -441,6 +524,13 @@ impl Requests<'_> {
             .collect();
         Ok(Page { items, next_cursor })
     }
+}
+
+/// Whether a follow list's owner's profile was read before its page.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Owner {
+    Read,
+    Unread,
 }
 
 impl super::Store {
@@ -493,7 +583,7 @@ fn taken_back(tx: &mut Transaction<'_>, follow: &FollowItem) -> Result<Slot, Sto
         "follower entry",
         Write::delete(follow.entry().key().item(), Deleted::Untold),
     );
-    let shard = follower_shard(&follow.user_id);
+    let shard = follow.entry().shard();
     tx.add("follower count", counted(&follow.followed_id, shard, -1)?);
     Ok(taken)
 }
@@ -678,10 +768,11 @@ impl FanOut<'_> {
             followed_id: entry.user_id.clone(),
             follow_id: entry.follow_id,
             created_at: entry.created_at.clone(),
+            pull: entry.pull,
         };
         let mut tx = self.db.transaction("unfollow an erased account");
         let taken = tx.add("follow", follow_taken_back(&follow));
-        let counted = tx.add("following count", following_counted(&follow.user_id, -1));
+        let counted = tx.add("following count", following_counted(&follow, -1));
         match tx.commit().await? {
             TxOutcome::Committed => Ok(true),
             TxOutcome::ConditionFailed(failed) if failed.failed(taken) => Ok(false),

@@ -34,6 +34,9 @@ pub struct Store {
     /// How many followers a post's delivery reads and writes a page
     /// ([`super::home::PAGE`]).
     pub(super) delivery_page: usize,
+    /// From how many followers a new follow is a pull follow
+    /// ([`super::follows::PULL_FOLLOWERS`]).
+    pub(super) pull_threshold: u64,
     /// The hot posts this process has met ([`super::hot`]).
     pub(super) hot: std::sync::Arc<HotPosts>,
     /// Whether a throttled quiet post is made hot (always, but in the
@@ -48,6 +51,7 @@ impl Store {
             feed_capacity: FEED_CAPACITY,
             gsi_lag_bound: GSI_LAG_BOUND,
             delivery_page: super::home::PAGE,
+            pull_threshold: super::follows::PULL_FOLLOWERS,
             hot: std::sync::Arc::default(),
             hot_switch: true,
         }
@@ -96,6 +100,14 @@ impl Store {
     /// a few followers.
     pub fn with_delivery_page(mut self, page: usize) -> Self {
         self.delivery_page = page.max(1);
+        self
+    }
+
+    /// Makes a follow a pull follow from `followers` followers instead of
+    /// [`super::follows::PULL_FOLLOWERS`]: lets tests and the home benchmark
+    /// follow a famous author with a few followers.
+    pub fn with_pull_threshold(mut self, followers: u64) -> Self {
+        self.pull_threshold = followers;
         self
     }
 

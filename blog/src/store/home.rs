@@ -34,7 +34,7 @@ use serde::{Deserialize, Serialize};
 
 use super::{
     FanOut, Item, ItemType, Requests, StoreError,
-    follows::{FollowItem, FollowerItem},
+    follows::{FollowItem, FollowerItem, PULL_LIMIT},
     from_item, n,
     posts::PostItem,
     rename::Deadline,
@@ -44,7 +44,7 @@ use super::{
 };
 use crate::{
     ids::{FollowId, PostId, UserId},
-    keys::{self, DELIVERY_SK, Entity, FOLLOWER_COUNT_SK, FOLLOWER_SHARDS, Key, POST_PREFIX},
+    keys::{self, DELIVERY_SK, Entity, FOLLOWER_COUNT_SK, Key, POST_PREFIX, PUSH_SHARDS},
     model::{Page, PostSummary},
 };
 
@@ -158,13 +158,18 @@ struct Pointer {
 }
 
 impl Requests<'_> {
-    /// `GET /home` (request): the caller's home, newest first: one Query of
-    /// `HOME#u` (`limit` + 1 entries), then one eventually consistent
-    /// BatchGetItem of the page's posts, the caller's follows of their
-    /// authors and the authors' profiles (at most 3 × `limit` keys). An
-    /// entry whose post is gone, unpublished or listed elsewhere, or whose
-    /// author the caller no longer follows or was erased, is left out, so a
-    /// page may hold fewer than `limit`; `nextCursor` still goes on.
+    /// `GET /home` (request): the caller's home, newest first. At once: one
+    /// Query of `HOME#u` (`limit` + 1 entries, the pushed posts) and one
+    /// GetItem of the caller's profile (whom they pull); then at once one
+    /// Query of GSI1 for each author they pull (at most [`PULL_LIMIT`]:
+    /// that author's `limit` + 1 newest posts before the cursor); merged,
+    /// newest first; then one eventually consistent BatchGetItem of the
+    /// page's posts, the caller's follows of their authors and the authors'
+    /// profiles (at most 3 × `limit` keys). An entry whose post is gone,
+    /// unpublished or listed elsewhere, or whose author the caller no
+    /// longer follows or was erased, is left out, so a page may hold fewer
+    /// than `limit`; `nextCursor` still goes on. At most
+    /// 3 + [`PULL_LIMIT`] calls, whatever the caller follows.
     pub async fn home(
         &self,
         reader: &UserId,
@@ -178,12 +183,25 @@ impl Requests<'_> {
         let query = Query::partition(keys::home_pk(reader))
             .begins_with(POST_PREFIX)
             .newest_first();
-        let items = self
-            .db
-            .query_up_to("home", &query, start, limit.saturating_add(1))
-            .await?;
+        let want = limit.saturating_add(1);
+        let (items, profile) = futures::try_join!(
+            self.db.query_up_to("home", &query, start, want),
+            self.read_profile(reader, false),
+        )?;
         let mut entries: Vec<Pointer> =
             items.into_iter().map(from_item).collect::<Result<_, _>>()?;
+        let pulls = profile.map(|p| p.pulls).unwrap_or_default();
+        let pulled = pulls
+            .iter()
+            .take(PULL_LIMIT)
+            .map(|author| self.posts_of(author, after, want));
+        for posts in futures::future::try_join_all(pulled).await? {
+            entries.extend(posts);
+        }
+        // Newest first; a post both delivered and pulled (pushed before the
+        // follow was made again as a pull) shown once.
+        entries.sort_by_key(|e| std::cmp::Reverse((e.listed_id, e.post_id)));
+        entries.dedup_by_key(|e| e.post_id);
         let more = entries.len() > limit;
         entries.truncate(limit);
         let next_cursor = match entries.last() {
@@ -233,23 +251,34 @@ impl Requests<'_> {
         Ok(Page { items, next_cursor })
     }
 
-    /// A new follow's backfill: `author`'s newest [`BACKFILL`] published
-    /// posts into `reader`'s home (one Query of GSI1, keys only, then
-    /// BatchWriteItem: 1 WCU a post).
-    pub(super) async fn backfill_home(
+    /// `author`'s newest published posts listed before `before` (all when
+    /// none), at most `count`: one Query of their GSI1 list (Q3's), keys and
+    /// ids only.
+    async fn posts_of(
         &self,
-        reader: &UserId,
         author: &UserId,
-    ) -> Result<(), StoreError> {
-        let query = Query::gsi1(keys::user_items_pk(author))
-            .begins_with(POST_PREFIX)
+        before: Option<PostId>,
+        count: usize,
+    ) -> Result<Vec<Pointer>, StoreError> {
+        let list = Query::gsi1(keys::user_items_pk(author));
+        let list = match before {
+            // Inclusive: the cursor's own post is dropped below.
+            Some(listed) => list.between(POST_PREFIX.to_owned(), keys::home_sk(&listed)),
+            None => list.begins_with(POST_PREFIX),
+        };
+        let query = list
             .newest_first()
             .project(Expr::new("#gsk, postId").name("#gsk", keys::GSI1SK));
         let rows = self
             .db
-            .query_up_to("home backfill", &query, None, BACKFILL)
+            .query_up_to(
+                "posts of a followed author",
+                &query,
+                None,
+                count.saturating_add(1),
+            )
             .await?;
-        let mut entries = Vec::new();
+        let mut posts = Vec::with_capacity(rows.len());
         for row in rows {
             #[derive(Deserialize)]
             struct Listed {
@@ -264,7 +293,30 @@ impl Requests<'_> {
                 .strip_prefix(POST_PREFIX)
                 .and_then(|l| PostId::parse(l).ok())
                 .unwrap_or(row.post_id);
-            entries.push(HomeEntryItem::new(reader, row.post_id, author, listed).to_item()?);
+            if Some(listed) != before {
+                posts.push(Pointer {
+                    post_id: row.post_id,
+                    user_id: author.clone(),
+                    listed_id: listed,
+                });
+            }
+        }
+        posts.truncate(count);
+        Ok(posts)
+    }
+
+    /// A new push follow's backfill: `author`'s newest [`BACKFILL`]
+    /// published posts into `reader`'s home (one Query of GSI1, keys only,
+    /// then BatchWriteItem: 1 WCU a post).
+    pub(super) async fn backfill_home(
+        &self,
+        reader: &UserId,
+        author: &UserId,
+    ) -> Result<(), StoreError> {
+        let mut entries = Vec::new();
+        for post in self.posts_of(author, None, BACKFILL).await? {
+            entries
+                .push(HomeEntryItem::new(reader, post.post_id, author, post.listed_id).to_item()?);
         }
         self.db
             .put_all("home backfill", entries, PARALLEL_WRITES)
@@ -283,7 +335,7 @@ impl FanOut<'_> {
         let Some(listed) = post.listed_id() else {
             return Ok(0);
         };
-        let counts: Vec<Item> = (0..FOLLOWER_SHARDS)
+        let counts: Vec<Item> = (0..PUSH_SHARDS)
             .map(|k| Key::new(keys::followers_pk(&post.user_id, k), FOLLOWER_COUNT_SK).item())
             .collect();
         let (found, _) = self

@@ -984,6 +984,7 @@ mod tests {
             first_version: 1,
             following_count: 0,
             follower_shards: Default::default(),
+            pulls: Default::default(),
         };
         let mut post = PostItem::new(
             PostId::generate(),

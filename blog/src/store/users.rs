@@ -45,6 +45,12 @@ pub struct UserItem {
     /// ([`crate::store::follows`]). Absent until the first follower.
     #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
     pub follower_shards: std::collections::BTreeMap<String, super::follows::ShardCount>,
+    /// The authors they pull (their pull follows, [`crate::store::follows`]):
+    /// their home read merges these authors' posts. A string set, at most
+    /// [`super::follows::PULL_LIMIT`]; absent while empty.
+    /// (Read only: written by update expressions as a string set.)
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub pulls: Vec<UserId>,
 }
 
 fn is_zero(count: &u64) -> bool {
@@ -80,6 +86,7 @@ impl UserItem {
             first_version: 1,
             following_count: 0,
             follower_shards: std::collections::BTreeMap::new(),
+            pulls: Vec::new(),
         }
     }
 

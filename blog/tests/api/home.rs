@@ -164,7 +164,7 @@ async fn a_delivery_goes_on_from_its_place_and_writes_each_entry_once() {
         .await
         .expect("start");
     let mut started = Vec::new();
-    for shard in 0..blog::keys::FOLLOWER_SHARDS {
+    for shard in 0..blog::keys::PUSH_SHARDS {
         let paused = store
             .fanout()
             .deliver(&post_id(&post), shard, &near)
@@ -195,7 +195,7 @@ async fn a_delivery_goes_on_from_its_place_and_writes_each_entry_once() {
     assert_eq!(homes_holding(&api, &followers, &post).await, 24);
     // Delivered once each: the deliveries' counts add up to the followers.
     let mut delivered = 0;
-    for shard in 0..blog::keys::FOLLOWER_SHARDS {
+    for shard in 0..blog::keys::PUSH_SHARDS {
         let key = blog::keys::delivery(&post_id(&post), shard).item();
         if let Some(item) = store.db().get(key, true).await.expect("read") {
             assert_eq!(item.get("done").and_then(|d| d.as_bool().ok()), Some(&true));
@@ -212,7 +212,7 @@ async fn a_delivery_goes_on_from_its_place_and_writes_each_entry_once() {
     blog::fanout::apply(store, &insert, &blog::store::rename::Deadline::NONE)
         .await
         .expect("replay");
-    for shard in 0..blog::keys::FOLLOWER_SHARDS {
+    for shard in 0..blog::keys::PUSH_SHARDS {
         let none = blog::store::rename::Deadline::NONE;
         let again = store.fanout().deliver(&post_id(&post), shard, &none).await;
         assert_eq!(again.expect("replay"), blog::store::home::Delivering::Stale);
@@ -257,7 +257,10 @@ async fn a_delivery_costs_one_write_a_follower() {
     for i in 0..12 {
         let follower = api.user_named(format!("costly_{i:02}")).await;
         api.follow(&follower, &author).await;
-        shards.insert(blog::store::follows::follower_shard(&user_id(&follower)));
+        shards.insert(blog::store::follows::follower_shard(
+            &user_id(&follower),
+            false,
+        ));
     }
     api.settle(&mut poller).await;
     api.meter.take();
@@ -278,4 +281,104 @@ async fn a_delivery_costs_one_write_a_follower() {
         .count();
     // The post's feed entry and one delivery a shard with followers.
     assert_eq!(puts, 1 + shards.len());
+}
+
+/// The celebrity path (pull follows, the threshold at 1 follower here): a
+/// follow of an author who already has followers is a pull follow, up to
+/// the follower's [`PULL_LIMIT`]; a post is written into its push
+/// followers' homes only, yet every follower's home shows it at the next
+/// read, newest first across pushed and pulled posts, each once; a home
+/// read costs at most 3 + [`PULL_LIMIT`] calls; an unfollow of a pulled
+/// author takes their posts out at the next read; the audit finds the pull
+/// shards' counts right.
+#[tokio::test]
+async fn a_famous_authors_posts_are_pulled_by_the_follows_made_after_its_threshold() {
+    use blog::store::follows::PULL_LIMIT;
+    let api = TestApi::start_with(|store| store.with_pull_threshold(1)).await;
+    let mut poller = api.poller();
+    let first = api.user("first_fan").await;
+    let reader = api.user("pull_reader").await;
+    let mut stars = Vec::new();
+    for i in 0..=PULL_LIMIT {
+        let star = api.user_named(format!("star_{i:02}")).await;
+        // Their first follower is a push follow (no followers yet).
+        api.follow(&first, &star).await;
+        stars.push(star);
+    }
+    let early = api
+        .post(&stars[0], "early", "before the reader followed")
+        .await;
+    api.settle(&mut poller).await;
+    for star in &stars {
+        api.follow(&reader, star).await;
+    }
+    let profile = api.profile(&reader).await;
+    assert_eq!(profile.following_count, stars.len() as u64);
+    let mut pulled: Vec<String> = profile.pulls.iter().map(|u| u.to_string()).collect();
+    pulled.sort();
+    let mut wanted: Vec<String> = stars[..PULL_LIMIT].to_vec();
+    wanted.sort();
+    // The first PULL_LIMIT are pulled, the last one pushed.
+    assert_eq!(pulled, wanted);
+    // A pull follow backfills nothing: the early post shows at once, from
+    // the star's own list, with no entry in the reader's home.
+    assert_eq!(home(&api, &reader, 20).await, vec![early.clone()]);
+    assert_eq!(
+        homes_holding(&api, std::slice::from_ref(&reader), &early).await,
+        0
+    );
+
+    // Every star posts: delivered into the first fan's home (push) and, of
+    // the reader's, only the last star's; the reader's home shows all.
+    let mut posts = Vec::new();
+    for star in &stars {
+        posts.push(api.post(star, "famous", "read by the pulls").await);
+    }
+    api.settle(&mut poller).await;
+    for (i, post) in posts.iter().enumerate() {
+        assert_eq!(
+            homes_holding(&api, std::slice::from_ref(&first), post).await,
+            1
+        );
+        let pushed = usize::from(i == PULL_LIMIT);
+        assert_eq!(
+            homes_holding(&api, std::slice::from_ref(&reader), post).await,
+            pushed
+        );
+    }
+    let mut newest_first: Vec<String> = posts.iter().rev().cloned().collect();
+    newest_first.push(early.clone());
+    for page in [1, 3, 20] {
+        assert_eq!(
+            home(&api, &reader, page).await,
+            newest_first,
+            "pages of {page}"
+        );
+    }
+    // One page's calls: the home's Query and the profile, a Query a pulled
+    // author, one BatchGetItem.
+    api.meter.take();
+    home(&api, &reader, 20).await;
+    let calls = api.meter.take();
+    assert_eq!(calls.len(), 3 + PULL_LIMIT, "{calls:?}");
+
+    // The followers count the pull shards too.
+    let (_, star) = api.get(&format!("/users/{}", stars[0])).await;
+    assert_eq!(star["followerCount"], json!(2), "{star}");
+    // An unfollow of a pulled author: their posts gone at the next read,
+    // their place in the reader's pulls free again.
+    let path = format!("/users/{}/followers", stars[0]);
+    let (status, _) = api.call("DELETE", &path, Some(&reader), None).await;
+    assert_eq!(status, 204);
+    let shown = home(&api, &reader, 20).await;
+    assert!(
+        !shown.contains(&posts[0]) && !shown.contains(&early),
+        "{shown:?}"
+    );
+    assert_eq!(shown.len(), PULL_LIMIT);
+    assert_eq!(api.profile(&reader).await.pulls.len(), PULL_LIMIT - 1);
+    api.settle(&mut poller).await;
+    let (_, star) = api.get(&format!("/users/{}", stars[0])).await;
+    assert_eq!(star["followerCount"], json!(1), "{star}");
+    assert!(api.audit(false).await.findings.is_empty());
 }

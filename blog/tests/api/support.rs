@@ -199,20 +199,23 @@ impl TestApi {
         Self::serve(Store::new(client, name), meter).await
     }
 
-    /// A new table whose feed keeps only `capacity` posts.
-    pub async fn start_with_feed_capacity(capacity: usize) -> Self {
+    /// A new table, its store set up by `settings` (a smaller feed, a
+    /// delivery page, a pull threshold).
+    pub async fn start_with(settings: impl FnOnce(Store) -> Store) -> Self {
         let meter = CapacityMeter::default();
         let client = client(&endpoint(), &meter, None);
         let name = new_table(&client).await;
-        Self::serve(Store::new(client, name).with_feed_capacity(capacity), meter).await
+        Self::serve(settings(Store::new(client, name)), meter).await
+    }
+
+    /// A new table whose feed keeps only `capacity` posts.
+    pub async fn start_with_feed_capacity(capacity: usize) -> Self {
+        Self::start_with(|store| store.with_feed_capacity(capacity)).await
     }
 
     /// A new table whose posts' deliveries walk `page` followers a page.
     pub async fn start_with_delivery_page(page: usize) -> Self {
-        let meter = CapacityMeter::default();
-        let client = client(&endpoint(), &meter, None);
-        let name = new_table(&client).await;
-        Self::serve(Store::new(client, name).with_delivery_page(page), meter).await
+        Self::start_with(|store| store.with_delivery_page(page)).await
     }
 
     /// A new table in the DynamoDB at `endpoint`.
