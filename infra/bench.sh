@@ -6,9 +6,11 @@
 # the data set at S and 10×S, measures, and rewrites the tables of
 # docs/benchmarks.md. Options go to blog-bench (e.g. --users 101, --quick).
 #
-#   ./infra/bench.sh --home [--memory MB] [--followers 10,1000,100000] [--follows 10,500,5000]
+#   ./infra/bench.sh --home [--memory MB] [--followers 10,1000,100000,1000000] [--scale 0.1]
+#                       [--follows 10,500,5000] [--pulls 8]
 #                                           a post delivered to its author's
-#                                           followers' homes, and home reads
+#                                           followers' homes under DynamoDB's
+#                                           limits (scaled), and home reads
 #                                           (docs/benchmarks.md, "Follows and
 #                                           homes")
 #   ./infra/bench.sh --rename [--items N]   the rename fan-out of one user who

@@ -1,24 +1,39 @@
-//! `blog-home-bench`: a post delivered to its author's followers' homes, and
-//! home reads, on DynamoDB Local.
+//! `blog-home-bench`: a post delivered to its author's followers' homes,
+//! under DynamoDB's limits scaled, and home reads, on DynamoDB Local.
 //!
-//! For each follower count (`--followers 10,1000,100000` by default), a
-//! fresh table gets the author, their follower entries and counts (loaded in
-//! bulk, as follows leave them) and one published post; then the fan-out's
-//! delivery runs as deployed: the post's deliveries started, then the eight
-//! walked side by side (as eight stream shards would), each in invocations of
-//! Lambda's 60 s timeout, until every follower's home holds the post.
-//! Printed: the time until the last home has it, the calls and units
-//! (DynamoDB Local's figures; a home entry is under 1 KB, so 1 WCU is also
-//! the billed figure), the busiest partition's writes a second, and the CPU
-//! the walk took (this process's user + system time; under the fan-out's
-//! share, 512 MB = 0.29 vCPU, divide the share into it).
+//! For each follower count (`--followers 10,1000,100000,1000000` by
+//! default), a fresh table gets the author, their follower entries and
+//! counts (loaded in bulk, as follows leave them) and one published post:
+//! the first `PULL_FOLLOWERS` followers push followers (they followed before
+//! the author had that many), the rest pull followers (`store::follows`),
+//! one of whom reads their home. Everything is **scaled** by `--scale`
+//! (default 0.1): the followers loaded are the count times the scale, and the
+//! delivery goes through the throttling proxy (the viral bench's) with
+//! DynamoDB's partition limits times the scale (100 WCU and 300 RCU a second
+//! a partition at 0.1) and the stack's on-demand table maximum
+//! (`MaxWriteRequestUnits` 1,500, `MaxReadRequestUnits` 6,000) times the
+//! scale: a delivery takes as long as the full-size one would on DynamoDB
+//! when the table's limits are what binds, and DynamoDB Local's own pace is
+//! above the scaled limits. Then the fan-out's delivery runs as deployed:
+//! the post's deliveries started, then the eight push shards walked side by
+//! side (as eight stream shards would), each in invocations of Lambda's 60 s
+//! timeout (an invocation that fails, throttled past its retries, is
+//! delivered again). Printed: the time until the last push follower's home
+//! has it and until the pull follower's home read shows it, the units the
+//! proxy charged (billed figures, from item sizes) per follower, the busiest
+//! partition's writes a second (unscaled), and the CPU the walk took (this
+//! process's user + system time without the proxy's thread; under the
+//! fan-out's share, 512 MB = 0.29 vCPU, divide the share into it).
 //!
 //! Then home reads: a reader following `--follows 10,500,5000` authors, each
 //! of whom has posts in the reader's home (800 entries in all, or one per
-//! author past 800); the calls, units and latency of a first page of 20.
+//! author past 800), and pulling `--pulls 8` of them (whose posts are in
+//! their own lists, not the home); the calls, units and latency of a first
+//! page of 20.
 //!
 //! ```text
-//! blog-home-bench --endpoint URL [--followers 10,1000,100000] [--follows 10,500,5000] [--reads 50]
+//! blog-home-bench --endpoint URL [--followers 10,1000,100000,1000000] [--scale 0.1]
+//!                 [--follows 10,500,5000] [--pulls 8] [--reads 50]
 //! ```
 //!
 //! `infra/bench.sh --home` runs it against its own DynamoDB Local.
@@ -35,7 +50,7 @@ use blog::{
     model::Status,
     store::{
         Store, bulk,
-        follows::{FollowItem, FollowerItem, follower_shard},
+        follows::{FollowItem, FollowerItem, PULL_FOLLOWERS, PULL_LIMIT},
         home::{Delivering, HomeEntryItem},
         posts::PostItem,
         rename::Deadline,
@@ -45,6 +60,7 @@ use blog::{
     text::Username,
     timestamp,
 };
+use hostile::{Faults, PartitionLimits, Proxy, TableCeiling};
 
 fn numbers(raw: &str) -> Result<Vec<usize>, Error> {
     raw.split(',')
@@ -52,18 +68,23 @@ fn numbers(raw: &str) -> Result<Vec<usize>, Error> {
         .collect()
 }
 
-/// This process's CPU time so far (user + system), from /proc.
-fn cpu_time() -> Duration {
-    let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
-    // Fields after the command's closing parenthesis: utime is the 12th,
-    // stime the 13th, in clock ticks (100 a second on Linux).
-    let rest = stat.rsplit_once(')').map_or("", |(_, rest)| rest);
-    let fields: Vec<u64> = rest
-        .split_whitespace()
-        .map(|f| f.parse().unwrap_or(0))
-        .collect();
-    let ticks = fields.get(11).copied().unwrap_or(0) + fields.get(12).copied().unwrap_or(0);
-    Duration::from_millis(ticks * 10)
+/// This process's CPU time so far (user + system), from /proc, without the
+/// thread `except` names (the proxy's).
+fn cpu_time(except: Option<&str>) -> Duration {
+    let ticks = |path: &str| -> u64 {
+        let stat = std::fs::read_to_string(path).unwrap_or_default();
+        // Fields after the command's closing parenthesis: utime is the 12th,
+        // stime the 13th, in clock ticks (100 a second on Linux).
+        let rest = stat.rsplit_once(')').map_or("", |(_, rest)| rest);
+        let fields: Vec<u64> = rest
+            .split_whitespace()
+            .map(|f| f.parse().unwrap_or(0))
+            .collect();
+        fields.get(11).copied().unwrap_or(0) + fields.get(12).copied().unwrap_or(0)
+    };
+    let all = ticks("/proc/self/stat");
+    let other = except.map_or(0, |tid| ticks(&format!("/proc/self/task/{tid}/stat")));
+    Duration::from_millis(all.saturating_sub(other) * 10)
 }
 
 async fn new_table(clients: &Clients, what: &str) -> Result<String, Error> {
@@ -91,11 +112,56 @@ fn count_item(followed: &UserId, shard: u8, count: usize) -> Item {
     item
 }
 
+/// The stack's on-demand table maximums (template.yaml's defaults).
+const MAX_WRITE_UNITS: f64 = 1_500.0;
+const MAX_READ_UNITS: f64 = 6_000.0;
+
+/// The throttling proxy, on a thread and runtime of its own (so that its CPU
+/// is not the walk's), and that thread's id.
+fn proxy_thread(endpoint: &str) -> Result<(Proxy, String), Error> {
+    let (sent, got) = std::sync::mpsc::channel();
+    let endpoint = endpoint.to_owned();
+    std::thread::spawn(move || {
+        let runtime = match tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+        {
+            Ok(runtime) => runtime,
+            Err(e) => {
+                let _ = sent.send(Err(e.to_string()));
+                return;
+            }
+        };
+        runtime.block_on(async move {
+            let thread = std::fs::read_link("/proc/thread-self")
+                .map(|p| {
+                    p.to_string_lossy()
+                        .rsplit('/')
+                        .next()
+                        .unwrap_or("")
+                        .to_owned()
+                })
+                .unwrap_or_default();
+            let started = match tokio::net::TcpListener::bind("127.0.0.1:0").await {
+                Ok(listener) => Proxy::start(listener, endpoint.as_str(), Faults::none())
+                    .await
+                    .map_err(|e| e.to_string()),
+                Err(e) => Err(e.to_string()),
+            };
+            let _ = sent.send(started.map(|proxy| (proxy, thread)));
+            std::future::pending::<()>().await;
+        });
+    });
+    Ok(got.recv().map_err(|e| e.to_string())??)
+}
+
 #[tokio::main]
 async fn main() -> Result<(), Error> {
     let mut endpoint = std::env::var("DYNAMODB_ENDPOINT").unwrap_or_default();
-    let mut followers = vec![10, 1_000, 100_000];
+    let mut followers = vec![10, 1_000, 100_000, 1_000_000];
+    let mut scale = 0.1_f64;
     let mut follows = vec![10, 500, 5_000];
+    let mut pulls = PULL_LIMIT;
     let mut reads = 50_usize;
     let mut args = std::env::args().skip(1);
     while let Some(arg) = args.next() {
@@ -103,7 +169,9 @@ async fn main() -> Result<(), Error> {
         match arg.as_str() {
             "--endpoint" => endpoint = value()?,
             "--followers" => followers = numbers(&value()?)?,
+            "--scale" => scale = value()?.parse()?,
             "--follows" => follows = numbers(&value()?)?,
+            "--pulls" => pulls = value()?.parse::<usize>()?.min(PULL_LIMIT),
             "--reads" => reads = value()?.parse()?,
             other => return Err(format!("unknown option {other}").into()),
         }
@@ -111,48 +179,121 @@ async fn main() -> Result<(), Error> {
     if endpoint.is_empty() {
         return Err("give DynamoDB Local's URL with --endpoint".into());
     }
-    let clients = Clients::local(&endpoint).await;
+    let (proxy, proxy_tid) = proxy_thread(&endpoint)?;
+    let direct = Clients::local(&endpoint).await;
+    let limited = Clients::local(&proxy.url()).await;
+    let limits = PartitionLimits::scaled(scale)?.with_table_ceiling(TableCeiling {
+        write_units_per_second: MAX_WRITE_UNITS * scale,
+        read_units_per_second: MAX_READ_UNITS * scale,
+    });
     println!(
-        "| followers | load (s) | delivered in (s) | entries a second | calls | WCU (Local) | WCU a follower | busiest partition, WCU/s | walk CPU (s) | CPU a 1,000 followers (ms) |"
+        "Scale {scale}: followers loaded = followers × {scale}; partitions {:.0} WCU and {:.0} RCU a second, the table {:.0} WCU and {:.0} RCU a second.",
+        limits.write_units_per_second(),
+        limits.read_units_per_second(),
+        MAX_WRITE_UNITS * scale,
+        MAX_READ_UNITS * scale
     );
-    println!("|---|---|---|---|---|---|---|---|---|---|");
+    println!();
+    println!(
+        "| followers | push / pull (loaded) | load (s) | last push home has it (s) | pull follower's home shows it (s) | calls | WCU billed | WCU a push follower | WCU a follower | busiest partition, WCU/s (unscaled) | throttled calls | walk CPU (s) | CPU a 1,000 entries (ms) |"
+    );
+    println!("|---|---|---|---|---|---|---|---|---|---|---|---|---|");
     for &count in &followers {
-        deliver(&clients, count).await?;
+        let shape = Shape::of(count, scale);
+        deliver(&direct, &limited, &proxy, &proxy_tid, limits, shape).await?;
     }
     println!();
-    println!("| follows | home entries | calls a page of 20 | RCU (Local) | p50 (ms) | p99 (ms) |");
-    println!("|---|---|---|---|---|---|");
+    println!(
+        "| follows | of them pulled | posts (home entries and pulled lists) | calls a page of 20 | RCU (Local) | p50 (ms) | p99 (ms) |"
+    );
+    println!("|---|---|---|---|---|---|---|");
     for &count in &follows {
-        home_reads(&clients, count, reads).await?;
+        home_reads(&direct, count, pulls.min(count), reads).await?;
     }
     Ok(())
 }
 
-/// One post delivered to `count` followers; prints its row.
-async fn deliver(clients: &Clients, count: usize) -> Result<(), Error> {
-    let name = new_table(clients, "deliver").await?;
+/// An author's followers as a row loads them.
+#[derive(Debug, Clone, Copy)]
+struct Shape {
+    /// The full-size follower count the row stands for.
+    followers: usize,
+    /// Push and pull followers loaded (scaled).
+    push: usize,
+    pull: usize,
+    scale: f64,
+}
+
+impl Shape {
+    fn of(followers: usize, scale: f64) -> Self {
+        let push = followers.min(PULL_FOLLOWERS as usize);
+        let scaled = |n: usize| (n as f64 * scale).ceil() as usize;
+        Self {
+            followers,
+            push: scaled(push),
+            pull: scaled(followers - push),
+            scale,
+        }
+    }
+}
+
+/// One post delivered to `shape`'s followers through the limits; prints its
+/// row.
+async fn deliver(
+    direct: &Clients,
+    limited: &Clients,
+    proxy: &Proxy,
+    proxy_tid: &str,
+    limits: PartitionLimits,
+    shape: Shape,
+) -> Result<(), Error> {
+    let name = new_table(direct, "deliver").await?;
     let now = timestamp::now();
     let author = UserItem::new(&user(0, "author")?, &Username::parse("author")?, &now);
     let loading = Instant::now();
     let mut items = bulk::user_items(&author)?;
     let mut per_shard: BTreeMap<u8, usize> = BTreeMap::new();
-    for n in 0..count {
+    let mut last_push = None;
+    for n in 0..shape.push + shape.pull {
+        let pull = n >= shape.push;
         let follower = user(n, "follower")?;
         let entry = FollowerItem {
             user_id: author.user_id.clone(),
             follower_id: follower.clone(),
             follow_id: FollowId::generate(),
             created_at: now.clone(),
-            pull: false,
+            pull,
         };
-        *per_shard
-            .entry(follower_shard(&follower, false))
-            .or_default() += 1;
+        *per_shard.entry(entry.shard()).or_default() += 1;
         items.push(entry.to_item()?);
+        if !pull {
+            last_push = Some(follower);
+        }
     }
     for (shard, n) in &per_shard {
         items.push(count_item(&author.user_id, *shard, *n));
     }
+    // The pull follower who reads: a profile pulling the author, the follow.
+    let mut puller = UserItem::new(&user(0, "puller")?, &Username::parse("puller")?, &now);
+    if shape.pull > 0 {
+        puller.pulls = vec![author.user_id.clone()];
+        items.extend(bulk::user_items(&puller)?);
+        items.push(
+            FollowItem {
+                user_id: puller.user_id.clone(),
+                followed_id: author.user_id.clone(),
+                follow_id: FollowId::generate(),
+                created_at: now.clone(),
+                pull: true,
+            }
+            .to_item()?,
+        );
+    }
+    bulk::put_items(&direct.plain, &name, items).await?;
+    let loaded = loading.elapsed();
+
+    // Published now, through the limits: the post's own writes are not the
+    // delivery's.
     let post = PostItem::new(
         PostId::generate(),
         &author,
@@ -160,69 +301,121 @@ async fn deliver(clients: &Clients, count: usize) -> Result<(), Error> {
         "to every follower",
         &[],
         Status::Published,
-        &now,
+        &timestamp::now(),
     );
-    items.push(post.to_item()?);
-    bulk::put_items(&clients.plain, &name, items).await?;
-    let loaded = loading.elapsed();
-
-    let store = Store::new(clients.fanout.clone(), &name);
-    clients.fanout_meter.take();
-    let cpu = cpu_time();
+    bulk::put_items(&direct.plain, &name, vec![post.to_item()?]).await?;
+    let store = Store::new(limited.fanout.clone(), &name);
+    let reader = Store::new(limited.requests.clone(), &name);
+    proxy.set_partition_limits(Some(limits));
+    proxy.take_charged();
+    let throttled_before = proxy.stats().partition_throttled();
+    limited.fanout_meter.take();
+    let cpu = cpu_time(Some(proxy_tid));
     let started = Instant::now();
-    store.fanout().start_deliveries(&post).await?;
+    // The pull follower reads their home until it shows the post.
+    let pulled = {
+        let reader = reader.clone();
+        let puller = puller.user_id.clone();
+        let wanted = post.post_id;
+        let reads = shape.pull > 0;
+        tokio::spawn(async move {
+            while reads && started.elapsed() < Duration::from_secs(120) {
+                if let Ok(page) = reader.requests().home(&puller, 20, None).await
+                    && page.items.iter().any(|p| p.post_id == wanted)
+                {
+                    return Some(started.elapsed());
+                }
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+            None
+        })
+    };
+    let mut throttled_walks = 0;
+    loop {
+        match store.fanout().start_deliveries(&post).await {
+            Ok(_) => break,
+            Err(_) => throttled_walks += 1,
+        }
+    }
     let walks = (0..PUSH_SHARDS).map(|shard| {
         let store = store.clone();
         let post = post.post_id;
         async move {
-            let mut invocations = 0;
+            let mut failed = 0;
             loop {
-                invocations += 1;
                 let deadline = Deadline::at(Instant::now() + Duration::from_secs(60));
-                match store.fanout().deliver(&post, shard, &deadline).await? {
-                    Delivering::Paused { .. } => continue,
-                    Delivering::Done { .. } | Delivering::Stale => {
-                        return Ok::<usize, Error>(invocations);
-                    }
+                match store.fanout().deliver(&post, shard, &deadline).await {
+                    Ok(Delivering::Paused { .. }) => continue,
+                    Ok(Delivering::Done { .. } | Delivering::Stale) => return failed,
+                    // Throttled past its retries: the record again.
+                    Err(_) => failed += 1,
                 }
             }
         }
     });
-    futures::future::try_join_all(walks).await?;
+    throttled_walks += futures::future::join_all(walks).await.iter().sum::<usize>();
     let took = started.elapsed();
-    let walk_cpu = cpu_time().saturating_sub(cpu);
-    let calls = clients.fanout_meter.take();
-    let units: f64 = calls.iter().map(|c| c.table + c.indexes).sum();
-    let writes: f64 = calls
-        .iter()
-        .filter(|c| c.operation == "BatchWriteItem")
-        .map(|c| c.table)
-        .sum();
-    // Every home entry goes to its own partition (1 WCU each); the busiest
-    // partitions are the deliveries' own (a place saved a page) and the
-    // follower shards read.
-    let largest_shard = per_shard.values().copied().max().unwrap_or(0);
-    let pages = largest_shard.div_ceil(blog::store::home::PAGE) + 1;
-    let busiest = pages as f64 / took.as_secs_f64().max(0.001);
+    let walk_cpu = cpu_time(Some(proxy_tid)).saturating_sub(cpu);
+    let pull_seen = pulled.await.ok().flatten();
+    let calls = limited.fanout_meter.take();
+    let charged = proxy.take_charged().unwrap_or_default();
+    let throttled = proxy.stats().partition_throttled() - throttled_before;
+    proxy.set_partition_limits(None);
+    // The last push follower's home holds the post's entry.
+    if let Some(last) = &last_push {
+        let entry = Key::new(keys::home_pk(last), keys::home_sk(&post.post_id)).item();
+        let found = table::Table::new(direct.plain.clone(), &name)
+            .get(entry, true)
+            .await?;
+        if found.is_none() {
+            return Err("the last push follower's home lacks the post".into());
+        }
+    }
+    let (hottest_key, hottest) = charged.hottest_write.clone().unwrap_or_default();
+    // Without the table's name; a ULID or user id in it as its kind.
+    let hottest_key = hottest_key
+        .split('/')
+        .skip(1)
+        .collect::<Vec<_>>()
+        .join("/")
+        .split('#')
+        .next()
+        .unwrap_or_default()
+        .to_owned();
+    let busiest = hottest / took.as_secs_f64().max(0.001) / shape.scale;
+    let entries = shape.push.max(1) as f64;
     println!(
-        "| {count} | {:.1} | {:.2} | {:.0} | {} | {units:.0} | {:.3} | {busiest:.1} | {:.2} | {:.1} |",
+        "| {} | {} / {} | {:.1} | {:.2} | {} | {} | {:.0} | {:.3} | {:.4} | {busiest:.1} (`{hottest_key}#…`) | {throttled} (walks again: {throttled_walks}) | {:.2} | {:.1} |",
+        shape.followers,
+        shape.push,
+        shape.pull,
         loaded.as_secs_f64(),
         took.as_secs_f64(),
-        count as f64 / took.as_secs_f64().max(0.001),
+        pull_seen.map_or("–".to_owned(), |d| format!("{:.2}", d.as_secs_f64())),
         calls.len(),
-        (units / count.max(1) as f64),
+        charged.write_units,
+        charged.write_units / entries,
+        charged.write_units / (shape.push + shape.pull).max(1) as f64,
         walk_cpu.as_secs_f64(),
-        walk_cpu.as_secs_f64() * 1_000_000.0 / count.max(1) as f64,
+        walk_cpu.as_secs_f64() * 1_000_000.0 / entries,
     );
-    let _ = writes;
     Ok(())
 }
 
-/// Home reads of a reader following `count` authors; prints its row.
-async fn home_reads(clients: &Clients, count: usize, reads: usize) -> Result<(), Error> {
+/// Home reads of a reader following `count` authors and pulling `pulls` of
+/// them (their posts in their own lists, not in the home); prints its row.
+async fn home_reads(
+    clients: &Clients,
+    count: usize,
+    pulls: usize,
+    reads: usize,
+) -> Result<(), Error> {
     let name = new_table(clients, "read").await?;
     let now = timestamp::now();
-    let reader = UserItem::new(&user(0, "reader")?, &Username::parse("reader")?, &now);
+    let mut reader = UserItem::new(&user(0, "reader")?, &Username::parse("reader")?, &now);
+    reader.pulls = (0..pulls)
+        .map(|a| user(a, "author"))
+        .collect::<Result<_, _>>()?;
     let mut items = bulk::user_items(&reader)?;
     let entries = count.max(800);
     let per_author = entries.div_ceil(count.max(1));
@@ -234,6 +427,7 @@ async fn home_reads(clients: &Clients, count: usize, reads: usize) -> Result<(),
             &now,
         );
         items.extend(bulk::user_items(&author)?);
+        let pulled = a < pulls;
         let follow_id = FollowId::generate();
         items.push(
             FollowItem {
@@ -241,7 +435,7 @@ async fn home_reads(clients: &Clients, count: usize, reads: usize) -> Result<(),
                 followed_id: author.user_id.clone(),
                 follow_id,
                 created_at: now.clone(),
-                pull: false,
+                pull: pulled,
             }
             .to_item()?,
         );
@@ -260,6 +454,9 @@ async fn home_reads(clients: &Clients, count: usize, reads: usize) -> Result<(),
                 &now,
             );
             items.push(post.to_item()?);
+            if pulled {
+                continue;
+            }
             items.push(
                 HomeEntryItem {
                     reader: reader.user_id.clone(),
@@ -295,7 +492,7 @@ async fn home_reads(clients: &Clients, count: usize, reads: usize) -> Result<(),
         latencies.get(i).map_or(0.0, |d| d.as_secs_f64() * 1000.0)
     };
     println!(
-        "| {count} | {written} | {calls} | {units:.1} | {:.1} | {:.1} |",
+        "| {count} | {pulls} | {written} | {calls} | {units:.1} | {:.1} | {:.1} |",
         at(0.5),
         at(0.99)
     );

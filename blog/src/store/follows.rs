@@ -62,9 +62,9 @@ const ATTEMPTS: usize = 5;
 
 /// From how many followers (when a follow is made) a follow is a pull
 /// follow: a post is delivered into at most about this many homes (about
-/// 7 s of writes within the stack's 1,500 WCU a second,
-/// `MaxWriteRequestUnits`).
-pub const PULL_FOLLOWERS: u64 = 10_000;
+/// 3.4 s of writes within the stack's 1,500 WCU a second,
+/// `MaxWriteRequestUnits`: within 5 s of its publication).
+pub const PULL_FOLLOWERS: u64 = 5_000;
 
 /// How many pull follows one user may have: the most author lists their
 /// home read merges (each one Query). Past it, a follow is a push follow
