@@ -81,6 +81,10 @@ fn tags(headers: &HeaderMap, name: &str) -> Result<Option<Vec<Tag>>, ApiError> {
     let mut found = None;
     for value in headers.get_all(name) {
         let text = value.to_str().map_err(|_| bad(name))?;
+        // Longer than openapi.yaml allows (`maxLength`): refused whole.
+        if text.len() > MAX_HEADER_LEN {
+            return Err(bad(name));
+        }
         let list: &mut Vec<Tag> = found.get_or_insert_with(Vec::new);
         for raw in text.split(',').map(str::trim).filter(|t| !t.is_empty()) {
             list.push(parse_tag(raw).ok_or_else(|| bad(name))?);
@@ -95,6 +99,10 @@ fn tags(headers: &HeaderMap, name: &str) -> Result<Option<Vec<Tag>>, ApiError> {
 
 /// More entity tags than any client sends in one header.
 const MAX_TAGS: usize = 32;
+
+/// The longest `If-Match` or `If-None-Match` line taken, in bytes (the
+/// headers' `maxLength` in openapi.yaml).
+const MAX_HEADER_LEN: usize = 2_048;
 
 fn parse_tag(raw: &str) -> Option<Tag> {
     if raw == "*" {
@@ -187,6 +195,11 @@ mod tests {
         assert!(none_match_fails(&with(IF_NONE_MATCH, "*"), &tag).expect("parsed"));
         let changed = entity_tag(Revision::of_post("t", "x"), "{\"a\":2}");
         assert!(!none_match_fails(&with(IF_NONE_MATCH, &changed), &tag).expect("parsed"));
+        // Past the documented length, even of nothing but commas: a 400.
+        let long = ",".repeat(MAX_HEADER_LEN + 1);
+        assert!(none_match_fails(&with(IF_NONE_MATCH, &long), &tag).is_err());
+        let at_most = ",".repeat(MAX_HEADER_LEN);
+        assert!(!none_match_fails(&with(IF_NONE_MATCH, &at_most), &tag).expect("parsed"));
         assert!(!none_match_fails(&Request::new(Body::Empty), &tag).expect("none"));
     }
 }

@@ -229,7 +229,7 @@ impl FanOut<'_> {
             done += self.erase_page(user, page.items).await?;
         }
         // Who followed the account, and its home.
-        let (unfollowed, finished) = self.erase_followers(user, deadline).await?;
+        let (unfollowed, finished) = self.erase_followers(user, mark.version, deadline).await?;
         done.follows += unfollowed;
         if !finished {
             return Ok(ErasureStep::Paused(done));

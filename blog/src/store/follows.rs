@@ -198,6 +198,22 @@ pub struct FollowerCountItem {
     pub version: u64,
 }
 
+/// The count item's attribute an erasure sets (to the erased profile's
+/// version) before it walks the shard: a follow of that account fails on it.
+const CLOSED: &str = "closed";
+
+/// One up on a follower shard's count, on the condition that the followed
+/// account (the profile version `first` starts it) is not being erased: no
+/// follow needs the followed profile in its transaction, whose partition
+/// would take every follow's write (`counted`).
+fn counted_open(followed: &UserId, shard: u8, first: u64) -> Result<Write, StoreError> {
+    Ok(counted(followed, shard, 1)?.when(
+        Expr::new("attribute_not_exists(#closed) OR #closed < :first")
+            .name("#closed", CLOSED)
+            .value(":first", n(first)),
+    ))
+}
+
 /// One up or down on a follower shard's count, its version one up: an
 /// UpdateItem that makes the item on the first follow.
 fn counted(followed: &UserId, shard: u8, step: i64) -> Result<Write, StoreError> {
@@ -265,8 +281,12 @@ impl Requests<'_> {
     /// Follow (request, `POST /users/{userId}/followers`): the follow, the
     /// follower's entry and its shard's count, and one up on the caller's
     /// `followingCount` (within [`FOLLOWING_LIMIT`]; a pull follow's author
-    /// into their `pulls`, within [`PULL_LIMIT`]) in one transaction, on the
-    /// condition that the followed profile exists. A pull follow when the
+    /// into their `pulls`, within [`PULL_LIMIT`]) in one transaction, after
+    /// a strongly consistent read of the followed profile (a 404 without
+    /// one), and on the condition that the shard's count is not closed by
+    /// that account's erasure: nothing in it writes the followed user's own
+    /// partition, which an account gaining 1,000 followers a second could
+    /// not take (each write twice, as a transaction's). A pull follow when the
     /// followed user has at least the store's pull threshold
     /// ([`PULL_FOLLOWERS`]) of followers and the caller has a pull follow
     /// left. Before a push follow's transaction, the followed user's newest
@@ -284,7 +304,7 @@ impl Requests<'_> {
             return Err(StoreError::FollowSelf);
         }
         let mut profile = self.writer(follower).await?.profile()?;
-        let Some(target) = self.read_profile(followed, false).await? else {
+        let Some(target) = self.read_profile(followed, true).await? else {
             return Err(StoreError::UserNotFound);
         };
         let answer = |follow: &FollowItem| Followed {
@@ -311,14 +331,10 @@ impl Requests<'_> {
             let mut tx = self.db.transaction("follow");
             let made = tx.add("follow", Write::create(&follow)?);
             let counted_following = tx.add("following count", following_counted(&follow, 1));
-            let there = tx.add(
-                "followed profile",
-                Write::check(UserItem::key(followed), Expr::item_exists()),
-            );
             tx.add("follower entry", Write::create(&follow.entry())?);
-            tx.add(
+            let there = tx.add(
                 "follower count",
-                counted(followed, follow.entry().shard(), 1)?,
+                counted_open(followed, follow.entry().shard(), target.first_version)?,
             );
             match tx.commit().await? {
                 TxOutcome::Committed => return Ok(Follows::New(answer(&follow))),
@@ -702,8 +718,10 @@ impl FanOut<'_> {
     pub async fn erase_followers(
         &self,
         user: &UserId,
+        version: u64,
         deadline: &super::rename::Deadline,
     ) -> Result<(usize, bool), StoreError> {
+        self.close_follower_counts(user, version).await?;
         let mut erased = 0;
         let mut first = true;
         for shard in 0..FOLLOWER_SHARDS {
@@ -757,6 +775,46 @@ impl FanOut<'_> {
             self.db.delete_all("erase home", page.items, 4).await?;
             first = false;
         }
+    }
+
+    /// Closes `user`'s follower shards' counts to new follows of the
+    /// account erased at `version` (made where missing): a follow that read
+    /// the profile before the erasure and commits after this fails on its
+    /// count's condition, and one that committed before is in a shard the
+    /// walk reads after this. One conditional UpdateItem a shard (at once);
+    /// a count closed already is left as it is.
+    async fn close_follower_counts(&self, user: &UserId, version: u64) -> Result<(), StoreError> {
+        let closes = (0..FOLLOWER_SHARDS).map(|shard| {
+            let key = Key::new(keys::followers_pk(user, shard), FOLLOWER_COUNT_SK).item();
+            let change = Expr::new(
+                "SET #closed = :version, #type = :type, #user = :user, #shard = :shard, \
+                 #count = if_not_exists(#count, :zero), #version = if_not_exists(#version, :zero)",
+            )
+            .name("#closed", CLOSED)
+            .name("#type", keys::TYPE)
+            .name("#user", "userId")
+            .name("#shard", "shard")
+            .name("#count", "count")
+            .name("#version", "version")
+            .value(":version", n(version))
+            .value(":zero", n(0))
+            .value(":user", s(user.as_str()))
+            .value(":shard", n(u64::from(shard)));
+            let still_open = Expr::new("attribute_not_exists(#closed) OR #closed < :version")
+                .name("#closed", CLOSED)
+                .value(":version", n(version));
+            async move {
+                let write = Write::update(
+                    key,
+                    change.value(":type", ItemType::FollowerCount.attribute()?),
+                    Landed::Untold,
+                )
+                .when(still_open);
+                self.db.write("close follower count", &write).await
+            }
+        });
+        try_join_all(closes).await?;
+        Ok(())
     }
 
     /// A follower's follow of an erased account out, with one off their

@@ -326,9 +326,9 @@ impl Requests<'_> {
 
 impl FanOut<'_> {
     /// A post published (fan-out of its INSERT, or of the MODIFY that
-    /// publishes it): one delivery item for each of its author's follower
+    /// publishes it): one delivery item for each of its author's push
     /// shards whose count (read strongly, one BatchGetItem of the
-    /// [`FOLLOWER_SHARDS`] count items) is above 0, each only if absent (a
+    /// [`PUSH_SHARDS`] count items) is above 0, each only if absent (a
     /// record delivered again starts nothing twice). Returns how many it
     /// put.
     pub async fn start_deliveries(&self, post: &PostItem) -> Result<usize, StoreError> {

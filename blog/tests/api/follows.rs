@@ -303,3 +303,55 @@ async fn the_audit_finds_and_repairs_a_follower_count() {
     assert_eq!(counts(&api, &star).await, (1, 0));
     assert!(api.audit(false).await.findings.is_empty());
 }
+
+/// An erased account's followers go with it (their counts down, its shards
+/// and their closed counts gone), and the same person's new account is
+/// followed afresh: its first version is past the one its old counts were
+/// closed at.
+#[tokio::test]
+async fn an_erased_accounts_followers_go_and_its_new_account_is_followed_anew() {
+    let api = TestApi::start().await;
+    let mut poller = api.poller();
+    let star = api.user("erased_star").await;
+    let fan = api.user("erased_fan").await;
+    api.follow(&fan, &star).await;
+    api.settle(&mut poller).await;
+    let (status, _) = api
+        .call("DELETE", &format!("/users/{star}"), Some(&star), None)
+        .await;
+    assert_eq!(status, 204);
+    // The profile is gone at once: a follow now is a 404, writing nothing.
+    let path = format!("/users/{star}/followers");
+    let before = crate::support::table_snapshot(&api).await;
+    let (status, _) = api.call("POST", &path, Some(&fan), None).await;
+    assert_eq!(status, 404);
+    assert_eq!(crate::support::table_snapshot(&api).await, before);
+    api.settle(&mut poller).await;
+    assert_eq!(api.profile(&fan).await.following_count, 0);
+    let shards = format!("FOLLOWERS#{star}#");
+    let left: Vec<_> = crate::support::table_snapshot(&api)
+        .await
+        .into_iter()
+        .filter(|item| {
+            item.get("PK")
+                .and_then(|pk| pk.as_s().ok())
+                .is_some_and(|pk| pk.starts_with(&shards))
+        })
+        .collect();
+    assert!(left.is_empty(), "{left:?}");
+
+    let (status, body) = api
+        .call(
+            "POST",
+            "/users",
+            Some(&star),
+            Some(json!({ "username": "back_star" })),
+        )
+        .await;
+    assert_eq!(status, 201, "{body}");
+    api.follow(&fan, &star).await;
+    api.settle(&mut poller).await;
+    let (_, profile) = api.get(&format!("/users/{star}")).await;
+    assert_eq!(profile["followerCount"], json!(1), "{profile}");
+    assert!(api.audit(false).await.findings.is_empty());
+}
