@@ -124,6 +124,19 @@ set -e
 kill "${api_pids[@]}" 2>/dev/null || true
 unset DYNAMODB_ENDPOINTS
 
+# The cost tests' DynamoDB Local and the stack's, started now: their JVMs
+# come up while rustdoc runs.
+costs_port=$(free_port)
+launch_dynamodb_local "$costs_port" memory
+pids+=("$DDB_PID")
+costs_ddb_pid=$DDB_PID
+stack_port=$(free_port)
+# Not yet bound by the JVM above: the same free port could come back.
+while [ "$stack_port" = "$costs_port" ]; do stack_port=$(free_port); done
+launch_dynamodb_local "$stack_port"
+pids+=("$DDB_PID")
+stack_ddb_pid=$DDB_PID
+
 # The library's docs as docs.rs would build them, with and without the admin
 # feature (an always-built item must not link to an admin-only one): a
 # moved item leaves a broken intra-doc link that no build or test sees.
@@ -147,9 +160,7 @@ cat "$LOCAL/template-checks.log"
 # stack checks below run on another (the tests use about one core, the stack
 # checks' requests about one).
 log "the benchmark's cost tests, in the background while the stack checks run"
-costs_port=$(free_port)
-start_dynamodb_local "$costs_port" memory
-pids+=("$DDB_PID")
+await_dynamodb_local "$costs_port" "$costs_ddb_pid"
 # The test binary itself: `cargo test` would hold the build directory's lock
 # while it ran, and watch's `cargo run` would wait for it.
 # Its build's own output goes to a log, shown if the build fails. The reader
@@ -166,9 +177,8 @@ costs_pid=$!
 pids+=("$costs_pid")
 
 # A fresh DynamoDB Local for the stack, as run-local.sh has.
-port=$(free_port)
-start_dynamodb_local "$port"
-pids+=("$DDB_PID")
+port=$stack_port
+await_dynamodb_local "$port" "$stack_ddb_pid"
 export DYNAMODB_ENDPOINT="http://127.0.0.1:$port"
 
 log "sample events through cargo lambda invoke"

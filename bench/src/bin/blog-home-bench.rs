@@ -162,6 +162,8 @@ async fn main() -> Result<(), Error> {
     let mut scale = 0.1_f64;
     let mut follows = vec![10, 500, 5_000];
     let mut pulls = PULL_LIMIT;
+    let mut follow_rate = 1_000.0_f64;
+    let mut follow_seconds = 10.0_f64;
     let mut reads = 50_usize;
     let mut args = std::env::args().skip(1);
     while let Some(arg) = args.next() {
@@ -172,6 +174,8 @@ async fn main() -> Result<(), Error> {
             "--scale" => scale = value()?.parse()?,
             "--follows" => follows = numbers(&value()?)?,
             "--pulls" => pulls = value()?.parse::<usize>()?.min(PULL_LIMIT),
+            "--follow-rate" => follow_rate = value()?.parse()?,
+            "--follow-seconds" => follow_seconds = value()?.parse()?,
             "--reads" => reads = value()?.parse()?,
             other => return Err(format!("unknown option {other}").into()),
         }
@@ -201,6 +205,27 @@ async fn main() -> Result<(), Error> {
     for &count in &followers {
         let shape = Shape::of(count, scale);
         deliver(&direct, &limited, &proxy, &proxy_tid, limits, shape).await?;
+    }
+    println!();
+    println!(
+        "| table's write maximum (unscaled) | follows a second (offered) | follows (scaled) | new | 503 | other | busiest partition | its WCU a second (unscaled) | throttled calls | followerCount after the copy |"
+    );
+    println!("|---|---|---|---|---|---|---|---|---|---|");
+    // At the stack's maximum, then at DynamoDB's default table quota.
+    for ceiling in [MAX_WRITE_UNITS, 40_000.0] {
+        let limits = limits.with_table_ceiling(TableCeiling {
+            write_units_per_second: ceiling * scale,
+            read_units_per_second: MAX_READ_UNITS * scale,
+        });
+        follows_at(
+            &direct,
+            &limited,
+            &proxy,
+            limits,
+            follow_rate,
+            follow_seconds,
+        )
+        .await?;
     }
     println!();
     println!(
@@ -398,6 +423,101 @@ async fn deliver(
         charged.write_units / (shape.push + shape.pull).max(1) as f64,
         walk_cpu.as_secs_f64(),
         walk_cpu.as_secs_f64() * 1_000_000.0 / entries,
+    );
+    Ok(())
+}
+
+/// An account with `PULL_FOLLOWERS` followers gaining `rate` new ones a
+/// second for `seconds` (scaled: `rate` × the scale a second, through the
+/// limits), each a follow request as deployed (the pull follows' path);
+/// then each shard's count copied as the fan-out copies it. Prints the
+/// answers, the busiest partition's write units a second (unscaled) and
+/// whether the profile's `followerCount` is exact.
+async fn follows_at(
+    direct: &Clients,
+    limited: &Clients,
+    proxy: &Proxy,
+    limits: PartitionLimits,
+    rate: f64,
+    seconds: f64,
+) -> Result<(), Error> {
+    let name = new_table(direct, "follows").await?;
+    let now = timestamp::now();
+    let scale = limits.scale;
+    let count = (rate * scale * seconds).ceil() as usize;
+    let mut star = UserItem::new(&user(0, "star")?, &Username::parse("star")?, &now);
+    // Famous already: its copied count past the pull threshold.
+    star.follower_shards.insert(
+        "00".to_owned(),
+        blog::store::follows::ShardCount {
+            count: PULL_FOLLOWERS,
+            version: 1,
+        },
+    );
+    let mut items = bulk::user_items(&star)?;
+    let mut fans = Vec::with_capacity(count);
+    for n in 0..count {
+        let fan = UserItem::new(
+            &user(n, "fan")?,
+            &Username::parse(&format!("fan_{n:07}"))?,
+            &now,
+        );
+        items.extend(bulk::user_items(&fan)?);
+        fans.push(fan.user_id);
+    }
+    bulk::put_items(&direct.plain, &name, items).await?;
+    let store = Store::new(limited.requests.clone(), &name);
+    proxy.set_partition_limits(Some(limits));
+    proxy.take_charged();
+    let throttled_before = proxy.stats().partition_throttled();
+    let mut tick = tokio::time::interval(Duration::from_secs_f64(1.0 / (rate * scale)));
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let mut sent = tokio::task::JoinSet::new();
+    let started = Instant::now();
+    for fan in fans {
+        tick.tick().await;
+        let (store, star) = (store.clone(), star.user_id.clone());
+        sent.spawn(async move { store.requests().follow(&fan, &star).await });
+    }
+    let (mut new, mut unavailable, mut other) = (0_u64, 0, 0);
+    while let Some(answer) = sent.join_next().await {
+        match answer {
+            Ok(Ok(blog::store::follows::Follows::New(_))) => new += 1,
+            Ok(Err(blog::store::StoreError::Busy { .. })) => unavailable += 1,
+            _ => other += 1,
+        }
+    }
+    let span = started.elapsed().as_secs_f64();
+    let charged = proxy.take_charged().unwrap_or_default();
+    let throttled = proxy.stats().partition_throttled() - throttled_before;
+    proxy.set_partition_limits(None);
+    let (hottest_key, hottest) = charged.hottest_write.clone().unwrap_or_default();
+    let hottest_key = hottest_key.split('/').skip(1).collect::<Vec<_>>().join("/");
+    // The fan-out's copy of each shard's count, then the profile read.
+    let fanout = Store::new(direct.fanout.clone(), &name);
+    let table = table::Table::new(direct.plain.clone(), &name);
+    for shard in 0..blog::keys::FOLLOWER_SHARDS {
+        let key = Key::new(keys::followers_pk(&star.user_id, shard), FOLLOWER_COUNT_SK).item();
+        if let Some(item) = table.get(key, true).await? {
+            let count: blog::store::follows::FollowerCountItem =
+                serde_dynamo::from_item(item).map_err(|e| e.to_string())?;
+            fanout.fanout().copy_follower_count(&count).await?;
+        }
+    }
+    let profile: UserItem = table
+        .get_entity(UserItem::key(&star.user_id), true)
+        .await?
+        .ok_or("the star's profile is gone")?;
+    let shown = blog::model::User::from(profile).follower_count;
+    let ceiling = limits
+        .table_ceiling
+        .map_or(0.0, |c| c.write_units_per_second / scale);
+    println!(
+        "| {ceiling:.0} | {rate:.0} | {count} in {span:.1} s | {new} | {unavailable} | {other} | `{}` | {:.0} | {throttled} | {} (expected {}) |",
+        hottest_key.split('#').take(3).collect::<Vec<_>>().join("#"),
+        hottest / span.max(0.001) / scale,
+        shown,
+        PULL_FOLLOWERS + new,
     );
     Ok(())
 }
