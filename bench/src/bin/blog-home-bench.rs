@@ -7,7 +7,8 @@
 //! the first `PULL_FOLLOWERS` followers push followers (they followed before
 //! the author had that many), the rest pull followers (`store::follows`),
 //! one of whom reads their home. Everything is **scaled** by `--scale`
-//! (default 0.1): the followers loaded are the count times the scale, and the
+//! (default 0.1; a row that would load more than 10,000 entries at a smaller
+//! one, its limits too): the followers loaded are the count times the scale, and the
 //! delivery goes through the throttling proxy (the viral bench's) with
 //! DynamoDB's partition limits times the scale (100 WCU and 300 RCU a second
 //! a partition at 0.1) and the stack's on-demand table maximum
@@ -112,6 +113,9 @@ fn count_item(followed: &UserId, shard: u8, count: usize) -> Item {
     item
 }
 
+/// The most follower entries a delivery row loads.
+const MAX_LOADED: usize = 10_000;
+
 /// The stack's on-demand table maximums (template.yaml's defaults).
 const MAX_WRITE_UNITS: f64 = 1_500.0;
 const MAX_READ_UNITS: f64 = 6_000.0;
@@ -199,12 +203,20 @@ async fn main() -> Result<(), Error> {
     );
     println!();
     println!(
-        "| followers | push / pull (loaded) | load (s) | last push home has it (s) | pull follower's home shows it (s) | calls | WCU billed | WCU a push follower | WCU a follower | busiest partition, WCU/s (unscaled) | throttled calls | walk CPU (s) | CPU a 1,000 entries (ms) |"
+        "| followers | scale | push / pull (loaded) | load (s) | last push home has it (s) | pull follower's home shows it (s) | calls | WCU billed | WCU a push follower | WCU a follower | busiest partition, WCU/s (unscaled) | throttled calls | walk CPU (s) | CPU a 1,000 entries (ms) |"
     );
-    println!("|---|---|---|---|---|---|---|---|---|---|---|---|---|");
+    println!("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|");
     for &count in &followers {
-        let shape = Shape::of(count, scale);
-        deliver(&direct, &limited, &proxy, &proxy_tid, limits, shape).await?;
+        // At most `MAX_LOADED` entries a row: DynamoDB Local in memory
+        // slows as its tables grow (100,000 entries did not load in 13
+        // minutes), so a larger row runs at a smaller scale, limits too.
+        let row_scale = scale.min(MAX_LOADED as f64 / count.max(1) as f64);
+        let row_limits = PartitionLimits::scaled(row_scale)?.with_table_ceiling(TableCeiling {
+            write_units_per_second: MAX_WRITE_UNITS * row_scale,
+            read_units_per_second: MAX_READ_UNITS * row_scale,
+        });
+        let shape = Shape::of(count, row_scale);
+        deliver(&direct, &limited, &proxy, &proxy_tid, row_limits, shape).await?;
     }
     println!();
     println!(
@@ -410,8 +422,9 @@ async fn deliver(
     let busiest = hottest / took.as_secs_f64().max(0.001) / shape.scale;
     let entries = shape.push.max(1) as f64;
     println!(
-        "| {} | {} / {} | {:.1} | {:.2} | {} | {} | {:.0} | {:.3} | {:.4} | {busiest:.1} (`{hottest_key}#…`) | {throttled} (walks again: {throttled_walks}) | {:.2} | {:.1} |",
+        "| {} | {} | {} / {} | {:.1} | {:.2} | {} | {} | {:.0} | {:.3} | {:.4} | {busiest:.1} (`{hottest_key}#…`) | {throttled} (walks again: {throttled_walks}) | {:.2} | {:.1} |",
         shape.followers,
+        shape.scale,
         shape.push,
         shape.pull,
         loaded.as_secs_f64(),
