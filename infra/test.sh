@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Every check and test:
-# 1. formatting and lints; blog's docs without a broken link (rustdoc);
+# 1. formatting and lints; blog's docs without a broken link (rustdoc); the
+#    features the two builds resolve (infra/check_features.py);
 # 2. the deployment template: cfn-lint in every commercial region (and the
 #    budget's template), `sam validate --lint`, and the IAM
 #    roles as SAM expands them (infra/check_roles.py);
@@ -53,6 +54,11 @@ done
 
 log "cargo fmt --check"
 cargo fmt --all -- --check
+
+# The build below compiles the tests, then the bins: with the same features
+# resolved for both, the second compiles only the bins themselves.
+log "the tests' build and the bins' build resolve the same features (workspace-hack)"
+python3 infra/check_features.py
 
 log "run-local.sh refuses a second stack on a data directory in use"
 mkdir -p "$LOCAL"

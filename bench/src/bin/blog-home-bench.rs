@@ -159,6 +159,33 @@ fn proxy_thread(endpoint: &str) -> Result<(Proxy, String), Error> {
     Ok(got.recv().map_err(|e| e.to_string())??)
 }
 
+/// A run measured through the proxy's limits: what it was charged and how
+/// many of its calls were throttled.
+struct Limited<'a> {
+    proxy: &'a Proxy,
+    throttled_before: u64,
+}
+
+impl<'a> Limited<'a> {
+    /// Puts `limits` on and zeroes the charges.
+    fn start(proxy: &'a Proxy, limits: PartitionLimits) -> Self {
+        proxy.set_partition_limits(Some(limits));
+        proxy.take_charged();
+        Self {
+            proxy,
+            throttled_before: proxy.stats().partition_throttled(),
+        }
+    }
+
+    /// Takes the limits off: the run's charges and its throttled calls.
+    fn finish(self) -> (hostile::partitions::Charged, u64) {
+        let charged = self.proxy.take_charged().unwrap_or_default();
+        let throttled = self.proxy.stats().partition_throttled() - self.throttled_before;
+        self.proxy.set_partition_limits(None);
+        (charged, throttled)
+    }
+}
+
 #[tokio::main]
 async fn main() -> Result<(), Error> {
     let mut endpoint = std::env::var("DYNAMODB_ENDPOINT").unwrap_or_default();
@@ -343,9 +370,7 @@ async fn deliver(
     bulk::put_items(&direct.plain, &name, vec![post.to_item()?]).await?;
     let store = Store::new(limited.fanout.clone(), &name);
     let reader = Store::new(limited.requests.clone(), &name);
-    proxy.set_partition_limits(Some(limits));
-    proxy.take_charged();
-    let throttled_before = proxy.stats().partition_throttled();
+    let measured = Limited::start(proxy, limits);
     limited.fanout_meter.take();
     let cpu = cpu_time(Some(proxy_tid));
     let started = Instant::now();
@@ -395,9 +420,7 @@ async fn deliver(
     let walk_cpu = cpu_time(Some(proxy_tid)).saturating_sub(cpu);
     let pull_seen = pulled.await.ok().flatten();
     let calls = limited.fanout_meter.take();
-    let charged = proxy.take_charged().unwrap_or_default();
-    let throttled = proxy.stats().partition_throttled() - throttled_before;
-    proxy.set_partition_limits(None);
+    let (charged, throttled) = measured.finish();
     // The last push follower's home holds the post's entry.
     if let Some(last) = &last_push {
         let entry = Key::new(keys::home_pk(last), keys::home_sk(&post.post_id)).item();
@@ -480,9 +503,7 @@ async fn follows_at(
     }
     bulk::put_items(&direct.plain, &name, items).await?;
     let store = Store::new(limited.requests.clone(), &name);
-    proxy.set_partition_limits(Some(limits));
-    proxy.take_charged();
-    let throttled_before = proxy.stats().partition_throttled();
+    let measured = Limited::start(proxy, limits);
     let mut tick = tokio::time::interval(Duration::from_secs_f64(1.0 / (rate * scale)));
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     let mut sent = tokio::task::JoinSet::new();
@@ -501,9 +522,7 @@ async fn follows_at(
         }
     }
     let span = started.elapsed().as_secs_f64();
-    let charged = proxy.take_charged().unwrap_or_default();
-    let throttled = proxy.stats().partition_throttled() - throttled_before;
-    proxy.set_partition_limits(None);
+    let (charged, throttled) = measured.finish();
     let (hottest_key, hottest) = charged.hottest_write.clone().unwrap_or_default();
     let hottest_key = hottest_key.split('/').skip(1).collect::<Vec<_>>().join("/");
     // The fan-out's copy of each shard's count, then the profile read.
@@ -521,7 +540,7 @@ async fn follows_at(
         .get_entity(UserItem::key(&star.user_id), true)
         .await?
         .ok_or("the star's profile is gone")?;
-    let shown = blog::model::User::from(profile).follower_count;
+    let shown = profile.follower_count();
     let ceiling = limits
         .table_ceiling
         .map_or(0.0, |c| c.write_units_per_second / scale);

@@ -312,7 +312,7 @@ impl Requests<'_> {
             username: target.username.clone(),
             followed_at: follow.created_at.clone(),
         };
-        let famous = crate::model::User::from(target.clone()).follower_count >= self.pull_threshold;
+        let famous = target.follower_count() >= self.pull_threshold;
         let mut backfilled = false;
         for _ in 0..ATTEMPTS {
             if profile.following_count >= FOLLOWING_LIMIT {

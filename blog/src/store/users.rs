@@ -47,9 +47,14 @@ pub struct UserItem {
     pub follower_shards: std::collections::BTreeMap<String, super::follows::ShardCount>,
     /// The authors they pull (their pull follows, [`crate::store::follows`]):
     /// their home read merges these authors' posts. A string set, at most
-    /// [`super::follows::PULL_LIMIT`]; absent while empty.
-    /// (Read only: written by update expressions as a string set.)
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    /// [`super::follows::PULL_LIMIT`]; absent while empty. Written by the
+    /// follows' update expressions (`ADD`/`DELETE`), which need a string set:
+    /// a whole profile written with pulls writes them as one too.
+    #[serde(
+        with = "serde_dynamo::string_set",
+        default,
+        skip_serializing_if = "Vec::is_empty"
+    )]
     pub pulls: Vec<UserId>,
 }
 
@@ -102,6 +107,12 @@ impl UserItem {
     pub fn key(user: &UserId) -> Item {
         keys::profile(user).item()
     }
+
+    /// Their follower count: the shards' counts as the fan-out last copied
+    /// them.
+    pub fn follower_count(&self) -> u64 {
+        self.follower_shards.values().map(|c| c.count).sum()
+    }
 }
 
 impl Entity for UserItem {
@@ -117,7 +128,7 @@ impl Entity for UserItem {
 impl From<UserItem> for User {
     fn from(item: UserItem) -> Self {
         User {
-            follower_count: item.follower_shards.values().map(|c| c.count).sum(),
+            follower_count: item.follower_count(),
             following_count: item.following_count,
             user_id: item.user_id,
             username: item.username,
@@ -560,7 +571,34 @@ pub(crate) enum Overwrite<'a> {
 
 #[cfg(test)]
 mod tests {
+    use super::UserItem;
+    use crate::ids::UserId;
     use crate::keys::{ERASED_SK, PROFILE_SK, RENAME_SK};
+    use crate::text::Username;
+    use serde_dynamo::AttributeValue;
+
+    /// A profile's `pulls` is stored as the string set the follows' `ADD
+    /// pulls :author` adds to (a list there fails that update), and read
+    /// back as written; none stored while empty.
+    #[test]
+    fn pulls_are_a_string_set_and_absent_while_empty() -> Result<(), Box<dyn std::error::Error>> {
+        let user = UserId::parse("reader")?;
+        let mut profile = UserItem::new(&user, &Username::parse("reader")?, "2026-11-27T00:00:00Z");
+        let empty: serde_dynamo::Item = serde_dynamo::to_item(&profile)?;
+        assert!(!empty.contains_key("pulls"), "{empty:?}");
+        profile.pulls = vec![UserId::parse("star-1")?, UserId::parse("star-2")?];
+        let item: serde_dynamo::Item = serde_dynamo::to_item(&profile)?;
+        assert_eq!(
+            item.get("pulls"),
+            Some(&AttributeValue::Ss(vec![
+                "star-1".to_owned(),
+                "star-2".to_owned()
+            ]))
+        );
+        let back: UserItem = serde_dynamo::from_item(item)?;
+        assert_eq!(back.pulls, profile.pulls);
+        Ok(())
+    }
 
     /// The writer read's range, `ERASED` to `PROFILE`, holds the erasure
     /// mark and the profile, and not the rename walk's place.

@@ -181,17 +181,20 @@ fn the_http_api_routes_exactly_the_contract() {
             (r.method == "GET" && !r.needs_identity)
                 || r.function.ends_with("like-post")
                 || r.function == "create-comment"
+                || r.function.ends_with("follow-user")
         })
         .map(|r| format!("{} {}", r.method, r.path))
         .collect();
     assert_eq!(
         settings, own,
-        "route settings: exactly the public reads, likes, unlikes and comments"
+        "route settings: exactly the public reads, likes, unlikes, comments, follows and unfollows"
     );
     for (route, parameter) in [
         ("POST /posts/{postId}/likes", "LikeRateLimit"),
         ("DELETE /posts/{postId}/likes", "LikeRateLimit"),
         ("POST /posts/{postId}/comments", "CommentRateLimit"),
+        ("POST /users/{userId}/followers", "FollowRateLimit"),
+        ("DELETE /users/{userId}/followers", "FollowRateLimit"),
     ] {
         let limit = &api["Properties"]["RouteSettings"][route]["ThrottlingRateLimit"];
         match limit {
