@@ -84,12 +84,14 @@ launch_dynamodb_local "$DDB_PORT" "$DATA/dynamodb-data"
 pids+=("$DDB_PID")
 ddb_pid=$DDB_PID
 
-# blog-admin and the feed's function first (the other functions build once
-# the API answers), as watch builds a function (`cargo run --bin` at the
-# workspace root: the workspace's features), so that watch only starts it. A
-# first build from nothing takes two to three minutes on two cores.
-log "building blog-admin and get-feed (debug)"
-cargo build --quiet --workspace --bin blog-admin --bin get-feed
+# blog-admin and every function, as watch builds a function (`cargo run
+# --bin` at the workspace root: the workspace's features), so that watch only
+# starts them. Before the API is announced: a function built on its first
+# request would keep that request past the API Gateway's 30 s integration
+# timeout (a 503) on a fresh clone. A first build from nothing takes about
+# three minutes on two cores.
+log "building blog-admin and the functions (debug)"
+cargo build --quiet --workspace --bins
 wait "$tools_pid" || { log "installing cargo-lambda and moto failed"; exit 1; }
 unset 'pids[0]'
 await_dynamodb_local "$DDB_PORT" "$ddb_pid"
@@ -122,18 +124,10 @@ pids+=("$!")
 wait_for_ok "http://127.0.0.1:$API_PORT/feed" "${pids[-1]}"
 log "API on http://127.0.0.1:$API_PORT; a token for a local user: ./target/debug/blog-admin token alice"
 
-# The other functions, in one build (watch would build each on its first
-# request, one after another); a request meanwhile waits for it.
-log "building the other functions in the background"
-cargo build --quiet --workspace --bins &
-build_pid=$!
-
 ./target/debug/blog-admin stream-poller --checkpoint "$DATA/stream-checkpoint.json" \
   --functions "http://127.0.0.1:$WATCH_PORT" &
 pids+=("$!")
 # EventBridge's schedules from template.yaml: publish-scheduled every minute.
 ./target/debug/blog-admin scheduler --functions "http://127.0.0.1:$WATCH_PORT" &
 pids+=("$!")
-services=("${pids[@]}")
-pids+=("$build_pid")
-wait -n "${services[@]}"
+wait -n "${pids[@]}"

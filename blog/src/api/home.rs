@@ -13,7 +13,7 @@ const HOME_MAX_LIMIT: usize = 25;
 /// taken back, authors unfollowed); `nextCursor` says whether more follow.
 pub async fn home(app: &App, req: Request) -> ApiResult {
     let caller = request::caller(&req)?;
-    let (limit, cursor) = request::page_within(&req, HOME_MAX_LIMIT)?;
+    let (limit, cursor) = request::page_within(&req, HOME_MAX_LIMIT, request::DEFAULT_LIMIT)?;
     // The caller's own: never stored by a shared cache.
     Reply::ok(
         &app.store

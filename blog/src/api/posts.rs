@@ -175,18 +175,7 @@ pub async fn list_drafts(app: &App, req: Request) -> ApiResult {
     if caller != user {
         return Err(ApiError::Forbidden("only the author lists their drafts"));
     }
-    let (limit, cursor) = request::page(&req)?;
-    if limit > DRAFTS_MAX_LIMIT {
-        return Err(ApiError::bad_request(
-            ErrorCode::BadLimit,
-            format!("limit must be an integer from 1 to {DRAFTS_MAX_LIMIT}"),
-        ));
-    }
-    let limit = if request::has_limit(&req) {
-        limit
-    } else {
-        DRAFTS_DEFAULT_LIMIT
-    };
+    let (limit, cursor) = request::page_within(&req, DRAFTS_MAX_LIMIT, DRAFTS_DEFAULT_LIMIT)?;
     // The caller's own: never stored by a cache (as the export).
     Reply::ok(
         &app.store

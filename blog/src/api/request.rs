@@ -103,17 +103,28 @@ pub fn idempotency(req: &Request) -> Result<Option<Idempotency>, ApiError> {
 
 /// `limit` (1–100, default 20) and the opaque `cursor` of a list request.
 pub fn page(req: &Request) -> Result<(usize, Option<String>), ApiError> {
+    page_within(req, MAX_LIMIT, DEFAULT_LIMIT)
+}
+
+/// [`page`] with a list's own bounds: `limit` from 1 to `max`, `default`
+/// when absent (a list whose page reads more than its entries: the home,
+/// the drafts' whole posts).
+pub fn page_within(
+    req: &Request,
+    max: usize,
+    default: usize,
+) -> Result<(usize, Option<String>), ApiError> {
     let query = req.query_string_parameters();
     let limit = match query.first("limit") {
-        None => DEFAULT_LIMIT,
+        None => default,
         Some(raw) => raw
             .parse::<usize>()
             .ok()
-            .filter(|n| (1..=MAX_LIMIT).contains(n))
+            .filter(|n| (1..=max).contains(n))
             .ok_or_else(|| {
                 ApiError::bad_request(
                     ErrorCode::BadLimit,
-                    format!("limit must be an integer from 1 to {MAX_LIMIT}"),
+                    format!("limit must be an integer from 1 to {max}"),
                 )
             })?,
     };
@@ -125,24 +136,6 @@ pub fn page(req: &Request) -> Result<(usize, Option<String>), ApiError> {
         ));
     }
     Ok((limit, cursor))
-}
-
-/// [`page`], with `limit` at most `max` (a list whose page reads more
-/// than its entries: the home).
-pub fn page_within(req: &Request, max: usize) -> Result<(usize, Option<String>), ApiError> {
-    let (limit, cursor) = page(req)?;
-    if limit > max {
-        return Err(ApiError::bad_request(
-            ErrorCode::BadLimit,
-            format!("limit must be an integer from 1 to {max}"),
-        ));
-    }
-    Ok((limit, cursor))
-}
-
-/// Whether the request names a `limit`.
-pub fn has_limit(req: &Request) -> bool {
-    req.query_string_parameters().first("limit").is_some()
 }
 
 /// The JSON body as `T`. Types that deny unknown fields make those a 400 too.

@@ -125,6 +125,31 @@ async fn a_draft_is_its_authors_alone_until_published_then_listed_by_publication
         )
         .await;
     assert_eq!(status, 403);
+    // A page of whole posts: at most 25 of them.
+    for (query, expected) in [
+        ("limit=25", 200),
+        ("limit=26", 400),
+        ("limit=0", 400),
+        ("cursor=", 400),
+    ] {
+        let (status, body) = api
+            .call(
+                "GET",
+                &format!("/users/{author}/drafts?{query}"),
+                Some(&author),
+                None,
+            )
+            .await;
+        assert_eq!(status, expected, "{query}: {body}");
+        if expected == 400 {
+            let code = if query.starts_with("cursor") {
+                "bad_cursor"
+            } else {
+                "bad_limit"
+            };
+            assert_eq!(body["error"]["code"], code, "{query}: {body}");
+        }
+    }
 
     // Published now: after `older` in every list, though written before it.
     let (status, published) = api
