@@ -23,6 +23,7 @@
 pub mod api;
 #[cfg(feature = "admin")]
 pub mod audit;
+pub mod clock;
 pub mod fanout;
 pub mod ids;
 pub mod keys;

@@ -6,6 +6,9 @@
 //! - `DYNAMODB_ENDPOINT` (optional): e.g. DynamoDB Local's URL.
 //! - `FEED_CACHE_SECONDS` (optional, default 2; 0 turns it off): how long a
 //!   `get-feed` instance serves the feed it read ([`crate::api::FeedCache`]).
+//! - `HOME_CACHE_SECONDS` (optional, default 2; 0 turns it off): how long a
+//!   `get-home` instance serves a pulled author's newest posts it read
+//!   ([`crate::store::home::PulledLists`]).
 //! - `RUST_LOG`, else `AWS_LAMBDA_LOG_LEVEL` (what the template's
 //!   `LoggingConfig.ApplicationLogLevel` sets), else `info`: the log level.
 //!
@@ -25,8 +28,14 @@ use lambda_runtime::LambdaEvent;
 
 use crate::{
     api::{self, ApiResult, App, FeedCache, feed::FEED_CACHE_TTL},
+    clock::Clock,
     metrics,
-    store::{self, Store, meter::CapacityMeter, rename::Deadline},
+    store::{
+        self, Store,
+        home::{PULLED_CACHE_TTL, PulledLists},
+        meter::CapacityMeter,
+        rename::Deadline,
+    },
 };
 
 pub type Error = lambda_http::Error;
@@ -68,11 +77,12 @@ fn log_directives(rust_log: Option<&str>, lambda_level: Option<&str>) -> String 
     }
 }
 
-/// `FEED_CACHE_SECONDS`: absent is the default, anything but a number of
+/// A cache's time to live from its setting `name` (`FEED_CACHE_SECONDS`,
+/// `HOME_CACHE_SECONDS`): absent is `default`, anything but a number of
 /// seconds from 0 to 60 is refused at start-up.
-fn feed_cache_ttl(setting: Option<&str>) -> Result<Duration, Error> {
+fn cache_ttl(name: &str, setting: Option<&str>, default: Duration) -> Result<Duration, Error> {
     let Some(setting) = setting else {
-        return Ok(FEED_CACHE_TTL);
+        return Ok(default);
     };
     setting
         .trim()
@@ -80,7 +90,12 @@ fn feed_cache_ttl(setting: Option<&str>) -> Result<Duration, Error> {
         .ok()
         .filter(|s| (0.0..=60.0).contains(s))
         .map(Duration::from_secs_f64)
-        .ok_or_else(|| format!("FEED_CACHE_SECONDS must be from 0 to 60, not {setting:?}").into())
+        .ok_or_else(|| format!("{name} must be from 0 to 60, not {setting:?}").into())
+}
+
+/// The cache setting `name` as the environment has it.
+fn cache_ttl_from_env(name: &str, default: Duration) -> Result<Duration, Error> {
+    cache_ttl(name, std::env::var(name).ok().as_deref(), default)
 }
 
 #[cfg(feature = "admin")]
@@ -112,11 +127,11 @@ fn build_app(sdk: &aws_config::SdkConfig, meter: Option<CapacityMeter>) -> Resul
     let table = std::env::var("TABLE_NAME").map_err(|_| "TABLE_NAME is not set")?;
     let endpoint = std::env::var("DYNAMODB_ENDPOINT").ok();
     let client = store::dynamodb_client_metered(sdk, endpoint.as_deref(), meter);
+    let pulled = cache_ttl_from_env("HOME_CACHE_SECONDS", PULLED_CACHE_TTL)?;
     Ok(App {
-        store: Store::new(client, table),
-        feed_cache: FeedCache::new(feed_cache_ttl(
-            std::env::var("FEED_CACHE_SECONDS").ok().as_deref(),
-        )?),
+        store: Store::new(client, table)
+            .with_pulled_lists(PulledLists::new(pulled, Clock::default())),
+        feed_cache: FeedCache::new(cache_ttl_from_env("FEED_CACHE_SECONDS", FEED_CACHE_TTL)?),
     })
 }
 
@@ -265,15 +280,23 @@ mod tests {
     }
 
     #[test]
-    fn the_feed_cache_setting_is_seconds_or_refused() {
-        assert_eq!(feed_cache_ttl(None).ok(), Some(FEED_CACHE_TTL));
-        assert_eq!(feed_cache_ttl(Some("0")).ok(), Some(Duration::ZERO));
-        assert_eq!(
-            feed_cache_ttl(Some("0.5")).ok(),
-            Some(Duration::from_millis(500))
-        );
+    fn a_cache_setting_is_seconds_or_refused() {
+        let ttl = |setting| cache_ttl("FEED_CACHE_SECONDS", setting, FEED_CACHE_TTL);
+        assert_eq!(ttl(None).ok(), Some(FEED_CACHE_TTL));
+        assert_eq!(ttl(Some("0")).ok(), Some(Duration::ZERO));
+        assert_eq!(ttl(Some("0.5")).ok(), Some(Duration::from_millis(500)));
         for bad in ["", "-1", "61", "two", "NaN"] {
-            assert!(feed_cache_ttl(Some(bad)).is_err(), "{bad:?}");
+            let refused = ttl(Some(bad)).err().map(|e| e.to_string());
+            assert_eq!(
+                refused.as_deref(),
+                Some(format!("FEED_CACHE_SECONDS must be from 0 to 60, not {bad:?}").as_str()),
+                "{bad:?}"
+            );
         }
+        assert_eq!(
+            cache_ttl("HOME_CACHE_SECONDS", None, PULLED_CACHE_TTL).ok(),
+            Some(PULLED_CACHE_TTL)
+        );
+        assert!(cache_ttl("HOME_CACHE_SECONDS", Some("x"), PULLED_CACHE_TTL).is_err());
     }
 }

@@ -15,6 +15,7 @@ use std::{
 use lambda_http::Request;
 
 use super::{ApiError, ApiResult, App, ErrorCode, Reply, request};
+pub use crate::clock::Clock;
 use crate::model::{Feed, PostSummary};
 
 /// How long an instance serves the feed it read, unless `FEED_CACHE_SECONDS`
@@ -28,33 +29,6 @@ pub struct FeedCache {
     ttl: Duration,
     page: Mutex<Option<(Instant, Arc<[PostSummary]>)>>,
     clock: Clock,
-}
-
-/// What the cache measures its time to live by: the system's monotonic
-/// clock, or one a test moves by hand.
-#[derive(Debug, Clone, Default)]
-pub struct Clock(Option<Arc<Mutex<Instant>>>);
-
-impl Clock {
-    fn now(&self) -> Instant {
-        match &self.0 {
-            None => Instant::now(),
-            Some(set) => *set.lock().unwrap_or_else(PoisonError::into_inner),
-        }
-    }
-
-    /// A clock that stands still until [`Clock::advance`] moves it: tests.
-    #[cfg(feature = "admin")]
-    pub fn manual() -> Self {
-        Self(Some(Arc::new(Mutex::new(Instant::now()))))
-    }
-
-    #[cfg(feature = "admin")]
-    pub fn advance(&self, by: Duration) {
-        if let Some(set) = &self.0 {
-            *set.lock().unwrap_or_else(PoisonError::into_inner) += by;
-        }
-    }
 }
 
 impl FeedCache {

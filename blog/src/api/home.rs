@@ -3,9 +3,7 @@
 use lambda_http::Request;
 
 use super::{ApiResult, App, Reply, request};
-
-/// A home page reads its posts, follows and authors too: at most 25 entries.
-const HOME_MAX_LIMIT: usize = 25;
+use crate::store::home::MAX_PAGE;
 
 /// `GET /home?limit&cursor` (a token required): the published posts of the
 /// people the caller follows, newest first, in short form with their counts
@@ -13,7 +11,7 @@ const HOME_MAX_LIMIT: usize = 25;
 /// taken back, authors unfollowed); `nextCursor` says whether more follow.
 pub async fn home(app: &App, req: Request) -> ApiResult {
     let caller = request::caller(&req)?;
-    let (limit, cursor) = request::page_within(&req, HOME_MAX_LIMIT, request::DEFAULT_LIMIT)?;
+    let (limit, cursor) = request::page_within(&req, MAX_PAGE, request::DEFAULT_LIMIT)?;
     // The caller's own: never stored by a shared cache.
     Reply::ok(
         &app.store

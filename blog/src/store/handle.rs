@@ -37,6 +37,9 @@ pub struct Store {
     /// From how many followers a new follow is a pull follow
     /// ([`super::follows::PULL_FOLLOWERS`]).
     pub(super) pull_threshold: u64,
+    /// The pulled authors' lists this instance read for the home
+    /// ([`super::home::PulledLists`]; off unless set).
+    pub(super) pulled: std::sync::Arc<super::home::PulledLists>,
     /// The hot posts this process has met ([`super::hot`]).
     pub(super) hot: std::sync::Arc<HotPosts>,
     /// Whether a throttled quiet post is made hot (always, but in the
@@ -52,6 +55,7 @@ impl Store {
             gsi_lag_bound: GSI_LAG_BOUND,
             delivery_page: super::home::PAGE,
             pull_threshold: super::follows::PULL_FOLLOWERS,
+            pulled: std::sync::Arc::default(),
             hot: std::sync::Arc::default(),
             hot_switch: true,
         }
@@ -108,6 +112,13 @@ impl Store {
     /// follow a famous author with a few followers.
     pub fn with_pull_threshold(mut self, followers: u64) -> Self {
         self.pull_threshold = followers;
+        self
+    }
+
+    /// Keeps the pulled authors' lists a home read reads for `lists`' time
+    /// to live (`get-home` as deployed; off by default).
+    pub fn with_pulled_lists(mut self, lists: super::home::PulledLists) -> Self {
+        self.pulled = std::sync::Arc::new(lists);
         self
     }
 

@@ -27,7 +27,11 @@
 //! crash between a page's writes and the save of its place writes that page
 //! again, the same entries (at most [`PAGE`]).
 
-use std::collections::{HashMap, HashSet};
+use std::{
+    collections::{HashMap, HashSet},
+    sync::{Arc, Mutex, PoisonError},
+    time::{Duration, Instant},
+};
 
 use aws_sdk_dynamodb::types::AttributeValue;
 use serde::{Deserialize, Serialize};
@@ -43,6 +47,7 @@ use super::{
     users::UserItem,
 };
 use crate::{
+    clock::Clock,
     ids::{FollowId, PostId, UserId},
     keys::{self, DELIVERY_SK, Entity, FOLLOWER_COUNT_SK, Key, POST_PREFIX, PUSH_SHARDS},
     model::{Page, PostSummary},
@@ -50,6 +55,20 @@ use crate::{
 
 /// How long an entry stays in a home.
 pub const HOME_DAYS: u64 = 30;
+/// The largest home page (`GET /home?limit`): a page reads its posts, the
+/// reader's follows and the authors too.
+pub const MAX_PAGE: usize = 25;
+/// How long a `get-home` instance serves a pulled author's newest posts it
+/// read, unless `HOME_CACHE_SECONDS` says otherwise. A pull follower sees a
+/// new post this much later than GSI1 shows it, at most.
+pub const PULLED_CACHE_TTL: Duration = Duration::from_secs(2);
+/// How many of a pulled author's newest posts the cache keeps: a first page
+/// of the largest size and the one past it.
+const PULLED_WINDOW: usize = MAX_PAGE + 1;
+/// How many pulled authors an instance keeps lists of (each
+/// [`PULLED_WINDOW`] pointers, under 5 KB): beyond it, the stale ones go,
+/// then all.
+const PULLED_AUTHORS: usize = 4_096;
 /// How many of an author's newest posts a new follow puts into the
 /// follower's home.
 pub const BACKFILL: usize = 20;
@@ -149,12 +168,82 @@ pub enum Delivering {
 }
 
 /// A home entry as a page reads it: what it points at.
-#[derive(Deserialize)]
+#[derive(Debug, Clone, Deserialize)]
 #[serde(rename_all = "camelCase")]
-struct Pointer {
+pub(super) struct Pointer {
     post_id: PostId,
     user_id: UserId,
     listed_id: PostId,
+}
+
+/// The newest posts of each pulled author an instance read, and when. Every
+/// home read of a pull follower reads their pulled authors' lists (one
+/// GSI1 partition each, `USER#a`): a million readers of one author would
+/// exceed that partition's 3,000 RCU a second. With the lists kept for the
+/// time to live, an author's partition sees at most one Query per `get-home`
+/// instance per time to live, however many of its followers read (the
+/// feed's cache, `api::feed`, does the same for the feed). Only the first
+/// page's reads are kept; the posts themselves, the follows and the
+/// profiles are read at every request, so a deleted or un-published post,
+/// an unfollow or an erasure still leaves the home at the next read.
+#[derive(Debug)]
+pub struct PulledLists {
+    ttl: Duration,
+    clock: Clock,
+    lists: Mutex<HashMap<UserId, Listed>>,
+}
+
+/// A pulled author's newest posts, and when they were read.
+type Listed = (Instant, Arc<[Pointer]>);
+
+impl Default for PulledLists {
+    fn default() -> Self {
+        Self::off()
+    }
+}
+
+impl PulledLists {
+    /// Keeps each list for `ttl` as `clock` measures it; zero keeps none.
+    pub fn new(ttl: Duration, clock: Clock) -> Self {
+        Self {
+            ttl,
+            clock,
+            lists: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// Every read goes to the table.
+    pub fn off() -> Self {
+        Self::new(Duration::ZERO, Clock::default())
+    }
+
+    fn is_on(&self) -> bool {
+        !self.ttl.is_zero()
+    }
+
+    /// `author`'s list read less than the time to live ago.
+    fn fresh(&self, author: &UserId) -> Option<Arc<[Pointer]>> {
+        let lists = self.lists.lock().unwrap_or_else(PoisonError::into_inner);
+        let now = self.clock.now();
+        lists
+            .get(author)
+            .filter(|(read, _)| now.duration_since(*read) < self.ttl)
+            .map(|(_, list)| list.clone())
+    }
+
+    fn keep(&self, author: &UserId, list: Vec<Pointer>) -> Arc<[Pointer]> {
+        let list: Arc<[Pointer]> = list.into();
+        let mut lists = self.lists.lock().unwrap_or_else(PoisonError::into_inner);
+        let now = self.clock.now();
+        if lists.len() >= PULLED_AUTHORS {
+            lists.retain(|_, (read, _)| now.duration_since(*read) < self.ttl);
+            if lists.len() >= PULLED_AUTHORS {
+                lists.clear();
+            }
+        }
+        lists.insert(author.clone(), (now, list.clone()));
+        list
+    }
 }
 
 impl Requests<'_> {
@@ -162,7 +251,9 @@ impl Requests<'_> {
     /// Query of `HOME#u` (`limit` + 1 entries, the pushed posts) and one
     /// GetItem of the caller's profile (whom they pull); then at once one
     /// Query of GSI1 for each author they pull (at most [`PULL_LIMIT`]:
-    /// that author's `limit` + 1 newest posts before the cursor); merged,
+    /// that author's `limit` + 1 newest posts before the cursor; on a first
+    /// page, none for an author whose list the instance read within its
+    /// [`PulledLists`]' time to live); merged,
     /// newest first; then one eventually consistent BatchGetItem of the
     /// page's posts, the caller's follows of their authors and the authors'
     /// profiles (at most 3 × `limit` keys). An entry whose post is gone,
@@ -194,7 +285,7 @@ impl Requests<'_> {
         let pulled = pulls
             .iter()
             .take(PULL_LIMIT)
-            .map(|author| self.posts_of(author, after, want));
+            .map(|author| self.pulled_posts(author, after, want));
         for posts in futures::future::try_join_all(pulled).await? {
             entries.extend(posts);
         }
@@ -254,6 +345,26 @@ impl Requests<'_> {
     /// `author`'s newest published posts listed before `before` (all when
     /// none), at most `count`: one Query of their GSI1 list (Q3's), keys and
     /// ids only.
+    /// A pulled author's newest `count` posts before `before`: a first
+    /// page's from the instance's [`PulledLists`] while they are fresh (read
+    /// as [`PULLED_WINDOW`] when not), any other by a Query.
+    async fn pulled_posts(
+        &self,
+        author: &UserId,
+        before: Option<PostId>,
+        count: usize,
+    ) -> Result<Vec<Pointer>, StoreError> {
+        let lists = &self.pulled;
+        if before.is_some() || !lists.is_on() || count > PULLED_WINDOW {
+            return self.posts_of(author, before, count).await;
+        }
+        let newest = match lists.fresh(author) {
+            Some(newest) => newest,
+            None => lists.keep(author, self.posts_of(author, None, PULLED_WINDOW).await?),
+        };
+        Ok(newest.iter().take(count).cloned().collect())
+    }
+
     async fn posts_of(
         &self,
         author: &UserId,

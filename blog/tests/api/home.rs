@@ -382,3 +382,83 @@ async fn a_famous_authors_posts_are_pulled_by_the_follows_made_after_its_thresho
     assert_eq!(star["followerCount"], json!(1), "{star}");
     assert!(api.audit(false).await.findings.is_empty());
 }
+
+/// What a deployed `get-home` instance does for a reader who pulls an
+/// author: one Query of that author's list, then none for first pages
+/// within the cache's time to live (a new post of theirs waits for it),
+/// while the posts, follows and profiles are read at every request (a
+/// deletion shows at once); pages past the first query the list; after
+/// the time to live, one Query again.
+#[tokio::test]
+async fn an_instance_reads_a_pulled_authors_list_once_per_time_to_live() {
+    use blog::{api::feed::Clock, store::home::PulledLists};
+    use std::time::Duration;
+    let ttl = Duration::from_secs(2);
+    let clock = Clock::manual();
+    let lists = PulledLists::new(ttl, clock.clone());
+    let api =
+        TestApi::start_with(|store| store.with_pull_threshold(1).with_pulled_lists(lists)).await;
+    let mut poller = api.poller();
+    let first = api.user("first_fan").await;
+    let reader = api.user("cached_reader").await;
+    let star = api.user("cached_star").await;
+    // Their first follower pushes (no followers yet); the reader's pulls.
+    api.follow(&first, &star).await;
+    api.settle(&mut poller).await;
+    api.follow(&reader, &star).await;
+    assert_eq!(api.profile(&reader).await.pulls.len(), 1);
+    let older = api.post(&star, "older", "read once").await;
+    let kept = api.post(&star, "kept", "read once").await;
+    api.settle(&mut poller).await;
+
+    let operations = |calls: Vec<blog::store::meter::Call>| {
+        let mut names: Vec<String> = calls.into_iter().map(|c| c.operation).collect();
+        names.sort();
+        names
+    };
+    api.meter.take();
+    assert_eq!(home(&api, &reader, 20).await, [kept.clone(), older.clone()]);
+    assert_eq!(
+        operations(api.meter.take()),
+        ["BatchGetItem", "GetItem", "Query", "Query"],
+        "the home, the profile, the star's list, the page's items"
+    );
+
+    // Within the time to live (its last millisecond): the list as read,
+    // without its Query; the new post not yet shown.
+    let newer = api.post(&star, "newer", "after the list was read").await;
+    api.settle(&mut poller).await;
+    clock.advance(ttl - Duration::from_millis(1));
+    api.meter.take();
+    assert_eq!(home(&api, &reader, 20).await, [kept.clone(), older.clone()]);
+    assert_eq!(
+        operations(api.meter.take()),
+        ["BatchGetItem", "GetItem", "Query"]
+    );
+    // The posts are read at every request: a deleted one is gone at once.
+    let (status, _) = api
+        .call("DELETE", &format!("/posts/{older}"), Some(&star), None)
+        .await;
+    assert_eq!(status, 204);
+    assert_eq!(home(&api, &reader, 20).await, std::slice::from_ref(&kept));
+    // A page past the first reads the list (before its cursor) itself.
+    api.meter.take();
+    assert_eq!(home(&api, &reader, 1).await, std::slice::from_ref(&kept));
+    let queries = operations(api.meter.take())
+        .into_iter()
+        .filter(|o| o == "Query")
+        .count();
+    assert_eq!(
+        queries, 3,
+        "a first page from the cache (its home's Query), a second with the list's Query too"
+    );
+
+    // The time to live passed: one Query again, the new post shown.
+    clock.advance(Duration::from_millis(1));
+    api.meter.take();
+    assert_eq!(home(&api, &reader, 20).await, [newer, kept]);
+    assert_eq!(
+        operations(api.meter.take()),
+        ["BatchGetItem", "GetItem", "Query", "Query"]
+    );
+}
