@@ -207,11 +207,14 @@ const CLOSED: &str = "closed";
 /// follow needs the followed profile in its transaction, whose partition
 /// would take every follow's write (`counted`).
 fn counted_open(followed: &UserId, shard: u8, first: u64) -> Result<Write, StoreError> {
-    Ok(counted(followed, shard, 1)?.when(
-        Expr::new("attribute_not_exists(#closed) OR #closed < :first")
-            .name("#closed", CLOSED)
-            .value(":first", n(first)),
-    ))
+    Ok(counted(followed, shard, 1)?.when(open_since(first)))
+}
+
+/// A count not closed by an erasure of the account at `version` or later.
+fn open_since(version: u64) -> Expr {
+    Expr::new("attribute_not_exists(#closed) OR #closed < :open_since")
+        .name("#closed", CLOSED)
+        .value(":open_since", n(version))
 }
 
 /// One up or down on a follower shard's count, its version one up: an
@@ -800,16 +803,13 @@ impl FanOut<'_> {
             .value(":zero", n(0))
             .value(":user", s(user.as_str()))
             .value(":shard", n(u64::from(shard)));
-            let still_open = Expr::new("attribute_not_exists(#closed) OR #closed < :version")
-                .name("#closed", CLOSED)
-                .value(":version", n(version));
             async move {
                 let write = Write::update(
                     key,
                     change.value(":type", ItemType::FollowerCount.attribute()?),
                     Landed::Untold,
                 )
-                .when(still_open);
+                .when(open_since(version));
                 self.db.write("close follower count", &write).await
             }
         });

@@ -170,7 +170,7 @@ pub enum Delivering {
 /// A home entry as a page reads it: what it points at.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(rename_all = "camelCase")]
-pub(super) struct Pointer {
+struct Pointer {
     post_id: PostId,
     user_id: UserId,
     listed_id: PostId,
