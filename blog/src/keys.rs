@@ -28,7 +28,7 @@
 //! | follower entry  | `FOLLOWERS#<followedId>#<k>` | `FOLLOWER#<followId>` | – | –             |
 //! | follower count  | `FOLLOWERS#<followedId>#<k>` | `COUNT`    | –             | –                   |
 //! | home entry      | `HOME#<userId>`     | `POST#<listedId>`   | –             | –                   |
-//! | delivery        | `DELIVERY#<postId>#<k>` | `DELIVERY`      | –             | –                   |
+//! | delivery        | `DELIVERY#<postId>#<listedId>#<k>` | `DELIVERY` | –             | –                   |
 //!
 //! A post's `listedId` is its id with its publication time in place of its
 //! creation time ([`PostId::listed_at`]): the post id itself for a post
@@ -423,12 +423,34 @@ pub fn home_sk(listed: &PostId) -> String {
     post_pk(listed)
 }
 
-/// The delivery of `post` into the homes of its author's followers in
-/// follower shard `shard`: one partition each, so their stream records
-/// spread over the stream's shards ([`crate::store::home`]).
-pub fn delivery(post: &PostId, shard: u8) -> Key {
-    Key::new(format!("DELIVERY#{post}#{shard:02}"), DELIVERY_SK)
+/// The delivery of `post`, published at its place `listed`, into the homes
+/// of its author's followers in follower shard `shard`: one partition each,
+/// so their stream records spread over the stream's shards
+/// ([`crate::store::home`]). A post published again (after being taken
+/// back) is listed at a new place and delivered anew.
+pub fn delivery(post: &PostId, listed: &PostId, shard: u8) -> Key {
+    Key::new(
+        format!("{DELIVERY_PREFIX}{post}#{listed}#{shard:02}"),
+        DELIVERY_SK,
+    )
 }
+
+/// A delivery's key back: its post, its place and its shard.
+pub fn delivery_of(key: &Key) -> Option<(PostId, PostId, u8)> {
+    if key.sk != DELIVERY_SK {
+        return None;
+    }
+    let rest = key.pk.strip_prefix(DELIVERY_PREFIX)?;
+    let (post, rest) = rest.split_once('#')?;
+    let (listed, shard) = rest.split_once('#')?;
+    Some((
+        PostId::parse(post).ok()?,
+        PostId::parse(listed).ok()?,
+        shard.parse().ok()?,
+    ))
+}
+
+const DELIVERY_PREFIX: &str = "DELIVERY#";
 
 pub const DELIVERY_SK: &str = "DELIVERY";
 
@@ -504,7 +526,7 @@ item_types! {
     /// [`crate::store::home`]).
     HomeEntry,
     /// A post's delivery into one follower shard's homes
-    /// (`DELIVERY#p#k / DELIVERY`).
+    /// (`DELIVERY#p#listed#k / DELIVERY`).
     Delivery,
     /// A stream record the fan-out gave up on, kept until replayed
     /// (`PARKED / RECORD#…`, [`crate::store::parked`]).

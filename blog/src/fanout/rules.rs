@@ -41,7 +41,7 @@ use serde::{Deserialize, de::DeserializeOwned};
 use super::{FanoutError, Outcome};
 use crate::{
     ids::UserId,
-    keys::Key,
+    keys::{self, Key},
     metrics::{self, Metric},
     store::{
         ItemType, Store,
@@ -49,7 +49,7 @@ use crate::{
         erasure::{ErasureStep, Written},
         feed::{Copied, FeedEntryItem},
         follows::FollowerCountItem,
-        home::{Delivering, delivery_of},
+        home::Delivering,
         hot::{Moving, ShardCounterItem, Summed},
         posts::PostItem,
         rename::{Deadline, RenameStep},
@@ -494,14 +494,18 @@ async fn deliver(
     deadline: &Deadline,
 ) -> Result<Outcome, FanoutError> {
     let key: Key = decode(&record.change.new_image, "new")?;
-    let Some((post, shard)) = delivery_of(&key) else {
+    let Some((post, listed, shard)) = keys::delivery_of(&key) else {
         return Err(FanoutError::Malformed {
             image: "new",
             reason: format!("{}/{} is not a delivery", key.pk, key.sk),
         });
     };
     Ok(
-        match store.fanout().deliver(&post, shard, deadline).await? {
+        match store
+            .fanout()
+            .deliver(&post, &listed, shard, deadline)
+            .await?
+        {
             Delivering::Done { written } => Outcome::Written {
                 writes: written + 1,
             },

@@ -125,16 +125,12 @@ impl Store {
                 .db
                 .get_entity::<PostItem>(keys::post_item(post).item(), true);
             let found = found.await?.ok_or(StoreError::PostNotFound)?;
-            if &found.user_id != author {
-                return Err(StoreError::NotAuthor);
-            }
+            found.authored_by(author)?;
             return self.delete_post_as_read(&found).await;
         }
         let found = self.read_post(post, true).await?;
         let found = found.ok_or(StoreError::PostNotFound)?;
-        if &found.item.user_id != author {
-            return Err(StoreError::NotAuthor);
-        }
+        found.item.authored_by(author)?;
         if !expected.admits(found.revision()) {
             return Err(StoreError::PreconditionFailed);
         }

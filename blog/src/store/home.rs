@@ -14,8 +14,9 @@
 //! after they were written; no entry is ever rewritten.
 //!
 //! **Delivery.** A post's publication puts one delivery item for each of its
-//! author's follower shards that holds followers (`DELIVERY#p#k /
-//! DELIVERY`: a partition each, so their stream records spread over the
+//! author's follower shards that holds followers (`DELIVERY#p#listed#k /
+//! DELIVERY`, by the post and where it is listed: a post published again
+//! is delivered again, at its new place; a partition each, so their stream records spread over the
 //! stream's shards and are walked side by side). The delivery's INSERT walks
 //! its shard's followers, oldest first, a page of [`PAGE`] at a time: their
 //! entries with BatchWriteItem, then its place (`after`: the last follow
@@ -49,7 +50,7 @@ use super::{
 use crate::{
     clock::Clock,
     ids::{FollowId, PostId, UserId},
-    keys::{self, DELIVERY_SK, Entity, FOLLOWER_COUNT_SK, Key, POST_PREFIX, PUSH_SHARDS},
+    keys::{self, Entity, FOLLOWER_COUNT_SK, Key, POST_PREFIX, PUSH_SHARDS},
     model::{Page, PostSummary},
 };
 
@@ -152,7 +153,7 @@ impl Entity for DeliveryItem {
     const OWN: &'static [&'static str] = &["listedId"];
 
     fn key(&self) -> Key {
-        keys::delivery(&self.post_id, self.shard)
+        keys::delivery(&self.post_id, &self.listed_id, self.shard)
     }
 }
 
@@ -290,9 +291,11 @@ impl Requests<'_> {
             entries.extend(posts);
         }
         // Newest first; a post both delivered and pulled (pushed before the
-        // follow was made again as a pull) shown once.
+        // follow was made again as a pull) shown once. A post published
+        // again has an entry at each place it was listed: only the one
+        // where it is listed now is shown (below).
         entries.sort_by_key(|e| std::cmp::Reverse((e.listed_id, e.post_id)));
-        entries.dedup_by_key(|e| e.post_id);
+        entries.dedup_by_key(|e| (e.listed_id, e.post_id));
         let more = entries.len() > limit;
         entries.truncate(limit);
         let next_cursor = match entries.last() {
@@ -307,7 +310,12 @@ impl Requests<'_> {
                 .filter(|a| seen.insert(*a))
                 .collect()
         };
-        let mut wanted: Vec<Item> = entries.iter().map(|e| PostItem::key(&e.post_id)).collect();
+        // Each post once, however many places its entries name.
+        let mut wanted: Vec<Item> = Vec::with_capacity(entries.len() + 2 * authors.len());
+        let mut named = HashSet::new();
+        for entry in entries.iter().filter(|e| named.insert(e.post_id)) {
+            wanted.push(PostItem::key(&entry.post_id));
+        }
         for author in &authors {
             wanted.push(keys::follow(reader, author).item());
             wanted.push(UserItem::key(author));
@@ -490,10 +498,11 @@ impl FanOut<'_> {
     pub async fn deliver(
         &self,
         post: &PostId,
+        listed: &PostId,
         shard: u8,
         deadline: &Deadline,
     ) -> Result<Delivering, StoreError> {
-        let key = keys::delivery(post, shard).item();
+        let key = keys::delivery(post, listed, shard).item();
         let Some(mut delivery) = self
             .db
             .get_entity::<DeliveryItem>(key.clone(), true)
@@ -607,7 +616,7 @@ impl FanOut<'_> {
         .name("#after", "after");
         let change = change.with_text(text).name("#after", "after");
         let write = Write::update(
-            keys::delivery(&delivery.post_id, delivery.shard).item(),
+            keys::delivery(&delivery.post_id, &delivery.listed_id, delivery.shard).item(),
             change,
             Landed::Untold,
         )
@@ -625,14 +634,4 @@ enum Save {
     Handoff,
     /// Every follower has the entry (or the post is no longer out).
     Done,
-}
-
-/// The delivery a stream record's image is of.
-pub fn delivery_of(key: &Key) -> Option<(PostId, u8)> {
-    if key.sk != DELIVERY_SK {
-        return None;
-    }
-    let rest = key.pk.strip_prefix("DELIVERY#")?;
-    let (post, shard) = rest.split_once('#')?;
-    Some((PostId::parse(post).ok()?, shard.parse().ok()?))
 }

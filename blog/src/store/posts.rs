@@ -194,6 +194,18 @@ impl PostItem {
             .then(|| self.published_at.as_deref().unwrap_or(&self.created_at))
     }
 
+    /// Whether `user` may change it: its author may; to anyone else a draft
+    /// or a scheduled post is no post at all (404, as for one that does not
+    /// exist: its existence does not leak), a published one is not theirs
+    /// (403).
+    pub fn authored_by(&self, user: &UserId) -> Result<(), StoreError> {
+        match (self.user_id == *user, self.is_published()) {
+            (true, _) => Ok(()),
+            (false, true) => Err(StoreError::NotAuthor),
+            (false, false) => Err(StoreError::PostNotFound),
+        }
+    }
+
     /// Where lists hold it ([`PostId::listed_at`]); `None` while a draft.
     pub fn listed_id(&self) -> Option<PostId> {
         let at = self.published_at()?;
@@ -492,9 +504,7 @@ impl Requests<'_> {
                 .read_post(post, true)
                 .await?
                 .ok_or(StoreError::PostNotFound)?;
-            if current.item.user_id != *editor {
-                return Err(StoreError::NotAuthor);
-            }
+            current.item.authored_by(editor)?;
             // Checked against what was read; the write's guard then fails if
             // anything changed since, and the next round reads it again.
             if !expected.admits(current.revision()) {

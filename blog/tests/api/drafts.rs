@@ -96,6 +96,18 @@ async fn a_draft_is_its_authors_alone_until_published_then_listed_by_publication
         status_of(&api, "POST", &format!("{path}/comments"), &reader, comment).await,
         404
     );
+    // Another user's edit or deletion of it answers exactly as for a post
+    // that does not exist: its existence does not leak.
+    let missing = format!("/posts/{}", blog::ids::PostId::generate());
+    for (method, body) in [("PUT", Some(json!({ "title": "mine" }))), ("DELETE", None)] {
+        let (status, mut theirs) = api.call(method, &path, Some(&reader), body.clone()).await;
+        let (_, mut nothing) = api.call(method, &missing, Some(&reader), body).await;
+        assert_eq!(status, 404, "{method}: {theirs}");
+        for answer in [&mut theirs, &mut nothing] {
+            answer["error"]["requestId"].take();
+        }
+        assert_eq!(theirs, nothing, "{method}");
+    }
     let (status, atom) = api.get(&format!("/users/{author}/posts.atom")).await;
     assert_eq!(status, 200);
     assert!(

@@ -124,6 +124,75 @@ async fn a_home_shows_the_followed_posts_fresh_and_drops_what_is_taken_back() {
     assert_eq!(profile["followingCount"], 0, "{profile}");
 }
 
+/// Sets a post's status through the API (its author's `PUT`).
+async fn set_status(api: &TestApi, author: &str, post: &str, status: &str) {
+    let (code, body) = api
+        .call(
+            "PUT",
+            &format!("/posts/{post}"),
+            Some(author),
+            Some(json!({ "status": status })),
+        )
+        .await;
+    assert_eq!(code, 200, "{status}: {body}");
+}
+
+/// A post taken back and published again, any number of times, is
+/// delivered again at its new place, and shown once; entries of it at its
+/// earlier places (and a follow's backfill of it) never make two of it, nor
+/// a 5xx.
+#[tokio::test]
+async fn a_post_published_again_is_in_the_home_once_each_time() {
+    let api = TestApi::start().await;
+    let mut poller = api.poller();
+    let reader = api.user("again_reader").await;
+    let writer = api.user("again_writer").await;
+    api.follow(&reader, &writer).await;
+    let post = api
+        .post(&writer, "again", "published, taken back, again")
+        .await;
+    api.settle(&mut poller).await;
+    assert_eq!(home(&api, &reader, 20).await, vec![post.clone()]);
+
+    for round in 0..3 {
+        set_status(&api, &writer, &post, "draft").await;
+        api.settle(&mut poller).await;
+        assert_eq!(
+            home(&api, &reader, 20).await,
+            Vec::<String>::new(),
+            "{round}"
+        );
+        set_status(&api, &writer, &post, "published").await;
+        api.settle(&mut poller).await;
+        // Delivered at its new place: there, once, on every page size.
+        assert_eq!(home(&api, &reader, 20).await, vec![post.clone()], "{round}");
+        assert_eq!(home(&api, &reader, 1).await, vec![post.clone()], "{round}");
+        let shown = first_item(&api, &reader).await;
+        assert_ne!(shown["publishedAt"], shown["createdAt"], "{shown}");
+    }
+
+    // Followed again: the backfill writes it at its place beside the
+    // entries of its earlier places; still one of it, 200.
+    let path = format!("/users/{writer}/followers");
+    assert_eq!(api.call("DELETE", &path, Some(&reader), None).await.0, 204);
+    api.follow(&reader, &writer).await;
+    assert_eq!(home(&api, &reader, 20).await, vec![post.clone()]);
+    assert_eq!(home(&api, &reader, 1).await, vec![post.clone()]);
+    // A follower since the last publication has it once too.
+    let late = api.user("again_late").await;
+    api.follow(&late, &writer).await;
+    assert_eq!(home(&api, &late, 20).await, vec![post.clone()]);
+    // The reader's home holds it at four places: each publication's.
+    let entries = crate::support::table_snapshot(&api)
+        .await
+        .into_iter()
+        .filter(|item| {
+            item.get("PK").and_then(|pk| pk.as_s().ok()) == Some(&format!("HOME#{reader}"))
+        })
+        .count();
+    assert_eq!(entries, 4);
+}
+
 /// A delivery stopped at its deadline goes on from its saved place: the
 /// redelivered record neither starts over nor skips, and every follower
 /// gets the entry exactly once.
@@ -167,7 +236,7 @@ async fn a_delivery_goes_on_from_its_place_and_writes_each_entry_once() {
     for shard in 0..blog::keys::PUSH_SHARDS {
         let paused = store
             .fanout()
-            .deliver(&post_id(&post), shard, &near)
+            .deliver(&post_id(&post), &post_id(&post), shard, &near)
             .await
             .expect("walk");
         started.push((shard, paused));
@@ -196,7 +265,7 @@ async fn a_delivery_goes_on_from_its_place_and_writes_each_entry_once() {
     // Delivered once each: the deliveries' counts add up to the followers.
     let mut delivered = 0;
     for shard in 0..blog::keys::PUSH_SHARDS {
-        let key = blog::keys::delivery(&post_id(&post), shard).item();
+        let key = blog::keys::delivery(&post_id(&post), &post_id(&post), shard).item();
         if let Some(item) = store.db().get(key, true).await.expect("read") {
             assert_eq!(item.get("done").and_then(|d| d.as_bool().ok()), Some(&true));
             delivered += item
@@ -214,7 +283,10 @@ async fn a_delivery_goes_on_from_its_place_and_writes_each_entry_once() {
         .expect("replay");
     for shard in 0..blog::keys::PUSH_SHARDS {
         let none = blog::store::rename::Deadline::NONE;
-        let again = store.fanout().deliver(&post_id(&post), shard, &none).await;
+        let again = store
+            .fanout()
+            .deliver(&post_id(&post), &post_id(&post), shard, &none)
+            .await;
         assert_eq!(again.expect("replay"), blog::store::home::Delivering::Stale);
     }
     let after = crate::support::table_snapshot(&api).await;

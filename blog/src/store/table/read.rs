@@ -316,9 +316,12 @@ impl Table {
         Ok(self.call(what, || call.clone().send()).await?.into_page())
     }
 
-    /// Strongly consistent BatchGetItem of up to 100 `keys` (the audit's
-    /// profiles; a page of a user's export), resending what DynamoDB leaves
+    /// Strongly consistent BatchGetItem of `keys` (the audit's profiles; a
+    /// page of a user's export), resending what DynamoDB leaves
     /// unprocessed. Returns the items found and the read units spent.
+    /// A key named twice is read once (DynamoDB refuses a request that
+    /// names one twice), and more than [`BATCH_GET`] keys go in calls of
+    /// at most that many.
     pub async fn batch_get(
         &self,
         what: &'static str,
@@ -335,6 +338,17 @@ impl Table {
         keys: Vec<Item>,
         consistent: bool,
     ) -> Result<(Vec<Item>, f64), StoreError> {
+        let keys = distinct(keys);
+        if keys.len() > BATCH_GET {
+            let (mut found, mut units) = (Vec::new(), 0.0);
+            for chunk in keys.chunks(BATCH_GET) {
+                let (items, spent) =
+                    Box::pin(self.batch_get_with(what, chunk.to_vec(), consistent)).await?;
+                found.extend(items);
+                units += spent;
+            }
+            return Ok((found, units));
+        }
         if keys.is_empty() {
             return Ok((Vec::new(), 0.0));
         }
@@ -376,4 +390,18 @@ impl Table {
         }
         Ok((found, read_units))
     }
+}
+
+/// The most keys one BatchGetItem may name.
+pub const BATCH_GET: usize = 100;
+
+/// `keys` with each key once, in the order first named.
+fn distinct(keys: Vec<Item>) -> Vec<Item> {
+    let mut once: Vec<Item> = Vec::with_capacity(keys.len());
+    for key in keys {
+        if !once.contains(&key) {
+            once.push(key);
+        }
+    }
+    once
 }
