@@ -478,10 +478,16 @@ impl Requests<'_> {
         let change = Expr::new("SET #closing = :since")
             .name("#closing", CLOSING_ATTRIBUTE)
             .value(":since", n(since));
+        // Published: a draft never turns hot (an edit taking a post back
+        // conditions on it not being hot: one of the two lands first).
         let quiet = Expr::item_exists()
-            .and("attribute_not_exists(#shards) AND attribute_not_exists(#closing)")
+            .and(
+                "attribute_not_exists(#shards) AND attribute_not_exists(#closing) \
+                 AND attribute_not_exists(#status)",
+            )
             .name("#shards", SHARDS_ATTRIBUTE)
-            .name("#closing", CLOSING_ATTRIBUTE);
+            .name("#closing", CLOSING_ATTRIBUTE)
+            .name("#status", super::posts::STATUS);
         let landed = Landed::When(vec![(CLOSING_ATTRIBUTE, n(since))]);
         let close = Write::update(keys::post_item(post).item(), change, landed).when(quiet);
         if self

@@ -844,7 +844,7 @@ impl EditPlan {
         let text = edit.content.unwrap_or(current.text()).to_owned();
         let content =
             (edit.content.is_some() || legacy).then(|| PostContentItem::new(post, &text, now));
-        let guard = as_read(&current.item, editor);
+        let mut guard = as_read(&current.item, editor);
         let mut item = current.item.clone();
         item.title = edit.title.unwrap_or(&current.item.title).to_owned();
         item.summary = markdown::summary(&text);
@@ -861,10 +861,16 @@ impl EditPlan {
             // anew. A hot post's likes go to its shards, which know nothing
             // of drafts: it stays out.
             Some(status @ (Status::Draft | Status::Scheduled)) => {
-                if current.item.is_published()
-                    && (current.item.shards.is_some() || current.item.closing.is_some())
-                {
-                    return Err(StoreError::PostIsHot);
+                if current.item.is_published() {
+                    if current.item.shards.is_some() || current.item.closing.is_some() {
+                        return Err(StoreError::PostIsHot);
+                    }
+                    // Not turned hot since it was read (the switch, for its
+                    // part, closes only a published post).
+                    guard = guard
+                        .and("attribute_not_exists(#shards) AND attribute_not_exists(#closing)")
+                        .name("#shards", super::hot::SHARDS_ATTRIBUTE)
+                        .name("#closing", super::hot::CLOSING_ATTRIBUTE);
                 }
                 item.status = Unpublished::of(status);
                 item.published_at = None;

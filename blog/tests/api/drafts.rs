@@ -4,7 +4,7 @@
 
 use serde_json::{Value, json};
 
-use crate::support::TestApi;
+use crate::support::{TestApi, post_id};
 
 async fn write(api: &TestApi, author: &str, title: &str, body: Value) -> Value {
     let mut body = body;
@@ -318,6 +318,62 @@ async fn a_draft_is_its_authors_alone_until_published_then_listed_by_publication
             .iter()
             .all(|item| { item.get("postId").and_then(|v| v.as_s().ok()) != Some(&draft_id) })
     );
+}
+
+/// A post turning hot while its author takes it back to a draft: one of the
+/// two lands first and the other refuses, however they interleave. Never a
+/// hot draft (its likes would go to shards that know nothing of drafts):
+/// a draft takes no like or comment, and a hot post stays published.
+#[tokio::test]
+async fn a_post_turning_hot_while_taken_back_is_never_a_hot_draft() {
+    let api = TestApi::start().await;
+    let author = api.user("racing_drafter").await;
+    let liker = api.user("racing_liker").await;
+    let store = &api.app.store;
+    let (mut drafts, mut hot) = (0, 0);
+    for round in 0..12 {
+        let post = api.post(&author, format!("race {round}"), "text").await;
+        let id = post_id(&post);
+        let path = format!("/posts/{post}");
+        let take_back = api.call(
+            "PUT",
+            &path,
+            Some(&author),
+            Some(json!({ "status": "draft" })),
+        );
+        let requests = store.requests();
+        let switch = requests.make_hot(&id);
+        let ((status, body), switched) = tokio::join!(take_back, switch);
+        let item = store
+            .db()
+            .get(blog::keys::post_item(&id).item(), true)
+            .await
+            .expect("read")
+            .expect("the post");
+        let is_draft = item.contains_key("status");
+        let is_hot = item.contains_key("shards") || item.contains_key("closing");
+        assert!(
+            !(is_draft && is_hot),
+            "round {round}: a hot draft: {item:?}"
+        );
+        if is_draft {
+            drafts += 1;
+            assert_eq!(status, 200, "{body}");
+            assert_eq!(switched.expect("the switch answered"), None);
+            let likes = format!("{path}/likes");
+            let (status, _) = api.call("POST", &likes, Some(&liker), None).await;
+            assert_eq!(status, 404, "round {round}");
+        } else {
+            hot += 1;
+            assert_eq!(
+                (status, body["error"]["code"].as_str()),
+                (409, Some("post_is_hot")),
+                "round {round}"
+            );
+            assert_eq!(api.get(&path).await.0, 200);
+        }
+    }
+    assert_eq!(drafts + hot, 12);
 }
 
 #[tokio::test]
