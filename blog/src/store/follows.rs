@@ -286,7 +286,8 @@ impl Requests<'_> {
     /// `followingCount` (within [`FOLLOWING_LIMIT`]; a pull follow's author
     /// into their `pulls`, within [`PULL_LIMIT`]) in one transaction, after
     /// a strongly consistent read of the followed profile (a 404 without
-    /// one), and on the condition that the shard's count is not closed by
+    /// one) and of the caller's follow of them (if there is one, it is the
+    /// answer, and nothing is written), and on the condition that the shard's count is not closed by
     /// that account's erasure: nothing in it writes the followed user's own
     /// partition, which an account gaining 1,000 followers a second could
     /// not take (each write twice, as a transaction's). A pull follow when the
@@ -315,6 +316,11 @@ impl Requests<'_> {
             username: target.username.clone(),
             followed_at: follow.created_at.clone(),
         };
+        // Followed already: the follow as it is, nothing written (no
+        // backfill, no transaction bound to refuse).
+        if let Some(existing) = self.follow_of(follower, followed).await? {
+            return Ok(Follows::Already(answer(&existing)));
+        }
         let famous = target.follower_count() >= self.pull_threshold;
         let mut backfilled = false;
         for _ in 0..ATTEMPTS {

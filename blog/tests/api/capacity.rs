@@ -202,11 +202,12 @@ async fn every_request_costs_what_the_data_model_says() {
             // The name's claim, then the profile (the follow counts).
             &[("GetItem", 0.5, 0.0), ("GetItem", 0.5, 0.0)],
         ),
-        // The writer, the followed profile (strongly), the backfill (the
-        // author's newest posts from GSI1, keys only, into the caller's
-        // home), then the follow, the caller's count, the follower entry
-        // and its shard's count (not closed by an erasure) in one
-        // transaction: nothing in the followed user's own partition.
+        // The writer, the followed profile (strongly), the caller's follow
+        // of them (strongly: none), the backfill (the author's newest posts
+        // from GSI1, keys only, into the caller's home), then the follow,
+        // the caller's count, the follower entry and its shard's count (not
+        // closed by an erasure) in one transaction: nothing in the followed
+        // user's own partition.
         write(
             "follow",
             "POST",
@@ -217,11 +218,22 @@ async fn every_request_costs_what_the_data_model_says() {
             &[
                 WRITER,
                 ("GetItem", 1.0, 0.0),
+                ("GetItem", 1.0, 0.0),
                 ("Query", 0.0, 0.5),
                 // The author's two posts (this test's and C2 create's).
                 ("BatchWriteItem", 2.0, 0.0),
                 ("TransactWriteItems", 8.0, 4.0),
             ],
+        ),
+        // Followed again: the same reads, the follow found; nothing written.
+        write(
+            "follow again",
+            "POST",
+            format!("/users/{}/followers", author.unwrap_or_default()),
+            other,
+            None,
+            200,
+            &[WRITER, ("GetItem", 1.0, 0.0), ("GetItem", 1.0, 0.0)],
         ),
         // One Query of GSI1, then the followed user's profile and the
         // user's own.
