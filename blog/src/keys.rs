@@ -88,6 +88,9 @@ pub const SK: &str = "SK";
 pub const GSI1: &str = "GSI1";
 pub const GSI1PK: &str = "GSI1PK";
 pub const GSI1SK: &str = "GSI1SK";
+/// The attribute DynamoDB's TTL reads (template.yaml, `schema.rs`): an
+/// item whose time (epoch seconds) has passed is deleted within days.
+pub const EXPIRES_AT: &str = "expiresAt";
 
 pub const PROFILE_SK: &str = "PROFILE";
 pub const USERNAME_SK: &str = "USERNAME";

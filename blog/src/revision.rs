@@ -3,7 +3,7 @@
 //! silently overwriting the edit it never saw (`If-Match`, RFC 9110 §13.1.1;
 //! the HTTP side is `api::conditional`).
 //!
-//! A post's revision covers its title and `updatedAt`, a profile's its
+//! A post's revision covers its title, `updatedAt` and publication, a profile's its
 //! username and `updatedAt`: every edit sets `updatedAt` later than the one
 //! it replaces ([`crate::timestamp::after`]), so two edits never share a
 //! revision. Likes, comments and the fan-out's copies change neither: a like
@@ -33,9 +33,11 @@ impl Revision {
         Self(stable_hash(&bytes))
     }
 
-    /// A post's: its title and when it was last edited.
-    pub fn of_post(title: &str, updated_at: &str) -> Self {
-        Self::of(&["post", title, updated_at])
+    /// A post's: its title, when it was last edited, and when it was
+    /// published (none while a draft or scheduled): the scheduler's
+    /// publication edits nothing, yet a copy read before it is not the post.
+    pub fn of_post(title: &str, updated_at: &str, published_at: Option<&str>) -> Self {
+        Self::of(&["post", title, updated_at, published_at.unwrap_or("")])
     }
 
     /// A profile's: its username and when it was last edited.
@@ -84,10 +86,17 @@ mod tests {
 
     #[test]
     fn a_revision_is_stable_and_parts_do_not_run_together() {
-        let a = Revision::of_post("ab", "2026-01-01T00:00:00.000Z");
-        assert_eq!(a, Revision::of_post("ab", "2026-01-01T00:00:00.000Z"));
-        assert_ne!(a, Revision::of_post("a", "b2026-01-01T00:00:00.000Z"));
+        let a = Revision::of_post("ab", "2026-01-01T00:00:00.000Z", None);
+        assert_eq!(a, Revision::of_post("ab", "2026-01-01T00:00:00.000Z", None));
+        assert_ne!(a, Revision::of_post("a", "b2026-01-01T00:00:00.000Z", None));
         assert_ne!(a, Revision::of_profile("ab", "2026-01-01T00:00:00.000Z"));
+        // Published since (the scheduler's publication edits nothing else).
+        let out = Revision::of_post(
+            "ab",
+            "2026-01-01T00:00:00.000Z",
+            Some("2026-01-02T00:00:00.000Z"),
+        );
+        assert_ne!(a, out);
         assert_eq!(Revision::from_hex(&a.to_hex()), Some(a));
         assert_eq!(Revision::from_hex("ABCDEF0123456789"), None);
         assert_eq!(Revision::from_hex("0123"), None);
@@ -96,8 +105,8 @@ mod tests {
 
     #[test]
     fn only_a_listed_revision_is_admitted() {
-        let a = Revision::of_post("a", "t");
-        let b = Revision::of_post("b", "t");
+        let a = Revision::of_post("a", "t", None);
+        let b = Revision::of_post("b", "t", None);
         assert!(Expected::Any.admits(a));
         assert!(Expected::OneOf(vec![b, a]).admits(a));
         assert!(!Expected::OneOf(vec![b]).admits(a));

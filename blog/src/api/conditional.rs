@@ -147,7 +147,7 @@ mod tests {
 
     #[test]
     fn if_match_names_revisions_and_star_names_any() {
-        let rev = Revision::of_post("t", "2026-01-01T00:00:00.000Z");
+        let rev = Revision::of_post("t", "2026-01-01T00:00:00.000Z", None);
         let tag = entity_tag(rev, "{}");
         assert_eq!(
             if_match(&with(IF_MATCH, &tag)).expect("parsed"),
@@ -188,12 +188,12 @@ mod tests {
 
     #[test]
     fn if_none_match_compares_whole_tags_weakly() {
-        let tag = entity_tag(Revision::of_post("t", "x"), "{\"a\":1}");
+        let tag = entity_tag(Revision::of_post("t", "x", None), "{\"a\":1}");
         assert!(none_match_fails(&with(IF_NONE_MATCH, &tag), &tag).expect("parsed"));
         let weak = format!("W/{tag}");
         assert!(none_match_fails(&with(IF_NONE_MATCH, &weak), &tag).expect("parsed"));
         assert!(none_match_fails(&with(IF_NONE_MATCH, "*"), &tag).expect("parsed"));
-        let changed = entity_tag(Revision::of_post("t", "x"), "{\"a\":2}");
+        let changed = entity_tag(Revision::of_post("t", "x", None), "{\"a\":2}");
         assert!(!none_match_fails(&with(IF_NONE_MATCH, &changed), &tag).expect("parsed"));
         // Past the documented length, even of nothing but commas: a 400.
         let long = ",".repeat(MAX_HEADER_LEN + 1);

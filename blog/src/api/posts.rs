@@ -124,7 +124,7 @@ fn publish_at(status: Option<Status>, raw: Option<&str>) -> Result<Option<String
 
 /// The revision a post's answer shows ([`crate::revision`]).
 fn revision(post: &Post) -> Revision {
-    Revision::of_post(&post.title, &post.updated_at)
+    Revision::of_post(&post.title, &post.updated_at, post.published_at.as_deref())
 }
 
 /// C2 taken back, `DELETE /posts/{postId}`: by its author only; 204, or

@@ -569,6 +569,9 @@ async fn removed_post(
 ) -> Result<Outcome, FanoutError> {
     let old: PostItem = decode(&record.change.old_image, "old")?;
     let mut left = 0;
+    if let Some(at) = &old.publish_at {
+        left += usize::from(store.fanout().unschedule(&old.post_id, at).await?);
+    }
     if let Some(listed) = old.listed_id() {
         left += usize::from(store.fanout().leave_feed(&listed).await?);
         for tag in &old.tags {

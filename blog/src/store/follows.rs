@@ -222,8 +222,10 @@ fn open_since(version: u64) -> Expr {
 fn counted(followed: &UserId, shard: u8, step: i64) -> Result<Write, StoreError> {
     let key = Key::new(keys::followers_pk(followed, shard), FOLLOWER_COUNT_SK);
     let change = Expr::new(
-        "ADD #count :step, #version :one SET #type = :type, #user = :user, #shard = :shard",
+        "ADD #count :step, #version :one SET #type = :type, #user = :user, #shard = :shard \
+         REMOVE #expires",
     )
+    .name("#expires", keys::EXPIRES_AT)
     .name("#count", "count")
     .name("#version", "version")
     .name("#type", keys::TYPE)
@@ -307,10 +309,24 @@ impl Requests<'_> {
         if follower == followed {
             return Err(StoreError::FollowSelf);
         }
-        let mut profile = self.writer(follower).await?.profile()?;
+        let profile = self.writer(follower).await?.profile()?;
         let Some(target) = self.read_profile(followed, true).await? else {
             return Err(StoreError::UserNotFound);
         };
+        self.follow_as_read(profile, &target).await
+    }
+
+    /// [`Requests::follow`] after its reads: `profile` the caller's and
+    /// `target` the followed user's, as read. Public for the tests that
+    /// hold a follow between its reads and its writes (an erasure of the
+    /// followed account meanwhile).
+    #[doc(hidden)]
+    pub async fn follow_as_read(
+        &self,
+        mut profile: UserItem,
+        target: &UserItem,
+    ) -> Result<Follows, StoreError> {
+        let (follower, followed) = (&profile.user_id.clone(), &target.user_id);
         let answer = |follow: &FollowItem| Followed {
             user_id: followed.clone(),
             username: target.username.clone(),
@@ -759,12 +775,7 @@ impl FanOut<'_> {
                 self.db.delete_all("erase followers", entries, 4).await?;
             }
         }
-        let counts = (0..FOLLOWER_SHARDS)
-            .map(|k| Key::new(keys::followers_pk(user, k), FOLLOWER_COUNT_SK).item())
-            .collect();
-        self.db
-            .delete_all("erase follower counts", counts, 1)
-            .await?;
+        self.empty_follower_counts(user, version).await?;
         let home = Query::partition(keys::home_pk(user)).project(
             Expr::new("#pk, #sk")
                 .name("#pk", keys::PK)
@@ -823,6 +834,34 @@ impl FanOut<'_> {
         Ok(())
     }
 
+    /// `user`'s follower counts, closed at `version` and their entries gone,
+    /// back to 0 and left closed for [`CLOSED_DAYS`] (then TTL takes them),
+    /// not deleted: a follow that read the profile before the erasure and
+    /// whose transaction comes after the whole walk still finds its count
+    /// closed, and fails. The same person's new account (a later first
+    /// version) opens them again, its first follow removing the expiry. One
+    /// conditional UpdateItem a shard, at once.
+    async fn empty_follower_counts(&self, user: &UserId, version: u64) -> Result<(), StoreError> {
+        let expires = time::OffsetDateTime::now_utc().unix_timestamp() + CLOSED_DAYS * 86_400;
+        let empties = (0..FOLLOWER_SHARDS).map(|shard| {
+            let key = Key::new(keys::followers_pk(user, shard), FOLLOWER_COUNT_SK).item();
+            let change = Expr::new("SET #count = :zero, #expires = :expires ADD #version :one")
+                .name("#count", "count")
+                .name("#expires", keys::EXPIRES_AT)
+                .name("#version", "version")
+                .value(":zero", n(0))
+                .value(":one", n(1))
+                .value(":expires", signed(expires));
+            let closed = Expr::new("#closed = :closed")
+                .name("#closed", CLOSED)
+                .value(":closed", n(version));
+            let write = Write::update(key, change, Landed::Untold).when(closed);
+            async move { self.db.write("empty follower count", &write).await }
+        });
+        try_join_all(empties).await?;
+        Ok(())
+    }
+
     /// A follower's follow of an erased account out, with one off their
     /// `followingCount` (the follower's own account may be erased too: then
     /// the follow alone). `false` when it was gone.
@@ -852,6 +891,10 @@ impl FanOut<'_> {
         }
     }
 }
+
+/// How long an erased account's emptied follower counts stay closed: far
+/// longer than any follow request lives between its reads and its writes.
+const CLOSED_DAYS: i64 = 1;
 
 /// How many followers (or home entries) an erasure reads a page.
 const ERASE_PAGE: i32 = 100;

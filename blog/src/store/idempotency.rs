@@ -32,9 +32,6 @@ use crate::{
 /// How long a key answers with its first request's answer.
 pub const KEPT: std::time::Duration = std::time::Duration::from_secs(24 * 60 * 60);
 
-/// The attribute DynamoDB's TTL reads (template.yaml, `schema.rs`).
-pub const EXPIRES_AT: &str = "expiresAt";
-
 /// A keyed request: its key and the digest of what it asks.
 #[derive(Debug, Clone)]
 pub struct Idempotency {
@@ -231,7 +228,7 @@ impl Idempotency {
         let mut free = Expr::item_absent()
             .or("#expires < :now")
             .or("#version < :first")
-            .name("#expires", EXPIRES_AT)
+            .name("#expires", crate::keys::EXPIRES_AT)
             .name("#version", USER_VERSION)
             .value(":now", n(epoch_seconds()))
             .value(":first", n(writer.first_version));

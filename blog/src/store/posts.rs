@@ -10,7 +10,7 @@ use super::{
     idempotency::{Answer, Created, Idempotency},
     n, s,
     schedule::ScheduledItem,
-    table::{Committing, Expr, Landed, Query, TxOutcome, Write},
+    table::{Committing, Deleted, Expr, Landed, Query, TxOutcome, Write},
     users::UserItem,
 };
 use crate::{
@@ -332,7 +332,11 @@ impl StoredPost {
 
     /// What an edit's `If-Match` compares ([`crate::revision`]).
     pub fn revision(&self) -> Revision {
-        Revision::of_post(&self.item.title, self.updated_at())
+        Revision::of_post(
+            &self.item.title,
+            self.updated_at(),
+            self.item.published_at(),
+        )
     }
 }
 
@@ -530,6 +534,10 @@ impl Requests<'_> {
             let guard = tx.add("post", plan.post_write);
             if let Some(marker) = &plan.marker {
                 tx.add("schedule", Write::put(marker, Landed::Untold)?);
+            }
+            if let Some(stale) = &plan.stale_marker {
+                let gone = Write::delete(stale.key().item(), Deleted::IfGone);
+                tx.add("old schedule", gone);
             }
             match tx.commit().await? {
                 TxOutcome::Committed => {
@@ -830,6 +838,8 @@ struct EditPlan {
     post_write: Write,
     /// The scheduler's marker of a new time to publish.
     marker: Option<ScheduledItem>,
+    /// The marker of the time it no longer has.
+    stale_marker: Option<ScheduledItem>,
 }
 
 impl EditPlan {
@@ -881,16 +891,21 @@ impl EditPlan {
             }
             _ => {}
         }
-        // A new time to publish: the scheduler's marker of it, in the
-        // edit's transaction (one left behind by an earlier time is
-        // dropped when its time comes: the post no longer names it).
-        let marker = (item.publish_at.is_some() && item.publish_at != current.item.publish_at)
-            .then(|| {
-                item.publish_at
-                    .as_deref()
-                    .map(|at| ScheduledItem::new(post, at))
-            })
-            .flatten();
+        // A new time to publish: the scheduler's marker of it, and the old
+        // time's marker out (moved, published now or taken back), in the
+        // edit's transaction: no marker is left for a run to read.
+        let moved = item.publish_at != current.item.publish_at;
+        let marker = item
+            .publish_at
+            .as_deref()
+            .filter(|_| moved)
+            .map(|at| ScheduledItem::new(post, at));
+        let stale_marker = current
+            .item
+            .publish_at
+            .as_deref()
+            .filter(|_| moved)
+            .map(|at| ScheduledItem::new(post, at));
         let shown_changes = item.title != current.item.title
             || item.summary != current.item.summary
             || item.tags != current.item.tags
@@ -903,6 +918,7 @@ impl EditPlan {
                 item,
                 post_write,
                 marker,
+                stale_marker,
             });
         }
         item.updated_at = now.to_owned();
@@ -968,6 +984,7 @@ impl EditPlan {
             post_write: Write::update(PostItem::key(&post), change, landed).when(guard),
             item,
             marker,
+            stale_marker,
         })
     }
 }

@@ -4,16 +4,21 @@
 //!
 //! A post written or edited with `status: scheduled` gets a marker in the
 //! `SCHEDULED` partition, `<publishAt>#<postId>`, in the same transaction.
-//! Each run reads the markers due within [`LOOKAHEAD`] (one Query, in time
-//! order) and publishes each post at its time, waiting for it if it is a
-//! few seconds off: a post is never out before its `publishAt`, and out
-//! within a minute of it (at its time when a run falls in the 30 s before
-//! it; else at the next run). Publishing is one UpdateItem
-//! of the post, conditional on it still being scheduled for that time (an
-//! edit or a deletion since wins), then the marker is deleted; a marker its
-//! post no longer names is deleted too. Each step is idempotent, so a run
-//! that dies is simply done again by the next.
+//! Each run reads the markers due within [`LOOKAHEAD`] (Query pages, in
+//! time order) and publishes each post at its time, waiting for it if it
+//! is a few seconds off: a post is never out before its `publishAt`, and
+//! out within a minute of it (at its time when a run falls in the 30 s
+//! before it; else at the next run, and then listed at the time it is
+//! out). Publishing is one UpdateItem of the post, conditional on it still
+//! being scheduled for that time (an edit or a deletion since wins), then
+//! the marker is deleted. An edit that moves, publishes or ends a schedule
+//! deletes the old marker in its own transaction, and a deleted post's
+//! marker goes with the fan-out of its REMOVE, so a run reads only live
+//! markers; one a crash left behind is deleted when its time comes. Each
+//! step is idempotent, so a run that dies is simply done again by the
+//! next.
 
+use futures::StreamExt;
 use serde::{Deserialize, Serialize};
 
 use super::{
@@ -33,8 +38,12 @@ use crate::{
 /// their time, the run waiting for them. Under the schedule's minute.
 pub const LOOKAHEAD: std::time::Duration = std::time::Duration::from_secs(30);
 
-/// How many markers one run reads at most (the next run takes the rest).
-const PER_RUN: usize = 100;
+/// How many markers a run reads a page (it reads page after page of what
+/// is due, until its deadline).
+const PAGE: i32 = 100;
+
+/// How many posts a run publishes at once.
+const AT_ONCE: usize = 16;
 
 /// A scheduled post's marker: when, and which post.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -77,50 +86,89 @@ pub struct Published {
 
 impl FanOut<'_> {
     /// One run of the scheduler: publishes every post due by now and, at
-    /// their time, those due within [`LOOKAHEAD`]; stops near `deadline`.
+    /// their time, those due within [`LOOKAHEAD`], [`AT_ONCE`] at a time,
+    /// page after page of markers in time order, until `deadline` is near
+    /// (what is left is the next run's). Only live markers are read: an
+    /// edit that moves or ends a schedule, and a post's deletion, take its
+    /// marker out, so no author's edits make a run's work grow.
     pub async fn publish_due(&self, deadline: &Deadline) -> Result<Published, StoreError> {
         let horizon = timestamp::format(time::OffsetDateTime::now_utc() + LOOKAHEAD);
         let due = Query::partition(SCHEDULED_PK.to_owned())
             .between("0".to_owned(), format!("{horizon}#~"))
             .consistent();
-        let markers: Vec<ScheduledItem> = super::from_items(
-            self.db
-                .query_up_to("scheduled posts", &due, None, PER_RUN)
-                .await?,
-        )?;
         let mut done = Published::default();
-        tracing::info!(due = markers.len(), %horizon, near = deadline.near(), "scheduled posts read");
-        for marker in markers {
-            // What is due now is published whatever the deadline (a few
-            // writes); waiting for what is due later only with time left.
-            if let Some(wait) = until(&marker.publish_at) {
-                if deadline.near() {
-                    break;
+        let mut start = None;
+        loop {
+            let page = self
+                .db
+                .query_page("scheduled posts", &due, start, Some(PAGE))
+                .await?;
+            let markers: Vec<ScheduledItem> = super::from_items(page.items)?;
+            tracing::info!(due = markers.len(), %horizon, near = deadline.near(), "scheduled posts read");
+            let runs = futures::stream::iter(markers)
+                .map(|marker| self.publish_marker(marker, deadline))
+                .buffer_unordered(AT_ONCE)
+                .collect::<Vec<_>>()
+                .await;
+            for run in runs {
+                match run? {
+                    Some(true) => done.published += 1,
+                    Some(false) => done.dropped += 1,
+                    None => {}
                 }
-                tokio::time::sleep(wait).await;
             }
-            if self.publish(&marker).await? {
-                done.published += 1;
-            } else {
-                done.dropped += 1;
+            start = page.next;
+            if start.is_none() || deadline.near() {
+                return Ok(done);
             }
-            let gone = Write::delete(marker.key().item(), Deleted::IfGone);
-            self.db.write("drop schedule marker", &gone).await?;
         }
-        Ok(done)
+    }
+
+    /// One marker's post published at its time (waited for when it is a
+    /// few seconds ahead, only with time left: `None`, the next run's),
+    /// then the marker out. `Some(false)`: its post was no longer scheduled
+    /// for that time.
+    async fn publish_marker(
+        &self,
+        marker: ScheduledItem,
+        deadline: &Deadline,
+    ) -> Result<Option<bool>, StoreError> {
+        // What is due now is published whatever the deadline (a few
+        // writes); waiting for what is due later only with time left.
+        let on_time = match until(&marker.publish_at) {
+            Some(_) if deadline.near() => return Ok(None),
+            Some(wait) => {
+                tokio::time::sleep(wait).await;
+                true
+            }
+            None => false,
+        };
+        let published = self.publish(&marker, on_time).await?;
+        let gone = Write::delete(marker.key().item(), Deleted::IfGone);
+        self.db.write("drop schedule marker", &gone).await?;
+        Ok(Some(published))
     }
 
     /// Publishes the post `marker` names, if it is still scheduled for that
-    /// time: listed from its `publishAt`, in every list (the fan-out puts
-    /// it there as it does any post published). `false` when it is not.
-    async fn publish(&self, marker: &ScheduledItem) -> Result<bool, StoreError> {
+    /// time: listed from when it is published (its `publishAt` when the run
+    /// waited for that time, `on_time`; the time it is out when a run found
+    /// it due already), in every list (the fan-out puts it there as it
+    /// does any post published). `false` when it is not.
+    async fn publish(&self, marker: &ScheduledItem, on_time: bool) -> Result<bool, StoreError> {
         let Some(post) = self.post_item(&marker.post_id).await? else {
             return Ok(false);
+        };
+        // Never before its time; when late, at the time it is out.
+        let now = timestamp::now();
+        let at = if on_time || now <= marker.publish_at {
+            marker.publish_at.clone()
+        } else {
+            now
         };
         let mut published = post.clone();
         published.status = None;
         published.publish_at = None;
-        published.published_at = Some(marker.publish_at.clone());
+        published.published_at = Some(at.clone());
         let Some(listed) = published.listed_id() else {
             return Ok(false);
         };
@@ -132,19 +180,27 @@ impl FanOut<'_> {
             .value(":scheduled", scheduled)
             .value(":at", s(&marker.publish_at));
         let change = Expr::new(
-            "SET publishedAt = :at, #gsi1sk = :gsi1sk, version = version + :one \
+            "SET publishedAt = :published, #gsi1sk = :gsi1sk, version = version + :one \
              REMOVE #status, publishAt",
         )
         .name("#gsi1sk", GSI1SK)
+        .value(":published", s(&at))
         .value(":gsi1sk", s(keys::user_post_sk(&listed)))
         .value(":one", n(1));
-        let landed = Landed::When(vec![("publishedAt", s(&marker.publish_at))]);
+        let landed = Landed::When(vec![("publishedAt", s(&at))]);
         let write = Write::update(PostItem::key(&marker.post_id), change, landed).when(still);
         Ok(self
             .db
             .write("publish scheduled post", &write)
             .await?
             .done())
+    }
+
+    /// A deleted post's marker out (the fan-out of its REMOVE: a deletion,
+    /// an erasure's), so that no run reads it. `false` when it was gone.
+    pub async fn unschedule(&self, post: &PostId, at: &str) -> Result<bool, StoreError> {
+        let gone = Write::delete(ScheduledItem::new(*post, at).key().item(), Deleted::IfGone);
+        Ok(self.db.write("drop schedule marker", &gone).await?.done())
     }
 }
 

@@ -246,3 +246,55 @@ async fn a_profile_is_tagged_and_a_stale_rename_is_refused() {
     assert_eq!(now.etag, renamed.etag);
     assert_ne!(now.etag.as_deref(), Some(tag.as_str()));
 }
+
+/// The scheduler's publication changes the post's revision: an edit made
+/// from the copy the author had before it (an edit's answer) is
+/// refused with 412, and the `ETag` a read shows afterwards is another.
+#[tokio::test]
+async fn a_scheduled_posts_publication_changes_its_tag() {
+    let api = TestApi::start().await;
+    let author = api.user("scheduledtag").await;
+    let at = blog::timestamp::format(
+        time::OffsetDateTime::now_utc() + time::Duration::milliseconds(1_500),
+    );
+    let made = send(
+        &api,
+        "POST",
+        "/posts",
+        Some(&author),
+        &[],
+        Some(json!({ "title": "Later", "content": "c", "status": "scheduled", "publishAt": at })),
+    )
+    .await;
+    assert_eq!(made.status, 201, "{}", made.body);
+    let path = format!("/posts/{}", made.body["postId"].as_str().expect("an id"));
+    // The author's copy: an edit's answer, while it is scheduled.
+    let edited = send(
+        &api,
+        "PUT",
+        &path,
+        Some(&author),
+        &[],
+        Some(json!({ "content": "edited while scheduled" })),
+    )
+    .await;
+    assert_eq!(edited.status, 200, "{}", edited.body);
+    let before = edited.etag.expect("an ETag");
+    let run = api
+        .app
+        .store
+        .fanout()
+        .publish_due(&blog::store::rename::Deadline::NONE)
+        .await
+        .expect("a run");
+    assert_eq!(run.published, 1);
+    let out = read(&api, &path, &[]).await;
+    assert_eq!(out.status, 200, "{}", out.body);
+    let after = out.etag.expect("an ETag");
+    assert_ne!(after, before);
+    let stale = put_if(&api, &path, &author, &before, json!({ "title": "Stale" })).await;
+    assert_eq!(stale.status, 412, "{}", stale.body);
+    assert_eq!(read(&api, &path, &[]).await.body["title"], json!("Later"));
+    let fresh = put_if(&api, &path, &author, &after, json!({ "title": "Fresh" })).await;
+    assert_eq!(fresh.status, 200, "{}", fresh.body);
+}

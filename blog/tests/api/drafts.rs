@@ -512,11 +512,136 @@ async fn a_scheduled_post_publishes_itself_at_its_time_and_not_before() {
         .await;
     assert_eq!(status, 200);
     tokio::time::sleep(std::time::Duration::from_millis(1_100)).await;
+    // The edits took their markers out: nothing for the run.
     let run = store.fanout().publish_due(&deadline).await.expect("a run");
-    assert_eq!((run.published, run.dropped), (0, 1));
+    assert_eq!((run.published, run.dropped), (0, 0));
     assert_eq!(api.get(&moved_path).await.0, 404);
     let audit = api.audit(false).await;
     assert_eq!(audit.findings, vec![], "{:#?}", audit.findings);
+}
+
+/// The schedule cannot be starved: 5,000 reschedules by one author leave
+/// no marker behind (each edit takes its old one out), a deleted scheduled
+/// post's marker goes with the fan-out of its deletion, so a run reads only
+/// the live markers and publishes another author's post at its time; a
+/// post a run finds already due is listed at the time it is out, not at
+/// its past `publishAt`.
+#[tokio::test]
+async fn the_schedule_holds_only_live_markers_and_a_late_post_is_listed_when_out() {
+    let api = TestApi::start().await;
+    let mut poller = api.poller();
+    let busy = api.user("busy_rescheduler").await;
+    let punctual = api.user("punctual_author").await;
+    let store = &api.app.store;
+    let busy_id = blog::ids::UserId::parse(&busy).expect("an id");
+    const POSTS: usize = 25;
+    const EDITS: usize = 200;
+    let mut posts = Vec::new();
+    for i in 0..POSTS {
+        let body = json!({ "status": "scheduled", "publishAt": in_seconds(3_600) });
+        posts.push(id(&write(&api, &busy, &format!("busy {i}"), body).await));
+    }
+    // 25 × 200 = 5,000 reschedules, 25 at once (each post's in turn).
+    let chains = posts.iter().enumerate().map(|(i, post)| {
+        let (store, busy_id) = (store, &busy_id);
+        async move {
+            let post = post_id(post);
+            for edit in 0..EDITS {
+                let at = blog::timestamp::format(
+                    time::OffsetDateTime::now_utc()
+                        + time::Duration::seconds(3_600)
+                        + time::Duration::milliseconds((edit * POSTS + i) as i64),
+                );
+                let edit = blog::store::posts::PostEdit {
+                    status: Some(blog::model::Status::Scheduled),
+                    publish_at: Some(&at),
+                    ..Default::default()
+                };
+                let expected = blog::revision::Expected::Any;
+                let requests = store.requests();
+                let edited = requests.edit_post(&post, busy_id, edit, &expected).await;
+                edited.expect("a reschedule");
+            }
+        }
+    });
+    futures::future::join_all(chains).await;
+    // One deleted; then one scheduled by another author, due in a moment.
+    let deleted = &posts[0];
+    let (status, _) = api
+        .call("DELETE", &format!("/posts/{deleted}"), Some(&busy), None)
+        .await;
+    assert_eq!(status, 204);
+    api.settle(&mut poller).await;
+    let at = in_seconds(4);
+    let due = id(&write(
+        &api,
+        &punctual,
+        "on time",
+        json!({ "status": "scheduled", "publishAt": at }),
+    )
+    .await);
+    let markers: Vec<_> = crate::support::table_snapshot(&api)
+        .await
+        .into_iter()
+        .filter(|item| {
+            item.get("PK")
+                .and_then(|pk| pk.as_s().ok())
+                .map(String::as_str)
+                == Some("SCHEDULED")
+        })
+        .collect();
+    // The live ones only: 24 of the busy author's, the punctual one's.
+    assert_eq!(markers.len(), POSTS, "{} markers", markers.len());
+
+    // The run reads one page (the one due marker) and publishes it at its
+    // time.
+    api.meter.take();
+    let run = store
+        .fanout()
+        .publish_due(&blog::store::rename::Deadline::NONE)
+        .await
+        .expect("a run");
+    assert_eq!((run.published, run.dropped), (1, 0));
+    let queries = api
+        .meter
+        .take()
+        .into_iter()
+        .filter(|c| c.operation == "Query")
+        .count();
+    assert_eq!(queries, 1);
+    let (status, out) = api.get(&format!("/posts/{due}")).await;
+    assert_eq!((status, &out["publishedAt"]), (200, &json!(at)));
+
+    // Late: due when the run reads it (a run missed it): listed from when it
+    // is out, in the lists too.
+    let at = in_seconds(1);
+    let late = id(&write(
+        &api,
+        &punctual,
+        "late",
+        json!({ "status": "scheduled", "publishAt": at }),
+    )
+    .await);
+    tokio::time::sleep(std::time::Duration::from_millis(1_500)).await;
+    let run = store
+        .fanout()
+        .publish_due(&blog::store::rename::Deadline::NONE)
+        .await
+        .expect("a run");
+    assert_eq!(run.published, 1);
+    let (_, out) = api.get(&format!("/posts/{late}")).await;
+    let published = out["publishedAt"].as_str().expect("a time").to_owned();
+    // The run came at least half a second after its time (the sleep).
+    let half_late = blog::timestamp::format(
+        blog::timestamp::parse(&at).expect("a time") + time::Duration::milliseconds(500),
+    );
+    assert!(published >= half_late, "{published} for {at}");
+    api.settle(&mut poller).await;
+    let (_, listed) = api.get(&format!("/users/{punctual}/posts")).await;
+    assert_eq!(listed["items"][0]["postId"], json!(late));
+    assert_eq!(listed["items"][0]["publishedAt"], json!(published));
+    let (_, feed) = api.get("/feed").await;
+    assert_eq!(feed["items"][0]["publishedAt"], json!(published));
 }
 
 #[tokio::test]

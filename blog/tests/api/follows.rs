@@ -304,18 +304,24 @@ async fn the_audit_finds_and_repairs_a_follower_count() {
     assert!(api.audit(false).await.findings.is_empty());
 }
 
-/// An erased account's followers go with it (their counts down, its shards
-/// and their closed counts gone), and the same person's new account is
-/// followed afresh: its first version is past the one its old counts were
-/// closed at.
+/// An erased account's followers go with it (their counts down, its
+/// shards' entries gone, their counts emptied and left closed for a day), a
+/// follow that read the profile before the erasure and commits after the
+/// whole walk fails and writes nothing, and the same person's new account
+/// is followed afresh: its first version is past the one its old counts
+/// were closed at.
 #[tokio::test]
 async fn an_erased_accounts_followers_go_and_its_new_account_is_followed_anew() {
     let api = TestApi::start().await;
     let mut poller = api.poller();
     let star = api.user("erased_star").await;
     let fan = api.user("erased_fan").await;
+    let late = api.user("erased_late_fan").await;
     api.follow(&fan, &star).await;
     api.settle(&mut poller).await;
+    // A follow that has made its reads, its writes held until after the
+    // erasure.
+    let (stalled, star_as_read) = (api.profile(&late).await, api.profile(&star).await);
     let (status, _) = api
         .call("DELETE", &format!("/users/{star}"), Some(&star), None)
         .await;
@@ -338,7 +344,30 @@ async fn an_erased_accounts_followers_go_and_its_new_account_is_followed_anew() 
                 .is_some_and(|pk| pk.starts_with(&shards))
         })
         .collect();
-    assert!(left.is_empty(), "{left:?}");
+    // Nothing but the sixteen counts, emptied, closed, expiring.
+    assert_eq!(left.len(), 16, "{left:?}");
+    for count in &left {
+        let number = |name: &str| count.get(name).and_then(|v| v.as_n().ok()).cloned();
+        assert_eq!(count["SK"].as_s().ok().map(String::as_str), Some("COUNT"));
+        assert_eq!(number("count").as_deref(), Some("0"), "{count:?}");
+        assert!(
+            number("closed").is_some() && number("expiresAt").is_some(),
+            "{count:?}"
+        );
+    }
+    // The stalled follow commits now: refused, nothing written.
+    let before = crate::support::table_snapshot(&api).await;
+    let refused = api
+        .app
+        .store
+        .requests()
+        .follow_as_read(stalled, &star_as_read)
+        .await;
+    assert!(
+        matches!(refused, Err(blog::store::StoreError::UserNotFound)),
+        "{refused:?}"
+    );
+    assert_eq!(crate::support::table_snapshot(&api).await, before);
 
     let (status, body) = api
         .call(
@@ -353,5 +382,23 @@ async fn an_erased_accounts_followers_go_and_its_new_account_is_followed_anew() 
     api.settle(&mut poller).await;
     let (_, profile) = api.get(&format!("/users/{star}")).await;
     assert_eq!(profile["followerCount"], json!(1), "{profile}");
-    assert!(api.audit(false).await.findings.is_empty());
+    let audit = api.audit(false).await;
+    assert!(audit.findings.is_empty(), "{:#?}", audit.findings);
+    // Open again: the count the follow made has no expiry.
+    let opened = crate::support::table_snapshot(&api)
+        .await
+        .into_iter()
+        .filter(|item| {
+            item.get("PK")
+                .and_then(|pk| pk.as_s().ok())
+                .is_some_and(|pk| pk.starts_with(&shards))
+                && item
+                    .get("count")
+                    .and_then(|c| c.as_n().ok())
+                    .map(String::as_str)
+                    == Some("1")
+        })
+        .collect::<Vec<_>>();
+    assert_eq!(opened.len(), 1, "{opened:?}");
+    assert!(!opened[0].contains_key("expiresAt"), "{opened:?}");
 }

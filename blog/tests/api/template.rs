@@ -662,10 +662,7 @@ async fn the_deployed_table_is_the_one_the_local_stack_creates() {
         ),
         (ttl.attribute_name(), Some(true))
     );
-    assert_eq!(
-        ttl.attribute_name(),
-        Some(blog::store::idempotency::EXPIRES_AT)
-    );
+    assert_eq!(ttl.attribute_name(), Some(blog::keys::EXPIRES_AT));
 }
 
 #[test]

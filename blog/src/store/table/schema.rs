@@ -13,7 +13,7 @@ use aws_sdk_dynamodb::{
 use super::classify;
 use crate::{
     keys::{Counter, GSI1, GSI1PK, GSI1SK, PK, SK},
-    store::{StoreError, idempotency::EXPIRES_AT},
+    store::StoreError,
 };
 
 /// What GSI1 copies besides keys: exactly what the short form of a post reads
@@ -85,7 +85,7 @@ pub async fn create_if_missing(client: &Client, name: &str) -> Result<bool, Stor
         Ok(_) => {
             // Idempotency-Key records expire (`store::idempotency`).
             let ttl = TimeToLiveSpecification::builder()
-                .attribute_name(EXPIRES_AT)
+                .attribute_name(crate::keys::EXPIRES_AT)
                 .enabled(true)
                 .build()?;
             client
