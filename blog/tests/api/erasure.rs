@@ -50,9 +50,22 @@ async fn items_of(api: &TestApi, user: &str) -> Vec<Item> {
         .collect()
 }
 
-/// The only thing an erased account leaves: its mark.
+/// The only things an erased account leaves: its mark, and its follower
+/// counts emptied and closed to follows made before the erasure, until
+/// they expire (a day: `store::follows`).
 async fn assert_only_the_mark_is_left(api: &TestApi, user: &str) {
-    let left = items_of(api, user).await;
+    let (counts, left): (Vec<Item>, Vec<Item>) = items_of(api, user)
+        .await
+        .into_iter()
+        .partition(|i| ItemType::of(i) == Some(ItemType::FollowerCount));
+    for count in &counts {
+        let number = |name: &str| count.get(name).and_then(|v| v.as_n().ok()).cloned();
+        assert_eq!(number("count").as_deref(), Some("0"), "{count:#?}");
+        assert!(
+            number("closed").is_some() && number(keys::EXPIRES_AT).is_some(),
+            "{count:#?}"
+        );
+    }
     assert_eq!(left.len(), 1, "{left:#?}");
     assert_eq!(ItemType::of(&left[0]), Some(ItemType::Erasure), "{left:#?}");
     assert_eq!(left[0].get("done"), Some(&AttributeValue::Bool(true)));
