@@ -227,7 +227,9 @@ impl From<StoreError> for ApiError {
                 cause: cause.as_str(),
                 message,
             },
-            StoreError::Internal(_) => Self::Internal(message),
+            // A function without credentials is misdeployed: 500, not a
+            // 503 that invites the client to send it again.
+            StoreError::Config(_) | StoreError::Internal(_) => Self::Internal(message),
         }
     }
 }
