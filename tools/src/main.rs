@@ -140,9 +140,11 @@ async fn env() -> Result<Env, Error> {
         credentials_named,
     );
     if sdk.region().is_none() {
-        return Err("no AWS region: set AWS_REGION (or a profile's region, AWS_PROFILE), \
+        return Err(
+            "no AWS region: set AWS_REGION (or a profile's region, AWS_PROFILE), \
                     or DYNAMODB_ENDPOINT for DynamoDB Local"
-            .into());
+                .into(),
+        );
     }
     Ok(Env {
         table,
