@@ -9,8 +9,9 @@
 #   - create-user refuses (401) an event without the authorizer's claims
 #     that names a caller by headers;
 #   - no binary needs a glibc symbol newer than provided.al2023's (2.34).
-# Every binary of the `functions` package is built, checked and booted (19:
-# the 18 routes' functions, fan-out and park-failures); the list comes from
+# Every binary of the `functions` package is built, checked and booted (31:
+# the 28 routes' functions, fan-out, park-failures and publish-scheduled);
+# the list comes from
 # `cargo metadata`, not from this script.
 # Not part of infra/test.sh: the release build alone (fat LTO, two cores) took
 # about ten minutes when there were 13 binaries. Figures go to

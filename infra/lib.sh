@@ -69,7 +69,7 @@ ensure_dynamodb_local() {
 
 # ensure_tools [NAME...]: the pinned packages named (cargo-lambda, moto, ...;
 # every one when none is named) installed into $TOOLS_VENV, each only once:
-# run-local.sh needs two of the six, and installs only those.
+# run-local.sh needs three of the six, and installs only those.
 ensure_tools() {
   local stamp="$TOOLS_VENV/.installed" wanted=() spec
   for spec in "${TOOLS_PACKAGES[@]}"; do

@@ -42,7 +42,7 @@ cd "$scratch/blog"
 # lib.sh pointed cargo at this checkout's target/; the clone builds its own.
 export CARGO_TARGET_DIR="$PWD/target"
 
-# The 20 functions' binary names, from the functions package's targets.
+# The functions' binary names (31), from the functions package's targets.
 function_names() {
   cargo metadata --format-version 1 --no-deps |
     python3 -c 'import json,sys; print(" ".join(t["name"] for p in json.load(sys.stdin)["packages"] if p["name"] == "functions" for t in p["targets"]))'

@@ -74,9 +74,10 @@ ensure_dynamodb_local
 
 trap stop_started EXIT INT TERM
 
-# Of the pinned Python tools only cargo-lambda (watch) and moto (the user
-# pool) serve the local stack; they install while cargo builds.
-ensure_tools cargo-lambda moto &
+# Of the pinned Python tools cargo-lambda (watch) and moto (the user pool)
+# serve the local stack, and README's local sign-up runs the AWS CLI
+# (.local/venv/bin/aws); they install while cargo builds.
+ensure_tools cargo-lambda moto awscli &
 tools_pid=$!
 pids=("$tools_pid")
 
@@ -97,7 +98,7 @@ read -ra binaries < <(cargo metadata --no-deps --format-version 1 | python3 -c '
 print(" ".join("--bin " + t["name"] for p in json.load(sys.stdin)["packages"] if p["name"] in ("functions", "tools")
                for t in p["targets"] if "bin" in t["kind"]))')
 cargo build --quiet --workspace "${binaries[@]}"
-wait "$tools_pid" || { log "installing cargo-lambda and moto failed"; exit 1; }
+wait "$tools_pid" || { log "installing cargo-lambda, moto and the AWS CLI failed"; exit 1; }
 unset 'pids[0]'
 await_dynamodb_local "$DDB_PORT" "$ddb_pid"
 if [ "${BLOG_HOSTILE_DYNAMODB:-0}" = 1 ]; then

@@ -19,7 +19,9 @@
 #    (infra/check_gateway.py); a page on another origin signing in and
 #    writing in headless Chromium (infra/check_browser.py); the hostile
 #    Markdown corpus posted, read back and loaded in Chromium: no script
-#    runs, no request leaves (infra/check_xss.py); a scheduled post out
+#    runs, no request leaves (infra/check_xss.py); README's walk, local
+#    sign-up, sample events and blog-admin run as written (infra/check_readme.py);
+#    a scheduled post out
 #    within 60 s of its time through the template's schedule, which
 #    `blog-admin scheduler` runs (infra/check_schedule.py);
 # 5. schemathesis fuzzing every operation of openapi.yaml (a fixed seed, a
@@ -266,6 +268,15 @@ set +e
 xss_status=${PIPESTATUS[0]}
 set -e
 
+# README's walk, local sign-up, sample events and blog-admin, as written,
+# in a shell with none of this script's variables but the stack's settings.
+log "README's shell blocks, run as written against this stack (infra/check_readme.py)"
+set +e
+"$TOOLS_VENV/bin/python" infra/check_readme.py "$api_port" "${IDP_ENDPOINT##*:}" "$watch_port" \
+  "$stack_port" "$TABLE_NAME" "$pool_file" | tee -a "$LOCAL/test.log"
+readme_status=${PIPESTATUS[0]}
+set -e
+
 log "fuzzing the API with schemathesis, with a token, through the API Gateway"
 token=$(./target/debug/blog-admin token fuzzer --pool "$pool_file")
 # The fuzzer's own profile, so that its writes get past 403.
@@ -301,6 +312,6 @@ tee -a "$LOCAL/test.log" <"$LOCAL/costs.log"
 # cargo prints one result line per test binary (the last is often an empty
 # doc-test run) and the invoke check one of its own: close with the totals.
 awk '/^test result:/ { passed += $4; failed += $6 }
-     /^(runlocal|invoke|fuzz|load|metrics|cors|gateway|browser|xss|schedule):/ { passed += $2; failed += $4 }
+     /^(runlocal|invoke|fuzz|load|metrics|cors|gateway|browser|xss|schedule|readme):/ { passed += $2; failed += $4 }
      END { printf "total: %d passed, %d failed\n", passed, failed }' "$LOCAL/test.log"
-[ "$status" -eq 0 ] && [ "$runlocal_status" -eq 0 ] && [ "$costs_status" -eq 0 ] && [ "$invoke_status" -eq 0 ] && [ "$load_status" -eq 0 ] && [ "$metrics_status" -eq 0 ] && [ "$cors_status" -eq 0 ] && [ "$gateway_status" -eq 0 ] && [ "$browser_status" -eq 0 ] && [ "$xss_status" -eq 0 ] && [ "$schedule_status" -eq 0 ] && [ "$fuzz_status" -eq 0 ]
+[ "$status" -eq 0 ] && [ "$runlocal_status" -eq 0 ] && [ "$costs_status" -eq 0 ] && [ "$invoke_status" -eq 0 ] && [ "$load_status" -eq 0 ] && [ "$metrics_status" -eq 0 ] && [ "$cors_status" -eq 0 ] && [ "$gateway_status" -eq 0 ] && [ "$browser_status" -eq 0 ] && [ "$xss_status" -eq 0 ] && [ "$readme_status" -eq 0 ] && [ "$schedule_status" -eq 0 ] && [ "$fuzz_status" -eq 0 ]

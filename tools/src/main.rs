@@ -123,11 +123,33 @@ struct Env {
     sdk: aws_config::SdkConfig,
 }
 
+/// The table, its endpoint and the SDK's settings, from the environment:
+/// `TABLE_NAME`, and `DYNAMODB_ENDPOINT` locally. Against a local endpoint
+/// that is all (DynamoDB Local's credentials and us-east-1 unless the
+/// environment names others); against AWS, the credentials and region the
+/// AWS CLI would use.
 async fn env() -> Result<Env, Error> {
+    let endpoint = std::env::var("DYNAMODB_ENDPOINT").ok();
+    let credentials_named = ["AWS_ACCESS_KEY_ID", "AWS_PROFILE"]
+        .iter()
+        .any(|name| std::env::var_os(name).is_some());
+    let table = std::env::var("TABLE_NAME").map_err(|_| "TABLE_NAME is not set")?;
+    let sdk = store::with_local_defaults(
+        store::sdk_config().await,
+        endpoint.as_deref(),
+        credentials_named,
+    );
+    if sdk.region().is_none() {
+        return Err(
+            "no AWS region: set AWS_REGION (or a profile's region, AWS_PROFILE), \
+                    or DYNAMODB_ENDPOINT for DynamoDB Local"
+                .into(),
+        );
+    }
     Ok(Env {
-        table: std::env::var("TABLE_NAME").map_err(|_| "TABLE_NAME is not set")?,
-        endpoint: std::env::var("DYNAMODB_ENDPOINT").ok(),
-        sdk: store::sdk_config().await,
+        table,
+        endpoint,
+        sdk,
     })
 }
 

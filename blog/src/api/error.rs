@@ -10,65 +10,67 @@ use crate::{
     text::TextError,
 };
 
-/// The `code` of an error body: what a client branches on (openapi.yaml
-/// lists them).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ErrorCode {
-    BadJson,
-    BadId,
-    BadLimit,
-    BadCursor,
-    InvalidField,
-    MissingUsername,
-    Unauthorized,
-    Forbidden,
-    AccountErased,
-    NotFound,
-    UsernameTaken,
-    ProfileExists,
-    BeingErased,
-    BadIdempotencyKey,
-    IdempotencyKeyReused,
-    IdempotencyKeyInFlight,
-    PreconditionFailed,
-    BadPrecondition,
-    PostIsHot,
-    FollowingLimit,
-    PayloadTooLarge,
-    Unavailable,
-    OutcomeUnknown,
-    Internal,
+/// Declares [`ErrorCode`] from one list: each variant, its `code` string and
+/// its HTTP status, so that [`ErrorCode::ALL`] names every variant (a
+/// variant can only be added to the list) and `as_str` and `status` have an
+/// arm for each.
+macro_rules! error_codes {
+    ($($variant:ident = $code:literal => $status:ident,)+) => {
+        /// The `code` of an error body: what a client branches on.
+        /// openapi.yaml's `Error.code` enum lists exactly these, and each
+        /// route documents the status of every code it can answer
+        /// (`blog/tests/api/contract.rs` holds both).
+        #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+        pub enum ErrorCode {
+            $($variant,)+
+        }
+
+        impl ErrorCode {
+            /// Every code, in the order declared.
+            pub const ALL: &'static [ErrorCode] = &[$(Self::$variant,)+];
+
+            pub fn as_str(self) -> &'static str {
+                match self {
+                    $(Self::$variant => $code,)+
+                }
+            }
+
+            /// The HTTP status every answer with this code has: the one
+            /// place statuses are chosen ([`ApiError::status`] reads it).
+            pub fn status(self) -> StatusCode {
+                match self {
+                    $(Self::$variant => StatusCode::$status,)+
+                }
+            }
+        }
+    };
 }
 
-impl ErrorCode {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::BadJson => "bad_json",
-            Self::BadId => "bad_id",
-            Self::BadLimit => "bad_limit",
-            Self::BadCursor => "bad_cursor",
-            Self::InvalidField => "invalid_field",
-            Self::MissingUsername => "missing_username",
-            Self::Unauthorized => "unauthorized",
-            Self::Forbidden => "forbidden",
-            Self::AccountErased => "account_erased",
-            Self::NotFound => "not_found",
-            Self::UsernameTaken => "username_taken",
-            Self::ProfileExists => "profile_exists",
-            Self::BeingErased => "being_erased",
-            Self::BadIdempotencyKey => "bad_idempotency_key",
-            Self::IdempotencyKeyReused => "idempotency_key_reused",
-            Self::IdempotencyKeyInFlight => "idempotency_key_in_flight",
-            Self::PreconditionFailed => "precondition_failed",
-            Self::BadPrecondition => "bad_precondition",
-            Self::PostIsHot => "post_is_hot",
-            Self::FollowingLimit => "following_limit",
-            Self::PayloadTooLarge => "payload_too_large",
-            Self::Unavailable => "unavailable",
-            Self::OutcomeUnknown => "outcome_unknown",
-            Self::Internal => "internal",
-        }
-    }
+error_codes! {
+    BadJson = "bad_json" => BAD_REQUEST,
+    BadId = "bad_id" => BAD_REQUEST,
+    BadLimit = "bad_limit" => BAD_REQUEST,
+    BadCursor = "bad_cursor" => BAD_REQUEST,
+    InvalidField = "invalid_field" => BAD_REQUEST,
+    MissingUsername = "missing_username" => BAD_REQUEST,
+    Unauthorized = "unauthorized" => UNAUTHORIZED,
+    Forbidden = "forbidden" => FORBIDDEN,
+    AccountErased = "account_erased" => FORBIDDEN,
+    NotFound = "not_found" => NOT_FOUND,
+    UsernameTaken = "username_taken" => CONFLICT,
+    ProfileExists = "profile_exists" => CONFLICT,
+    BeingErased = "being_erased" => CONFLICT,
+    BadIdempotencyKey = "bad_idempotency_key" => BAD_REQUEST,
+    IdempotencyKeyReused = "idempotency_key_reused" => UNPROCESSABLE_ENTITY,
+    IdempotencyKeyInFlight = "idempotency_key_in_flight" => CONFLICT,
+    PreconditionFailed = "precondition_failed" => PRECONDITION_FAILED,
+    BadPrecondition = "bad_precondition" => BAD_REQUEST,
+    PostIsHot = "post_is_hot" => CONFLICT,
+    FollowingLimit = "following_limit" => UNPROCESSABLE_ENTITY,
+    PayloadTooLarge = "payload_too_large" => PAYLOAD_TOO_LARGE,
+    Unavailable = "unavailable" => SERVICE_UNAVAILABLE,
+    OutcomeUnknown = "outcome_unknown" => SERVICE_UNAVAILABLE,
+    Internal = "internal" => INTERNAL_SERVER_ERROR,
 }
 
 impl std::fmt::Display for ErrorCode {
@@ -128,19 +130,9 @@ impl ApiError {
         Self::Conflict { code, message }
     }
 
+    /// The HTTP status: its code's ([`ErrorCode::status`]).
     pub fn status(&self) -> StatusCode {
-        match self {
-            Self::BadRequest { .. } => StatusCode::BAD_REQUEST,
-            Self::Unauthorized => StatusCode::UNAUTHORIZED,
-            Self::Forbidden(_) | Self::AccountErased => StatusCode::FORBIDDEN,
-            Self::NotFound(_) => StatusCode::NOT_FOUND,
-            Self::Conflict { .. } => StatusCode::CONFLICT,
-            Self::Unprocessable { .. } => StatusCode::UNPROCESSABLE_ENTITY,
-            Self::PayloadTooLarge { .. } => StatusCode::PAYLOAD_TOO_LARGE,
-            Self::PreconditionFailed(_) => StatusCode::PRECONDITION_FAILED,
-            Self::Unavailable { .. } | Self::OutcomeUnknown(_) => StatusCode::SERVICE_UNAVAILABLE,
-            Self::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
-        }
+        self.code().status()
     }
 
     pub fn code(&self) -> ErrorCode {
@@ -227,7 +219,9 @@ impl From<StoreError> for ApiError {
                 cause: cause.as_str(),
                 message,
             },
-            StoreError::Internal(_) => Self::Internal(message),
+            // A function without credentials is misdeployed: 500, not a
+            // 503 that invites the client to send it again.
+            StoreError::Config(_) | StoreError::Internal(_) => Self::Internal(message),
         }
     }
 }

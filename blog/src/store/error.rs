@@ -54,6 +54,11 @@ pub enum StoreError {
     /// 503 for a request, a failed record for the fan-out.
     #[error("DynamoDB is busy ({}): {detail}", cause.as_str())]
     Busy { cause: Busy, detail: String },
+    /// The call could not be made at all: no credentials to sign it with,
+    /// or no region or endpoint to send it to. Nothing was sent, and
+    /// sending it again will not help (not [`StoreError::Busy`]).
+    #[error("DynamoDB cannot be called: {0}")]
+    Config(String),
     #[error("unexpected DynamoDB response: {0}")]
     Internal(String),
 }

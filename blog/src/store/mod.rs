@@ -52,7 +52,10 @@ pub mod users;
 
 pub use crate::keys::{Item, ItemType};
 pub(crate) use crate::keys::{from_item, from_items};
-pub use client::{dynamodb_client, dynamodb_client_metered, sdk_config, streams_client};
+pub use client::{
+    dynamodb_client, dynamodb_client_metered, is_local_endpoint, sdk_config, streams_client,
+    with_local_defaults,
+};
 pub use error::StoreError;
 #[cfg(feature = "admin")]
 pub use handle::Admin;

@@ -16,7 +16,9 @@ async fn raw(api: &TestApi, method: &str, path: &str, user: &str, body: Vec<u8>)
         .send()
         .await
         .expect("send");
-    crate::support::decode(resp).await
+    let (status, reply) = crate::support::decode(resp).await;
+    crate::contract::check_answer(method, path, status, &reply);
+    (status, reply)
 }
 
 #[tokio::test]

@@ -311,7 +311,9 @@ impl TestApi {
         if let Some(body) = body {
             req = req.body(body.to_string());
         }
-        decode(req.send().await.expect("send")).await
+        let (status, reply) = decode(req.send().await.expect("send")).await;
+        crate::contract::check_answer(method, path, status, &reply);
+        (status, reply)
     }
 
     /// [`Self::call`], sent again after a 503 (nothing written: the store ran
@@ -364,6 +366,7 @@ impl TestApi {
             .get(blog::api::REPLAYED_HEADER)
             .is_some_and(|v| v == "true");
         let (status, reply) = decode(response).await;
+        crate::contract::check_answer(method, path, status, &reply);
         (status, reply, replayed)
     }
 
@@ -384,7 +387,9 @@ impl TestApi {
         if let Some(body) = body {
             req = req.body(body.to_string());
         }
-        decode(req.send().await.expect("send")).await
+        let (status, reply) = decode(req.send().await.expect("send")).await;
+        crate::contract::check_answer(method, path, status, &reply);
+        (status, reply)
     }
 
     pub async fn get(&self, path: &str) -> (u16, Value) {

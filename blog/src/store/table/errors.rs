@@ -90,10 +90,12 @@ fn busy_reason(code: &str) -> Option<Busy> {
 
 /// Whether an attempt's answer was lost, so that it may have taken effect:
 /// a timeout, a connection dropped, an unreadable answer, a 5xx. A call
-/// that could not even connect was never sent.
+/// that could not even connect, or not even be signed, was never sent.
 pub(super) fn lost<E: ProvideErrorMetadata, R>(err: &SdkError<E, R>) -> bool {
     match err {
-        SdkError::DispatchFailure(failure) => !never_connected(failure),
+        SdkError::DispatchFailure(failure) => {
+            !never_connected(failure) && unconfigured(failure).is_none()
+        }
         SdkError::TimeoutError(_) | SdkError::ResponseError(_) => true,
         SdkError::ServiceError(e) => {
             matches!(
@@ -125,10 +127,37 @@ fn never_connected(failure: &aws_smithy_runtime_api::client::result::DispatchFai
     false
 }
 
+/// What is missing when a call could not be sent for want of
+/// configuration: the SDK failed before sending it, resolving the
+/// credentials to sign it with (none in the environment, a profile or the
+/// instance's role). `None` for a failure of the connection itself.
+/// Another try cannot help.
+fn unconfigured(
+    failure: &aws_smithy_runtime_api::client::result::DispatchFailure,
+) -> Option<String> {
+    let mut source: Option<&(dyn std::error::Error + 'static)> = failure
+        .as_connector_error()
+        .map(|e| e as &(dyn std::error::Error + 'static));
+    while let Some(err) = source {
+        if let Some(credentials) =
+            err.downcast_ref::<aws_credential_types::provider::error::CredentialsError>()
+        {
+            return Some(format!(
+                "no AWS credentials to sign requests with: set AWS_ACCESS_KEY_ID and \
+                 AWS_SECRET_ACCESS_KEY (any values for DynamoDB Local), or AWS_PROFILE \
+                 ({credentials})"
+            ));
+        }
+        source = err.source();
+    }
+    None
+}
+
 /// Transient failures of a plain call (anything but TransactWriteItems).
 pub fn busy_call<E: ProvideErrorMetadata, R>(err: &SdkError<E, R>) -> Option<Busy> {
     match err {
         SdkError::ServiceError(e) => e.err().code().and_then(busy_code),
+        SdkError::DispatchFailure(failure) if unconfigured(failure).is_some() => None,
         SdkError::TimeoutError(_) | SdkError::DispatchFailure(_) | SdkError::ResponseError(_) => {
             Some(Busy::Unavailable)
         }
@@ -212,6 +241,11 @@ where
     E: ProvideErrorMetadata + std::error::Error + 'static,
     R: std::fmt::Debug,
 {
+    if let SdkError::DispatchFailure(failure) = &err
+        && let Some(missing) = unconfigured(failure)
+    {
+        return StoreError::Config(missing);
+    }
     let detail = describe(&err);
     match busy_call(&err) {
         Some(cause) => StoreError::busy(cause, detail),
@@ -228,7 +262,17 @@ pub(super) fn describe<E: ProvideErrorMetadata, R>(err: &SdkError<E, R>) -> Stri
             e.err().message().unwrap_or_default()
         ),
         SdkError::TimeoutError(_) => "request timed out".to_owned(),
-        SdkError::DispatchFailure(e) => format!("could not reach DynamoDB: {:?}", e.as_other()),
+        SdkError::DispatchFailure(e) => {
+            let mut reasons = Vec::new();
+            let mut source: Option<&(dyn std::error::Error + 'static)> = e
+                .as_connector_error()
+                .map(|e| e as &(dyn std::error::Error + 'static));
+            while let Some(err) = source {
+                reasons.push(err.to_string());
+                source = err.source();
+            }
+            format!("could not reach DynamoDB: {}", reasons.join(": "))
+        }
         SdkError::ResponseError(_) => "unreadable response".to_owned(),
         _ => "request could not be built".to_owned(),
     }

@@ -10,11 +10,17 @@ use aws_sdk_dynamodb::{
 };
 
 use super::{
-    errors::{busy_code, busy_transaction, condition_failed_code, failed_conditions, lost},
+    errors::{
+        busy_call, busy_code, busy_transaction, classify, condition_failed_code, failed_conditions,
+        lost,
+    },
     tokens::{Tokens, next_token, token},
     *,
 };
-use crate::keys::{GSI1, GSI1PK, GSI1SK, Key, PK, SK};
+use crate::{
+    keys::{GSI1, GSI1PK, GSI1SK, Key, PK, SK},
+    store::StoreError,
+};
 
 fn cancelled(codes: &[&str]) -> SdkError<TransactWriteItemsError, ()> {
     let mut err = TransactionCanceledException::builder();
@@ -275,4 +281,55 @@ fn combined_conditions_read_as_written_whatever_each_side_holds() {
         Expr::item_exists().and("x > :zero").text,
         format!("(attribute_exists({PK})) AND (x > :zero)")
     );
+}
+
+/// Credentials that are never there, counting how often they were asked for.
+#[derive(Debug, Default)]
+struct NoCredentials(std::sync::Arc<AtomicUsize>);
+
+impl aws_sdk_dynamodb::config::ProvideCredentials for NoCredentials {
+    fn provide_credentials<'a>(
+        &'a self,
+    ) -> aws_credential_types::provider::future::ProvideCredentials<'a>
+    where
+        Self: 'a,
+    {
+        self.0.fetch_add(1, Ordering::SeqCst);
+        aws_credential_types::provider::future::ProvideCredentials::ready(Err(
+            aws_credential_types::provider::error::CredentialsError::not_loaded(
+                "no providers in chain provided credentials",
+            ),
+        ))
+    }
+}
+
+/// A call that cannot be signed for want of credentials is not a busy
+/// DynamoDB: it is not retried, was not sent, and says what is missing.
+#[tokio::test]
+async fn missing_credentials_are_a_configuration_error_not_a_busy_database() {
+    let asked = std::sync::Arc::new(AtomicUsize::new(0));
+    let config = aws_sdk_dynamodb::Config::builder()
+        .behavior_version(aws_sdk_dynamodb::config::BehaviorVersion::latest())
+        .region(aws_sdk_dynamodb::config::Region::new("us-east-1"))
+        // Never reached: the call fails before it is sent.
+        .endpoint_url("http://127.0.0.1:9")
+        .credentials_provider(NoCredentials(asked.clone()))
+        .identity_cache(aws_sdk_dynamodb::config::IdentityCache::no_cache())
+        .build();
+    let client = aws_sdk_dynamodb::Client::from_conf(config);
+    let result = fast(8)
+        .retry("test", busy_call, || {
+            client.describe_table().table_name("blog").send()
+        })
+        .await;
+    let err = result.expect_err("no credentials");
+    assert_eq!(asked.load(Ordering::SeqCst), 1, "tried once");
+    assert!(!lost(&err), "never sent");
+    match classify(err) {
+        StoreError::Config(missing) => assert!(
+            missing.contains("AWS_ACCESS_KEY_ID") && missing.contains("AWS_PROFILE"),
+            "{missing}"
+        ),
+        other => panic!("{other:?}"),
+    }
 }
