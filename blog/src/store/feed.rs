@@ -282,9 +282,10 @@ impl FanOut<'_> {
         let change = Expr::new(
             "SET username = :username, title = :title, summary = :summary, \
              #comments = :comments, #likes = :likes, version = :version, \
-             userVersion = :uv",
+             userVersion = :uv, updatedAt = :updated",
         )
         .with_counters()
+        .value(":updated", s(&post.updated_at))
         .value(":username", s(&entry.post.username))
         .value(":title", s(&entry.post.title))
         .value(":summary", s(&entry.post.summary))
