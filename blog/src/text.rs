@@ -201,7 +201,7 @@ pub fn is_noncharacter(c: char) -> bool {
 /// return, and not a noncharacter. Every such character is an XML 1.0
 /// `Char` ([`is_xml_char`]).
 pub fn is_readable(c: char) -> bool {
-    !(c.is_control() && !matches!(c, '\t' | '\n' | '\r')) && !is_noncharacter(c)
+    (!c.is_control() || matches!(c, '\t' | '\n' | '\r')) && !is_noncharacter(c)
 }
 
 /// `text` without the characters [`is_readable`] refuses (borrowed when it
