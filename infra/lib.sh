@@ -18,12 +18,14 @@ DDB_HOME="$LOCAL/dynamodb-local-1.25.1"
 
 # Python tools, pinned, in their own virtualenv: cargo-lambda (watch, invoke,
 # build), the SAM CLI and cfn-lint (template checks, builds, deploys),
-# schemathesis (fuzzing the API from openapi.yaml).
+# schemathesis (fuzzing the API from openapi.yaml); lxml (the Atom feeds
+# parsed as strict XML 1.0 and validated against infra/atom.rng by
+# infra/check_atom.py, which the API suite runs).
 # cargo-lambda stays at 1.9.1: 1.9.2's watch (hyper 1.11) answers about 1 % of
 # requests whose response passes 16 KB with its own 500, after the function has
 # run (README, "Known defects"); infra/watch_load.py proves 1.9.1 does not.
 TOOLS_VENV="$LOCAL/venv"
-TOOLS_PACKAGES=("cargo-lambda==1.9.1" "aws-sam-cli==1.170.0" "cfn-lint==1.58.0" "schemathesis==4.32.5" "moto[server]==5.2.5" "awscli==1.46.3")
+TOOLS_PACKAGES=("cargo-lambda==1.9.1" "aws-sam-cli==1.170.0" "cfn-lint==1.58.0" "schemathesis==4.32.5" "moto[server]==5.2.5" "awscli==1.46.3" "lxml==6.1.3")
 export PATH="$TOOLS_VENV/bin:$PATH"
 export SAM_CLI_TELEMETRY=0
 
@@ -69,7 +71,7 @@ ensure_dynamodb_local() {
 
 # ensure_tools [NAME...]: the pinned packages named (cargo-lambda, moto, ...;
 # every one when none is named) installed into $TOOLS_VENV, each only once:
-# run-local.sh needs three of the six, and installs only those.
+# run-local.sh needs three of the seven, and installs only those.
 ensure_tools() {
   local stamp="$TOOLS_VENV/.installed" wanted=() spec
   for spec in "${TOOLS_PACKAGES[@]}"; do

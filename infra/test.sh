@@ -83,6 +83,12 @@ print(" ".join(r for r in h.REGIONS if not r.startswith(("cn-", "us-gov-", "us-i
   # The IAM roles as the SAM transform expands them.
   "$TOOLS_VENV/bin/python" infra/check_roles.py
 }
+# lxml first, on its own (seconds): the API suite validates the Atom feeds
+# with it (blog/tests/api/atom.rs runs infra/check_atom.py), and the tools
+# below install in the background while the tests build and run.
+log "lxml, for the API suite's strict Atom check"
+ensure_tools lxml
+
 # The Python tools (two minutes on a fresh clone, mostly downloads), then
 # the template checks, while the tests build. The stack checks need the tools
 # too: they start once this has passed.

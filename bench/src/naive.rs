@@ -624,6 +624,7 @@ impl NaiveStore {
                         like_count: row.like_count.unwrap_or_default(),
                         published_at: row.creation_date.clone(),
                         created_at: row.creation_date,
+                        updated_at: None,
                     })
                 })
                 .collect();
@@ -650,6 +651,7 @@ impl NaiveStore {
                         like_count: likes,
                         published_at: row.creation_date.clone(),
                         created_at: row.creation_date,
+                        updated_at: None,
                     })
                 }
             })

@@ -10,7 +10,11 @@
 //! or `style` attribute (but a table cell's `text-align`), only `http`,
 //! `https` and `mailto` URLs and no relative ones (a post is shown on pages
 //! this API doesn't know, where a relative URL would mean something else),
-//! and every link gets `rel="nofollow ugc noopener"`.
+//! and every link gets `rel="nofollow ugc noopener"`. What is inside the
+//! elements whose content is not prose ([`NOT_PROSE`]: scripts, styles and
+//! the like) goes with them, from the HTML and from the plain text alike.
+//! Neither keeps a character that is not text ([`text::is_readable`]), such
+//! as the U+0001 that `&#1;` decodes to.
 //!
 //! Rendered at read time, not stored (docs/benchmarks.md, "Markdown"): a
 //! 50,000-character post renders in milliseconds under get-post's CPU share,
@@ -31,6 +35,17 @@ const MARKDOWN: Options = Options::ENABLE_TABLES.union(Options::ENABLE_STRIKETHR
 /// user-generated (`ugc`), and the page it opens can't reach back (`noopener`).
 pub const LINK_REL: &str = "nofollow ugc noopener";
 
+/// The raw HTML elements whose content is not prose: what the HTML parser
+/// reads as raw text (`script`, `style`, `xmp`, `iframe`, `noembed`,
+/// `noframes`, and `noscript` where scripts run), as escapable raw text
+/// (`textarea`, `title`), and `template`'s inert content. Neither the
+/// sanitised HTML nor the plain text keeps what they hold: a summary is
+/// never a script's source.
+pub const NOT_PROSE: [&str; 10] = [
+    "iframe", "noembed", "noframes", "noscript", "script", "style", "template", "textarea",
+    "title", "xmp",
+];
+
 /// The one sanitiser, built once per process.
 static SANITIZER: LazyLock<ammonia::Builder<'static>> = LazyLock::new(|| {
     let mut builder = ammonia::Builder::default();
@@ -44,6 +59,7 @@ static SANITIZER: LazyLock<ammonia::Builder<'static>> = LazyLock::new(|| {
         .add_tag_attributes("th", ["style"])
         .add_tag_attributes("td", ["style"])
         .filter_style_properties(HashSet::from(["text-align"]))
+        .clean_content_tags(HashSet::from(NOT_PROSE))
         .attribute_filter(|element, attribute, value| match (element, attribute) {
             ("code", "class") => language_class(value).then_some(Cow::Borrowed(value)),
             _ => Some(Cow::Borrowed(value)),
@@ -66,16 +82,74 @@ fn language_class(value: &str) -> bool {
 pub fn to_html(markdown: &str) -> String {
     let mut unsafe_html = String::with_capacity(markdown.len() + markdown.len() / 2);
     pulldown_cmark::html::push_html(&mut unsafe_html, Parser::new_ext(markdown, MARKDOWN));
-    SANITIZER.clean(&unsafe_html).to_string()
+    let html = SANITIZER.clean(&unsafe_html).to_string();
+    // A character reference to a control character (`&#1;`, in Markdown
+    // text or in raw HTML) reaches the output decoded: dropped here, where
+    // the markup is all ASCII and only text and attribute values can hold it.
+    match text::readable(&html) {
+        Cow::Borrowed(_) => html,
+        Cow::Owned(clean) => clean,
+    }
+}
+
+/// Where a run of raw HTML leaves the text after it: inside the
+/// [`NOT_PROSE`] element `inside` names (until its end tag), or outside
+/// any. Reads start and end tags by name as the HTML parser would (inside a
+/// raw text element only its own end tag counts; a comment's text is no
+/// tag); attributes and the rest are of no matter.
+fn not_prose_after(html: &str, mut inside: Option<&'static str>) -> Option<&'static str> {
+    let mut rest = html;
+    while let Some(open) = rest.find('<') {
+        rest = &rest[open + 1..];
+        if inside.is_none()
+            && let Some(comment) = rest.strip_prefix("!--")
+        {
+            rest = comment.find("-->").map_or("", |end| &comment[end + 3..]);
+            continue;
+        }
+        let (closing, named) = match rest.strip_prefix('/') {
+            Some(named) => (true, named),
+            None => (false, rest),
+        };
+        let length = named
+            .find(|c: char| !c.is_ascii_alphanumeric())
+            .unwrap_or(named.len());
+        let (name, after) = named.split_at(length);
+        if !(after.is_empty()
+            || after.starts_with(|c: char| c.is_ascii_whitespace() || c == '/' || c == '>'))
+        {
+            continue;
+        }
+        match inside {
+            Some(element) if closing && name.eq_ignore_ascii_case(element) => inside = None,
+            Some(_) => {}
+            None if !closing => {
+                inside = NOT_PROSE
+                    .iter()
+                    .find(|element| name.eq_ignore_ascii_case(element))
+                    .copied();
+            }
+            None => {}
+        }
+    }
+    inside
 }
 
 /// What a reader reads of `markdown`, without its markup: the text of its
-/// blocks one per line (trimmed, blank ones left out), HTML left out.
+/// blocks one per line (trimmed, blank ones left out), HTML left out, and
+/// the text inside raw HTML elements that is not prose ([`NOT_PROSE`]) too;
+/// only readable characters ([`text::is_readable`]: a `&#1;` decodes to
+/// U+0001, which is dropped).
 pub fn plain_text(markdown: &str) -> String {
     let mut plain = String::with_capacity(markdown.len());
+    let mut inside: Option<&'static str> = None;
     for event in Parser::new_ext(markdown, MARKDOWN) {
         match event {
-            Event::Text(text) | Event::Code(text) => plain.push_str(&text),
+            Event::Html(html) | Event::InlineHtml(html) => inside = not_prose_after(&html, inside),
+            Event::Text(_) | Event::Code(_) if inside.is_some() => {}
+            Event::Text(text) | Event::Code(text) => {
+                plain.extend(text.chars().filter(|c| text::is_readable(*c)));
+            }
             Event::SoftBreak | Event::HardBreak => plain.push('\n'),
             Event::Start(Tag::TableCell) if !plain.ends_with(['\n', ' ']) && !plain.is_empty() => {
                 plain.push(' ');
@@ -359,6 +433,84 @@ mod tests {
         assert_eq!(plain_text("```\nlet x = 1;\n```"), "let x = 1;");
         assert_eq!(plain_text("   "), "");
         assert_eq!(plain_text("<img src=x> after\n\n\n  next  "), "after\nnext");
+    }
+
+    #[test]
+    fn plain_text_keeps_no_control_character_or_noncharacter() {
+        for (markdown, plain) in [
+            ("a&#1;b", "ab"),
+            ("a&#x1F;b&#127;c&#x85;d", "abcd"),
+            ("a&#xFFFF;b&#xFFFE;c&#xFDD0;d&#x10FFFF;e", "abcde"),
+            // Not Unicode scalar values: CommonMark makes them U+FFFD.
+            ("a&#xD800;b&#0;c&#x110000;d", "a\u{FFFD}b\u{FFFD}c\u{FFFD}d"),
+            ("`co&#1;de`", "co&#1;de"),
+            ("```\nx\u{1}y\n```", "xy"),
+            ("# T&#x1;itle\n\n| a&#2; |\n|---|\n| b&#3; |", "Title\na\nb"),
+        ] {
+            assert_eq!(plain_text(markdown), plain, "{markdown:?}");
+            assert!(summary(markdown).chars().all(text::is_readable));
+        }
+    }
+
+    #[test]
+    fn html_keeps_no_control_character_or_noncharacter() {
+        for markdown in [
+            "a&#1;b",
+            "<b>a&#1;b&#x7f;c&#x9f;</b>",
+            "[x](https://x.example/&#1;)",
+            "a&#xFFFF;b&#xFDD0;c",
+            "<span title=\"&#1;&#xffff;\">t</span>",
+        ] {
+            let html = to_html(markdown);
+            assert!(
+                html.chars().all(text::is_readable),
+                "{markdown:?}: {html:?}"
+            );
+            assert!(
+                html.contains('a') || html.contains('t'),
+                "{markdown:?}: {html:?}"
+            );
+        }
+        assert_eq!(to_html("a&#1;b\u{85}c"), "<p>abc</p>\n");
+    }
+
+    #[test]
+    fn what_is_not_prose_is_in_neither_the_plain_text_nor_the_html() {
+        for (markdown, plain) in [
+            ("a <script>alert(1)</script> b", "a  b"),
+            ("a <SCRIPT type=x>alert(1)</SCRIPT > b", "a  b"),
+            ("a <style>p { color: red }</style> b", "a  b"),
+            ("<style>\n\np { color: red }\n\n</style>\n\nafter", "after"),
+            ("<template>\n\nhidden\n\n</template>\n\nshown", "shown"),
+            (
+                "a <textarea>t</textarea><title>t</title><xmp>x</xmp> b",
+                "a  b",
+            ),
+            (
+                "a <iframe>i</iframe><noscript>n</noscript><noembed>e</noembed> b",
+                "a  b",
+            ),
+            // Inside a script, only its own end tag ends it.
+            ("a <script>x <style> y</script> b", "a  b"),
+            // A script never closed hides the rest, as a browser would.
+            ("a <script>x\n\nnever closed", "a"),
+            // Not a script: a longer name, a comment, an end tag alone.
+            ("a <scripts>s</scripts> <script-x>x</script-x> b", "a s x b"),
+            ("a <!-- <script> --> b", "a  b"),
+            ("a </script> b", "a  b"),
+            // Prose inside other HTML stays.
+            ("a <span>kept</span> <div>also</div>", "a kept also"),
+        ] {
+            assert_eq!(plain_text(markdown), plain, "{markdown:?}");
+            let html = to_html(markdown);
+            for hidden in ["alert", "color", "hidden", "never"] {
+                assert!(!html.contains(hidden), "{markdown:?}: {html}");
+            }
+        }
+        assert_eq!(
+            summary("Intro <script>steal()</script> text"),
+            "Intro  text"
+        );
     }
 
     #[test]

@@ -86,6 +86,12 @@ pub struct PostSummary {
     /// with a copy; a list fills it in as it reads ([`PostSummary::listed_at`]).
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub published_at: String,
+    /// When the post was last edited (its `updatedAt`), where the list read
+    /// knows it: the feed's and the tags' entries hold it beside the short
+    /// form ([`PostSummary::edited_at`]); Q3's index does not project it.
+    /// The Atom feeds' entry `updated`; never in a JSON answer.
+    #[serde(skip)]
+    pub updated_at: Option<String>,
 }
 
 impl PostSummary {
@@ -94,6 +100,13 @@ impl PostSummary {
     /// under its own id: published as it was created).
     pub fn listed_at(mut self, listed: PostId) -> Self {
         self.published_at = listed.created_at();
+        self
+    }
+
+    /// The short form with the post's last edit time, as a list's entry
+    /// holds it (`None` in entries written before they held it).
+    pub fn edited_at(mut self, updated_at: Option<String>) -> Self {
+        self.updated_at = updated_at;
         self
     }
 }

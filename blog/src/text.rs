@@ -8,6 +8,14 @@
 //! like) is bounded in bytes as well as characters: DynamoDB's limits (400 KB
 //! an item, 1 MB a Query page) count bytes, and one grapheme cluster can be
 //! arbitrarily long. The `*_MAX_BYTES` constants state those bounds.
+//!
+//! What people read, and what the Atom feeds carry, is text: no control
+//! character but tab and line breaks, and no noncharacter ([`is_readable`]).
+//! A title refuses anything else at input, a post's or a comment's content
+//! too when written raw; what Markdown decodes from a character reference
+//! (`&#1;`) is dropped from its plain text and HTML ([`crate::markdown`]).
+
+use std::borrow::Cow;
 
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
@@ -179,12 +187,48 @@ pub fn tags(raw: &[String]) -> Result<Vec<Tag>, TextError> {
     Ok(tags)
 }
 
-/// A title is one line: no control characters at all.
+/// Whether `c` is one of Unicode's 66 noncharacters: U+FDD0–U+FDEF and the
+/// last two code points of every plane (U+FFFE, U+FFFF, U+1FFFE, …,
+/// U+10FFFF). They are for a program's own use, never text: XML 1.0 has no
+/// U+FFFE or U+FFFF at all, and discourages the others.
+pub fn is_noncharacter(c: char) -> bool {
+    let code = u32::from(c);
+    (0xFDD0..=0xFDEF).contains(&code) || code & 0xFFFE == 0xFFFE
+}
+
+/// Whether `c` may stand in text that people read and feeds carry: not a
+/// control character (C0, DEL or C1) other than tab, line feed and carriage
+/// return, and not a noncharacter. Every such character is an XML 1.0
+/// `Char` ([`is_xml_char`]).
+pub fn is_readable(c: char) -> bool {
+    (!c.is_control() || matches!(c, '\t' | '\n' | '\r')) && !is_noncharacter(c)
+}
+
+/// `text` without the characters [`is_readable`] refuses (borrowed when it
+/// has none).
+pub fn readable(text: &str) -> Cow<'_, str> {
+    if text.chars().all(is_readable) {
+        Cow::Borrowed(text)
+    } else {
+        Cow::Owned(text.chars().filter(|c| is_readable(*c)).collect())
+    }
+}
+
+/// XML 1.0's `Char` production (§2.2): `#x9 | #xA | #xD | [#x20-#xD7FF] |
+/// [#xE000-#xFFFD] | [#x10000-#x10FFFF]`. A document with any other
+/// character, raw or as a character reference, is not well-formed. (A `char`
+/// is never a surrogate.)
+pub fn is_xml_char(c: char) -> bool {
+    matches!(c, '\t' | '\n' | '\r' | '\u{20}'..='\u{D7FF}' | '\u{E000}'..='\u{FFFD}' | '\u{10000}'..)
+}
+
+/// A title is one line of text: no control characters at all, and no
+/// noncharacters.
 pub fn title(raw: &str) -> Result<&str, TextError> {
-    if raw.chars().any(char::is_control) {
+    if raw.chars().any(|c| c.is_control() || is_noncharacter(c)) {
         return Err(TextError {
             field: "title",
-            problem: "must not contain control characters".into(),
+            problem: "must not contain control characters or noncharacters (U+FDD0–U+FDEF, U+FFFE, U+FFFF, …)".into(),
         });
     }
     not_blank("title", raw)?;
@@ -220,19 +264,17 @@ pub fn summary(content: &str) -> String {
     content.to_owned()
 }
 
-/// Multi-line text: line breaks and tabs are fine, other control characters are not.
+/// Multi-line text: line breaks and tabs are fine, other control characters
+/// and noncharacters are not ([`is_readable`]).
 fn body_text<'a>(
     field: &'static str,
     raw: &'a str,
     bounds: (usize, usize),
 ) -> Result<&'a str, TextError> {
-    if raw
-        .chars()
-        .any(|c| c.is_control() && !matches!(c, '\n' | '\r' | '\t'))
-    {
+    if !raw.chars().all(is_readable) {
         return Err(TextError {
             field,
-            problem: "must not contain control characters other than line breaks and tabs".into(),
+            problem: "must not contain control characters other than line breaks and tabs, nor noncharacters (U+FDD0–U+FDEF, U+FFFE, U+FFFF, …)".into(),
         });
     }
     not_blank(field, raw)?;
@@ -302,6 +344,99 @@ mod tests {
         assert!(comment_content(&"x".repeat(5_000)).is_ok());
         assert!(comment_content(&"x".repeat(5_001)).is_err());
         assert!(comment_content("").is_err());
+    }
+
+    #[test]
+    fn titles_and_contents_refuse_what_is_not_text() {
+        // C0 (but tab and line breaks in content), DEL, C1, and noncharacters
+        // in the BMP and in other planes.
+        for bad in [
+            '\u{0}',
+            '\u{1}',
+            '\u{8}',
+            '\u{b}',
+            '\u{c}',
+            '\u{1f}',
+            '\u{7f}',
+            '\u{80}',
+            '\u{85}',
+            '\u{9f}',
+            '\u{fdd0}',
+            '\u{fdef}',
+            '\u{fffe}',
+            '\u{ffff}',
+            '\u{1fffe}',
+            '\u{10ffff}',
+        ] {
+            let raw = format!("a{bad}b");
+            assert_eq!(title(&raw).map_err(|e| e.field), Err("title"), "{bad:?}");
+            assert_eq!(
+                post_content(&raw).map_err(|e| e.field),
+                Err("content"),
+                "{bad:?}"
+            );
+            assert!(comment_content(&raw).is_err(), "{bad:?}");
+            assert!(!is_readable(bad), "{bad:?}");
+        }
+        // Their neighbours are text.
+        for good in [
+            '\u{a0}',
+            '\u{fdcf}',
+            '\u{fdf0}',
+            '\u{fffd}',
+            '\u{e000}',
+            '\u{10000}',
+            '\u{1fffd}',
+            '\u{10fffd}',
+            '字',
+            '😀',
+        ] {
+            let raw = format!("a{good}b");
+            assert_eq!(title(&raw).map(str::len), Ok(raw.len()), "{good:?}");
+            assert!(post_content(&raw).is_ok(), "{good:?}");
+            assert!(is_readable(good) && is_xml_char(good), "{good:?}");
+        }
+        for (line_break, in_title, in_content) in [
+            ('\n', false, true),
+            ('\r', false, true),
+            ('\t', false, true),
+        ] {
+            let raw = format!("a{line_break}b");
+            assert_eq!(title(&raw).is_ok(), in_title);
+            assert_eq!(post_content(&raw).is_ok(), in_content);
+        }
+    }
+
+    #[test]
+    fn readable_text_drops_what_is_not_and_is_xml() {
+        assert!(matches!(readable("plain\ttext\n"), Cow::Borrowed(_)));
+        assert_eq!(
+            readable("a\u{1}b\u{7f}c\u{85}d\u{ffff}e\u{fdd0}f\u{10ffff}\r\n"),
+            "abcdef\r\n"
+        );
+        // Every readable character is an XML 1.0 Char; the C0 controls but
+        // three, U+FFFE and U+FFFF are not.
+        for code in (0..=0x10_FFFF).filter_map(char::from_u32) {
+            if is_readable(code) {
+                assert!(is_xml_char(code), "{code:?}");
+            }
+        }
+        for not_xml in ['\u{0}', '\u{1}', '\u{1f}', '\u{fffe}', '\u{ffff}'] {
+            assert!(!is_xml_char(not_xml), "{not_xml:?}");
+        }
+        for xml in [
+            '\t',
+            '\n',
+            '\r',
+            ' ',
+            '\u{d7ff}',
+            '\u{e000}',
+            '\u{fffd}',
+            '\u{10000}',
+            '\u{10ffff}',
+        ] {
+            assert!(is_xml_char(xml), "{xml:?}");
+        }
     }
 
     #[test]

@@ -8,15 +8,26 @@
 //! An entry's `id` is its post id as a URN ([`crate::ids::PostId::urn`]):
 //! the same wherever the API is served from. Its link is the post's URL on
 //! the writer's site when `SITE_URL` is set (`<SITE_URL>/posts/<postId>`),
-//! else the post's URL on this API. The short form carries no edit time, so
-//! an entry's `updated` is its publication time. Answers carry an `ETag` and
-//! honour `If-None-Match` (304), as feed readers poll with them.
+//! else the post's URL on this API. An entry's `published` is when the post
+//! was published, its `updated` when it was last edited (its `updatedAt`;
+//! its publication when that is later, or when the list's entry predates
+//! the edit times the feed's and the tags' entries keep). The feed's own
+//! `updated` is its newest entry's; an empty feed's, the time of the answer
+//! (it has no entry to tell when it last changed). Answers carry an `ETag`
+//! (the document's hash: it changes whenever the document does) and honour
+//! `If-None-Match` (304), as feed readers poll with them.
+//!
+//! Every document is XML 1.0 whatever the posts hold: titles and summaries
+//! are readable text ([`crate::text::is_readable`]: what the rules let in,
+//! and what an older post may hold is dropped here), and the document
+//! itself keeps only XML's characters ([`crate::text::is_xml_char`]), so
+//! that no strict reader refuses the feed for one post.
 
 use atom_syndication::{Entry, Feed, FixedDateTime, Link, Person, Text, extension::ExtensionMap};
 use lambda_http::Request;
 
 use super::{ApiError, ApiResult, App, ErrorCode, Reply, feed, request};
-use crate::{ids::UserId, model::PostSummary};
+use crate::{ids::UserId, model::PostSummary, text, timestamp};
 
 /// The environment variable naming the writer's site, whose `/posts/<postId>`
 /// pages show the posts (optional).
@@ -46,7 +57,8 @@ pub async fn get_feed_atom(app: &App, req: Request) -> ApiResult {
         post_base: post_base(site.as_deref(), &origin),
         alternate: site.clone().map(|site| (site, "text/html")),
     };
-    Reply::atom(render(&document, &posts)?, super::Freshness::Feed).unless_none_match(&req)
+    let xml = render(&document, &posts, &timestamp::now())?;
+    Reply::atom(xml, super::Freshness::Feed).unless_none_match(&req)
 }
 
 /// `GET /users/{userId}/posts.atom`: the user's newest posts (Q3's first
@@ -61,16 +73,23 @@ pub async fn list_user_posts_atom(app: &App, req: Request) -> ApiResult {
             "a feed takes no cursor: it is the newest posts",
         ));
     }
-    let page = app
-        .store
-        .requests()
-        .list_user_posts(&user, limit, None)
-        .await?;
+    let requests = app.store.requests();
+    let page = requests.list_user_posts(&user, limit, None).await?;
+    // Q3's index holds no edit times: the posts' own items do.
+    let ids: Vec<_> = page.items.iter().map(|p| p.post_id).collect();
+    let mut edited = requests.edit_times(&ids).await?;
+    let posts: Vec<PostSummary> = page
+        .items
+        .into_iter()
+        .map(|p| {
+            let at = edited.remove(&p.post_id);
+            p.edited_at(at)
+        })
+        .collect();
     let origin = request::origin(&req);
     let site = site_url();
     let path = format!("/users/{}/posts", iri_segment(user.as_str()));
-    let author = page
-        .items
+    let author = posts
         .first()
         .map_or_else(|| user.as_str().to_owned(), |p| p.username.to_string());
     let document = Document {
@@ -80,7 +99,8 @@ pub async fn list_user_posts_atom(app: &App, req: Request) -> ApiResult {
         // The same list as JSON (Q3).
         alternate: Some((format!("{origin}{path}"), super::JSON)),
     };
-    Reply::atom(render(&document, &page.items)?, super::Freshness::Shared).unless_none_match(&req)
+    let xml = render(&document, &posts, &timestamp::now())?;
+    Reply::atom(xml, super::Freshness::Shared).unless_none_match(&req)
 }
 
 /// `GET /tags/{tag}/posts.atom`: the tag's newest posts (its list's first
@@ -104,7 +124,8 @@ pub async fn list_tag_posts_atom(app: &App, req: Request) -> ApiResult {
         post_base: post_base(site.as_deref(), &origin),
         alternate: Some((format!("{origin}{path}"), super::JSON)),
     };
-    Reply::atom(render(&document, &page.items)?, super::Freshness::Shared).unless_none_match(&req)
+    let xml = render(&document, &page.items, &timestamp::now())?;
+    Reply::atom(xml, super::Freshness::Shared).unless_none_match(&req)
 }
 
 /// `SITE_URL` without its trailing `/`, when it is an http(s) URL.
@@ -129,42 +150,61 @@ fn iri_segment(id: &str) -> String {
     id.replace('|', "%7C")
 }
 
-/// The Atom document of `posts`, newest first.
-fn render(document: &Document<'_>, posts: &[PostSummary]) -> Result<String, ApiError> {
+/// The Atom document of `posts`, newest first, answered at `now` (an RFC
+/// 3339 time: an empty feed's `updated`).
+fn render(document: &Document<'_>, posts: &[PostSummary], now: &str) -> Result<String, ApiError> {
     let entries = posts
         .iter()
         .map(|post| entry(document.post_base, post))
         .collect::<Result<Vec<_>, _>>()?;
-    // The feed changed when its newest entry did; an empty one, never.
+    // The feed changed when its newest entry did. An empty one has nothing
+    // to tell when: it is as of the answer.
     let updated = match entries.iter().map(|e| e.updated).max() {
         Some(newest) => newest,
-        None => time_of("1970-01-01T00:00:00Z")?,
+        None => time_of(now)?,
     };
     let mut links = vec![link("self", &document.url, "application/atom+xml")];
     if let Some((page, mime_type)) = &document.alternate {
         links.push(link("alternate", page, mime_type));
     }
     let feed = Feed {
-        title: Text::plain(document.title.clone()),
+        title: Text::plain(text::readable(&document.title)),
         id: document.url.clone(),
         updated,
         links,
         entries,
         ..Feed::default()
     };
-    Ok(feed.to_string())
+    Ok(xml_chars(feed.to_string()))
+}
+
+/// `document` with only the characters XML 1.0 allows (the markup is
+/// ASCII: only text can hold others). The fields are readable text already;
+/// this is the last word, whatever a field was given.
+fn xml_chars(document: String) -> String {
+    if document.chars().all(text::is_xml_char) {
+        document
+    } else {
+        document.chars().filter(|c| text::is_xml_char(*c)).collect()
+    }
 }
 
 fn entry(post_base: (&str, &'static str), post: &PostSummary) -> Result<Entry, ApiError> {
     let (base, mime_type) = post_base;
     let published = time_of(&post.published_at)?;
+    // Published after its last edit: a draft's or a scheduled post's
+    // publication is its newest change.
+    let updated = match &post.updated_at {
+        Some(edited) => time_of(edited)?.max(published),
+        None => published,
+    };
     Ok(Entry {
-        title: Text::plain(post.title.clone()),
+        title: Text::plain(text::readable(&post.title)),
         id: post.post_id.urn(),
-        updated: published,
+        updated,
         published: Some(published),
         authors: vec![Person {
-            name: post.username.to_string(),
+            name: text::readable(post.username.as_str()).into_owned(),
             email: None,
             uri: None,
             extensions: ExtensionMap::default(),
@@ -174,7 +214,7 @@ fn entry(post_base: (&str, &'static str), post: &PostSummary) -> Result<Entry, A
             &format!("{base}/posts/{}", post.post_id),
             mime_type,
         )],
-        summary: Some(Text::plain(post.summary.clone())),
+        summary: Some(Text::plain(text::readable(&post.summary))),
         ..Entry::default()
     })
 }
@@ -210,8 +250,20 @@ mod tests {
             like_count: 4,
             created_at: at.to_owned(),
             published_at: at.to_owned(),
+            updated_at: None,
         }
     }
+
+    fn document() -> Document<'static> {
+        Document {
+            title: "Newest posts".to_owned(),
+            url: "http://127.0.0.1:9000/feed.atom".to_owned(),
+            post_base: ("http://127.0.0.1:9000", JSON),
+            alternate: None,
+        }
+    }
+
+    const NOW: &str = "2026-12-01T08:00:00.000Z";
 
     #[test]
     fn a_document_escapes_what_posts_say_and_is_newest_first() {
@@ -229,7 +281,7 @@ mod tests {
             post_base: ("https://blog.example", "text/html"),
             alternate: None,
         };
-        let xml = render(&document, &posts).expect("rendered");
+        let xml = render(&document, &posts, NOW).expect("rendered");
         assert!(
             xml.contains("<title>&lt;b&gt;Newer&lt;/b&gt; &amp; more</title>"),
             "{xml}"
@@ -254,22 +306,78 @@ mod tests {
     }
 
     #[test]
-    fn an_empty_feed_is_a_valid_document_dated_at_the_epoch() {
-        let document = Document {
-            title: "Newest posts".to_owned(),
-            url: "http://127.0.0.1:9000/feed.atom".to_owned(),
-            post_base: ("http://127.0.0.1:9000", JSON),
-            alternate: None,
-        };
-        let xml = render(&document, &[]).expect("rendered");
+    fn an_empty_feed_is_dated_at_its_answer() {
+        let xml = render(&document(), &[], NOW).expect("rendered");
         assert!(
-            xml.contains("<updated>1970-01-01T00:00:00+00:00</updated>"),
+            xml.contains("<updated>2026-12-01T08:00:00+00:00</updated>"),
             "{xml}"
         );
+        assert!(!xml.contains("1970"), "{xml}");
         assert!(
             xml.contains("<id>http://127.0.0.1:9000/feed.atom</id>"),
             "{xml}"
         );
+    }
+
+    #[test]
+    fn an_entry_is_updated_at_its_last_edit_and_the_feed_at_its_newest() {
+        let mut edited = post("Edited", "s", "2026-11-26T10:00:00Z");
+        edited.updated_at = Some("2026-11-28T09:30:00.500Z".to_owned());
+        let mut newer = post("Newer", "s", "2026-11-27T10:00:00Z");
+        // Edited before it was published (a draft): published is newer.
+        newer.updated_at = Some("2026-11-20T00:00:00Z".to_owned());
+        let xml = render(&document(), &[newer, edited], NOW).expect("rendered");
+        let updated: Vec<&str> = xml
+            .split("<updated>")
+            .skip(1)
+            .filter_map(|rest| rest.split('<').next())
+            .collect();
+        // The feed's, then each entry's.
+        assert_eq!(
+            updated,
+            [
+                "2026-11-28T09:30:00.500+00:00",
+                "2026-11-27T10:00:00+00:00",
+                "2026-11-28T09:30:00.500+00:00"
+            ],
+            "{xml}"
+        );
+        assert!(
+            xml.contains("<published>2026-11-26T10:00:00+00:00</published>"),
+            "{xml}"
+        );
+    }
+
+    #[test]
+    fn a_document_holds_only_xml_characters_whatever_posts_hold() {
+        // What posts stored before the rules refused them may hold: control
+        // characters, noncharacters (U+FFFF is no XML character at all).
+        let hostile =
+            "a\u{1}b\u{8}c\u{b}d\u{1f}e\u{7f}f\u{85}g\u{fdd0}h\u{fffe}i\u{ffff}j\u{10ffff}k";
+        let xml = render(
+            &Document {
+                title: format!("Posts by {hostile}"),
+                ..document()
+            },
+            &[post(hostile, hostile, "2026-11-27T10:00:00Z")],
+            NOW,
+        )
+        .expect("rendered");
+        assert!(xml.chars().all(text::is_readable), "{xml:?}");
+        assert!(xml.contains("<title>Posts by abcdefghijk</title>"), "{xml}");
+        assert!(xml.contains("<title>abcdefghijk</title>"), "{xml}");
+        assert!(xml.contains("<summary>abcdefghijk</summary>"), "{xml}");
+        // Tabs and line breaks are XML, and stay.
+        let xml = render(&document(), &[post("t", "one\ttwo\nthree", NOW)], NOW).expect("rendered");
+        assert!(xml.contains("<summary>one\ttwo\nthree</summary>"), "{xml}");
+    }
+
+    #[test]
+    fn the_last_word_on_a_document_is_xml_s_characters() {
+        let document = "<a>x\u{0}\u{1}\u{ffff}\u{fffe}y\u{85}\u{fdd0}\t\n\r</a>".to_owned();
+        assert_eq!(xml_chars(document), "<a>xy\u{85}\u{fdd0}\t\n\r</a>");
+        let clean = "<a>日本\u{10ffff}</a>".to_owned();
+        assert_eq!(xml_chars(clean.clone()), clean);
     }
 
     #[test]

@@ -621,8 +621,8 @@ struct Kind {
     kind: Option<ItemType>,
 }
 
-/// What a feed entry shows of a post: a change elsewhere (content beyond the
-/// summary, `updatedAt`) is no reason to write.
+/// What a feed entry shows of a post, and the post's `updatedAt` (the Atom
+/// entry's `updated`): a change of the versions alone is no reason to write.
 fn short_form(post: &PostItem) -> FeedEntryItem {
     FeedEntryItem {
         version: 0,

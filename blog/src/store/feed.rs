@@ -44,6 +44,10 @@ pub struct FeedEntryItem {
     /// published after it was created: [`PostId::listed_at`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub listed_id: Option<PostId>,
+    /// The post's `updatedAt` (its last edit), for the Atom feed's entry
+    /// `updated`; absent from entries written before it was kept.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub updated_at: Option<String>,
 }
 
 impl From<&PostItem> for FeedEntryItem {
@@ -53,6 +57,7 @@ impl From<&PostItem> for FeedEntryItem {
             version: post.version,
             user_version: post.user_version,
             listed_id: post.listed_id().filter(|listed| *listed != post.post_id),
+            updated_at: Some(post.updated_at.clone()),
         }
     }
 }
@@ -181,7 +186,7 @@ impl Requests<'_> {
             .into_iter()
             .map(|e| {
                 let listed = e.listed();
-                e.post.listed_at(listed)
+                e.post.listed_at(listed).edited_at(e.updated_at)
             })
             .collect())
     }
@@ -277,9 +282,10 @@ impl FanOut<'_> {
         let change = Expr::new(
             "SET username = :username, title = :title, summary = :summary, \
              #comments = :comments, #likes = :likes, version = :version, \
-             userVersion = :uv",
+             userVersion = :uv, updatedAt = :updated",
         )
         .with_counters()
+        .value(":updated", s(&post.updated_at))
         .value(":username", s(&entry.post.username))
         .value(":title", s(&entry.post.title))
         .value(":summary", s(&entry.post.summary))

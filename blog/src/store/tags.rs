@@ -38,6 +38,10 @@ pub struct TagEntryItem {
     /// published after it was created: [`PostId::listed_at`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub listed_id: Option<PostId>,
+    /// The post's `updatedAt` (its last edit), for the Atom feed's entry
+    /// `updated`; absent from entries written before it was kept.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub updated_at: Option<String>,
 }
 
 impl TagEntryItem {
@@ -48,6 +52,7 @@ impl TagEntryItem {
             version: post.version,
             user_version: post.user_version,
             listed_id: post.listed_id().filter(|listed| *listed != post.post_id),
+            updated_at: Some(post.updated_at.clone()),
         }
     }
 
@@ -99,7 +104,7 @@ impl Requests<'_> {
                 .into_iter()
                 .map(|e| {
                     let listed = e.listed();
-                    e.post.listed_at(listed)
+                    e.post.listed_at(listed).edited_at(e.updated_at)
                 })
                 .collect(),
             next_cursor: page.next_cursor,

@@ -1,10 +1,15 @@
-//! The Atom feeds (`GET /feed.atom`, `GET /users/{userId}/posts.atom`), read
-//! over HTTP and parsed by a feed reader's parser (feed-rs), not by the crate
-//! that wrote them.
+//! The Atom feeds (`GET /feed.atom`, `GET /users/{userId}/posts.atom`,
+//! `GET /tags/{tag}/posts.atom`), read over HTTP and parsed by a feed
+//! reader's parser (feed-rs), not by the crate that wrote them; and, with
+//! posts holding what is not text, by a strict XML 1.0 parser and RFC 4287's
+//! grammar (infra/check_atom.py, lxml).
+
+use std::{path::PathBuf, process::Command};
 
 use feed_rs::model::{Feed, FeedType};
+use serde_json::json;
 
-use crate::support::TestApi;
+use crate::support::{JWT_SUB, TestApi, decode};
 
 /// A feed as a reader gets it: status, content type, `ETag`, and the
 /// parsed document (`None` for a 304 or an error).
@@ -219,4 +224,262 @@ async fn a_tags_feed_lists_its_posts_as_atom() {
     assert_eq!(titles, ["Tagged"]);
     let (status, _, _, empty) = read_feed(&api, "/tags/none/posts.atom", None).await;
     assert_eq!((status, empty.map(|f| f.entries.len())), (200, Some(0)));
+}
+
+/// The workspace's root (the tools' virtualenv and infra/ are there).
+fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..")
+}
+
+/// infra/check_atom.py on `documents`: its output, and whether they all
+/// passed. It runs with `ATOM_CHECK_PYTHON` if set, else the tools'
+/// virtualenv's Python, which has lxml (infra/test.sh installs it before the
+/// tests; by hand: `source infra/lib.sh && ensure_tools lxml`).
+fn strict_atom_check(documents: &[(String, Vec<u8>)]) -> (String, bool) {
+    let python = std::env::var_os("ATOM_CHECK_PYTHON")
+        .map_or_else(|| root().join(".local/venv/bin/python"), PathBuf::from);
+    let dir = std::env::temp_dir().join(format!("atom-check-{}", ulid::Ulid::generate()));
+    std::fs::create_dir_all(&dir).expect("a temporary directory");
+    let mut files = Vec::new();
+    for (name, body) in documents {
+        let file = dir.join(format!("{name}.xml"));
+        std::fs::write(&file, body).expect("a document written");
+        files.push(file);
+    }
+    let output = Command::new(&python)
+        .arg(root().join("infra/check_atom.py"))
+        .args(&files)
+        .output()
+        .unwrap_or_else(|e| {
+            panic!(
+                "{}: {e} (the tools' Python with lxml: `source infra/lib.sh && ensure_tools lxml`)",
+                python.display()
+            )
+        });
+    let _ = std::fs::remove_dir_all(&dir);
+    let said = format!(
+        "{}{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    (said, output.status.success())
+}
+
+/// Whether `text` is text a reader reads: no control character but tab and
+/// line breaks, no noncharacter.
+fn readable(text: &str) -> bool {
+    text.chars().all(|c| {
+        let code = u32::from(c);
+        let control = c.is_control() && !matches!(c, '\t' | '\n' | '\r');
+        !control && !(0xFDD0..=0xFDEF).contains(&code) && code & 0xFFFE != 0xFFFE
+    })
+}
+
+/// A document as a reader gets it: its bytes and its `ETag`.
+async fn raw_feed(api: &TestApi, path: &str) -> (Vec<u8>, String) {
+    let resp = api.http.get(api.url(path)).send().await.expect("answered");
+    assert_eq!(resp.status().as_u16(), 200, "{path}");
+    let etag = resp
+        .headers()
+        .get("etag")
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or_default()
+        .to_owned();
+    (resp.bytes().await.expect("a body").to_vec(), etag)
+}
+
+/// Characters that are not text, as Markdown character references: C0 and
+/// C1 controls, DEL, noncharacters, a surrogate, NUL and past Unicode.
+const NOT_TEXT: &str = "&#1;&#x8;&#xB;&#xC;&#x1F;&#x7F;&#x80;&#x85;&#x9F;\
+                        &#xFDD0;&#xFDEF;&#xFFFE;&#xFFFF;&#x1FFFF;&#x10FFFF;&#xD800;&#0;&#x110000;";
+
+#[tokio::test]
+async fn every_feed_is_strict_xml_and_valid_atom_whatever_posts_hold() {
+    let api = TestApi::start().await;
+    let mut poller = api.poller();
+    let author = api.user("hostile_writer").await;
+
+    // Refused at input, nothing written: what is not text, written raw.
+    for (field, title, content) in [
+        ("title", "a\u{ffff}b", "x"),
+        ("title", "a\u{fffe}b", "x"),
+        ("title", "a\u{fdd0}b", "x"),
+        ("title", "a\u{1}b", "x"),
+        ("title", "a\u{85}b", "x"),
+        ("content", "t", "a\u{1}b"),
+        ("content", "t", "a\u{ffff}b"),
+        ("content", "t", "a\u{10ffff}b"),
+    ] {
+        let body = json!({ "title": title, "content": content, "tags": ["hostile"] });
+        let (status, answer) = api.call("POST", "/posts", Some(&author), Some(body)).await;
+        let message = answer["error"]["message"].as_str().unwrap_or_default();
+        assert_eq!(
+            (
+                status,
+                answer["error"]["code"].as_str(),
+                message.starts_with(field)
+            ),
+            (400, Some("invalid_field"), true),
+            "{title:?} {content:?}: {answer}"
+        );
+    }
+    // A lone surrogate is no Unicode text at all: the JSON is refused.
+    for raw in [
+        r#"{"title": "a\ud800b", "content": "x"}"#,
+        r#"{"title": "t", "content": "a\udfffb"}"#,
+    ] {
+        let resp = api
+            .http
+            .post(api.url("/posts"))
+            .header(JWT_SUB, &author)
+            .body(raw)
+            .send()
+            .await
+            .expect("answered");
+        let (status, answer) = decode(resp).await;
+        assert_eq!(
+            (status, answer["error"]["code"].as_str()),
+            (400, Some("bad_json")),
+            "{raw}: {answer}"
+        );
+    }
+    let (status, answer) = api
+        .call(
+            "POST",
+            "/users",
+            Some("odd-user"),
+            Some(json!({ "username": "a\u{1}bc" })),
+        )
+        .await;
+    assert_eq!(
+        (status, answer["error"]["code"].as_str()),
+        (400, Some("invalid_field"))
+    );
+    let (_, listed) = api.get(&format!("/users/{author}/posts")).await;
+    assert_eq!(
+        listed["items"].as_array().map(Vec::len),
+        Some(0),
+        "{listed}"
+    );
+
+    // What Markdown decodes, and what is not prose: accepted, left out.
+    let title = "<Feeds> & \"quotes\" ]]> \u{2028} \u{10fffd} \u{fffd} 字";
+    let content = format!(
+        "Hello {NOT_TEXT} <script>steal(document.cookie)</script><style>p {{ x: y }}</style> world\n\n\
+         <b title=\"{NOT_TEXT}\">bold {NOT_TEXT}</b>\n\n```\ncode {NOT_TEXT}\n```"
+    );
+    let (status, created) = api
+        .call(
+            "POST",
+            "/posts",
+            Some(&author),
+            Some(json!({ "title": title, "content": content, "tags": ["hostile", "feeds"] })),
+        )
+        .await;
+    assert_eq!(status, 201, "{created}");
+    let post = created["postId"].as_str().unwrap_or_default().to_owned();
+    let (_, read) = api.get(&format!("/posts/{post}")).await;
+    assert_eq!(
+        read["content"].as_str(),
+        Some(content.as_str()),
+        "as written"
+    );
+    let html = read["contentHtml"].as_str().unwrap_or_default();
+    assert!(readable(html) && html.contains("world"), "{html:?}");
+    assert!(!html.contains("steal"), "{html:?}");
+
+    // Edited (the content alone): its entries' `updated` moves, `published`
+    // does not.
+    let edited_content = format!("{content}\n\nEdited {NOT_TEXT}.");
+    let (_, etag_before) = raw_feed(&api, &format!("/users/{author}/posts.atom")).await;
+    let (status, edited) = api
+        .call(
+            "PUT",
+            &format!("/posts/{post}"),
+            Some(&author),
+            Some(json!({ "content": edited_content })),
+        )
+        .await;
+    assert_eq!(status, 200, "{edited}");
+    let (_, read) = api.get(&format!("/posts/{post}")).await;
+    let (published, updated) = (
+        read["publishedAt"].as_str().unwrap_or_default().to_owned(),
+        read["updatedAt"].as_str().unwrap_or_default().to_owned(),
+    );
+    assert!(updated > published, "{read}");
+    api.settle(&mut poller).await;
+
+    let feeds = [
+        ("front", "/feed.atom".to_owned()),
+        ("user", format!("/users/{author}/posts.atom")),
+        ("tag", "/tags/hostile/posts.atom".to_owned()),
+        ("empty", "/tags/no-post-has-it/posts.atom".to_owned()),
+    ];
+    let mut documents = Vec::new();
+    for (name, path) in &feeds {
+        let (body, etag) = raw_feed(&api, path).await;
+        if *name == "user" {
+            assert_ne!(etag, etag_before, "an edit is a new document");
+        }
+        let feed = feed_rs::parser::parse(&body[..]).expect("a feed");
+        if *name != "empty" {
+            assert_eq!(feed.entries.len(), 1, "{name}");
+            let entry = &feed.entries[0];
+            let at = |t: Option<chrono::DateTime<chrono::Utc>>| {
+                t.map(|t| t.to_rfc3339_opts(chrono::SecondsFormat::Millis, true))
+            };
+            assert_eq!(
+                at(entry.published).as_deref(),
+                Some(published.as_str()),
+                "{name}"
+            );
+            assert_eq!(
+                at(entry.updated).as_deref(),
+                Some(updated.as_str()),
+                "{name}"
+            );
+            assert_eq!(
+                at(feed.updated).as_deref(),
+                Some(updated.as_str()),
+                "{name}"
+            );
+            let summary = entry
+                .summary
+                .as_ref()
+                .map(|s| s.content.clone())
+                .unwrap_or_default();
+            assert!(
+                summary.starts_with("Hello") && summary.contains("world"),
+                "{name}: {summary:?}"
+            );
+            assert!(
+                !summary.contains("steal") && !summary.contains("x: y"),
+                "{name}: {summary:?}"
+            );
+            let text = String::from_utf8_lossy(&body);
+            assert!(readable(&text), "{name}: {text:?}");
+        } else {
+            assert!(feed.entries.is_empty());
+            let text = String::from_utf8_lossy(&body);
+            assert!(!text.contains("1970-01-01"), "{text}");
+        }
+        documents.push(((*name).to_owned(), body));
+    }
+    // The JSON lists' summaries are the feeds': no control character.
+    for list in [
+        "/feed?limit=100",
+        "/tags/hostile/posts",
+        &format!("/users/{author}/posts"),
+    ] {
+        let (_, page) = api.get(list).await;
+        let summary = page["items"][0]["summary"].as_str().unwrap_or_default();
+        assert!(
+            readable(summary) && summary.starts_with("Hello"),
+            "{list}: {summary:?}"
+        );
+    }
+
+    let (said, passed) = strict_atom_check(&documents);
+    assert!(passed, "{said}");
+    assert!(said.contains("atom: 4 passed, 0 failed"), "{said}");
 }

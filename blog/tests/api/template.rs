@@ -469,9 +469,10 @@ fn every_role_allows_only_what_its_function_calls() {
                 assert!(!action.contains('*'), "{name}: wildcard action {action}");
                 assert_ne!(action, "dynamodb:Scan", "{name} may not Scan");
                 // Batches only where a page needs them: the export's, the
-                // drafts list's, the follow lists' and the home's reads, a
-                // follow's backfill of the home, and the fan-out's delivery
-                // (the follower counts read, the home entries written).
+                // drafts list's, the follow lists', the home's and a user's
+                // Atom feed's reads, a follow's backfill of the home, and the
+                // fan-out's delivery (the follower counts read, the home
+                // entries written).
                 if action.starts_with("dynamodb:Batch") {
                     assert!(
                         matches!(
@@ -481,7 +482,8 @@ fn every_role_allows_only_what_its_function_calls() {
                                     | "list-drafts"
                                     | "list-followers"
                                     | "list-following"
-                                    | "get-home",
+                                    | "get-home"
+                                    | "list-user-posts-atom",
                                 "dynamodb:BatchGetItem"
                             ) | ("follow-user", "dynamodb:BatchWriteItem")
                                 | (
