@@ -8,7 +8,9 @@ minute).
 
 Writes a post scheduled 10 s ahead, then reads it (Q2) and its tag's list every
 second: the post must answer 404 until its time, then be out (Q2 200, status
-published, publishedAt its publishAt) within 60 s of it, and reach its tag's
+published) within 60 s of it, listed at the time it was published: its
+publishAt when a run waited for it, later (no later than it was seen out)
+when a run found it due already; and reach its tag's
 list (written by the stream fan-out, as the feed is). The tag is this run's
 own, so the check may run beside other writers (test.sh runs it beside the
 fuzzer): no other post pushes it out of the list it is looked for in.
@@ -82,9 +84,15 @@ def main():
     check("it answers 404 until its time", out_at is None or out_at >= due.timestamp() - 0.5 and not early,
           (early, out_at and out_at - due.timestamp()))
     lag = None if out_at is None else out_at - due.timestamp()
-    check("it is out within 60 s of its publishAt (Q2 200, published, publishedAt = publishAt)",
-          lag is not None and lag <= 60 and out.get("status") == "published" and out.get("publishedAt") == publish_at,
-          lag)
+    published_at = None if out_at is None else out.get("publishedAt")
+    listed_at = None
+    if published_at:
+        listed_at = datetime.datetime.strptime(published_at, "%Y-%m-%dT%H:%M:%S.%f%z").timestamp()
+    check("it is out within 60 s of its publishAt (Q2 200, published), listed when it was published "
+          "(publishedAt from its publishAt to when it was seen out)",
+          lag is not None and lag <= 60 and out.get("status") == "published" and listed_at is not None
+          and due.timestamp() - 0.001 <= listed_at <= out_at + 1,
+          (lag, published_at, publish_at))
     feed_lag = None if fed_at is None else fed_at - due.timestamp()
     check("it reaches its tag's list through the fan-out", fed_at is not None, feed_lag)
     print(f"scheduled post out {lag if lag is None else round(lag, 1)} s after its time, "

@@ -110,6 +110,11 @@ macro_rules! ulid_id {
                 Self(Ulid::generate())
             }
 
+            /// When the id was made, in milliseconds since the epoch.
+            pub fn millis(&self) -> u64 {
+                self.0.timestamp_ms()
+            }
+
             /// When the id was made, as the item's `createdAt`: one instant
             /// for both, so that listing by id is listing by `createdAt`.
             pub fn created_at(&self) -> String {

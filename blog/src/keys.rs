@@ -416,6 +416,47 @@ pub fn follower_sk(follow: &FollowId) -> String {
 /// A follower shard's count of its entries.
 pub const FOLLOWER_COUNT_SK: &str = "COUNT";
 
+/// `user`'s followers newest first, in one partition: the fan-out's copy of
+/// their follower entries, one item a window of [`FOLLOWER_WINDOW_MS`] of
+/// follow time (`FOLLOWED#<userId> / W#<window>`,
+/// [`crate::store::followers`]).
+pub fn followed_pk(user: &UserId) -> String {
+    format!("FOLLOWED#{user}")
+}
+
+/// How much follow time one follower window holds.
+pub const FOLLOWER_WINDOW_MS: u64 = 100;
+
+/// The sort-key prefix of follower windows.
+pub const FOLLOWER_WINDOW_PREFIX: &str = "W#";
+
+/// The window of `follow`'s time, zero-padded: key order is time order.
+pub fn follower_window_sk(follow: &FollowId) -> String {
+    format!(
+        "{FOLLOWER_WINDOW_PREFIX}{:015}",
+        follow.millis() / FOLLOWER_WINDOW_MS
+    )
+}
+
+/// The follower window that holds `follow` of `followed`.
+pub fn follower_window(followed: &UserId, follow: &FollowId) -> Key {
+    Key::new(followed_pk(followed), follower_window_sk(follow))
+}
+
+/// The attribute of a follower window that holds one follow (its value:
+/// the follower's id): `f<followId>`.
+pub fn follower_attribute(follow: &FollowId) -> String {
+    format!("{FOLLOWER_ATTRIBUTE_PREFIX}{follow}")
+}
+
+/// The follow a follower window's attribute `name` holds; `None` for its
+/// other attributes.
+pub fn follow_of_attribute(name: &str) -> Option<FollowId> {
+    FollowId::parse(name.strip_prefix(FOLLOWER_ATTRIBUTE_PREFIX)?).ok()
+}
+
+const FOLLOWER_ATTRIBUTE_PREFIX: &str = "f";
+
 /// A reader's home: the posts of the people they follow, newest first.
 pub fn home_pk(reader: &UserId) -> String {
     format!("HOME#{reader}")
@@ -438,19 +479,10 @@ pub fn delivery(post: &PostId, listed: &PostId, shard: u8) -> Key {
     )
 }
 
-/// A delivery's key back: its post, its place and its shard.
-pub fn delivery_of(key: &Key) -> Option<(PostId, PostId, u8)> {
-    if key.sk != DELIVERY_SK {
-        return None;
-    }
-    let rest = key.pk.strip_prefix(DELIVERY_PREFIX)?;
-    let (post, rest) = rest.split_once('#')?;
-    let (listed, shard) = rest.split_once('#')?;
-    Some((
-        PostId::parse(post).ok()?,
-        PostId::parse(listed).ok()?,
-        shard.parse().ok()?,
-    ))
+/// Whether `key` is a delivery's (of this version's shape or an earlier
+/// one's, `DELIVERY#<postId>#<k>`).
+pub fn is_delivery(key: &Key) -> bool {
+    key.sk == DELIVERY_SK && key.pk.starts_with(DELIVERY_PREFIX)
 }
 
 const DELIVERY_PREFIX: &str = "DELIVERY#";
@@ -525,6 +557,9 @@ item_types! {
     Follower,
     /// A follower shard's count (`FOLLOWERS#v#k / COUNT`).
     FollowerCount,
+    /// The fan-out's copy of a user's followers of one window of time
+    /// (`FOLLOWED#v / W#<window>`, [`crate::store::followers`]).
+    FollowerWindow,
     /// A post's entry in a reader's home (`HOME#u / POST#<listedId>`,
     /// [`crate::store::home`]).
     HomeEntry,
@@ -650,6 +685,19 @@ pub fn from_items<T: DeserializeOwned>(items: Vec<Item>) -> Result<Vec<T>, KeyEr
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_delivery_is_keyed_by_its_post_and_place_and_an_earlier_shape_is_one_too() {
+        let post = PostId::generate();
+        let again = post.listed_at(post.timestamp_ms() + 1_000);
+        let first = delivery(&post, &post, 3);
+        let second = delivery(&post, &again, 3);
+        assert_ne!(first, second, "published again: a delivery of its own");
+        assert!(is_delivery(&first) && is_delivery(&second));
+        let earlier = Key::new(format!("DELIVERY#{post}#03"), DELIVERY_SK);
+        assert!(is_delivery(&earlier));
+        assert!(!is_delivery(&Key::new(post_pk(&post), POST_SK)));
+    }
 
     #[test]
     fn list_prefixes_do_not_overlap_other_items_of_the_same_partition() {

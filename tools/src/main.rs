@@ -178,11 +178,12 @@ async fn migrate() -> Result<(), Error> {
         moved = done.moved,
         busy = done.busy,
         likers_moved = done.likers_moved,
+        followers_copied = done.followers_copied,
         "migration finished"
     );
     println!(
-        "{} post(s) in the old shape, {} moved; {} hot post(s) had their likers marked",
-        done.found, done.moved, done.likers_moved
+        "{} post(s) in the old shape, {} moved; {} hot post(s) had their likers marked; {} follower entries in the followers lists",
+        done.found, done.moved, done.likers_moved, done.followers_copied
     );
     if done.busy > 0 {
         return Err(format!(

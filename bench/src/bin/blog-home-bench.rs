@@ -401,16 +401,16 @@ async fn deliver(
     }
     let walks = (0..PUSH_SHARDS).map(|shard| {
         let store = store.clone();
-        let (post, listed) = (post.post_id, post.listed_id().unwrap_or(post.post_id));
+        let key = blog::keys::delivery(
+            &post.post_id,
+            &post.listed_id().unwrap_or(post.post_id),
+            shard,
+        );
         async move {
             let mut failed = 0;
             loop {
                 let deadline = Deadline::at(Instant::now() + Duration::from_secs(60));
-                match store
-                    .fanout()
-                    .deliver(&post, &listed, shard, &deadline)
-                    .await
-                {
+                match store.fanout().deliver(&key, &deadline).await {
                     Ok(Delivering::Paused { .. }) => continue,
                     Ok(Delivering::Done { .. } | Delivering::Stale) => return failed,
                     // Throttled past its retries: the record again.

@@ -290,6 +290,9 @@ fn superseded_post_changes(records: &[EventRecord]) -> Vec<Option<usize>> {
                 Some(Rule::ShardCounts) => shard_counters_of(record)?,
                 // Its last record holds its newest count.
                 Some(Rule::FollowerCount) => post_key(record)?,
+                // A window's records, one write (the carrier applies them
+                // all, in order).
+                Some(Rule::FollowerCopy) => rules::follower_window_of(record)?,
                 _ => return None,
             };
             match last.get(&post) {

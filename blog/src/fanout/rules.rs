@@ -48,7 +48,8 @@ use crate::{
         deletion::Removal,
         erasure::{ErasureStep, Written},
         feed::{Copied, FeedEntryItem},
-        follows::FollowerCountItem,
+        followers::FollowerChange,
+        follows::{FollowerCountItem, FollowerItem},
         home::Delivering,
         hot::{Moving, ShardCounterItem, Summed},
         posts::PostItem,
@@ -97,6 +98,7 @@ pub(super) enum Rule {
     RemovedPost,
     ShardCounts,
     FollowerCount,
+    FollowerCopy,
     Deliver,
 }
 
@@ -137,6 +139,12 @@ impl Rule {
                 Change::Insert | Change::Modify => Some(Rule::FollowerCount),
                 Change::Remove => None,
             },
+            // A follower's entry, copied into the followed user's list by
+            // time (`store::followers`), and taken out of it.
+            ItemType::Follower => match change {
+                Change::Insert | Change::Remove => Some(Rule::FollowerCopy),
+                Change::Modify => None,
+            },
             // A post's delivery into one follower shard's homes: walked
             // from its INSERT, and on from a MODIFY that handed it off at
             // a deadline (its saves after each page have no `handoff`).
@@ -146,11 +154,11 @@ impl Rule {
                 Change::Modify | Change::Remove => None,
             },
             // The copies the fan-out keeps and its own bookkeeping: nothing
-            // is copied from them. A follow's and a follower's entry are
-            // counted in their transaction; a home entry is written only
-            // by the fan-out.
+            // is copied from them. A follow is counted in its transaction;
+            // a home entry and a follower window are written only by the
+            // fan-out.
             ItemType::Follow
-            | ItemType::Follower
+            | ItemType::FollowerWindow
             | ItemType::HomeEntry
             | ItemType::Username
             | ItemType::LikeShards
@@ -229,6 +237,7 @@ pub(super) async fn apply_record(
         Some(Rule::RemovedPost) => Box::pin(removed_post(store, record, deadline)).await,
         Some(Rule::ShardCounts) => Box::pin(shard_counts(store, record, carried)).await,
         Some(Rule::FollowerCount) => Box::pin(follower_count(store, record)).await,
+        Some(Rule::FollowerCopy) => Box::pin(copy_followers(store, record, carried)).await,
         Some(Rule::Deliver) => Box::pin(deliver(store, record, deadline)).await,
         None => Ok(Outcome::Ignored),
     }
@@ -487,6 +496,43 @@ async fn follower_count(store: &Store, record: &EventRecord) -> Result<Outcome, 
     })
 }
 
+/// A follower entry's INSERT or REMOVE, with the records of its window
+/// coalesced into it (in stream order): onto the followed user's window.
+async fn copy_followers(
+    store: &Store,
+    record: &EventRecord,
+    carried: &[&EventRecord],
+) -> Result<Outcome, FanoutError> {
+    let mut changes = Vec::with_capacity(carried.len() + 1);
+    for record in carried.iter().copied().chain(std::iter::once(record)) {
+        changes.push(follower_change(record)?);
+    }
+    let sent = store.fanout().copy_followers(&changes).await?;
+    Ok(Outcome::Written { writes: sent })
+}
+
+/// What a follower entry's record changes in its window.
+fn follower_change(record: &EventRecord) -> Result<FollowerChange, FanoutError> {
+    let removed = Change::of(record) == Some(Change::Remove);
+    let entry: FollowerItem = if removed {
+        decode(&record.change.old_image, "old")?
+    } else {
+        decode(&record.change.new_image, "new")?
+    };
+    Ok(FollowerChange {
+        followed: entry.user_id,
+        follow: entry.follow_id,
+        follower: (!removed).then_some(entry.follower_id),
+    })
+}
+
+/// The follower window a follower entry's record changes: what a batch's
+/// records of one window are coalesced under.
+pub(super) fn follower_window_of(record: &EventRecord) -> Option<Key> {
+    let change = follower_change(record).ok()?;
+    Some(keys::follower_window(&change.followed, &change.follow))
+}
+
 /// A delivery's INSERT (or its handoff's MODIFY): its walk, from its place.
 async fn deliver(
     store: &Store,
@@ -494,28 +540,22 @@ async fn deliver(
     deadline: &Deadline,
 ) -> Result<Outcome, FanoutError> {
     let key: Key = decode(&record.change.new_image, "new")?;
-    let Some((post, listed, shard)) = keys::delivery_of(&key) else {
+    if !keys::is_delivery(&key) {
         return Err(FanoutError::Malformed {
             image: "new",
             reason: format!("{}/{} is not a delivery", key.pk, key.sk),
         });
-    };
-    Ok(
-        match store
-            .fanout()
-            .deliver(&post, &listed, shard, deadline)
-            .await?
-        {
-            Delivering::Done { written } => Outcome::Written {
-                writes: written + 1,
-            },
-            // Its handoff's MODIFY goes on, in the next invocation.
-            Delivering::Paused { written } => Outcome::Written {
-                writes: written + 1,
-            },
-            Delivering::Stale => Outcome::Stale { writes: 0 },
+    }
+    Ok(match store.fanout().deliver(&key, deadline).await? {
+        Delivering::Done { written } => Outcome::Written {
+            writes: written + 1,
         },
-    )
+        // Its handoff's MODIFY goes on, in the next invocation.
+        Delivering::Paused { written } => Outcome::Written {
+            writes: written + 1,
+        },
+        Delivering::Stale => Outcome::Stale { writes: 0 },
+    })
 }
 
 /// A user MODIFY: a new username onto everything they wrote.

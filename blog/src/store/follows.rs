@@ -9,8 +9,9 @@
 //!   the erasure and the export walk);
 //! - the follower's **entry** in one of the followed user's follower shards
 //!   (`FOLLOWERS#v#k / FOLLOWER#<followId>`, `k` the follower id's hash mod
-//!   [`FOLLOWER_SHARDS`]): what their followers list and a post's delivery
-//!   into its followers' homes read;
+//!   [`FOLLOWER_SHARDS`]): what a post's delivery into its followers' homes
+//!   and the erasure walk, and what the fan-out copies into the followers
+//!   list by time ([`crate::store::followers`]);
 //! - that shard's **count** (`FOLLOWERS#v#k / COUNT`, with a version that
 //!   grows with every change), which the fan-out copies onto the followed
 //!   profile (`followerShards`, summed as `followerCount`): an account that
@@ -460,79 +461,20 @@ impl Requests<'_> {
             Some((followed, follow, _)) if more => Some(format!("{follow}.{followed}")),
             _ => None,
         };
-        self.named_page(user, Owner::Unread, &list, follows, next)
-            .await
-    }
-
-    /// `GET /users/{userId}/followers` (request): who follows `user`, newest
-    /// first: their profile (a 404 without one), then one Query of each push
-    /// shard and of each pull shard the profile counts followers in (at
-    /// once, at most [`FOLLOWER_SHARDS`]; a pull shard's first follower shows
-    /// once the fan-out has copied its count, within seconds), merged, then
-    /// one BatchGetItem of the page's profiles.
-    pub async fn list_followers(
-        &self,
-        user: &UserId,
-        limit: usize,
-        cursor: Option<&str>,
-    ) -> Result<Page<Followed>, StoreError> {
-        let list = format!("followers:{user}");
-        let after = super::pages::resume_after(&list, cursor, FollowId::parse)?;
-        let want = limit.saturating_add(1);
-        let Some(profile) = self.read_profile(user, false).await? else {
-            return Err(StoreError::UserNotFound);
-        };
-        let pulled = shards_with_followers(&profile)
-            .into_iter()
-            .filter(|k| *k >= PUSH_SHARDS);
-        let shards = (0..PUSH_SHARDS).chain(pulled).map(|shard| {
-            let pk = keys::followers_pk(user, shard);
-            let start = after.map(|follow| Key::new(pk.clone(), keys::follower_sk(&follow)).item());
-            let query = Query::partition(pk)
-                .begins_with(keys::FOLLOWER_PREFIX)
-                .newest_first();
-            async move {
-                self.db
-                    .query_up_to("list followers", &query, start, want)
-                    .await
-            }
-        });
-        let mut entries: Vec<FollowerItem> = Vec::new();
-        for items in try_join_all(shards).await? {
-            for item in items {
-                entries.push(FollowerItem::from_item::<StoreError>(item)?);
-            }
-        }
-        entries.sort_by_key(|e| std::cmp::Reverse(e.follow_id));
-        let more = entries.len() > limit;
-        entries.truncate(limit);
-        let next = match entries.last() {
-            Some(last) if more => Some(last.follow_id.to_string()),
-            _ => None,
-        };
-        let follows = entries
-            .into_iter()
-            .map(|e| (e.follower_id, e.follow_id, e.created_at))
-            .collect();
-        self.named_page(user, Owner::Read, &list, follows, next)
-            .await
+        self.named_page(user, &list, follows, next).await
     }
 
     /// A page of `follows`, named from their profiles, read in one
-    /// BatchGetItem with `owner`'s unless it was read already; its cursor
-    /// names `next` when more follow.
-    async fn named_page(
+    /// BatchGetItem with `owner`'s (404 without it); its cursor names `next`
+    /// when more follow.
+    pub(super) async fn named_page(
         &self,
         owner: &UserId,
-        read: Owner,
         list: &str,
         follows: Vec<(UserId, FollowId, String)>,
         next: Option<String>,
     ) -> Result<Page<Followed>, StoreError> {
-        let mut wanted: Vec<Item> = match read {
-            Owner::Unread => vec![UserItem::key(owner)],
-            Owner::Read => Vec::new(),
-        };
+        let mut wanted: Vec<Item> = vec![UserItem::key(owner)];
         wanted.extend(
             follows
                 .iter()
@@ -549,7 +491,7 @@ impl Requests<'_> {
             let profile = UserItem::from_item::<StoreError>(item)?;
             profiles.insert(profile.user_id.clone(), profile);
         }
-        if read == Owner::Unread && !profiles.contains_key(owner) {
+        if !profiles.contains_key(owner) {
             return Err(StoreError::UserNotFound);
         }
         let next_cursor = next.map(|next| super::cursor::encode(list, &next));
@@ -565,13 +507,6 @@ impl Requests<'_> {
             .collect();
         Ok(Page { items, next_cursor })
     }
-}
-
-/// Whether a follow list's owner's profile was read before its page.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Owner {
-    Read,
-    Unread,
 }
 
 impl super::Store {
@@ -776,6 +711,10 @@ impl FanOut<'_> {
             }
         }
         self.empty_follower_counts(user, version).await?;
+        // Its followers list's copy: nothing copies into it any more.
+        if !self.erase_follower_windows(user, deadline).await? {
+            return Ok((erased, false));
+        }
         let home = Query::partition(keys::home_pk(user)).project(
             Expr::new("#pk, #sk")
                 .name("#pk", keys::PK)
@@ -835,7 +774,7 @@ impl FanOut<'_> {
     }
 
     /// `user`'s follower counts, closed at `version` and their entries gone,
-    /// back to 0 and left closed for [`CLOSED_DAYS`] (then TTL takes them),
+    /// back to 0 and left closed for `CLOSED_DAYS` (then TTL takes them),
     /// not deleted: a follow that read the profile before the erasure and
     /// whose transaction comes after the whole walk still finds its count
     /// closed, and fails. The same person's new account (a later first

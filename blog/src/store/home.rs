@@ -491,33 +491,25 @@ impl FanOut<'_> {
         Ok(started)
     }
 
-    /// Walks a delivery from where its item says it is (read strongly),
-    /// until its shard's followers all have the entry or `deadline` is near
-    /// (at least one page a call). A delivery whose post is no longer
-    /// published where it says is ended without writing.
-    pub async fn deliver(
-        &self,
-        post: &PostId,
-        listed: &PostId,
-        shard: u8,
-        deadline: &Deadline,
-    ) -> Result<Delivering, StoreError> {
-        let key = keys::delivery(post, listed, shard).item();
-        let Some(mut delivery) = self
-            .db
-            .get_entity::<DeliveryItem>(key.clone(), true)
-            .await?
-        else {
+    /// Walks the delivery at `key` (its stream record's) from where its
+    /// item says it is (read strongly), until its shard's followers all have
+    /// the entry or `deadline` is near (at least one page a call). A
+    /// delivery whose post is no longer published where it says is ended
+    /// without writing. The item is saved under the key it was read at (a
+    /// delivery started by a version that keyed it `DELIVERY#p#k` goes on).
+    pub async fn deliver(&self, key: &Key, deadline: &Deadline) -> Result<Delivering, StoreError> {
+        let Some(mut delivery) = self.db.get_entity::<DeliveryItem>(key.item(), true).await? else {
             return Ok(Delivering::Stale);
         };
         if delivery.done {
             return Ok(Delivering::Stale);
         }
-        let still = self.post_item(post).await?;
+        let shard = delivery.shard;
+        let still = self.post_item(&delivery.post_id).await?;
         if still.and_then(|p| p.listed_id()) != Some(delivery.listed_id) {
             // Deleted or un-published since: its entries would be left out
             // by every read anyway.
-            self.save_place(&delivery, delivery.after, 0, Save::Done)
+            self.save_place(key, &delivery, delivery.after, 0, Save::Done)
                 .await?;
             return Ok(Delivering::Stale);
         }
@@ -528,7 +520,7 @@ impl FanOut<'_> {
             if !first && deadline.near() {
                 return Ok(
                     match self
-                        .save_place(&delivery, delivery.after, 0, Save::Handoff)
+                        .save_place(key, &delivery, delivery.after, 0, Save::Handoff)
                         .await?
                     {
                         true => Delivering::Paused { written },
@@ -568,7 +560,7 @@ impl FanOut<'_> {
                 .await?;
             written += count;
             let save = if last_page { Save::Done } else { Save::Place };
-            if !self.save_place(&delivery, last, count, save).await? {
+            if !self.save_place(key, &delivery, last, count, save).await? {
                 // Another walker saved a place meanwhile: it goes on.
                 return Ok(Delivering::Stale);
             }
@@ -586,6 +578,7 @@ impl FanOut<'_> {
     /// walker moved it first.
     async fn save_place(
         &self,
+        key: &Key,
         delivery: &DeliveryItem,
         after: Option<FollowId>,
         count: usize,
@@ -615,12 +608,7 @@ impl FanOut<'_> {
         .and("attribute_not_exists(done)")
         .name("#after", "after");
         let change = change.with_text(text).name("#after", "after");
-        let write = Write::update(
-            keys::delivery(&delivery.post_id, &delivery.listed_id, delivery.shard).item(),
-            change,
-            Landed::Untold,
-        )
-        .when(condition);
+        let write = Write::update(key.item(), change, Landed::Untold).when(condition);
         Ok(self.db.write("delivery: place", &write).await?.done())
     }
 }

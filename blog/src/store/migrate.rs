@@ -20,7 +20,9 @@ use serde::Deserialize;
 
 use super::Admin;
 use super::{
-    ItemType, StoreError, from_items,
+    ItemType, StoreError,
+    follows::FollowerItem,
+    from_items,
     hot::{COMMENTS_SHARDED_ATTRIBUTE, LIKERS_MOVED_ATTRIBUTE, Marked, Moving, SHARDS_ATTRIBUTE},
     rename::Deadline,
     table::{Expr, Scan},
@@ -38,6 +40,9 @@ pub struct Migrated {
     pub busy: usize,
     /// Hot posts whose likers this run marked in their own partitions.
     pub likers_moved: usize,
+    /// Follower entries copied into their followed user's list by time
+    /// (written before that list existed; each copy is idempotent).
+    pub followers_copied: usize,
 }
 
 impl Admin<'_> {
@@ -83,7 +88,32 @@ impl Admin<'_> {
             }
         }
         done.likers_moved = self.move_hot_likers().await?;
+        done.followers_copied = self.copy_follower_entries().await?;
         Ok(done)
+    }
+
+    /// Every follower entry copied into its window of its followed user's
+    /// list ([`crate::store::followers`]); how many were still there.
+    async fn copy_follower_entries(&self) -> Result<usize, StoreError> {
+        let mut copied = 0;
+        let mut start = None;
+        loop {
+            let entries = Expr::new("#type = :follower")
+                .name("#type", TYPE)
+                .value(":follower", ItemType::Follower.attribute()?);
+            let scan = Scan::default().filter(entries);
+            let page = self
+                .db
+                .scan_page("follower entries scan", &scan, start)
+                .await?;
+            for entry in from_items::<FollowerItem>(page.items)? {
+                copied += usize::from(self.copy_follower_entry(&entry).await?);
+            }
+            start = page.next;
+            if start.is_none() {
+                return Ok(copied);
+            }
+        }
     }
 
     /// Every hot post whose likers are not yet marked in their own

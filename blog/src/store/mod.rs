@@ -30,6 +30,7 @@ pub mod erasure;
 mod error;
 pub mod export;
 pub mod feed;
+pub mod followers;
 pub mod follows;
 mod handle;
 pub mod home;

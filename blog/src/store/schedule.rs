@@ -86,7 +86,7 @@ pub struct Published {
 
 impl FanOut<'_> {
     /// One run of the scheduler: publishes every post due by now and, at
-    /// their time, those due within [`LOOKAHEAD`], [`AT_ONCE`] at a time,
+    /// their time, those due within [`LOOKAHEAD`], `AT_ONCE` at a time,
     /// page after page of markers in time order, until `deadline` is near
     /// (what is left is the next run's). Only live markers are read: an
     /// edit that moves or ends a schedule, and a post's deletion, take its

@@ -402,3 +402,83 @@ async fn an_erased_accounts_followers_go_and_its_new_account_is_followed_anew() 
     assert_eq!(opened.len(), 1, "{opened:?}");
     assert!(!opened[0].contains_key("expiresAt"), "{opened:?}");
 }
+
+/// A page of followers is a few calls whatever the shard count: the
+/// fan-out's copy of the entries by time, read newest first (at most three
+/// Queries of one partition), and one BatchGetItem of the names; every
+/// follower once, in follow order, across push and pull shards alike; an
+/// erased follower is gone at once.
+#[tokio::test]
+async fn a_followers_page_costs_a_few_calls_whatever_the_shards() {
+    let api = TestApi::start_with(|store| store.with_pull_threshold(20)).await;
+    let mut poller = api.poller();
+    let star = api.user("paged_star").await;
+    let mut fans = Vec::new();
+    for i in 0..45 {
+        let fan = api.user_named(format!("paged_fan_{i:02}")).await;
+        api.follow(&fan, &star).await;
+        fans.push(fan);
+        // The count the pull threshold reads is the fan-out's copy.
+        if i % 10 == 9 {
+            api.settle(&mut poller).await;
+        }
+    }
+    api.settle(&mut poller).await;
+    let shards: HashSet<String> = crate::support::table_snapshot(&api)
+        .await
+        .into_iter()
+        .filter_map(|item| {
+            let pk = item.get("PK")?.as_s().ok()?.clone();
+            let sk = item.get("SK")?.as_s().ok()?;
+            (pk.starts_with(&format!("FOLLOWERS#{star}#")) && sk.starts_with("FOLLOWER#"))
+                .then_some(pk)
+        })
+        .collect();
+    assert!(
+        shards
+            .iter()
+            .any(|pk| pk.ends_with("#08") || pk > &format!("FOLLOWERS#{star}#08")),
+        "pull shards hold some: {shards:?}"
+    );
+    assert!(shards.len() > 8, "{shards:?}");
+
+    api.meter.take();
+    let (status, page) = api.get(&format!("/users/{star}/followers?limit=25")).await;
+    let made = api.meter.take();
+    assert_eq!(status, 200, "{page}");
+    assert_eq!(page["items"].as_array().map(Vec::len), Some(25));
+    let queries: Vec<_> = made.iter().filter(|c| c.operation == "Query").collect();
+    let batches = made
+        .iter()
+        .filter(|c| c.operation == "BatchGetItem")
+        .count();
+    assert!((1..=3).contains(&queries.len()), "{made:?}");
+    assert_eq!((batches, made.len()), (1, queries.len() + 1), "{made:?}");
+    // The windows read are a few KB: the page's 25 names (12.5 units and
+    // the user's own profile) are most of what it costs.
+    let window_units: f64 = queries.iter().map(|c| c.table).sum();
+    assert!(window_units <= 1.5, "{made:?}");
+
+    let mut newest_first = fans.clone();
+    newest_first.reverse();
+    for size in [1, 7, 25] {
+        let path = format!("/users/{star}/followers");
+        assert_eq!(
+            listed(&api, &path, size).await,
+            newest_first,
+            "pages of {size}"
+        );
+    }
+    // An erased follower: gone at once (their profile is), and after the
+    // fan-out too (their follow and its copy are).
+    let gone = fans[44].clone();
+    let (status, _) = api
+        .call("DELETE", &format!("/users/{gone}"), Some(&gone), None)
+        .await;
+    assert_eq!(status, 204);
+    let path = format!("/users/{star}/followers");
+    assert_eq!(listed(&api, &path, 25).await, newest_first[1..].to_vec());
+    api.settle(&mut poller).await;
+    assert_eq!(listed(&api, &path, 25).await, newest_first[1..].to_vec());
+    assert_eq!(counts(&api, &star).await, (44, 0));
+}

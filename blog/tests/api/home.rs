@@ -236,7 +236,10 @@ async fn a_delivery_goes_on_from_its_place_and_writes_each_entry_once() {
     for shard in 0..blog::keys::PUSH_SHARDS {
         let paused = store
             .fanout()
-            .deliver(&post_id(&post), &post_id(&post), shard, &near)
+            .deliver(
+                &blog::keys::delivery(&post_id(&post), &post_id(&post), shard),
+                &near,
+            )
             .await
             .expect("walk");
         started.push((shard, paused));
@@ -285,7 +288,10 @@ async fn a_delivery_goes_on_from_its_place_and_writes_each_entry_once() {
         let none = blog::store::rename::Deadline::NONE;
         let again = store
             .fanout()
-            .deliver(&post_id(&post), &post_id(&post), shard, &none)
+            .deliver(
+                &blog::keys::delivery(&post_id(&post), &post_id(&post), shard),
+                &none,
+            )
             .await;
         assert_eq!(again.expect("replay"), blog::store::home::Delivering::Stale);
     }

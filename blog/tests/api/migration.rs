@@ -226,7 +226,8 @@ async fn posts_dynamodb_stays_busy_on_are_left_for_the_next_run() {
             found: 3,
             moved: 0,
             busy: 3,
-            likers_moved: 0
+            likers_moved: 0,
+            followers_copied: 0
         }
     );
     let after = proxy.stats();
@@ -256,8 +257,45 @@ async fn posts_dynamodb_stays_busy_on_are_left_for_the_next_run() {
             found: 3,
             moved: 3,
             busy: 0,
-            likers_moved: 0
+            likers_moved: 0,
+            followers_copied: 0
         }
     );
     assert_eq!(shape(&table_snapshot(&api).await), (0, 3), "all new");
+}
+
+/// Follower entries written before the followers list had its copy by
+/// time (no fan-out ran for them here) are copied by the migration, each
+/// once, and a follow taken back meanwhile is not: the list then shows
+/// exactly the followers there are.
+#[tokio::test]
+async fn the_migration_copies_earlier_follower_entries_into_the_list() {
+    let api = TestApi::start().await;
+    let star = api.user("migrated_star").await;
+    let (fan, gone) = (
+        api.user("migrated_fan").await,
+        api.user("migrated_gone").await,
+    );
+    api.follow(&fan, &star).await;
+    api.follow(&gone, &star).await;
+    let path = format!("/users/{star}/followers");
+    let (status, _) = api.call("DELETE", &path, Some(&gone), None).await;
+    assert_eq!(status, 204);
+    let (_, before) = api.get(&path).await;
+    assert_eq!(before["items"], json!([]), "not copied yet: {before}");
+
+    let done = api.app.store.admin().migrate().await.expect("migrate");
+    assert_eq!(done.followers_copied, 1);
+    let (_, after) = api.get(&path).await;
+    let shown: Vec<&str> = after["items"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|f| f["userId"].as_str())
+        .collect();
+    assert_eq!(shown, [fan.as_str()]);
+    // Again: the same copy, nothing more.
+    let again = api.app.store.admin().migrate().await.expect("migrate");
+    assert_eq!(again.followers_copied, 1);
+    assert_eq!(api.get(&path).await.1, after);
 }

@@ -320,7 +320,7 @@ impl Table {
     /// page of a user's export), resending what DynamoDB leaves
     /// unprocessed. Returns the items found and the read units spent.
     /// A key named twice is read once (DynamoDB refuses a request that
-    /// names one twice), and more than [`BATCH_GET`] keys go in calls of
+    /// names one twice), and more than `BATCH_GET` keys go in calls of
     /// at most that many.
     pub async fn batch_get(
         &self,
