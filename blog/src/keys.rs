@@ -401,6 +401,14 @@ pub const FOLLOWER_SHARDS: u8 = 16;
 /// follower's entry is in shard `PUSH_SHARDS + k`.
 pub const PUSH_SHARDS: u8 = 8;
 
+/// Which of `shards` partitions holds what `bytes` name (a liker's like of
+/// a hot post, a comment's count, a follower's entry): FNV-1a, 64 bits, the
+/// same in every build, so that a shard never moves.
+pub fn shard_of(bytes: &[u8], shards: u8) -> u8 {
+    // The remainder is below `shards`, so it fits.
+    u8::try_from(crate::revision::stable_hash(bytes) % u64::from(shards.max(1))).unwrap_or(0)
+}
+
 /// One shard of `user`'s followers: `FOLLOWERS#<userId>#<k>`.
 pub fn followers_pk(user: &UserId, shard: u8) -> String {
     format!("FOLLOWERS#{user}#{shard:02}")

@@ -35,7 +35,7 @@ use crate::{
     timestamp,
 };
 #[cfg(feature = "admin")]
-use crate::{fanout::Outcome, store::rename::Deadline};
+use crate::{fanout::Outcome, store::deadline::Deadline};
 
 /// What the event source mapping sends to its on-failure destination for a
 /// DynamoDB stream (the SQS message's body).

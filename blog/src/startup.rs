@@ -8,7 +8,7 @@
 //!   `get-feed` instance serves the feed it read ([`crate::api::FeedCache`]).
 //! - `HOME_CACHE_SECONDS` (optional, default 2; 0 turns it off): how long a
 //!   `get-home` instance serves a pulled author's newest posts it read
-//!   ([`crate::store::home::PulledLists`]).
+//!   ([`crate::store::memory::PulledLists`]).
 //! - `RUST_LOG`, else `AWS_LAMBDA_LOG_LEVEL` (what the template's
 //!   `LoggingConfig.ApplicationLogLevel` sets), else `info`: the log level.
 //!
@@ -32,9 +32,9 @@ use crate::{
     metrics,
     store::{
         self, Store,
-        home::{PULLED_CACHE_TTL, PulledLists},
+        deadline::Deadline,
+        memory::{PULLED_CACHE_TTL, PulledLists},
         meter::CapacityMeter,
-        rename::Deadline,
     },
 };
 

@@ -51,10 +51,10 @@ use blog::{
     model::Status,
     store::{
         Store, bulk,
+        deadline::Deadline,
         follows::{FollowItem, FollowerItem, PULL_FOLLOWERS, PULL_LIMIT},
         home::{Delivering, HomeEntryItem},
         posts::PostItem,
-        rename::Deadline,
         table,
         users::UserItem,
     },
@@ -489,7 +489,7 @@ async fn follows_at(
     // Famous already: its copied count past the pull threshold.
     star.follower_shards.insert(
         "00".to_owned(),
-        blog::store::follows::ShardCount {
+        blog::store::users::ShardCount {
             count: PULL_FOLLOWERS,
             version: 1,
         },

@@ -32,11 +32,11 @@ use crate::{
     keys::{Counter, Key},
     store::{
         Item, ItemType, Store, StoreError,
+        deadline::Deadline,
         deletion::Removal,
         erasure::ErasureStep,
         feed::FeedEntryItem,
         posts::PostItem,
-        rename::Deadline,
         table::Expr,
         users::{Overwrite, UsernameCopy},
     },

@@ -29,7 +29,7 @@ use thiserror::Error;
 use crate::{
     keys::{Key, PostPartition},
     metrics::{self, Metric},
-    store::{Store, StoreError, rename::Deadline},
+    store::{Store, StoreError, deadline::Deadline},
 };
 
 pub mod rules;

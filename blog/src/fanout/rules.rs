@@ -53,8 +53,8 @@ use crate::{
         home::Delivering,
         hot::{Moving, ShardCounterItem, Summed},
         posts::PostItem,
-        rename::{Deadline, RenameStep},
         users::{Author, UserItem},
+        {deadline::Deadline, rename::RenameStep},
     },
 };
 

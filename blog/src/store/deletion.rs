@@ -22,9 +22,10 @@ use futures::StreamExt;
 
 use super::{FanOut, Requests};
 use super::{
-    Item, ItemType, Store, StoreError, hot, n,
+    Item, ItemType, Store, StoreError,
+    deadline::Deadline,
+    hot, n,
     posts::{PostItem, StoredPost},
-    rename::Deadline,
     s,
     table::{Deleted, Expr, Outcome, Query, TxOutcome, Write},
 };

@@ -43,10 +43,9 @@ use super::{
     Busy, Item, StoreError,
     comments::CommentItem,
     counts,
+    deadline::Deadline,
     idempotency::USER_VERSION,
-    n,
-    rename::Deadline,
-    s,
+    n, s,
     table::{Deleted, Expr, Landed, Query, TxOutcome, Write},
     users::{ErasureMark, UserItem, UsernameClaim, Writer},
 };

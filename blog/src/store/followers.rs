@@ -25,7 +25,7 @@ use std::collections::HashMap;
 
 use super::{
     FanOut, Item, ItemType, Requests, StoreError,
-    rename::Deadline,
+    deadline::Deadline,
     s,
     table::{Expr, Landed, Query, Write},
 };

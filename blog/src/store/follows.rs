@@ -84,7 +84,7 @@ const FOLLOWER_SHARDS_ATTRIBUTE: &str = "followerShards";
 /// one of the [`PUSH_SHARDS`] by their id's hash, that plus [`PUSH_SHARDS`]
 /// for a pull follow.
 pub fn follower_shard(follower: &UserId, pull: bool) -> u8 {
-    super::hot::liker_shard(follower, PUSH_SHARDS) + if pull { PUSH_SHARDS } else { 0 }
+    keys::shard_of(follower.as_str().as_bytes(), PUSH_SHARDS) + if pull { PUSH_SHARDS } else { 0 }
 }
 
 /// A follow, in the follower's partition.
@@ -174,17 +174,6 @@ impl Entity for FollowerItem {
             keys::follower_sk(&self.follow_id),
         )
     }
-}
-
-/// A follower shard's count as the fan-out copied it onto the profile, and
-/// the count item's version it was copied from. One letter each: eight of
-/// them ride on every write of the profile.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct ShardCount {
-    #[serde(rename = "n")]
-    pub count: u64,
-    #[serde(rename = "v")]
-    pub version: u64,
 }
 
 /// A follower shard's count item, as a stream record's image holds it.
@@ -679,7 +668,7 @@ impl FanOut<'_> {
         &self,
         user: &UserId,
         version: u64,
-        deadline: &super::rename::Deadline,
+        deadline: &super::deadline::Deadline,
     ) -> Result<(usize, bool), StoreError> {
         self.close_follower_counts(user, version).await?;
         let mut erased = 0;

@@ -25,6 +25,10 @@ const REMEMBERED: usize = 4096;
 /// documents GSI propagation as usually under a second; twice that leaves room.
 pub const GSI_LAG_BOUND: Duration = Duration::from_secs(2);
 
+/// How many followers a post's delivery into their homes reads and writes
+/// a page, unless set otherwise ([`Store::with_delivery_page`]).
+pub const DELIVERY_PAGE: usize = 100;
+
 /// The table, and the settings its operations share.
 #[derive(Clone, Debug)]
 pub struct Store {
@@ -32,14 +36,14 @@ pub struct Store {
     pub(super) feed_capacity: usize,
     pub(super) gsi_lag_bound: Duration,
     /// How many followers a post's delivery reads and writes a page
-    /// ([`super::home::PAGE`]).
+    /// ([`DELIVERY_PAGE`]).
     pub(super) delivery_page: usize,
     /// From how many followers a new follow is a pull follow
     /// ([`super::follows::PULL_FOLLOWERS`]).
     pub(super) pull_threshold: u64,
     /// The pulled authors' lists this instance read for the home
-    /// ([`super::home::PulledLists`]; off unless set).
-    pub(super) pulled: std::sync::Arc<super::home::PulledLists>,
+    /// ([`super::memory::PulledLists`]; off unless set).
+    pub(super) pulled: std::sync::Arc<super::memory::PulledLists>,
     /// The hot posts this process has met ([`super::hot`]).
     pub(super) hot: std::sync::Arc<HotPosts>,
     /// Whether a throttled quiet post is made hot (always, but in the
@@ -53,7 +57,7 @@ impl Store {
             db: Table::new(client, table),
             feed_capacity: FEED_CAPACITY,
             gsi_lag_bound: GSI_LAG_BOUND,
-            delivery_page: super::home::PAGE,
+            delivery_page: DELIVERY_PAGE,
             pull_threshold: super::follows::PULL_FOLLOWERS,
             pulled: std::sync::Arc::default(),
             hot: std::sync::Arc::default(),
@@ -100,7 +104,7 @@ impl Store {
     }
 
     /// Delivers a post to `page` followers a page instead of
-    /// [`super::home::PAGE`]: lets tests walk a delivery page by page with
+    /// [`DELIVERY_PAGE`]: lets tests walk a delivery page by page with
     /// a few followers.
     pub fn with_delivery_page(mut self, page: usize) -> Self {
         self.delivery_page = page.max(1);
@@ -117,7 +121,7 @@ impl Store {
 
     /// Keeps the pulled authors' lists a home read reads for `lists`' time
     /// to live (`get-home` as deployed; off by default).
-    pub fn with_pulled_lists(mut self, lists: super::home::PulledLists) -> Self {
+    pub fn with_pulled_lists(mut self, lists: super::memory::PulledLists) -> Self {
         self.pulled = std::sync::Arc::new(lists);
         self
     }

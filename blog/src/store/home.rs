@@ -18,7 +18,7 @@
 //! DELIVERY`, by the post and where it is listed: a post published again
 //! is delivered again, at its new place; a partition each, so their stream records spread over the
 //! stream's shards and are walked side by side). The delivery's INSERT walks
-//! its shard's followers, oldest first, a page of [`PAGE`] at a time: their
+//! its shard's followers, oldest first, a page of [`DELIVERY_PAGE`](super::DELIVERY_PAGE) at a time: their
 //! entries with BatchWriteItem, then its place (`after`: the last follow
 //! delivered) saved with a condition on the place it read, so that a
 //! redelivered or replayed record goes on from the saved place and never
@@ -26,29 +26,26 @@
 //! walk saves its place with a `handoff` time, whose MODIFY record (the only
 //! one the stream's filter lets through) goes on in the next invocation. A
 //! crash between a page's writes and the save of its place writes that page
-//! again, the same entries (at most [`PAGE`]).
+//! again, the same entries (at most a page).
 
-use std::{
-    collections::{HashMap, HashSet},
-    sync::{Arc, Mutex, PoisonError},
-    time::{Duration, Instant},
-};
+use std::collections::{HashMap, HashSet};
 
 use aws_sdk_dynamodb::types::AttributeValue;
 use serde::{Deserialize, Serialize};
 
 use super::{
     FanOut, Item, ItemType, Requests, StoreError,
+    deadline::Deadline,
     follows::{FollowItem, FollowerItem, PULL_LIMIT},
-    from_item, n,
+    from_item,
+    memory::Pointer,
+    n,
     posts::PostItem,
-    rename::Deadline,
     s,
     table::{Expr, Landed, Query, Write},
     users::UserItem,
 };
 use crate::{
-    clock::Clock,
     ids::{FollowId, PostId, UserId},
     keys::{self, Entity, FOLLOWER_COUNT_SK, Key, POST_PREFIX, PUSH_SHARDS},
     model::{Page, PostSummary},
@@ -59,22 +56,12 @@ pub const HOME_DAYS: u64 = 30;
 /// The largest home page (`GET /home?limit`): a page reads its posts, the
 /// reader's follows and the authors too.
 pub const MAX_PAGE: usize = 25;
-/// How long a `get-home` instance serves a pulled author's newest posts it
-/// read, unless `HOME_CACHE_SECONDS` says otherwise. A pull follower sees a
-/// new post this much later than GSI1 shows it, at most.
-pub const PULLED_CACHE_TTL: Duration = Duration::from_secs(2);
 /// How many of a pulled author's newest posts the cache keeps: a first page
 /// of the largest size and the one past it.
 const PULLED_WINDOW: usize = MAX_PAGE + 1;
-/// How many pulled authors an instance keeps lists of (each
-/// [`PULLED_WINDOW`] pointers, under 5 KB): beyond it, the stale ones go,
-/// then all.
-const PULLED_AUTHORS: usize = 4_096;
 /// How many of an author's newest posts a new follow puts into the
 /// follower's home.
 pub const BACKFILL: usize = 20;
-/// How many followers a delivery reads and writes a page.
-pub const PAGE: usize = 100;
 /// How many BatchWriteItem calls (25 entries each) a page sends at once.
 const PARALLEL_WRITES: usize = 4;
 /// How long a finished delivery's item stays (it tells a late record that
@@ -168,85 +155,6 @@ pub enum Delivering {
     Stale,
 }
 
-/// A home entry as a page reads it: what it points at.
-#[derive(Debug, Clone, Deserialize)]
-#[serde(rename_all = "camelCase")]
-struct Pointer {
-    post_id: PostId,
-    user_id: UserId,
-    listed_id: PostId,
-}
-
-/// The newest posts of each pulled author an instance read, and when. Every
-/// home read of a pull follower reads their pulled authors' lists (one
-/// GSI1 partition each, `USER#a`): a million readers of one author would
-/// exceed that partition's 3,000 RCU a second. With the lists kept for the
-/// time to live, an author's partition sees at most one Query per `get-home`
-/// instance per time to live, however many of its followers read (the
-/// feed's cache, `api::feed`, does the same for the feed). Only the first
-/// page's reads are kept; the posts themselves, the follows and the
-/// profiles are read at every request, so a deleted or un-published post,
-/// an unfollow or an erasure still leaves the home at the next read.
-#[derive(Debug)]
-pub struct PulledLists {
-    ttl: Duration,
-    clock: Clock,
-    lists: Mutex<HashMap<UserId, Listed>>,
-}
-
-/// A pulled author's newest posts, and when they were read.
-type Listed = (Instant, Arc<[Pointer]>);
-
-impl Default for PulledLists {
-    fn default() -> Self {
-        Self::off()
-    }
-}
-
-impl PulledLists {
-    /// Keeps each list for `ttl` as `clock` measures it; zero keeps none.
-    pub fn new(ttl: Duration, clock: Clock) -> Self {
-        Self {
-            ttl,
-            clock,
-            lists: Mutex::new(HashMap::new()),
-        }
-    }
-
-    /// Every read goes to the table.
-    pub fn off() -> Self {
-        Self::new(Duration::ZERO, Clock::default())
-    }
-
-    fn is_on(&self) -> bool {
-        !self.ttl.is_zero()
-    }
-
-    /// `author`'s list read less than the time to live ago.
-    fn fresh(&self, author: &UserId) -> Option<Arc<[Pointer]>> {
-        let lists = self.lists.lock().unwrap_or_else(PoisonError::into_inner);
-        let now = self.clock.now();
-        lists
-            .get(author)
-            .filter(|(read, _)| now.duration_since(*read) < self.ttl)
-            .map(|(_, list)| list.clone())
-    }
-
-    fn keep(&self, author: &UserId, list: Vec<Pointer>) -> Arc<[Pointer]> {
-        let list: Arc<[Pointer]> = list.into();
-        let mut lists = self.lists.lock().unwrap_or_else(PoisonError::into_inner);
-        let now = self.clock.now();
-        if lists.len() >= PULLED_AUTHORS {
-            lists.retain(|_, (read, _)| now.duration_since(*read) < self.ttl);
-            if lists.len() >= PULLED_AUTHORS {
-                lists.clear();
-            }
-        }
-        lists.insert(author.clone(), (now, list.clone()));
-        list
-    }
-}
-
 impl Requests<'_> {
     /// `GET /home` (request): the caller's home, newest first. At once: one
     /// Query of `HOME#u` (`limit` + 1 entries, the pushed posts) and one
@@ -254,7 +162,7 @@ impl Requests<'_> {
     /// Query of GSI1 for each author they pull (at most [`PULL_LIMIT`]:
     /// that author's `limit` + 1 newest posts before the cursor; on a first
     /// page, none for an author whose list the instance read within its
-    /// [`PulledLists`]' time to live); merged,
+    /// [`PulledLists`](super::memory::PulledLists)' time to live); merged,
     /// newest first; then one eventually consistent BatchGetItem of the
     /// page's posts, the caller's follows of their authors and the authors'
     /// profiles (at most 3 × `limit` keys). An entry whose post is gone,
@@ -354,7 +262,7 @@ impl Requests<'_> {
     /// none), at most `count`: one Query of their GSI1 list (Q3's), keys and
     /// ids only.
     /// A pulled author's newest `count` posts before `before`: a first
-    /// page's from the instance's [`PulledLists`] while they are fresh (read
+    /// page's from the instance's [`PulledLists`](super::memory::PulledLists) while they are fresh (read
     /// as [`PULLED_WINDOW`] when not), any other by a Query.
     async fn pulled_posts(
         &self,

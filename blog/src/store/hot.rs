@@ -112,14 +112,7 @@ pub fn is_shard_count(n: u8) -> bool {
 /// shards' counts in between.
 const SUM_ATTEMPTS: usize = 8;
 
-// FNV-1a, 64 bits: the same in every build, so that a liker's shard never
-// moves.
-use crate::revision::stable_hash;
-
-fn shard_of(bytes: &[u8], shards: u8) -> u8 {
-    // The remainder is below `shards`, so it fits.
-    u8::try_from(stable_hash(bytes) % u64::from(shards.max(1))).unwrap_or(0)
-}
+use crate::keys::shard_of;
 
 /// The shard of a hot post that holds `liker`'s like and its marker.
 pub fn liker_shard(liker: &UserId, shards: u8) -> u8 {
@@ -539,7 +532,7 @@ impl Requests<'_> {
             self.put_like_pointer(post, shards),
             self.raise_pointer(comments, ItemType::CommentShards, post, shards),
         )?;
-        let deadline = super::rename::Deadline::at(std::time::Instant::now() + MOVE_AT_SWITCH);
+        let deadline = super::deadline::Deadline::at(std::time::Instant::now() + MOVE_AT_SWITCH);
         let moving = self
             .fanout()
             .move_likers(post, Marked::OwnPartition, &deadline)
@@ -843,7 +836,7 @@ impl FanOut<'_> {
     pub async fn finish_switch(
         &self,
         post: &PostId,
-        deadline: &super::rename::Deadline,
+        deadline: &super::deadline::Deadline,
     ) -> Result<Moving, StoreError> {
         let Some(hot) = self.post_shards(post).await?.and_then(|found| found.hot()) else {
             return Ok(Moving::Stale);
@@ -877,7 +870,7 @@ impl FanOut<'_> {
         &self,
         post: &PostId,
         from: Marked,
-        deadline: &super::rename::Deadline,
+        deadline: &super::deadline::Deadline,
     ) -> Result<Moving, StoreError> {
         let Some(found) = self.post_shards(post).await? else {
             return Ok(Moving::Stale);
@@ -1108,6 +1101,7 @@ fn signed_difference(now: u64, was: u64) -> i64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::revision::stable_hash;
 
     #[test]
     fn a_liker_stays_in_one_shard_and_likers_spread() {

@@ -21,10 +21,10 @@ use serde::Deserialize;
 use super::Admin;
 use super::{
     ItemType, StoreError,
+    deadline::Deadline,
     follows::FollowerItem,
     from_items,
     hot::{COMMENTS_SHARDED_ATTRIBUTE, LIKERS_MOVED_ATTRIBUTE, Marked, Moving, SHARDS_ATTRIBUTE},
-    rename::Deadline,
     table::{Expr, Scan},
 };
 use crate::{ids::PostId, keys::TYPE};

@@ -25,6 +25,7 @@ mod client;
 pub mod comments;
 pub mod counts;
 pub mod cursor;
+pub mod deadline;
 pub mod deletion;
 pub mod erasure;
 mod error;
@@ -37,6 +38,7 @@ pub mod home;
 pub mod hot;
 pub mod idempotency;
 pub mod likes;
+pub mod memory;
 pub mod meter;
 #[cfg(feature = "admin")]
 pub mod migrate;
@@ -60,6 +62,6 @@ pub use client::{
 pub use error::StoreError;
 #[cfg(feature = "admin")]
 pub use handle::Admin;
-pub use handle::{FanOut, GSI_LAG_BOUND, Requests, Store};
+pub use handle::{DELIVERY_PAGE, FanOut, GSI_LAG_BOUND, Requests, Store};
 pub use table::{Backoff, Busy, classify, request_scope, request_scope_until};
 pub(crate) use table::{n, s, signed};

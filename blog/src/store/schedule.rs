@@ -30,7 +30,7 @@ use super::{
 use crate::{
     ids::PostId,
     keys::{self, Entity, GSI1SK, Key, SCHEDULED_PK},
-    store::rename::Deadline,
+    store::deadline::Deadline,
     timestamp,
 };
 

@@ -44,7 +44,7 @@ pub struct UserItem {
     /// (`"00"`..): their sum is the follower count
     /// ([`crate::store::follows`]). Absent until the first follower.
     #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
-    pub follower_shards: std::collections::BTreeMap<String, super::follows::ShardCount>,
+    pub follower_shards: std::collections::BTreeMap<String, ShardCount>,
     /// The authors they pull (their pull follows, [`crate::store::follows`]):
     /// their home read merges these authors' posts. A string set, at most
     /// [`super::follows::PULL_LIMIT`]; absent while empty. Written by the
@@ -68,6 +68,17 @@ fn first_version() -> u64 {
 
 fn is_first_version(version: &u64) -> bool {
     *version == 1
+}
+
+/// A follower shard's count as the fan-out copied it onto the profile, and
+/// the count item's version it was copied from. One letter each: eight of
+/// them ride on every write of the profile.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ShardCount {
+    #[serde(rename = "n")]
+    pub count: u64,
+    #[serde(rename = "v")]
+    pub version: u64,
 }
 
 impl UserItem {

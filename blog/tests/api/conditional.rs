@@ -284,7 +284,7 @@ async fn a_scheduled_posts_publication_changes_its_tag() {
         .app
         .store
         .fanout()
-        .publish_due(&blog::store::rename::Deadline::NONE)
+        .publish_due(&blog::store::deadline::Deadline::NONE)
         .await
         .expect("a run");
     assert_eq!(run.published, 1);

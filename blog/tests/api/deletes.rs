@@ -9,7 +9,7 @@ use blog::{
     fanout,
     ids::{PostId, UserId},
     keys,
-    store::rename::Deadline,
+    store::deadline::Deadline,
 };
 use serde_json::{Value, json};
 

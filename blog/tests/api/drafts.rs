@@ -435,7 +435,7 @@ async fn a_scheduled_post_publishes_itself_at_its_time_and_not_before() {
     let mut poller = api.poller();
     let author = api.user("scheduler").await;
     let store = &api.app.store;
-    let deadline = blog::store::rename::Deadline::NONE;
+    let deadline = blog::store::deadline::Deadline::NONE;
 
     // Due in 2 s: the run waits for it (within its look-ahead), then it is
     // out, listed at its time.
@@ -598,7 +598,7 @@ async fn the_schedule_holds_only_live_markers_and_a_late_post_is_listed_when_out
     api.meter.take();
     let run = store
         .fanout()
-        .publish_due(&blog::store::rename::Deadline::NONE)
+        .publish_due(&blog::store::deadline::Deadline::NONE)
         .await
         .expect("a run");
     assert_eq!((run.published, run.dropped), (1, 0));
@@ -625,7 +625,7 @@ async fn the_schedule_holds_only_live_markers_and_a_late_post_is_listed_when_out
     tokio::time::sleep(std::time::Duration::from_millis(1_500)).await;
     let run = store
         .fanout()
-        .publish_due(&blog::store::rename::Deadline::NONE)
+        .publish_due(&blog::store::deadline::Deadline::NONE)
         .await
         .expect("a run");
     assert_eq!(run.published, 1);

@@ -228,7 +228,7 @@ async fn a_delivery_goes_on_from_its_place_and_writes_each_entry_once() {
         .expect("the post's INSERT")
         .clone();
     let store = &api.app.store;
-    let near = blog::store::rename::Deadline::after_checks(0);
+    let near = blog::store::deadline::Deadline::after_checks(0);
     blog::fanout::apply(store, &insert, &near)
         .await
         .expect("start");
@@ -260,7 +260,7 @@ async fn a_delivery_goes_on_from_its_place_and_writes_each_entry_once() {
 
     // Every record again (the INSERT redelivered, the handoffs), through the
     // poller as Lambda would: the walks go on from their places.
-    blog::fanout::apply(store, &insert, &blog::store::rename::Deadline::NONE)
+    blog::fanout::apply(store, &insert, &blog::store::deadline::Deadline::NONE)
         .await
         .expect("again");
     api.settle(&mut poller).await;
@@ -281,11 +281,11 @@ async fn a_delivery_goes_on_from_its_place_and_writes_each_entry_once() {
     assert_eq!(delivered, 24);
     // A replay after the end writes nothing.
     let before = crate::support::table_snapshot(&api).await;
-    blog::fanout::apply(store, &insert, &blog::store::rename::Deadline::NONE)
+    blog::fanout::apply(store, &insert, &blog::store::deadline::Deadline::NONE)
         .await
         .expect("replay");
     for shard in 0..blog::keys::PUSH_SHARDS {
-        let none = blog::store::rename::Deadline::NONE;
+        let none = blog::store::deadline::Deadline::NONE;
         let again = store
             .fanout()
             .deliver(
@@ -469,7 +469,7 @@ async fn a_famous_authors_posts_are_pulled_by_the_follows_made_after_its_thresho
 /// the time to live, one Query again.
 #[tokio::test]
 async fn an_instance_reads_a_pulled_authors_list_once_per_time_to_live() {
-    use blog::{api::feed::Clock, store::home::PulledLists};
+    use blog::{api::feed::Clock, store::memory::PulledLists};
     use std::time::Duration;
     let ttl = Duration::from_secs(2);
     let clock = Clock::manual();

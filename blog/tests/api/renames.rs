@@ -13,9 +13,9 @@ use blog::{
     store::{
         Backoff, bulk,
         comments::CommentItem,
+        deadline::Deadline,
         feed::FEED_CAPACITY,
         posts::{PostContentItem, PostItem},
-        rename::Deadline,
         users::UserItem,
     },
     text::Username,

@@ -188,9 +188,13 @@ async fn a_late_record_does_not_bring_back_a_tag_the_post_no_longer_has() {
     assert_eq!(status, 200);
     let records = api.stream_records().await;
     for record in records.iter().rev() {
-        blog::fanout::apply(&api.app.store, record, &blog::store::rename::Deadline::NONE)
-            .await
-            .expect("applied");
+        blog::fanout::apply(
+            &api.app.store,
+            record,
+            &blog::store::deadline::Deadline::NONE,
+        )
+        .await
+        .expect("applied");
     }
     assert!(tag_list(&api, "old").await.is_empty());
     assert_eq!(ids(&tag_list(&api, "new").await), [post.as_str()]);
