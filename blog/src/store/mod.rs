@@ -1,5 +1,9 @@
-//! Single-table data access. One module per entity (`users`, `posts`,
-//! `comments`, `likes`, `feed`); each owns its item shapes, which know their
+//! Single-table data access. A module per entity or protocol (`users`,
+//! `posts`, `comments`, `likes`, `feed`, `tags`, `follows`, `followers`,
+//! `home`, `schedule`, the hot posts' `hot` and `counts`, the walks
+//! `rename`, `deletion` and `erasure`, …), below them `deadline` (how long
+//! a walk may go on) and `memory` (what an instance keeps between
+//! requests); each owns its item shapes, which know their
 //! own keys ([`crate::keys::Entity`]), and its operations, which it describes as
 //! [`table::Write`]s, [`table::Query`]s and transactions. Only [`table`]
 //! talks to DynamoDB: the table's name, metering, client request tokens,

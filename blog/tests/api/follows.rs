@@ -304,6 +304,23 @@ async fn the_audit_finds_and_repairs_a_follower_count() {
     assert!(api.audit(false).await.findings.is_empty());
 }
 
+/// Every item of `user`'s follower shards (`FOLLOWERS#<user>#k`).
+async fn follower_shard_items(
+    api: &TestApi,
+    user: &str,
+) -> Vec<std::collections::HashMap<String, aws_sdk_dynamodb::types::AttributeValue>> {
+    let shards = format!("FOLLOWERS#{user}#");
+    crate::support::table_snapshot(api)
+        .await
+        .into_iter()
+        .filter(|item| {
+            item.get("PK")
+                .and_then(|pk| pk.as_s().ok())
+                .is_some_and(|pk| pk.starts_with(&shards))
+        })
+        .collect()
+}
+
 /// An erased account's followers go with it (their counts down, its
 /// shards' entries gone, their counts emptied and left closed for a day), a
 /// follow that read the profile before the erasure and commits after the
@@ -347,16 +364,7 @@ async fn an_erased_accounts_followers_go_and_its_new_account_is_followed_anew() 
         "{refused:?}"
     );
     assert_eq!(crate::support::table_snapshot(&api).await, before);
-    let shards = format!("FOLLOWERS#{star}#");
-    let left: Vec<_> = crate::support::table_snapshot(&api)
-        .await
-        .into_iter()
-        .filter(|item| {
-            item.get("PK")
-                .and_then(|pk| pk.as_s().ok())
-                .is_some_and(|pk| pk.starts_with(&shards))
-        })
-        .collect();
+    let left = follower_shard_items(&api, &star).await;
     // Nothing but the sixteen counts, emptied, closed, expiring.
     assert_eq!(left.len(), 16, "{left:?}");
     for count in &left {
@@ -385,20 +393,16 @@ async fn an_erased_accounts_followers_go_and_its_new_account_is_followed_anew() 
     let audit = api.audit(false).await;
     assert!(audit.findings.is_empty(), "{:#?}", audit.findings);
     // Open again: the count the follow made has no expiry.
-    let opened = crate::support::table_snapshot(&api)
+    let opened: Vec<_> = follower_shard_items(&api, &star)
         .await
         .into_iter()
         .filter(|item| {
-            item.get("PK")
-                .and_then(|pk| pk.as_s().ok())
-                .is_some_and(|pk| pk.starts_with(&shards))
-                && item
-                    .get("count")
-                    .and_then(|c| c.as_n().ok())
-                    .map(String::as_str)
-                    == Some("1")
+            item.get("count")
+                .and_then(|c| c.as_n().ok())
+                .map(String::as_str)
+                == Some("1")
         })
-        .collect::<Vec<_>>();
+        .collect();
     assert_eq!(opened.len(), 1, "{opened:?}");
     assert!(!opened[0].contains_key("expiresAt"), "{opened:?}");
 }
