@@ -12,11 +12,12 @@
 //! (`f<followId>`: the follower's id). A batch's records of one window are
 //! coalesced into one UpdateItem (their last state per follow), so the
 //! partition takes a write a window a batch, not one a follow. The item
-//! key order is time order: a page is one or two Queries of that partition,
-//! newest first, whatever the shard count.
+//! key order is time order: a page is one to three Queries of that
+//! partition, newest first, whatever the shard count.
 //!
-//! A window emptied by unfollows stays (a few dozen bytes) until an
-//! erasure of the account deletes them all; a page reads past it. A copy is
+//! A window emptied by unfollows is deleted (read strongly after the
+//! removals, deleted only at the version read), and an erasure of the
+//! account deletes them all. A copy is
 //! as fresh as the fan-out (a new follower is listed within seconds); the
 //! names come from the followers' profiles at every read, and an erased
 //! follower's profile is gone at once.
@@ -27,7 +28,7 @@ use super::{
     FanOut, Item, ItemType, Requests, StoreError,
     deadline::Deadline,
     s,
-    table::{Expr, Landed, Query, Write},
+    table::{Deleted, Expr, Landed, Query, Write},
 };
 use crate::{
     ids::{FollowId, UserId},
@@ -49,6 +50,9 @@ const QUERIES: usize = 3;
 
 /// The attribute naming whose followers a window holds.
 const WINDOW_OWNER: &str = "userId";
+
+/// The attribute every change of a window moves (`ADD 1`).
+const WINDOW_VERSION: &str = "version";
 
 /// How many windows an erasure deletes a call.
 const ERASE_PAGE: i32 = 100;
@@ -98,8 +102,39 @@ impl FanOut<'_> {
                     .await?;
                 sent += 1;
             }
+            // Only taken back: the window may be empty now.
+            if follows.iter().all(|(_, follower)| follower.is_none()) {
+                sent += usize::from(self.drop_if_empty(&window).await?);
+            }
         }
         Ok(sent)
+    }
+
+    /// `window` deleted if it holds no follow (read strongly), on the
+    /// condition that its version is still the one read: a follow copied
+    /// in meanwhile keeps it. So no empty window stays, and none of an
+    /// erased account's: a late record of a follow that committed before
+    /// the erasure closed the counts may make one again after the walk
+    /// deleted them, and its REMOVE (the walk's, after it) empties it.
+    async fn drop_if_empty(&self, window: &Key) -> Result<bool, StoreError> {
+        let Some(item) = self.db.get(window.item(), true).await? else {
+            return Ok(false);
+        };
+        if !follows_in(&item)?.is_empty() {
+            return Ok(false);
+        }
+        let Some(version) = item.get(WINDOW_VERSION).cloned() else {
+            return Ok(false);
+        };
+        let unchanged = Expr::new("#v = :v")
+            .name("#v", WINDOW_VERSION)
+            .value(":v", version);
+        let drop = Write::delete(window.item(), Deleted::Untold).when(unchanged);
+        Ok(self
+            .db
+            .write("drop an empty follower window", &drop)
+            .await?
+            .done())
     }
 
     /// An erased account's follower windows out, a page at a time (after
@@ -110,11 +145,13 @@ impl FanOut<'_> {
         user: &UserId,
         deadline: &Deadline,
     ) -> Result<bool, StoreError> {
-        let windows = Query::partition(keys::followed_pk(user)).project(
-            Expr::new("#pk, #sk")
-                .name("#pk", keys::PK)
-                .name("#sk", keys::SK),
-        );
+        let windows = Query::partition(keys::followed_pk(user))
+            .project(
+                Expr::new("#pk, #sk")
+                    .name("#pk", keys::PK)
+                    .name("#sk", keys::SK),
+            )
+            .consistent();
         let mut first = true;
         loop {
             if !first && deadline.near() {
@@ -156,9 +193,12 @@ fn window_update(
             None => removes.push(name),
         }
     }
-    let mut text = String::new();
+    // Every change moves the window's version: an empty window is deleted
+    // only as it was read (`drop_if_empty`).
+    let mut text = String::from("ADD #v :one");
+    change = change.name("#v", WINDOW_VERSION).value(":one", super::n(1));
     if !sets.is_empty() {
-        text.push_str("SET #type = :type, #of = :of, ");
+        text.push_str(" SET #type = :type, #of = :of, ");
         text.push_str(&sets.join(", "));
         change = change
             .name("#type", keys::TYPE)
@@ -214,6 +254,14 @@ impl Place {
     }
 
     fn parse(raw: &str) -> Result<Self, crate::ids::IdError> {
+        // A cursor of the version that read the shards: the follow shown
+        // last, in its window.
+        if let Ok(follow) = FollowId::parse(raw) {
+            return Ok(Self {
+                window: follow.millis() / keys::FOLLOWER_WINDOW_MS,
+                shown: Some(follow),
+            });
+        }
         let bad = || crate::ids::IdError::NotUlid {
             kind: "a followers cursor",
         };
@@ -243,9 +291,11 @@ impl Requests<'_> {
     /// first. Up to `QUERIES` Queries of `FOLLOWED#v` (descending, before
     /// the cursor): `FIRST_WINDOWS` windows, then as many as the page
     /// still needs at the rate the first held, then one BatchGetItem of
-    /// the page's followers' profiles and `user`'s own (404 without it).
-    /// At most 4 calls and about the units of the windows read and the
-    /// profiles shown, whatever the follower or shard count.
+    /// the page's followers' profiles and `user`'s own (404 without it; two
+    /// for a page of 100, 101 keys). At most 5 calls and about the units of
+    /// the windows read and the profiles shown, whatever the follower or
+    /// shard count. A follower shows once on a page (an unfollow and a
+    /// follow again not yet both copied would show them twice).
     pub async fn list_followers(
         &self,
         user: &UserId,
@@ -274,6 +324,7 @@ impl Requests<'_> {
         // (window, follow, follower), newest first.
         let mut follows: Vec<(u64, FollowId, UserId)> = Vec::new();
         let (mut start, mut windows_read, mut last_window) = (None, 0, None);
+        let mut seen = std::collections::HashSet::new();
         for round in 0..QUERIES {
             let windows = match round {
                 0 => FIRST_WINDOWS,
@@ -304,7 +355,7 @@ impl Requests<'_> {
                 windows_read += 1;
                 last_window = Some(window);
                 for (follow, follower) in follows_in(item)? {
-                    if skip_to.is_none_or(|shown| follow < shown) {
+                    if skip_to.is_none_or(|shown| follow < shown) && seen.insert(follower.clone()) {
                         follows.push((window, follow, follower));
                     }
                 }
@@ -351,7 +402,9 @@ impl super::Admin<'_> {
         use super::table::TxOutcome;
         use crate::keys::Entity;
         let window = keys::follower_window(&entry.user_id, &entry.follow_id);
-        let change = Expr::new("SET #type = :type, #of = :of, #f = :follower")
+        let change = Expr::new("SET #type = :type, #of = :of, #f = :follower ADD #v :one")
+            .name("#v", WINDOW_VERSION)
+            .value(":one", super::n(1))
             .name("#type", keys::TYPE)
             .name("#of", WINDOW_OWNER)
             .name("#f", &keys::follower_attribute(&entry.follow_id))
@@ -372,5 +425,33 @@ impl super::Admin<'_> {
             TxOutcome::ConditionFailed(failed) if failed.failed(there) => Ok(false),
             TxOutcome::ConditionFailed(failed) => Err(failed.unexpected("copy a follower entry")),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_cursor_names_its_window_and_the_follow_shown_and_an_earlier_one_still_reads() {
+        let follow = FollowId::generate();
+        let window = follow.millis() / keys::FOLLOWER_WINDOW_MS;
+        let inside = Place {
+            window,
+            shown: Some(follow),
+        };
+        let past = Place {
+            window,
+            shown: None,
+        };
+        for place in [inside, past] {
+            assert_eq!(Place::parse(&place.encode()).ok(), Some(place));
+        }
+        // The version that read the shards gave the follow alone.
+        assert_eq!(Place::parse(&follow.to_string()).ok(), Some(inside));
+        for bad in ["", "x", "1234567890123456", "12.x", "-1", "1.2.3"] {
+            assert!(Place::parse(bad).is_err(), "{bad}");
+        }
+        assert_eq!(Place::window_sk(window), keys::follower_window_sk(&follow));
     }
 }

@@ -541,7 +541,9 @@ impl Requests<'_> {
                 tx.add("schedule", Write::put(marker, Landed::Untold)?);
             }
             if let Some(stale) = &plan.stale_marker {
-                let gone = Write::delete(stale.key().item(), Deleted::IfGone);
+                // Untold: the marker may be gone already (moved meanwhile,
+                // published): its absence would pass for this commit.
+                let gone = Write::delete(stale.key().item(), Deleted::Untold);
                 tx.add("old schedule", gone);
             }
             match tx.commit().await? {

@@ -365,6 +365,15 @@ async fn an_erased_accounts_followers_go_and_its_new_account_is_followed_anew() 
     );
     assert_eq!(crate::support::table_snapshot(&api).await, before);
     let left = follower_shard_items(&api, &star).await;
+    // Its followers list's copy is gone too.
+    let windows = crate::support::table_snapshot(&api)
+        .await
+        .into_iter()
+        .filter(|item| {
+            item.get("PK").and_then(|pk| pk.as_s().ok()) == Some(&format!("FOLLOWED#{star}"))
+        })
+        .count();
+    assert_eq!(windows, 0);
     // Nothing but the sixteen counts, emptied, closed, expiring.
     assert_eq!(left.len(), 16, "{left:?}");
     for count in &left {
@@ -485,4 +494,20 @@ async fn a_followers_page_costs_a_few_calls_whatever_the_shards() {
     api.settle(&mut poller).await;
     assert_eq!(listed(&api, &path, 25).await, newest_first[1..].to_vec());
     assert_eq!(counts(&api, &star).await, (44, 0));
+    // Unfollowed by all but one: the emptied windows are deleted, the list
+    // holds the one left; no window of the list is empty.
+    for fan in &fans[1..44] {
+        let (status, _) = api.call("DELETE", &path, Some(fan), None).await;
+        assert_eq!(status, 204);
+    }
+    api.settle(&mut poller).await;
+    assert_eq!(listed(&api, &path, 25).await, [fans[0].clone()]);
+    let windows: Vec<_> = crate::support::table_snapshot(&api)
+        .await
+        .into_iter()
+        .filter(|item| {
+            item.get("PK").and_then(|pk| pk.as_s().ok()) == Some(&format!("FOLLOWED#{star}"))
+        })
+        .collect();
+    assert_eq!(windows.len(), 1, "{windows:?}");
 }
