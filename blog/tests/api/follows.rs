@@ -304,23 +304,6 @@ async fn the_audit_finds_and_repairs_a_follower_count() {
     assert!(api.audit(false).await.findings.is_empty());
 }
 
-/// Every item of `user`'s follower shards (`FOLLOWERS#<user>#k`).
-async fn follower_shard_items(
-    api: &TestApi,
-    user: &str,
-) -> Vec<std::collections::HashMap<String, aws_sdk_dynamodb::types::AttributeValue>> {
-    let shards = format!("FOLLOWERS#{user}#");
-    crate::support::table_snapshot(api)
-        .await
-        .into_iter()
-        .filter(|item| {
-            item.get("PK")
-                .and_then(|pk| pk.as_s().ok())
-                .is_some_and(|pk| pk.starts_with(&shards))
-        })
-        .collect()
-}
-
 /// An erased account's followers go with it (their counts down, its
 /// shards' entries gone, their counts emptied and left closed for a day), a
 /// follow that read the profile before the erasure and commits after the
@@ -364,16 +347,10 @@ async fn an_erased_accounts_followers_go_and_its_new_account_is_followed_anew() 
         "{refused:?}"
     );
     assert_eq!(crate::support::table_snapshot(&api).await, before);
-    let left = follower_shard_items(&api, &star).await;
+    let left = crate::support::partition_items(&api, &format!("FOLLOWERS#{star}#")).await;
     // Its followers list's copy is gone too.
-    let windows = crate::support::table_snapshot(&api)
-        .await
-        .into_iter()
-        .filter(|item| {
-            item.get("PK").and_then(|pk| pk.as_s().ok()) == Some(&format!("FOLLOWED#{star}"))
-        })
-        .count();
-    assert_eq!(windows, 0);
+    let windows = crate::support::partition_items(&api, &format!("FOLLOWED#{star}")).await;
+    assert_eq!(windows, vec![]);
     // Nothing but the sixteen counts, emptied, closed, expiring.
     assert_eq!(left.len(), 16, "{left:?}");
     for count in &left {
@@ -402,7 +379,7 @@ async fn an_erased_accounts_followers_go_and_its_new_account_is_followed_anew() 
     let audit = api.audit(false).await;
     assert!(audit.findings.is_empty(), "{:#?}", audit.findings);
     // Open again: the count the follow made has no expiry.
-    let opened: Vec<_> = follower_shard_items(&api, &star)
+    let opened: Vec<_> = crate::support::partition_items(&api, &format!("FOLLOWERS#{star}#"))
         .await
         .into_iter()
         .filter(|item| {
@@ -502,12 +479,6 @@ async fn a_followers_page_costs_a_few_calls_whatever_the_shards() {
     }
     api.settle(&mut poller).await;
     assert_eq!(listed(&api, &path, 25).await, [fans[0].clone()]);
-    let windows: Vec<_> = crate::support::table_snapshot(&api)
-        .await
-        .into_iter()
-        .filter(|item| {
-            item.get("PK").and_then(|pk| pk.as_s().ok()) == Some(&format!("FOLLOWED#{star}"))
-        })
-        .collect();
+    let windows = crate::support::partition_items(&api, &format!("FOLLOWED#{star}")).await;
     assert_eq!(windows.len(), 1, "{windows:?}");
 }

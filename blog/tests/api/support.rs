@@ -725,6 +725,21 @@ pub async fn table_snapshot(api: &TestApi) -> Vec<HashMap<String, AttributeValue
     store_snapshot(&api.app.store).await
 }
 
+/// The items of the partitions whose key `PK` begins with `prefix`, in key
+/// order (a whole key: that partition alone, but for partitions whose keys
+/// extend it).
+pub async fn partition_items(api: &TestApi, prefix: &str) -> Vec<HashMap<String, AttributeValue>> {
+    table_snapshot(api)
+        .await
+        .into_iter()
+        .filter(|item| {
+            item.get("PK")
+                .and_then(|pk| pk.as_s().ok())
+                .is_some_and(|pk| pk.starts_with(prefix))
+        })
+        .collect()
+}
+
 /// Every item of `store`'s table, in key order.
 pub async fn store_snapshot(store: &Store) -> Vec<HashMap<String, AttributeValue>> {
     let mut items = Vec::new();
