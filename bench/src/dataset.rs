@@ -19,8 +19,10 @@ use blog::{
     store::{
         bulk::PostWithReplies,
         comments::CommentItem,
-        likes::LikeItem,
-        posts::{PostContentItem, PostItem},
+        items::{
+            like::LikeItem,
+            post::{PostContentItem, PostItem},
+        },
         users::UserItem,
     },
     text::Username,

@@ -14,7 +14,7 @@ use aws_sdk_dynamodb::{
 };
 use blog::{
     ids::{PostId, UserId},
-    store::{Item, bulk, posts::PostItem, table},
+    store::{Item, bulk, items::post::PostItem, table},
 };
 use futures::StreamExt;
 use indicatif::{ProgressBar, ProgressStyle};

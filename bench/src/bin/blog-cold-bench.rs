@@ -74,8 +74,10 @@ use blog::{
         bulk::{self, PostWithReplies},
         comments::CommentItem,
         feed::FEED_CAPACITY,
-        likes::LikeItem,
-        posts::{PostContentItem, PostItem},
+        items::{
+            like::LikeItem,
+            post::{PostContentItem, PostItem},
+        },
         table::{self, Deleted, Scan, Table, Write},
         users::UserItem,
     },

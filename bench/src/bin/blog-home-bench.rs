@@ -54,7 +54,7 @@ use blog::{
         deadline::Deadline,
         follows::{FollowItem, FollowerItem, PULL_FOLLOWERS, PULL_LIMIT},
         home::{Delivering, HomeEntryItem},
-        posts::PostItem,
+        items::post::PostItem,
         table,
         users::UserItem,
     },

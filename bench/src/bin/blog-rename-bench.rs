@@ -20,7 +20,7 @@ use blog::{
         Store, bulk,
         comments::CommentItem,
         feed::FEED_CAPACITY,
-        posts::{PostContentItem, PostItem},
+        items::post::{PostContentItem, PostItem},
         table,
         users::UserItem,
         {deadline::Deadline, rename::RenameStep},

@@ -20,8 +20,9 @@ use crate::{
     keys::{COMMENT_PREFIX, Counter, LIKE_PREFIX, PostPartition, SK},
     store::{
         StoreError,
-        hot::{MAX_SHARDS, ShardCounterItem, Summed},
-        posts::PostItem,
+        hot::Summed,
+        items::counter::{MAX_SHARDS, ShardCounterItem},
+        items::post::PostItem,
         table::{Expr, Query},
     },
 };

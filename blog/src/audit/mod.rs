@@ -36,7 +36,7 @@ use crate::{
         deletion::Removal,
         erasure::ErasureStep,
         feed::FeedEntryItem,
-        posts::PostItem,
+        items::post::PostItem,
         table::Expr,
         users::{Overwrite, UsernameCopy},
     },
@@ -508,13 +508,13 @@ const READ: [&str; 31] = [
     "shards",
     "countedIn",
     // What the fan-out has added of each shard's counts.
-    crate::store::hot::ADDED_ATTRIBUTE,
+    crate::store::items::post::ADDED_ATTRIBUTE,
     // A post's tags; a tag entry's tag.
     "tags",
     "tag",
     // Whether a post is out, and since when (where lists hold it); a feed
     // entry's or tag entry's place.
-    crate::store::posts::STATUS,
+    crate::store::items::post::STATUS,
     "publishedAt",
     "listedId",
     "publishAt",

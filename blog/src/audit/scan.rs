@@ -38,7 +38,7 @@ use crate::{
         feed::{FeedEntryItem, feed_reserve, feed_slack},
         follows::{FollowerCountItem, FollowerItem},
         from_item,
-        posts::PostItem,
+        items::post::PostItem,
         table::Scan,
         tags::TagEntryItem,
     },

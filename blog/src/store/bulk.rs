@@ -10,8 +10,8 @@ use super::{
     Item, StoreError,
     comments::CommentItem,
     feed::{FeedEntryItem, FeedFloorItem},
-    likes::{LikeItem, LikerMarker},
-    posts::{PostContentItem, PostItem},
+    items::like::{LikeItem, LikerMarker},
+    items::post::{PostContentItem, PostItem},
     table::Table,
     users::{UserItem, UsernameClaim},
 };

@@ -8,9 +8,9 @@ use super::Requests;
 use super::{
     Busy, ItemType, Store, StoreError,
     counts::{self, Counting, Tried},
-    hot::{self, CommentShardsItem},
     idempotency::{Answer, Created, Idempotency},
-    posts::PostItem,
+    items::counter::CommentShardsItem,
+    items::post::PostItem,
     table::{Committing, Deleted, Expr, Query, TxOutcome, Write},
     users::UserItem,
 };
@@ -218,7 +218,7 @@ impl Requests<'_> {
             Some(shards) => {
                 let id = CommentId::generate_in(None);
                 let mut item = CommentItem::new(*post, id, profile, content);
-                item.counted_in = Some(hot::comment_shard(&id, shards));
+                item.counted_in = Some(crate::store::items::counter::comment_shard(&id, shards));
                 item
             }
             None => CommentItem::new(*post, CommentId::generate_in(None), profile, content),
@@ -234,7 +234,9 @@ impl Requests<'_> {
         };
         let record = Idempotency::add_record(keyed, &mut tx, profile.account(), &answer, created)?;
         let sharded = item.shard.is_some() && item.shard == item.counted_in;
-        let room = counting.shards.is_some_and(|n| n < hot::MAX_SHARDS);
+        let room = counting
+            .shards
+            .is_some_and(|n| n < crate::store::items::counter::MAX_SHARDS);
         if counting.watch && (item.counted_in.is_none() || (sharded && room)) {
             // Both in one partition (the post's, or one of its shards); each
             // also in an index partition of its own (the commenter's, the

@@ -11,7 +11,7 @@
 //! 3. throttled on the post's own partition ⇒ the post is made hot
 //!    (`Requests::switch_if_hot`), and the next attempt counts in a shard;
 //!    throttled on a hot post's shard ⇒ it widens, up to
-//!    [`super::hot::MAX_SHARDS`] (`Requests::widen`), so their number
+//!    [`crate::store::items::counter::MAX_SHARDS`] (`Requests::widen`), so their number
 //!    follows the rate the post takes;
 //! 4. the count refused by its condition ⇒ the post is gone (404) or hot
 //!    meanwhile: its shards are learned (`Requests::learn_shards`) and
@@ -25,7 +25,8 @@ use std::future::Future;
 
 use super::{
     Busy, Item, Requests, StoreError,
-    hot::{self, CLOSING_ATTRIBUTE, SHARDS_ATTRIBUTE, ShardCounterItem},
+    items::counter::ShardCounterItem,
+    items::post::{CLOSING_ATTRIBUTE, SHARDS_ATTRIBUTE},
     n,
     table::{Expr, Landed, Room, Throttle, Write},
 };
@@ -132,7 +133,7 @@ fn still_quiet() -> Expr {
     )
     .name("#shards", SHARDS_ATTRIBUTE)
     .name("#closing", CLOSING_ATTRIBUTE)
-    .name("#status", super::posts::STATUS)
+    .name("#status", crate::store::items::post::STATUS)
 }
 
 /// Where one attempt counts up: in the shards this process knows the post
@@ -340,7 +341,7 @@ impl Requests<'_> {
     /// shards).
     ///
     /// A post turning hot is remembered so (its likes and comments wait);
-    /// one closed longer than [`super::hot::CLOSING_STALE`] had its switch's
+    /// one closed longer than [`crate::store::items::post::CLOSING_STALE`] had its switch's
     /// request stop before it was done, and this one takes the switch over
     /// (`Requests::finish_closing`), one request of the process at a time.
     pub(super) async fn learn_shards(&self, post: &PostId) -> Result<(), StoreError> {
@@ -355,7 +356,7 @@ impl Requests<'_> {
         self.learned(post, &found);
         if let Some(since) = found.closing
             && found.hot().is_none()
-            && hot::closing_is_stale(since)
+            && crate::store::items::post::closing_is_stale(since)
             && self.hot.claim_switch_over(post)
         {
             tracing::warn!(post_id = %post, since, "a switch to hot taken over");

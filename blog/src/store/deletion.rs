@@ -24,9 +24,8 @@ use super::{FanOut, Requests};
 use super::{
     Item, ItemType, Store, StoreError,
     deadline::Deadline,
-    hot, n,
-    posts::{PostItem, StoredPost},
-    s,
+    items::post::{PostItem, StoredPost},
+    n, s,
     table::{Deleted, Expr, Outcome, Query, TxOutcome, Write},
 };
 use crate::{
@@ -204,14 +203,14 @@ fn as_read(found: &PostItem) -> Expr {
     let shape = match (found.shards, found.closing) {
         (Some(shards), _) => Expr::new("#shards = :shards").value(":shards", n(u64::from(shards))),
         (None, Some(since)) => Expr::new("attribute_not_exists(#shards) AND #closing = :since")
-            .name("#closing", hot::CLOSING_ATTRIBUTE)
+            .name("#closing", crate::store::items::post::CLOSING_ATTRIBUTE)
             .value(":since", n(since)),
         (None, None) => {
             Expr::new("attribute_not_exists(#shards) AND attribute_not_exists(#closing)")
-                .name("#closing", hot::CLOSING_ATTRIBUTE)
+                .name("#closing", crate::store::items::post::CLOSING_ATTRIBUTE)
         }
     }
-    .name("#shards", hot::SHARDS_ATTRIBUTE);
+    .name("#shards", crate::store::items::post::SHARDS_ATTRIBUTE);
     Expr::new("userId = :me")
         .value(":me", s(found.user_id.as_str()))
         .and_expr(shape)

@@ -11,7 +11,7 @@ use std::collections::HashMap;
 use super::Requests;
 use super::{
     Item, StoreError, cursor,
-    posts::{PostContentItem, PostItem, StoredPost},
+    items::post::{PostContentItem, PostItem, StoredPost},
     table::Query,
     users::UserItem,
 };
@@ -21,7 +21,7 @@ use crate::{
         self, COMMENT_PREFIX, DRAFT_PREFIX, Entity, FOLLOW_PREFIX, Key, LIKE_PREFIX, POST_PREFIX,
     },
     model::{ExportPage, Exported, Follow, Post},
-    store::{comments::CommentItem, follows::FollowItem, likes::LikeItem},
+    store::{comments::CommentItem, follows::FollowItem, items::like::LikeItem},
 };
 
 /// What a GSI1 entry of the user's partition stands for.

@@ -12,9 +12,9 @@ use serde::{Deserialize, Serialize};
 use super::Admin;
 use super::{FanOut, Requests};
 use super::{
-    ItemType, Store, StoreError, from_item, from_items, n,
-    posts::PostItem,
-    s,
+    ItemType, Store, StoreError, from_item, from_items,
+    items::post::PostItem,
+    n, s,
     table::{Deleted, Expr, Landed, Outcome, Query, Returning, Write},
 };
 use crate::{

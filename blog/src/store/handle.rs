@@ -402,7 +402,7 @@ impl HotPosts {
     }
 
     /// Whether the caller is the one request of this process to take over
-    /// the switch of a post closed too long ([`super::hot::CLOSING_STALE`]):
+    /// the switch of a post closed too long ([`crate::store::items::post::CLOSING_STALE`]):
     /// no request of it is switching it.
     pub(super) fn claim_switch_over(&self, post: &PostId) -> bool {
         let Ok(mut closing) = self.closing.lock() else {

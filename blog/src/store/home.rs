@@ -38,10 +38,9 @@ use super::{
     deadline::Deadline,
     follows::{FollowItem, FollowerItem, PULL_LIMIT},
     from_item,
+    items::post::PostItem,
     memory::Pointer,
-    n,
-    posts::PostItem,
-    s,
+    n, s,
     table::{Expr, Landed, Query, Write},
     users::UserItem,
 };

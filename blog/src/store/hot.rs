@@ -51,267 +51,35 @@
 //! same calls and units as before; the conditions `attribute_not_exists(shards)`
 //! and `attribute_not_exists(closing)` cost nothing.
 
+use crate::store::items::counter::{
+    CommentShardsItem, HOT_SHARDS, LikeShardsItem, MAX_SHARDS, ShardCounterItem, counters_made,
+    wider_than,
+};
+use crate::store::items::post::{
+    ADDED_ATTRIBUTE, Added, CLOSING_ATTRIBUTE, COMMENTS_SHARDED_ATTRIBUTE, LIKERS_MOVED_ATTRIBUTE,
+    SHARDS_ATTRIBUTE, epoch_millis,
+};
 use std::collections::{BTreeMap, HashMap};
 
 use aws_sdk_dynamodb::types::AttributeValue;
-use serde::{Deserialize, Serialize};
+use serde::Deserialize;
 
 pub use super::handle::Hot;
 use super::{FanOut, Requests};
 use super::{
     ItemType, Store, StoreError, from_item,
-    likes::{LikedMarker, LikerMarker},
+    items::like::{LikedMarker, LikerMarker},
     n, signed,
     table::{Deleted, Expr, Landed, Outcome, Query, Write},
 };
 use crate::{
-    ids::{CommentId, PostId, UserId},
-    keys::{self, Counter, Entity, Key, LIKE_SHARDS_SK, PostPartition, SHARD_COUNTS_SK},
+    ids::PostId,
+    keys::{self, Entity, Key, PostPartition},
 };
-
-/// How many shard partitions a hot post spreads over at first. At 1,000
-/// likes and 300 comments a second (4 WCU a like, 2 a comment's count) each
-/// takes about 290 WCU a second, 29 % of a partition, with room for an
-/// uneven hash.
-pub const HOT_SHARDS: u8 = 16;
-
-/// How many shards a hot post grows to at most, widening each time one of
-/// its shards is throttled ([`Requests::widen`]): 128 partitions of about
-/// 1,000 WCU a second, about 25,000 likes a second at 4 WCU each plus their
-/// comments.
-pub const MAX_SHARDS: u8 = 128;
-
-/// How many times more shards a widening gives a post: a post that throttles
-/// its shards is taking more than they hold, by how much its throttled
-/// writes do not say, and each widening takes a moment while its likes are
-/// refused: 16 → 64 → 128.
-const WIDEN_BY: u8 = 4;
-
-/// How many shards a widening from `shards` gives a post.
-fn wider_than(shards: u8) -> u8 {
-    shards.saturating_mul(WIDEN_BY).min(MAX_SHARDS)
-}
-
-/// How many shard counters a post with `shards` shards has (put where
-/// absent): its own, and those of its next widening, so that the widening,
-/// which comes when its shards are throttled, writes only its pointers and
-/// the post. A post made hot by an earlier version may lack the latter: a
-/// widening puts them where absent.
-pub fn counters_made(shards: u8) -> u8 {
-    wider_than(shards).max(shards)
-}
-
-/// Whether `n` is a shard count a hot post can have: 16, 32, 64 or 128
-/// (each a power of two: a widening from 16 makes 64, and one from 32,
-/// 128).
-pub fn is_shard_count(n: u8) -> bool {
-    (HOT_SHARDS..=MAX_SHARDS).contains(&n) && n.is_power_of_two()
-}
 
 /// How often the fan-out reads the post again when another batch added its
 /// shards' counts in between.
 const SUM_ATTEMPTS: usize = 8;
-
-use crate::keys::shard_of;
-
-/// The shard of a hot post that holds `liker`'s like and its marker.
-pub fn liker_shard(liker: &UserId, shards: u8) -> u8 {
-    shard_of(liker.as_str().as_bytes(), shards)
-}
-
-/// The shard whose counter counts `comment`.
-pub fn comment_shard(comment: &CommentId, shards: u8) -> u8 {
-    shard_of(comment.to_string().as_bytes(), shards)
-}
-
-/// A hot post's counts in one shard, changed in the transaction of each like,
-/// unlike, comment and comment deletion counted there. Never below 0: what
-/// counts down here was counted up here.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct ShardCounterItem {
-    pub post_id: PostId,
-    pub shard: u8,
-    #[serde(deserialize_with = "crate::model::count")]
-    pub like_count: u64,
-    #[serde(deserialize_with = "crate::model::count")]
-    pub comment_count: u64,
-    pub version: u64,
-}
-
-impl ShardCounterItem {
-    fn new(post: PostId, shard: u8) -> Self {
-        Self {
-            post_id: post,
-            shard,
-            like_count: 0,
-            comment_count: 0,
-            version: 0,
-        }
-    }
-
-    pub fn key_of(post: PostId, shard: u8) -> Key {
-        Key::new(PostPartition::shard(post, shard).pk(), SHARD_COUNTS_SK)
-    }
-
-    /// The audit's repair: the counts (likes, comments) set to what the shard
-    /// holds, if its `version` is still `seen`.
-    #[cfg(feature = "admin")]
-    pub fn set(post: PostId, shard: u8, counts: (u64, u64), seen: u64) -> Write {
-        let change =
-            Expr::new("SET #likes = :likes, #comments = :comments, version = version + :one")
-                .with_counters()
-                .value(":likes", n(counts.0))
-                .value(":comments", n(counts.1))
-                .value(":one", n(1));
-        let still = Expr::new("version = :seen").value(":seen", n(seen));
-        let landed = Landed::When(vec![
-            ("version", n(seen + 1)),
-            (Counter::Likes.attribute(), n(counts.0)),
-            (Counter::Comments.attribute(), n(counts.1)),
-        ]);
-        Write::update(Self::key_of(post, shard).item(), change, landed).when(still)
-    }
-
-    /// The counter of `counter` in it.
-    pub fn of(&self, counter: Counter) -> u64 {
-        match counter {
-            Counter::Comments => self.comment_count,
-            Counter::Likes => self.like_count,
-        }
-    }
-}
-
-impl Entity for ShardCounterItem {
-    const TYPE: ItemType = ItemType::ShardCounter;
-    /// Made only by the switch, whose post update says it landed.
-    const OWN: &'static [&'static str] = &[];
-
-    fn key(&self) -> Key {
-        Self::key_of(self.post_id, self.shard)
-    }
-}
-
-/// In a hot post's own partition, among its likes: how many shards hold the
-/// rest (Q5's first Query meets it first).
-#[derive(Debug, Clone, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct LikeShardsItem {
-    pub post_id: PostId,
-    pub shards: u8,
-}
-
-impl LikeShardsItem {
-    /// The shards the pointer names, if `item` is one.
-    pub fn of(item: &super::Item) -> Option<u8> {
-        pointer_shards::<Self>(item)
-    }
-
-    pub fn key_of(post: &PostId) -> Key {
-        Key::new(keys::post_pk(post), LIKE_SHARDS_SK)
-    }
-}
-
-/// The shards a pointer of type `E` names, if `item` is one.
-fn pointer_shards<E: Entity + Into<u8>>(item: &super::Item) -> Option<u8> {
-    (ItemType::of(item) == Some(E::TYPE))
-        .then(|| super::from_item::<E>(item.clone()).ok())
-        .flatten()
-        .map(Into::into)
-}
-
-impl From<LikeShardsItem> for u8 {
-    fn from(pointer: LikeShardsItem) -> u8 {
-        pointer.shards
-    }
-}
-
-impl From<CommentShardsItem> for u8 {
-    fn from(pointer: CommentShardsItem) -> u8 {
-        pointer.shards
-    }
-}
-
-impl Entity for LikeShardsItem {
-    const TYPE: ItemType = ItemType::LikeShards;
-    const OWN: &'static [&'static str] = &[];
-
-    fn key(&self) -> Key {
-        Self::key_of(&self.post_id)
-    }
-}
-
-/// In a hot post's own partition, after its comments: how many shards hold
-/// the comments made since it was hot (Q4 meets it once it has read the
-/// partition's comments).
-#[derive(Debug, Clone, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct CommentShardsItem {
-    pub post_id: PostId,
-    pub shards: u8,
-}
-
-impl CommentShardsItem {
-    /// The shards the pointer names, if `item` is one.
-    pub fn of(item: &super::Item) -> Option<u8> {
-        pointer_shards::<Self>(item)
-    }
-
-    pub fn key_of(post: &PostId) -> Key {
-        Key::new(keys::post_pk(post), keys::COMMENT_SHARDS_SK)
-    }
-}
-
-impl Entity for CommentShardsItem {
-    const TYPE: ItemType = ItemType::CommentShards;
-    const OWN: &'static [&'static str] = &[];
-
-    fn key(&self) -> Key {
-        Self::key_of(&self.post_id)
-    }
-}
-
-/// On a hot post's item, per shard: the shard counter's counts and version
-/// that the fan-out has added to the post's counts. Its names are one letter
-/// each: 16 of them ride on every write of the post item, which DynamoDB
-/// bills by the KB.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Added {
-    #[serde(rename = "l")]
-    pub like_count: u64,
-    #[serde(rename = "c")]
-    pub comment_count: u64,
-    #[serde(rename = "v")]
-    pub version: u64,
-}
-
-impl Added {
-    /// The count of `counter` added.
-    pub fn of(&self, counter: Counter) -> u64 {
-        match counter {
-            Counter::Comments => self.comment_count,
-            Counter::Likes => self.like_count,
-        }
-    }
-}
-
-/// The post item's attribute that holds the [`Added`] of each shard, by
-/// shard number.
-pub const ADDED_ATTRIBUTE: &str = "shardCounts";
-/// The post item's attribute that says it is hot, and how many shards it has.
-pub const SHARDS_ATTRIBUTE: &str = "shards";
-/// The post item's attribute that says its new comments go to its shards,
-/// listed through its comments pointer ([`CommentShardsItem`]).
-pub const COMMENTS_SHARDED_ATTRIBUTE: &str = "commentsSharded";
-/// The post item's attribute that says it is turning hot, since when
-/// (milliseconds since the Unix epoch): closed to new likes and comments
-/// while its switch moves its quiet likers ([`Requests::make_hot`]).
-pub const CLOSING_ATTRIBUTE: &str = "closing";
-/// The post item's attribute that says the fan-out has given every like the
-/// post had before it was hot a mark in its liker's partition
-/// ([`FanOut::move_likers`]): from then on a like reads nothing of the post's
-/// partition.
-pub const LIKERS_MOVED_ATTRIBUTE: &str = "likersMoved";
 
 /// What adding a batch's shard counts onto a post did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -343,7 +111,7 @@ pub(super) struct PostShards {
     pub closing: Option<u64>,
     /// A draft's: it takes no likes or comments.
     #[serde(default)]
-    pub status: Option<super::posts::Unpublished>,
+    pub status: Option<crate::store::items::post::Unpublished>,
 }
 
 impl PostShards {
@@ -480,7 +248,7 @@ impl Requests<'_> {
             )
             .name("#shards", SHARDS_ATTRIBUTE)
             .name("#closing", CLOSING_ATTRIBUTE)
-            .name("#status", super::posts::STATUS);
+            .name("#status", crate::store::items::post::STATUS);
         let landed = Landed::When(vec![(CLOSING_ATTRIBUTE, n(since))]);
         let close = Write::update(keys::post_item(post).item(), change, landed).when(quiet);
         if self
@@ -622,26 +390,6 @@ impl Requests<'_> {
         Ok(())
     }
 }
-
-/// Milliseconds since the Unix epoch: when a switch closed its post.
-fn epoch_millis() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |since| {
-            u64::try_from(since.as_millis()).unwrap_or(u64::MAX)
-        })
-}
-
-/// Whether a post closed to turn hot at `since` has been closed so long
-/// that its switch's request must have stopped ([`CLOSING_STALE`]).
-pub(super) fn closing_is_stale(since: u64) -> bool {
-    epoch_millis().saturating_sub(since) >= u64::try_from(CLOSING_STALE.as_millis()).unwrap_or(0)
-}
-
-/// How long a post stays closed to turn hot before a request takes the
-/// switch over (`Requests::finish_closing`): the switch's own request keeps
-/// it closed for at most 1.5 s (`MOVE_AT_SWITCH`) and a few writes.
-pub const CLOSING_STALE: std::time::Duration = std::time::Duration::from_secs(3);
 
 impl Store {
     /// The counters of `post`'s shards `range`, each put where absent, at
@@ -1101,23 +849,6 @@ fn signed_difference(now: u64, was: u64) -> i64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::revision::stable_hash;
-
-    #[test]
-    fn a_liker_stays_in_one_shard_and_likers_spread() {
-        let mut seen = [0usize; HOT_SHARDS as usize];
-        for i in 0..1600 {
-            let user = UserId::parse(&format!("user-{i}")).expect("id");
-            let shard = liker_shard(&user, HOT_SHARDS);
-            assert_eq!(shard, liker_shard(&user, HOT_SHARDS));
-            seen[usize::from(shard)] += 1;
-        }
-        // 100 a shard on average; none far off.
-        assert!(seen.iter().all(|&c| (60..=140).contains(&c)), "{seen:?}");
-        // The hash is FNV-1a, fixed: a liker's shard never moves between builds.
-        assert_eq!(stable_hash(b""), 0xcbf2_9ce4_8422_2325);
-        assert_eq!(stable_hash(b"a"), 0xaf63_dc4c_8601_ec8c);
-    }
 
     fn counter(shard: u8, likes: u64, comments: u64, version: u64) -> ShardCounterItem {
         ShardCounterItem {

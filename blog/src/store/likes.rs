@@ -2,245 +2,25 @@
 //! made unique by a marker beside it; on a hot post, in its shards, each
 //! made unique by a mark in its liker's own partition (`USER#u / ~LIKED#p`).
 
-use serde::{Deserialize, Serialize};
+use crate::store::items::like::{LikeItem, LikedMarker, LikerMarker};
 
 use super::Requests;
 use super::{
-    Busy, ItemType, StoreError,
+    Busy, StoreError,
     counts::{self, Counting, Tried},
-    hot::{self, LikeShardsItem},
-    s,
+    items::counter::LikeShardsItem,
     table::{Committing, Deleted, Expr, Query, TxOutcome, Write},
     users::UserItem,
 };
 use crate::{
     ids::{IdError, LikeId, PostId, UserId},
-    keys::{self, Counter, Entity, Key, KeyError, LIKE_PREFIX, PostPartition},
+    keys::{Counter, Entity, LIKE_PREFIX, PostPartition},
     model::{Like, Page},
-    text::Username,
 };
 
 /// How often a like or an unlike tries again when the other changed the
 /// marker under it.
 const UNLIKE_ATTEMPTS: usize = 5;
-
-/// A like. Its sort key is time-ordered (`LIKE#<likeId>`) so that Q5 lists
-/// newest first with one Query; it is listed in its author's GSI1 partition for
-/// renames. It lives in its post's partition, or, given once the post was
-/// hot, in the liker's shard of it (`shard`).
-#[derive(Debug, Clone, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct LikeItem {
-    pub like_id: LikeId,
-    pub post_id: PostId,
-    pub user_id: UserId,
-    pub username: Username,
-    pub user_version: u64,
-    pub created_at: String,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub shard: Option<u8>,
-}
-
-impl LikeItem {
-    /// `liker`'s like of the post whose partition `place` is, made when
-    /// `like_id` was.
-    pub fn new(place: PostPartition, like_id: LikeId, liker: &UserItem) -> Self {
-        Self {
-            like_id,
-            post_id: place.post,
-            user_id: liker.user_id.clone(),
-            username: liker.username.clone(),
-            user_version: liker.version,
-            created_at: like_id.created_at(),
-            shard: place.shard,
-        }
-    }
-
-    /// The partition it lives in.
-    pub fn place(&self) -> PostPartition {
-        PostPartition {
-            post: self.post_id,
-            shard: self.shard,
-        }
-    }
-
-    fn key_of(place: PostPartition, like: &LikeId) -> Key {
-        keys::like(place, like)
-    }
-}
-
-impl Entity for LikeItem {
-    const TYPE: ItemType = ItemType::Like;
-    /// The key holds a like id made for this like.
-    const OWN: &'static [&'static str] = &[];
-
-    fn key(&self) -> Key {
-        Self::key_of(self.place(), &self.like_id)
-    }
-
-    fn gsi1(&self) -> Option<Key> {
-        let pk = keys::user_items_pk(&self.user_id);
-        Some(Key::new(pk, keys::user_like_sk(&self.like_id)))
-    }
-}
-
-impl From<LikeItem> for Like {
-    fn from(item: LikeItem) -> Self {
-        Like {
-            post_id: item.post_id,
-            user_id: item.user_id,
-            username: item.username,
-            created_at: item.created_at,
-        }
-    }
-}
-
-/// One per (post, user), keyed by the user, beside the like it guards (in the
-/// post's partition or its shard): its conditional put is what makes a like
-/// unique. It points at the like it guards.
-#[derive(Debug, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub(super) struct LikerMarker {
-    pub(super) post_id: PostId,
-    pub(super) like_id: LikeId,
-    pub(super) user_id: UserId,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub(super) shard: Option<u8>,
-}
-
-impl LikerMarker {
-    /// The marker that guards `like`.
-    pub(super) fn for_like(like: &LikeItem) -> Self {
-        Self {
-            post_id: like.post_id,
-            like_id: like.like_id,
-            user_id: like.user_id.clone(),
-            shard: like.shard,
-        }
-    }
-
-    pub(super) fn key_of(place: PostPartition, liker: &UserId) -> Key {
-        keys::liker(place, liker)
-    }
-
-    pub(super) fn place(&self) -> PostPartition {
-        PostPartition {
-            post: self.post_id,
-            shard: self.shard,
-        }
-    }
-}
-
-impl Entity for LikerMarker {
-    const TYPE: ItemType = ItemType::Liker;
-    /// One per (post, user); it names the like it guards.
-    const OWN: &'static [&'static str] = &["likeId"];
-
-    fn key(&self) -> Key {
-        Self::key_of(self.place(), &self.user_id)
-    }
-
-    /// Markers written before they carried `postId` take it from their key.
-    fn decode(item: super::Item) -> Result<Self, KeyError> {
-        #[derive(Deserialize)]
-        #[serde(rename_all = "camelCase")]
-        struct Stored {
-            post_id: Option<PostId>,
-            like_id: LikeId,
-            user_id: UserId,
-        }
-        let key = Key::of(&item)?;
-        let stored: Stored = super::from_item(item)?;
-        let place = PostPartition::of_pk(&key.pk)
-            .ok_or_else(|| KeyError::Misplaced(format!("a like marker under {}", key.pk)))?;
-        Ok(Self {
-            post_id: stored.post_id.unwrap_or(place.post),
-            like_id: stored.like_id,
-            user_id: stored.user_id,
-            shard: place.shard,
-        })
-    }
-}
-
-/// A user's mark of their like of a hot post, in their own partition
-/// (`USER#u / ~LIKED#p`): its conditional put is what makes a hot post's like
-/// unique, wherever the post keeps the like, so the post's shards can be
-/// many or few and a like reads nothing of the post's own partition. It
-/// names the like and where it is: one of the post's shards, or the post's
-/// own partition (a like given while the post was quiet, marked here by the
-/// fan-out's move, [`crate::store::FanOut::move_likers`], which leaves the
-/// [`LikerMarker`] beside the like: `beside`).
-#[derive(Debug, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub(super) struct LikedMarker {
-    post_id: PostId,
-    like_id: LikeId,
-    user_id: UserId,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    shard: Option<u8>,
-    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
-    beside: bool,
-}
-
-impl LikedMarker {
-    /// The mark of a like given while the post is hot.
-    fn for_like(like: &LikeItem) -> Self {
-        Self {
-            post_id: like.post_id,
-            like_id: like.like_id,
-            user_id: like.user_id.clone(),
-            shard: like.shard,
-            beside: false,
-        }
-    }
-
-    /// The mark the fan-out's move gives the like `marker` guards.
-    pub(super) fn moved(marker: &LikerMarker) -> Self {
-        Self {
-            post_id: marker.post_id,
-            like_id: marker.like_id,
-            user_id: marker.user_id.clone(),
-            shard: marker.shard,
-            beside: true,
-        }
-    }
-
-    pub(super) fn key_of(liker: &UserId, post: &PostId) -> Key {
-        keys::liked(liker, post)
-    }
-
-    /// The partition of the like it names.
-    fn like_place(&self) -> PostPartition {
-        PostPartition {
-            post: self.post_id,
-            shard: self.shard,
-        }
-    }
-
-    /// The condition of a delete of it (or of a [`LikerMarker`]) that holds
-    /// only while it names `like`.
-    fn naming(like: LikeId) -> Expr {
-        Expr::new("likeId = :like").value(":like", s(like.to_string()))
-    }
-
-    /// The condition of a delete, in a transaction, of a mark or marker that
-    /// may be absent, but must not name another like.
-    fn absent_or_naming(like: LikeId) -> Expr {
-        Expr::item_absent()
-            .or("likeId = :like")
-            .value(":like", s(like.to_string()))
-    }
-}
-
-impl Entity for LikedMarker {
-    const TYPE: ItemType = ItemType::Liked;
-    /// One per (user, post); it names the like it marks.
-    const OWN: &'static [&'static str] = &["likeId"];
-
-    fn key(&self) -> Key {
-        Self::key_of(&self.user_id, &self.post_id)
-    }
-}
 
 /// Where a user's like of a post is marked: in their own partition (a hot
 /// post's), or beside the like (a quiet post's, and a hot post's given while
@@ -343,7 +123,7 @@ impl Requests<'_> {
             }
             return Ok(Tried::Done(Liked::Already(existing)));
         }
-        let shard = hot::liker_shard(liker, shards);
+        let shard = crate::store::items::counter::liker_shard(liker, shards);
         let place = PostPartition::shard(*post, shard);
         let like = LikeItem::new(place, LikeId::generate(), profile);
         let mut tx = self.db.transaction("like a hot post");
@@ -353,7 +133,7 @@ impl Requests<'_> {
             "count",
             counts::counted_up(post, Some(shard), Counter::Likes),
         );
-        if counting.watch && shards < hot::MAX_SHARDS {
+        if counting.watch && shards < crate::store::items::counter::MAX_SHARDS {
             // The like and the count share the shard's partition (the like's
             // index entry is in the liker's): throttled together, that
             // partition is at its limit, and the post may widen.
@@ -433,7 +213,10 @@ impl Requests<'_> {
         liker: &UserId,
         shards: u8,
     ) -> Result<Option<Like>, StoreError> {
-        let shard = PostPartition::shard(*post, hot::liker_shard(liker, shards));
+        let shard = PostPartition::shard(
+            *post,
+            crate::store::items::counter::liker_shard(liker, shards),
+        );
         let (own, sharded) = futures::try_join!(
             self.existing_like(PostPartition::own(*post), liker),
             self.existing_like(shard, liker),
@@ -558,7 +341,10 @@ impl Requests<'_> {
             return Ok(Some(Marked::Liked(mark)));
         }
         if !likers_moved {
-            let shard = PostPartition::shard(*post, hot::liker_shard(liker, shards));
+            let shard = PostPartition::shard(
+                *post,
+                crate::store::items::counter::liker_shard(liker, shards),
+            );
             let places = if own_read {
                 vec![shard]
             } else {
@@ -733,7 +519,7 @@ impl Requests<'_> {
             None => own_page.await?,
             Some(claimed) => {
                 let (items, pointer) = futures::try_join!(own_page, self.like_shards(post))?;
-                let believed = hot::is_shard_count(claimed);
+                let believed = crate::store::items::counter::is_shard_count(claimed);
                 if !(believed && pointer.is_some_and(|real| claimed <= real)) {
                     return Err(StoreError::BadCursor(super::cursor::CursorError::Mismatch));
                 }

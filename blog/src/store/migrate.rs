@@ -24,7 +24,8 @@ use super::{
     deadline::Deadline,
     follows::FollowerItem,
     from_items,
-    hot::{COMMENTS_SHARDED_ATTRIBUTE, LIKERS_MOVED_ATTRIBUTE, Marked, Moving, SHARDS_ATTRIBUTE},
+    hot::{Marked, Moving},
+    items::post::{COMMENTS_SHARDED_ATTRIBUTE, LIKERS_MOVED_ATTRIBUTE, SHARDS_ATTRIBUTE},
     table::{Expr, Scan},
 };
 use crate::{ids::PostId, keys::TYPE};

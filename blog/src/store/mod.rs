@@ -41,6 +41,7 @@ mod handle;
 pub mod home;
 pub mod hot;
 pub mod idempotency;
+pub mod items;
 pub mod likes;
 pub mod memory;
 pub mod meter;

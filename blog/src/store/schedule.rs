@@ -18,18 +18,19 @@
 //! step is idempotent, so a run that dies is simply done again by the
 //! next.
 
+use crate::store::items::schedule::ScheduledItem;
 use futures::StreamExt;
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 
 use super::{
-    FanOut, ItemType, StoreError, n,
-    posts::{PostItem, STATUS, Unpublished},
-    s,
+    FanOut, StoreError,
+    items::post::{PostItem, STATUS, Unpublished},
+    n, s,
     table::{Deleted, Expr, Landed, Query, Write},
 };
 use crate::{
     ids::PostId,
-    keys::{self, Entity, GSI1SK, Key, SCHEDULED_PK},
+    keys::{self, Entity, GSI1SK, SCHEDULED_PK},
     store::deadline::Deadline,
     timestamp,
 };
@@ -44,36 +45,6 @@ const PAGE: i32 = 100;
 
 /// How many posts a run publishes at once.
 const AT_ONCE: usize = 16;
-
-/// A scheduled post's marker: when, and which post.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct ScheduledItem {
-    pub post_id: PostId,
-    pub publish_at: String,
-}
-
-impl ScheduledItem {
-    pub fn new(post: PostId, at: &str) -> Self {
-        Self {
-            post_id: post,
-            publish_at: at.to_owned(),
-        }
-    }
-}
-
-impl Entity for ScheduledItem {
-    const TYPE: ItemType = ItemType::Scheduled;
-    /// A marker for a post and a time made for this request.
-    const OWN: &'static [&'static str] = &[];
-
-    fn key(&self) -> Key {
-        Key::new(
-            SCHEDULED_PK.to_owned(),
-            keys::scheduled_sk(&self.publish_at, &self.post_id),
-        )
-    }
-}
 
 /// What a run did.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq, Serialize)]

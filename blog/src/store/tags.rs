@@ -11,8 +11,9 @@ use serde::{Deserialize, Serialize};
 #[cfg(feature = "admin")]
 use super::Admin;
 use super::{
-    FanOut, ItemType, Requests, StoreError, n,
-    posts::PostItem,
+    FanOut, ItemType, Requests, StoreError,
+    items::post::PostItem,
+    n,
     table::{Deleted, Expr, Landed, Query, Write},
 };
 use crate::{

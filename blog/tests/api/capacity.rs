@@ -5,7 +5,7 @@
 
 use serde_json::{Value, json};
 
-use blog::store::hot::HOT_SHARDS;
+use blog::store::items::counter::HOT_SHARDS;
 
 use crate::support::TestApi;
 
@@ -673,7 +673,7 @@ async fn a_hot_post_costs_what_the_data_model_says() {
         .into_iter()
         .map(|c| (c.operation, c.table, c.indexes))
         .collect();
-    let counters = blog::store::hot::counters_made(HOT_SHARDS);
+    let counters = blog::store::items::counter::counters_made(HOT_SHARDS);
     assert_eq!(counters, 64);
     let mut expected = vec![("PutItem", 1.0, 0.0); usize::from(counters) + 1];
     expected.extend([("UpdateItem", 1.0, 0.0); 6]);

@@ -18,8 +18,10 @@ use blog::{
         deadline::Deadline,
         feed::{FEED_CAPACITY, feed_reserve},
         idempotency::{Created, Idempotency},
-        likes::LikeItem,
-        posts::{PostContentItem, PostItem},
+        items::{
+            like::LikeItem,
+            post::{PostContentItem, PostItem},
+        },
         table::Write,
         users::UserItem,
     },

@@ -6,7 +6,10 @@ use std::collections::BTreeSet;
 use blog::{
     ids::{CommentId, LikeId, PostId},
     store::{
-        bulk, comments::CommentItem, feed::FEED_CAPACITY, likes::LikeItem, posts::PostItem,
+        bulk,
+        comments::CommentItem,
+        feed::FEED_CAPACITY,
+        items::{like::LikeItem, post::PostItem},
         users::UserItem,
     },
 };

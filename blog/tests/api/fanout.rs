@@ -330,7 +330,7 @@ async fn a_redelivered_post_insert_still_trims_the_feed() {
         .find(|r| r.event_name == "INSERT" && format!("{:?}", r.change.keys).contains(&second))
         .expect("the second post's INSERT");
     // The first delivery: the entry went in, the function died before the trim.
-    let post: blog::store::posts::PostItem =
+    let post: blog::store::items::post::PostItem =
         serde_dynamo::from_item(insert.change.new_image.clone()).expect("post image");
     api.app
         .store

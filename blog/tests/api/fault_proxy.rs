@@ -63,7 +63,8 @@ async fn a_call_throttled_on_every_attempt_is_sent_eight_times_at_most() {
     }
     // The store's own call, below the API: the same.
     let before = proxy.stats();
-    let key = blog::store::posts::PostItem::key(&blog::ids::PostId::parse(&post).expect("id"));
+    let key =
+        blog::store::items::post::PostItem::key(&blog::ids::PostId::parse(&post).expect("id"));
     let got = api.app.store.db().get(key, true).await;
     assert!(
         matches!(got, Err(blog::store::StoreError::Busy { .. })),

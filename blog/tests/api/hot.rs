@@ -7,7 +7,7 @@ use std::collections::HashSet;
 
 use blog::{
     keys::{PK, PostPartition, SK},
-    store::hot::HOT_SHARDS,
+    store::items::counter::HOT_SHARDS,
 };
 use serde_json::{Value, json};
 
@@ -110,7 +110,7 @@ async fn a_hot_post_counts_every_like_and_comment_exactly_on_every_copy() {
     let partitions = partitions_of(&api, &post).await;
     assert_eq!(
         partitions.len(),
-        1 + usize::from(blog::store::hot::counters_made(HOT_SHARDS)),
+        1 + usize::from(blog::store::items::counter::counters_made(HOT_SHARDS)),
         "{partitions:?}"
     );
 
@@ -488,7 +488,7 @@ async fn damage(api: &TestApi, key: blog::keys::Key, counter: blog::keys::Counte
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn the_audit_repairs_a_live_hot_post_exactly_while_its_fan_out_is_behind() {
-    use blog::{keys::Counter, store::hot::ShardCounterItem};
+    use blog::{keys::Counter, store::items::counter::ShardCounterItem};
     let api = TestApi::start().await;
     let mut poller = api.poller();
     let author = api.user("audited").await;
@@ -564,7 +564,7 @@ async fn the_audit_repairs_a_live_hot_post_exactly_while_its_fan_out_is_behind()
 
 #[tokio::test]
 async fn a_post_made_hot_between_its_deletions_read_and_write_is_read_again() {
-    use blog::store::{deletion::Deleting, posts::PostItem};
+    use blog::store::{deletion::Deleting, items::post::PostItem};
     let api = TestApi::start().await;
     let author = api.user("racing").await;
     let post = api.post(&author, "Racing", "the switch").await;
@@ -690,7 +690,7 @@ async fn unmove(api: &TestApi, post: &str) {
         raw_delete(api, &blog::keys::liked(&user, &id)).await;
     }
     raw_remove(api, &blog::keys::post_item(&id), "likersMoved").await;
-    let pointer = blog::store::hot::LikeShardsItem::key_of(&id);
+    let pointer = blog::store::items::counter::LikeShardsItem::key_of(&id);
     raw_remove(api, &pointer, "movedTo").await;
     api.make_hot(post).await;
 }
@@ -829,7 +829,7 @@ async fn a_hot_posts_likes_are_marked_in_their_likers_partitions() {
 /// every like it has a mark, after which they read neither.
 #[tokio::test]
 async fn migrate_marks_the_likers_of_a_post_made_hot_before_liked_marks() {
-    use blog::{ids::UserId, keys, store::hot::liker_shard};
+    use blog::{ids::UserId, keys, store::items::counter::liker_shard};
 
     let api = TestApi::start().await;
     let author = api.user("older").await;
@@ -842,7 +842,11 @@ async fn migrate_marks_the_likers_of_a_post_made_hot_before_liked_marks() {
     // the post's partition (counted in shards).
     unmove(&api, &post).await;
     let id = post_id(&post);
-    raw_delete(&api, &blog::store::hot::CommentShardsItem::key_of(&id)).await;
+    raw_delete(
+        &api,
+        &blog::store::items::counter::CommentShardsItem::key_of(&id),
+    )
+    .await;
     raw_remove(&api, &keys::post_item(&id), "commentsSharded").await;
     api.make_hot(&post).await;
     let before = api
@@ -1183,7 +1187,7 @@ async fn a_post_turning_hot_takes_nothing_until_it_is_and_a_stopped_switch_is_ta
     api.settle(&mut poller).await;
     // A switch closed it a second ago and stopped there (its request
     // timed out): stale in two more seconds.
-    let stale_in = blog::store::hot::CLOSING_STALE - std::time::Duration::from_secs(2);
+    let stale_in = blog::store::items::post::CLOSING_STALE - std::time::Duration::from_secs(2);
     let since = epoch_millis() - u64::try_from(stale_in.as_millis()).expect("millis");
     let item = blog::keys::post_item(&post_id(&post));
     raw_set_number(&api, &item, "closing", since).await;
@@ -1272,7 +1276,7 @@ async fn a_post_deleted_while_it_turns_hot_leaves_nothing() {
     api.like(&fan, &post).await;
     let item = blog::keys::post_item(&post_id(&post));
     raw_set_number(&api, &item, "closing", epoch_millis()).await;
-    let counter = blog::store::hot::ShardCounterItem::key_of(post_id(&post), 3);
+    let counter = blog::store::items::counter::ShardCounterItem::key_of(post_id(&post), 3);
     raw_put(
         &api,
         &counter,

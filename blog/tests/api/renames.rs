@@ -15,7 +15,7 @@ use blog::{
         comments::CommentItem,
         deadline::Deadline,
         feed::FEED_CAPACITY,
-        posts::{PostContentItem, PostItem},
+        items::post::{PostContentItem, PostItem},
         users::UserItem,
     },
     text::Username,

@@ -501,12 +501,13 @@ pub async fn load(api: &TestApi, items: Vec<blog::store::Item>) {
 /// A post with `content` and its replies, as the API and the fan-out would
 /// have left them, for [`load`].
 pub fn thread(
-    post: blog::store::posts::PostItem,
+    post: blog::store::items::post::PostItem,
     content: &str,
     comments: Vec<blog::store::comments::CommentItem>,
-    likes: Vec<blog::store::likes::LikeItem>,
+    likes: Vec<blog::store::items::like::LikeItem>,
 ) -> blog::store::bulk::PostWithReplies {
-    let content = blog::store::posts::PostContentItem::new(post.post_id, content, &post.created_at);
+    let content =
+        blog::store::items::post::PostContentItem::new(post.post_id, content, &post.created_at);
     blog::store::bulk::PostWithReplies::new(post, content, comments, likes)
 }
 

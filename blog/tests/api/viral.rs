@@ -464,7 +464,7 @@ async fn a_hot_post_liked_past_its_shards_widens_and_answers_every_like() {
         .as_ref()
         .and_then(|item| item.get("shards")?.as_n().ok()?.parse::<u8>().ok());
     assert!(
-        shards.is_some_and(|n| n > blog::store::hot::HOT_SHARDS),
+        shards.is_some_and(|n| n > blog::store::items::counter::HOT_SHARDS),
         "widened: {shards:?}"
     );
     let comments = LIKES.div_ceil(COMMENT_EVERY);

@@ -1,0 +1,11 @@
+//! Every stored item's shape, below every operation: its struct, its
+//! [`Entity`](crate::keys::Entity) impl (type, key, GSI1 key), its one key
+//! constructor and the names of the attributes operations read or
+//! condition on. Operations import these and the table layer, never each
+//! other's shapes; an item file imports only `keys`, the table layer's
+//! expression types and, where one item names another's shard, `counter`.
+
+pub mod counter;
+pub mod like;
+pub mod post;
+pub mod schedule;
