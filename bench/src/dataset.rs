@@ -18,12 +18,12 @@ use blog::{
     ids::{CommentId, LikeId, PostId, UserId},
     store::{
         bulk::PostWithReplies,
-        comments::CommentItem,
+        items::comment::CommentItem,
+        items::user::UserItem,
         items::{
             like::LikeItem,
             post::{PostContentItem, PostItem},
         },
-        users::UserItem,
     },
     text::Username,
     timestamp,

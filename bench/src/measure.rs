@@ -888,7 +888,7 @@ impl Scale {
         };
         match (request, target) {
             (Request::Q1, Target::User(user)) => {
-                let key = blog::store::users::UserItem::key(user);
+                let key = blog::store::items::user::UserItem::key(user);
                 client
                     .get_item()
                     .table_name(table)
@@ -960,7 +960,7 @@ impl Scale {
                 .client()
                 .get_item()
                 .table_name(self.plain.store.table())
-                .set_key(Some(blog::store::users::UserItem::key(&user)))
+                .set_key(Some(blog::store::items::user::UserItem::key(&user)))
                 .send()
                 .await?;
             seconds.push(started.elapsed().as_secs_f64());
@@ -1105,7 +1105,7 @@ impl Scale {
                 .plain
                 .store
                 .db()
-                .get_entity::<blog::store::users::UserItem>(keys::profile(&id).item(), true)
+                .get_entity::<blog::store::items::user::UserItem>(keys::profile(&id).item(), true)
                 .await?
                 .ok_or("an erased user has no profile")?;
             let mut pks: Vec<String> = written.iter().map(|(pk, _)| pk.clone()).collect();

@@ -38,7 +38,7 @@ use aws_sdk_dynamodb::{
 use blog::{
     ids::{PostId, UserId},
     model::{Comment, Like, Post, PostSummary},
-    store::{Item, bulk::PostWithReplies, users::UserItem},
+    store::{Item, bulk::PostWithReplies, items::user::UserItem},
     text::Username,
 };
 use futures::{StreamExt, TryStreamExt, stream};

@@ -31,7 +31,7 @@ use serde_json::{Value, json};
 use crate::{
     fanout,
     metrics::{self, Metric},
-    store::{Store, StoreError, classify, parked::ParkedRecordItem},
+    store::{Store, StoreError, classify, items::parked::ParkedRecordItem},
     timestamp,
 };
 #[cfg(feature = "admin")]

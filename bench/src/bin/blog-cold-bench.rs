@@ -72,14 +72,14 @@ use blog::{
     store::{
         Item,
         bulk::{self, PostWithReplies},
-        comments::CommentItem,
         feed::FEED_CAPACITY,
+        items::comment::CommentItem,
+        items::user::UserItem,
         items::{
             like::LikeItem,
             post::{PostContentItem, PostItem},
         },
         table::{self, Deleted, Scan, Table, Write},
-        users::UserItem,
     },
     text::Username,
 };

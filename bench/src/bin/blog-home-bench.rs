@@ -50,13 +50,15 @@ use blog::{
     keys::{self, Entity, FOLLOWER_COUNT_SK, Item, Key, PUSH_SHARDS},
     model::Status,
     store::{
-        Store, bulk,
+        PULL_FOLLOWERS, Store, bulk,
         deadline::Deadline,
-        follows::{FollowItem, FollowerItem, PULL_FOLLOWERS, PULL_LIMIT},
-        home::{Delivering, HomeEntryItem},
+        follows::PULL_LIMIT,
+        home::Delivering,
+        items::follow::{FollowItem, FollowerItem},
+        items::home::HomeEntryItem,
         items::post::PostItem,
+        items::user::UserItem,
         table,
-        users::UserItem,
     },
     text::Username,
     timestamp,
@@ -489,7 +491,7 @@ async fn follows_at(
     // Famous already: its copied count past the pull threshold.
     star.follower_shards.insert(
         "00".to_owned(),
-        blog::store::users::ShardCount {
+        blog::store::items::user::ShardCount {
             count: PULL_FOLLOWERS,
             version: 1,
         },
@@ -535,7 +537,7 @@ async fn follows_at(
     for shard in 0..blog::keys::FOLLOWER_SHARDS {
         let key = Key::new(keys::followers_pk(&star.user_id, shard), FOLLOWER_COUNT_SK).item();
         if let Some(item) = table.get(key, true).await? {
-            let count: blog::store::follows::FollowerCountItem =
+            let count: blog::store::items::follow::FollowerCountItem =
                 serde_dynamo::from_item(item).map_err(|e| e.to_string())?;
             fanout.fanout().copy_follower_count(&count).await?;
         }

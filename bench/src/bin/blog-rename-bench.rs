@@ -18,11 +18,11 @@ use blog::{
     ids::{CommentId, PostId, UserId},
     store::{
         Store, bulk,
-        comments::CommentItem,
         feed::FEED_CAPACITY,
+        items::comment::CommentItem,
         items::post::{PostContentItem, PostItem},
+        items::user::UserItem,
         table,
-        users::UserItem,
         {deadline::Deadline, rename::RenameStep},
     },
     text::Username,

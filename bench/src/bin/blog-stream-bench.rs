@@ -27,7 +27,7 @@ use bench::{
 use blog::{
     fanout,
     ids::UserId,
-    store::{Store, bulk, table, users::UserItem},
+    store::{Store, bulk, items::user::UserItem, table},
     text::Username,
     timestamp,
 };

@@ -48,8 +48,8 @@ use blog::{
     fanout,
     ids::{PostId, UserId},
     store::{
-        Store, StoreError, bulk, idempotency::Answer, likes::Liked, posts::NewPost, table,
-        users::UserItem,
+        Store, StoreError, bulk, idempotency::Answer, items::user::UserItem, likes::Liked,
+        posts::NewPost, table,
     },
     text::{Tag, Username},
     timestamp,

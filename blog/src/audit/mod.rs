@@ -35,7 +35,7 @@ use crate::{
         deadline::Deadline,
         deletion::Removal,
         erasure::ErasureStep,
-        feed::FeedEntryItem,
+        items::feed::FeedEntryItem,
         items::post::PostItem,
         table::Expr,
         users::{Overwrite, UsernameCopy},

@@ -10,8 +10,8 @@ use crate::{
     ids::{PostId, UserId},
     keys::{self, Entity},
     store::{
-        Item, ItemType, StoreError, feed::FeedEntryItem, from_item, items::post::PostItem,
-        table::Query, users::UserItem,
+        Item, ItemType, StoreError, from_item, items::feed::FeedEntryItem, items::post::PostItem,
+        items::user::UserItem, table::Query,
     },
     text::Username,
 };

@@ -34,13 +34,12 @@ use crate::{
     keys::{self, PostPartition},
     model::PostSummary,
     store::{
-        ItemType, Store, StoreError,
-        feed::{FeedEntryItem, feed_reserve, feed_slack},
-        follows::{FollowerCountItem, FollowerItem},
-        from_item,
+        ItemType, Store, StoreError, from_item,
+        items::feed::{FeedEntryItem, feed_reserve, feed_slack},
+        items::follow::{FollowerCountItem, FollowerItem},
         items::post::PostItem,
+        items::tag::TagEntryItem,
         table::Scan,
-        tags::TagEntryItem,
     },
     text::{Tag, Username},
 };

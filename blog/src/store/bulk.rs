@@ -8,12 +8,12 @@ use aws_sdk_dynamodb::Client;
 
 use super::{
     Item, StoreError,
-    comments::CommentItem,
-    feed::{FeedEntryItem, FeedFloorItem},
+    items::comment::CommentItem,
+    items::feed::{FeedEntryItem, FeedFloorItem},
     items::like::{LikeItem, LikerMarker},
     items::post::{PostContentItem, PostItem},
+    items::user::{UserItem, UsernameClaim},
     table::Table,
-    users::{UserItem, UsernameClaim},
 };
 use crate::keys::Entity;
 

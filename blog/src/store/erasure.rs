@@ -40,14 +40,14 @@ use futures::StreamExt;
 #[cfg(feature = "admin")]
 use super::Admin;
 use super::{
-    Busy, Item, StoreError,
-    comments::CommentItem,
-    counts,
+    Busy, Item, StoreError, counts,
     deadline::Deadline,
-    idempotency::USER_VERSION,
+    items::comment::CommentItem,
+    items::request_record::USER_VERSION,
+    items::user::{ErasureMark, UserItem, UsernameClaim},
     n, s,
     table::{Deleted, Expr, Landed, Query, TxOutcome, Write},
-    users::{ErasureMark, UserItem, UsernameClaim, Writer},
+    users::Writer,
 };
 use super::{FanOut, Requests};
 use crate::{
@@ -495,7 +495,7 @@ impl FanOut<'_> {
         #[derive(serde::Deserialize)]
         #[serde(rename_all = "camelCase")]
         struct Kept {
-            #[serde(default = "crate::store::idempotency::first_account_version")]
+            #[serde(default = "crate::store::items::request_record::first_account_version")]
             user_version: u64,
         }
         let query = Query::partition(keys::user_pk(user))

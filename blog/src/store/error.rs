@@ -3,7 +3,34 @@
 
 use thiserror::Error;
 
-use super::{Busy, cursor};
+use super::cursor;
+
+/// Why DynamoDB could not serve a call now; each is worth another try.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Busy {
+    /// Another transaction held an item (`TransactionConflict[Exception]`).
+    Conflict,
+    /// Capacity: the partition, the table or the account throttled the call.
+    Throttled,
+    /// The service failed or is unreachable.
+    Unavailable,
+    /// An attempt's answer was lost (so it may have taken effect), the
+    /// retries ran out, and reading back did not find the write: it may yet
+    /// take effect (an attempt still in flight commits later). Not "nothing
+    /// was written", unlike the others.
+    OutcomeUnknown,
+}
+
+impl Busy {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Busy::Conflict => "conflict",
+            Busy::Throttled => "throttle",
+            Busy::Unavailable => "unavailable",
+            Busy::OutcomeUnknown => "outcome_unknown",
+        }
+    }
+}
 
 /// What an operation can fail with, in the domain's words. The API maps these
 /// to HTTP statuses in one place (`api::error`).

@@ -12,8 +12,8 @@ use super::Requests;
 use super::{
     Item, StoreError, cursor,
     items::post::{PostContentItem, PostItem, StoredPost},
+    items::user::UserItem,
     table::Query,
-    users::UserItem,
 };
 use crate::{
     ids::{CommentId, FollowId, LikeId, PostId, UserId},
@@ -21,7 +21,7 @@ use crate::{
         self, COMMENT_PREFIX, DRAFT_PREFIX, Entity, FOLLOW_PREFIX, Key, LIKE_PREFIX, POST_PREFIX,
     },
     model::{ExportPage, Exported, Follow, Post},
-    store::{comments::CommentItem, follows::FollowItem, items::like::LikeItem},
+    store::{items::comment::CommentItem, items::follow::FollowItem, items::like::LikeItem},
 };
 
 /// What a GSI1 entry of the user's partition stands for.

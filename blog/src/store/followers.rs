@@ -397,7 +397,7 @@ impl super::Admin<'_> {
     /// when it was copied, `false` when the entry was gone.
     pub(crate) async fn copy_follower_entry(
         &self,
-        entry: &super::follows::FollowerItem,
+        entry: &super::items::follow::FollowerItem,
     ) -> Result<bool, StoreError> {
         use super::table::TxOutcome;
         use crate::keys::Entity;

@@ -21,7 +21,7 @@
 //! The follower's `followingCount` on their profile changes in the same
 //! transaction, on the condition that it stays within [`FOLLOWING_LIMIT`].
 //!
-//! **Push and pull.** A follow of an author who has [`PULL_FOLLOWERS`] or
+//! **Push and pull.** A follow of an author who has [`PULL_FOLLOWERS`](super::PULL_FOLLOWERS) or
 //! more followers when it is made is a *pull* follow, while the follower has
 //! fewer than [`PULL_LIMIT`] of them: its entry goes into one of the
 //! author's pull shards (`PUSH_SHARDS + k`), which no delivery walks, and the
@@ -30,26 +30,30 @@
 //! (`crate::store::home`). Every other follow is a push follow: its entry in
 //! a shard `k < PUSH_SHARDS`, and each of the author's posts delivered into
 //! the follower's home. So a post is written into at most about
-//! [`PULL_FOLLOWERS`] homes (plus those of followers whose pull follows are
+//! [`PULL_FOLLOWERS`](super::PULL_FOLLOWERS) homes (plus those of followers whose pull follows are
 //! all taken), whatever its author's follower count, and a home read merges
 //! at most [`PULL_LIMIT`] lists, whatever the reader follows. A follow stays
 //! what it was made: an author who grows past the threshold keeps pushing to
 //! the followers they had.
 
+use crate::store::items::follow::{
+    FOLLOWER_SHARDS_ATTRIBUTE, FOLLOWING_COUNT, FollowItem, FollowerCountItem, FollowerItem, PULLS,
+};
 use std::collections::{BTreeMap, HashMap};
 
 use aws_sdk_dynamodb::types::AttributeValue;
 use futures::future::try_join_all;
-use serde::{Deserialize, Serialize};
+use serde::Deserialize;
 
 use super::{
-    Busy, FanOut, Item, ItemType, Requests, StoreError, from_item, n, s, signed,
+    Busy, FanOut, Item, ItemType, Requests, StoreError, from_item,
+    items::user::UserItem,
+    n, s, signed,
     table::{Deleted, Expr, Landed, Query, Slot, Transaction, TxOutcome, Write},
-    users::UserItem,
 };
 use crate::{
     ids::{FollowId, UserId},
-    keys::{self, Entity, FOLLOW_PREFIX, FOLLOWER_COUNT_SK, FOLLOWER_SHARDS, Key, PUSH_SHARDS},
+    keys::{self, Entity, FOLLOW_PREFIX, FOLLOWER_COUNT_SK, FOLLOWER_SHARDS, Key},
     model::{Followed, Page},
 };
 
@@ -61,132 +65,10 @@ pub const FOLLOWING_LIMIT: u64 = 5_000;
 /// follow under it.
 const ATTEMPTS: usize = 5;
 
-/// From how many followers (when a follow is made) a follow is a pull
-/// follow: a post is delivered into at most about this many homes (about
-/// 3.4 s of writes within the stack's 1,500 WCU a second,
-/// `MaxWriteRequestUnits`: within 5 s of its publication).
-pub const PULL_FOLLOWERS: u64 = 5_000;
-
 /// How many pull follows one user may have: the most author lists their
 /// home read merges (each one Query). Past it, a follow is a push follow
 /// whatever the author's count.
 pub const PULL_LIMIT: usize = 8;
-
-/// The profile's attribute counting whom they follow.
-const FOLLOWING_COUNT: &str = "followingCount";
-/// The profile's set of the authors they pull (a string set, at most
-/// [`PULL_LIMIT`]).
-const PULLS: &str = "pulls";
-/// The profile's map of its follower shards' counts as copied.
-const FOLLOWER_SHARDS_ATTRIBUTE: &str = "followerShards";
-
-/// The follower shard that holds `follower`'s entry in any user's followers:
-/// one of the [`PUSH_SHARDS`] by their id's hash, that plus [`PUSH_SHARDS`]
-/// for a pull follow.
-pub fn follower_shard(follower: &UserId, pull: bool) -> u8 {
-    keys::shard_of(follower.as_str().as_bytes(), PUSH_SHARDS) + if pull { PUSH_SHARDS } else { 0 }
-}
-
-/// A follow, in the follower's partition.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct FollowItem {
-    /// Who follows.
-    pub user_id: UserId,
-    /// Whom.
-    pub followed_id: UserId,
-    pub follow_id: FollowId,
-    pub created_at: String,
-    /// A pull follow: the follower's home reads the author's posts.
-    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
-    pub pull: bool,
-}
-
-impl FollowItem {
-    fn new(follower: &UserId, followed: &UserId, pull: bool) -> Self {
-        let follow_id = FollowId::generate();
-        Self {
-            user_id: follower.clone(),
-            followed_id: followed.clone(),
-            created_at: follow_id.created_at(),
-            follow_id,
-            pull,
-        }
-    }
-
-    /// The follower's entry it comes with.
-    fn entry(&self) -> FollowerItem {
-        FollowerItem {
-            user_id: self.followed_id.clone(),
-            follower_id: self.user_id.clone(),
-            follow_id: self.follow_id,
-            created_at: self.created_at.clone(),
-            pull: self.pull,
-        }
-    }
-}
-
-impl Entity for FollowItem {
-    const TYPE: ItemType = ItemType::Follow;
-    /// One per (follower, followed); it names its follow id.
-    const OWN: &'static [&'static str] = &["followId"];
-
-    fn key(&self) -> Key {
-        keys::follow(&self.user_id, &self.followed_id)
-    }
-
-    fn gsi1(&self) -> Option<Key> {
-        Some(Key::new(
-            keys::user_items_pk(&self.user_id),
-            keys::user_follow_sk(&self.follow_id),
-        ))
-    }
-}
-
-/// A follower's entry in a shard of the followed user's followers.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct FollowerItem {
-    /// Who is followed.
-    pub user_id: UserId,
-    pub follower_id: UserId,
-    pub follow_id: FollowId,
-    pub created_at: String,
-    /// In a pull shard: no delivery writes into this follower's home.
-    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
-    pub pull: bool,
-}
-
-impl FollowerItem {
-    pub fn shard(&self) -> u8 {
-        follower_shard(&self.follower_id, self.pull)
-    }
-}
-
-impl Entity for FollowerItem {
-    const TYPE: ItemType = ItemType::Follower;
-    /// The key holds the follow's id.
-    const OWN: &'static [&'static str] = &[];
-
-    fn key(&self) -> Key {
-        Key::new(
-            keys::followers_pk(&self.user_id, self.shard()),
-            keys::follower_sk(&self.follow_id),
-        )
-    }
-}
-
-/// A follower shard's count item, as a stream record's image holds it.
-#[derive(Debug, Clone, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct FollowerCountItem {
-    pub user_id: UserId,
-    pub shard: u8,
-    /// Never below 0 while its entries exist; read as at least 0.
-    #[serde(deserialize_with = "crate::model::count")]
-    pub count: u64,
-    pub version: u64,
-}
 
 /// The count item's attribute an erasure sets (to the erased profile's
 /// version) before it walks the shard: a follow of that account fails on it.
@@ -284,7 +166,7 @@ impl Requests<'_> {
     /// partition, which an account gaining 1,000 followers a second could
     /// not take (each write twice, as a transaction's). A pull follow when the
     /// followed user has at least the store's pull threshold
-    /// ([`PULL_FOLLOWERS`]) of followers and the caller has a pull follow
+    /// ([`PULL_FOLLOWERS`](super::PULL_FOLLOWERS)) of followers and the caller has a pull follow
     /// left. Before a push follow's transaction, the followed user's newest
     /// posts go into the caller's home (`Requests::backfill_home`), so
     /// that the next home read shows them; if the follow then fails they are

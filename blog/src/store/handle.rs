@@ -12,9 +12,9 @@ use super::table::{Backoff, Table};
 use crate::ids::PostId;
 
 /// How many posts the feed shows (Q6). The partition keeps a reserve below
-/// them ([`super::feed::feed_reserve`]: the next newest, shown when one of
+/// them ([`super::items::feed::feed_reserve`]: the next newest, shown when one of
 /// them is deleted) and a slack of older ones until the next trim
-/// ([`super::feed::feed_slack`]). Here, as every store's default.
+/// ([`super::items::feed::feed_slack`]). Here, as every store's default.
 pub const FEED_CAPACITY: usize = 100;
 
 /// How many hot posts a process remembers (past it, it forgets them all and
@@ -29,6 +29,12 @@ pub const GSI_LAG_BOUND: Duration = Duration::from_secs(2);
 /// a page, unless set otherwise ([`Store::with_delivery_page`]).
 pub const DELIVERY_PAGE: usize = 100;
 
+/// From how many followers (when a follow is made) a follow is a pull
+/// follow: a post is delivered into at most about this many homes (about
+/// 3.4 s of writes within the stack's 1,500 WCU a second,
+/// `MaxWriteRequestUnits`: within 5 s of its publication).
+pub const PULL_FOLLOWERS: u64 = 5_000;
+
 /// The table, and the settings its operations share.
 #[derive(Clone, Debug)]
 pub struct Store {
@@ -39,7 +45,7 @@ pub struct Store {
     /// ([`DELIVERY_PAGE`]).
     pub(super) delivery_page: usize,
     /// From how many followers a new follow is a pull follow
-    /// ([`super::follows::PULL_FOLLOWERS`]).
+    /// ([`PULL_FOLLOWERS`]).
     pub(super) pull_threshold: u64,
     /// The pulled authors' lists this instance read for the home
     /// ([`super::memory::PulledLists`]; off unless set).
@@ -58,7 +64,7 @@ impl Store {
             feed_capacity: FEED_CAPACITY,
             gsi_lag_bound: GSI_LAG_BOUND,
             delivery_page: DELIVERY_PAGE,
-            pull_threshold: super::follows::PULL_FOLLOWERS,
+            pull_threshold: PULL_FOLLOWERS,
             pulled: std::sync::Arc::default(),
             hot: std::sync::Arc::default(),
             hot_switch: true,
@@ -112,7 +118,7 @@ impl Store {
     }
 
     /// Makes a follow a pull follow from `followers` followers instead of
-    /// [`super::follows::PULL_FOLLOWERS`]: lets tests and the home benchmark
+    /// [`PULL_FOLLOWERS`]: lets tests and the home benchmark
     /// follow a famous author with a few followers.
     pub fn with_pull_threshold(mut self, followers: u64) -> Self {
         self.pull_threshold = followers;

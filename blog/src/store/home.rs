@@ -28,21 +28,24 @@
 //! crash between a page's writes and the save of its place writes that page
 //! again, the same entries (at most a page).
 
+use crate::store::items::home::{DAY_SECONDS, now_seconds};
+use crate::store::items::home::{DeliveryItem, HomeEntryItem};
 use std::collections::{HashMap, HashSet};
 
 use aws_sdk_dynamodb::types::AttributeValue;
-use serde::{Deserialize, Serialize};
+use serde::Deserialize;
 
 use super::{
     FanOut, Item, ItemType, Requests, StoreError,
     deadline::Deadline,
-    follows::{FollowItem, FollowerItem, PULL_LIMIT},
+    follows::PULL_LIMIT,
     from_item,
+    items::follow::{FollowItem, FollowerItem},
     items::post::PostItem,
+    items::user::UserItem,
     memory::Pointer,
     n, s,
     table::{Expr, Landed, Query, Write},
-    users::UserItem,
 };
 use crate::{
     ids::{FollowId, PostId, UserId},
@@ -50,8 +53,6 @@ use crate::{
     model::{Page, PostSummary},
 };
 
-/// How long an entry stays in a home.
-pub const HOME_DAYS: u64 = 30;
 /// The largest home page (`GET /home?limit`): a page reads its posts, the
 /// reader's follows and the authors too.
 pub const MAX_PAGE: usize = 25;
@@ -66,82 +67,6 @@ const PARALLEL_WRITES: usize = 4;
 /// How long a finished delivery's item stays (it tells a late record that
 /// the delivery was done).
 const DELIVERY_DAYS: u64 = 7;
-
-const DAY_SECONDS: u64 = 24 * 60 * 60;
-
-fn now_seconds() -> u64 {
-    u64::try_from(time::OffsetDateTime::now_utc().unix_timestamp()).unwrap_or(0)
-}
-
-/// A post's entry in a reader's home.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct HomeEntryItem {
-    pub reader: UserId,
-    pub post_id: PostId,
-    /// The post's author.
-    pub user_id: UserId,
-    pub listed_id: PostId,
-    /// TTL: [`HOME_DAYS`] after it was written.
-    pub expires_at: u64,
-}
-
-impl HomeEntryItem {
-    fn new(reader: &UserId, post: PostId, author: &UserId, listed: PostId) -> Self {
-        Self {
-            reader: reader.clone(),
-            post_id: post,
-            user_id: author.clone(),
-            listed_id: listed,
-            expires_at: now_seconds() + HOME_DAYS * DAY_SECONDS,
-        }
-    }
-}
-
-impl Entity for HomeEntryItem {
-    const TYPE: ItemType = ItemType::HomeEntry;
-    /// The same post in the same home is the same entry.
-    const OWN: &'static [&'static str] = &[];
-
-    fn key(&self) -> Key {
-        Key::new(keys::home_pk(&self.reader), keys::home_sk(&self.listed_id))
-    }
-}
-
-/// A post's delivery into the homes of its author's followers in one
-/// follower shard, and how far it has got.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct DeliveryItem {
-    pub post_id: PostId,
-    /// The author.
-    pub user_id: UserId,
-    pub listed_id: PostId,
-    pub shard: u8,
-    /// The last follow delivered to; none yet.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub after: Option<FollowId>,
-    /// How many entries it has written.
-    #[serde(default)]
-    pub delivered: u64,
-    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
-    pub done: bool,
-    /// Set when a walk stopped for its deadline: its MODIFY goes on.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub handoff: Option<u64>,
-    /// TTL.
-    pub expires_at: u64,
-}
-
-impl Entity for DeliveryItem {
-    const TYPE: ItemType = ItemType::Delivery;
-    /// One per (post, shard): the post names it.
-    const OWN: &'static [&'static str] = &["listedId"];
-
-    fn key(&self) -> Key {
-        keys::delivery(&self.post_id, &self.listed_id, self.shard)
-    }
-}
 
 /// What one walk of a delivery did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -370,7 +295,7 @@ impl FanOut<'_> {
             .await?;
         let mut started = 0;
         for item in found {
-            let count: super::follows::FollowerCountItem = from_item(item)?;
+            let count: super::items::follow::FollowerCountItem = from_item(item)?;
             if count.count == 0 {
                 continue;
             }

@@ -15,19 +15,17 @@
 //! An erased account's records go with what it wrote, at the end of the
 //! erasure's walk (`store::erasure`).
 
-use serde::{Deserialize, Serialize};
+use crate::store::items::request_record::{Account, Created};
+use crate::store::items::request_record::{RequestRecordItem, USER_VERSION};
+use serde::Serialize;
 use sha2::{Digest, Sha256};
 
 use super::Requests;
 use super::{
-    ItemType, StoreError, n, s,
+    StoreError, n, s,
     table::{Expr, Landed, Slot, Transaction, Write},
 };
-use crate::{
-    ids::{CommentId, IdempotencyKey, PostId, UserId},
-    keys::{self, Entity, Key},
-    timestamp,
-};
+use crate::{ids::IdempotencyKey, keys, timestamp};
 
 /// How long a key answers with its first request's answer.
 pub const KEPT: std::time::Duration = std::time::Duration::from_secs(24 * 60 * 60);
@@ -64,83 +62,6 @@ impl Idempotency {
 /// and more: a replay reads them again from what was created (`content`,
 /// then a post's `contentHtml`).
 pub const LEFT_OUT: [&str; 2] = ["content", "contentHtml"];
-
-/// What a keyed request created, so that a replay can read its `content`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(
-    tag = "created",
-    rename_all = "camelCase",
-    rename_all_fields = "camelCase"
-)]
-pub enum Created {
-    User,
-    Post {
-        post_id: PostId,
-    },
-    Comment {
-        post_id: PostId,
-        comment_id: CommentId,
-    },
-}
-
-/// The first answer to a keyed request.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct RequestRecordItem {
-    pub user_id: UserId,
-    pub key: IdempotencyKey,
-    pub request_digest: String,
-    pub status: u16,
-    /// The answer's JSON body, without `content`.
-    pub response: String,
-    #[serde(flatten)]
-    pub created: Created,
-    pub created_at: String,
-    /// Seconds since the epoch (DynamoDB's TTL).
-    pub expires_at: u64,
-    /// The writer's profile version when it was written. A record below the
-    /// profile's `firstVersion` is an erased account's: it never answers
-    /// for the person who signed up again, and a request under its key
-    /// replaces it. (Records written before it was kept read as 1.)
-    #[serde(default = "first_account_version")]
-    pub user_version: u64,
-}
-
-/// The version a record without one is read at: an account's first.
-pub(super) fn first_account_version() -> u64 {
-    1
-}
-
-/// The attribute that holds a record's [`RequestRecordItem::user_version`].
-pub const USER_VERSION: &str = "userVersion";
-
-/// Who sends a keyed request, as their profile says: the user, the
-/// profile's version, and the version it started at (above every version of
-/// an erased account of the same user).
-#[derive(Debug, Clone, Copy)]
-pub struct Account<'a> {
-    pub user: &'a UserId,
-    pub version: u64,
-    pub first_version: u64,
-}
-
-impl RequestRecordItem {
-    /// Whether it was written by an account erased before `account` was
-    /// made (`account`: the user's current one).
-    pub fn is_an_erased_accounts(&self, account: Account<'_>) -> bool {
-        self.user_version < account.first_version
-    }
-}
-
-impl Entity for RequestRecordItem {
-    const TYPE: ItemType = ItemType::RequestRecord;
-    /// The request it answers and when: a retry's own record is the first's.
-    const OWN: &'static [&'static str] = &["requestDigest", "createdAt"];
-
-    fn key(&self) -> Key {
-        keys::request_record(&self.user_id, &self.key)
-    }
-}
 
 /// A keyed request's answer: made now, or given again.
 #[derive(Debug)]
@@ -263,7 +184,7 @@ impl Requests<'_> {
         // again. An erased account's record (its erasure's fan-out deleting
         // it, or this request's condition having met another): the same.
         let record = record
-            .filter(|record| !record.is_an_erased_accounts(caller))
+            .filter(|record| !record.is_an_erased_accounts(caller.first_version))
             .ok_or_else(|| {
                 StoreError::busy(
                     super::Busy::Conflict,

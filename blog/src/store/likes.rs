@@ -9,8 +9,8 @@ use super::{
     Busy, StoreError,
     counts::{self, Counting, Tried},
     items::counter::LikeShardsItem,
+    items::user::UserItem,
     table::{Committing, Deleted, Expr, Query, TxOutcome, Write},
-    users::UserItem,
 };
 use crate::{
     ids::{IdError, LikeId, PostId, UserId},

@@ -22,9 +22,9 @@ use super::Admin;
 use super::{
     ItemType, StoreError,
     deadline::Deadline,
-    follows::FollowerItem,
     from_items,
     hot::{Marked, Moving},
+    items::follow::FollowerItem,
     items::post::{COMMENTS_SHARDED_ATTRIBUTE, LIKERS_MOVED_ATTRIBUTE, SHARDS_ATTRIBUTE},
     table::{Expr, Scan},
 };

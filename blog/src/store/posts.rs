@@ -8,11 +8,12 @@ use super::Admin;
 use super::Requests;
 use super::{
     Busy, Item, Store, StoreError,
-    idempotency::{Answer, Created, Idempotency},
+    idempotency::{Answer, Idempotency},
+    items::request_record::Created,
     items::schedule::ScheduledItem,
+    items::user::UserItem,
     n, s,
     table::{Committing, Deleted, Expr, Landed, Query, TxOutcome, Write},
-    users::UserItem,
 };
 use crate::{
     ids::{PostId, UserId},

@@ -12,24 +12,19 @@
 //! tried again with fewer writes in flight, so a throttled walk slows down
 //! instead of failing; its rounds share the one retry budget of 8 sends.
 
-use std::{collections::HashMap, time::Duration};
+use crate::store::items::rename::{Phase, RenameProgress};
+use std::time::Duration;
 
 use futures::StreamExt;
-use serde::{Deserialize, Serialize};
 
 use super::FanOut;
 use super::{
-    Item, ItemType, Store, StoreError,
+    Item, Store, StoreError,
     deadline::Deadline,
     n, s,
     table::{Backoff, Expr, Landed, Query, Write},
 };
-use crate::{
-    ids::UserId,
-    keys::{self, Entity, Key, KeyError},
-    store::users::UserItem,
-    timestamp,
-};
+use crate::{ids::UserId, keys, store::items::user::UserItem, timestamp};
 
 /// How many of a user's items one page of the walk reads.
 const RENAME_PAGE: i32 = 100;
@@ -70,76 +65,6 @@ pub enum RenameStep {
     /// The deadline came first; the walk's place is saved, and the record must
     /// be delivered again to go on.
     Paused(Renamed),
-}
-
-/// Where a rename's walk is: `USER#u / RENAME`.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub(super) struct RenameProgress {
-    /// Whose rename it is (in its key, and stored).
-    user_id: UserId,
-    /// The profile version being copied.
-    version: u64,
-    phase: Phase,
-    /// GSI1's key of the last item of the last page done (the walk goes on
-    /// after it); none before the first page.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    cursor: Option<HashMap<String, String>>,
-    /// Totals over every invocation of this rename.
-    written: u64,
-    stale: u64,
-    invocations: u64,
-    updated_at: String,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-enum Phase {
-    /// Walking all of GSI1 `USER#u`.
-    Walk,
-    /// The walk is done; the short second pass over what GSI1 may not have
-    /// shown yet is not.
-    Tail,
-    Done,
-}
-
-impl RenameProgress {
-    pub(super) fn key(user: &UserId) -> Item {
-        keys::rename_progress(user).item()
-    }
-
-    fn start(user: &UserItem) -> Self {
-        Self {
-            user_id: user.user_id.clone(),
-            version: user.version,
-            phase: Phase::Walk,
-            cursor: None,
-            written: 0,
-            stale: 0,
-            invocations: 0,
-            updated_at: timestamp::now(),
-        }
-    }
-}
-
-impl Entity for RenameProgress {
-    const TYPE: ItemType = ItemType::RenameProgress;
-    const OWN: &'static [&'static str] = &["version", "updatedAt"];
-
-    fn key(&self) -> Key {
-        keys::rename_progress(&self.user_id)
-    }
-
-    /// Progress saved before it carried `userId` takes it from its key.
-    fn decode(mut item: Item) -> Result<Self, KeyError> {
-        if !item.contains_key("userId") {
-            let pk = Key::of(&item)?.pk;
-            let user = keys::user_of_pk(&pk)
-                .ok_or_else(|| KeyError::Misplaced(format!("rename progress under {pk}")))?;
-            item.insert("userId".to_owned(), s(user.as_str()));
-        }
-        super::from_item(item)
-    }
 }
 
 /// How a walk over part of GSI1 ended.

@@ -7,7 +7,7 @@ use blog::{
     audit::{AuditOptions, Finding, Report},
     ids::{PostId, UserId},
     keys::{self, Counter, FEED_FLOOR_SK, FEED_PK, PK, POST_SK, SK},
-    store::feed::feed_slack,
+    store::items::feed::feed_slack,
 };
 use serde_json::{Value, json};
 

@@ -12,18 +12,19 @@ use blog::{
     ids::{CommentId, IdempotencyKey, LikeId, PostId},
     keys::{self, Counter, ItemType},
     store::{
-        Item, bulk,
-        comments::CommentItem,
-        counts,
+        Item, bulk, counts,
         deadline::Deadline,
-        feed::{FEED_CAPACITY, feed_reserve},
-        idempotency::{Created, Idempotency},
+        feed::FEED_CAPACITY,
+        idempotency::Idempotency,
+        items::comment::CommentItem,
+        items::feed::feed_reserve,
+        items::request_record::Created,
+        items::user::UserItem,
         items::{
             like::LikeItem,
             post::{PostContentItem, PostItem},
         },
         table::Write,
-        users::UserItem,
     },
 };
 

@@ -7,10 +7,10 @@ use blog::{
     ids::{CommentId, LikeId, PostId},
     store::{
         bulk,
-        comments::CommentItem,
         feed::FEED_CAPACITY,
+        items::comment::CommentItem,
+        items::user::UserItem,
         items::{like::LikeItem, post::PostItem},
-        users::UserItem,
     },
 };
 use serde_json::{Value, json};

@@ -265,7 +265,7 @@ async fn the_audit_finds_and_repairs_a_follower_count() {
     api.settle(&mut poller).await;
     assert!(api.audit(false).await.findings.is_empty());
 
-    let shard = blog::store::follows::follower_shard(&user_id(&fan), false);
+    let shard = blog::store::items::follow::follower_shard(&user_id(&fan), false);
     let key = blog::keys::Key::new(
         blog::keys::followers_pk(&user_id(&star), shard),
         blog::keys::FOLLOWER_COUNT_SK,

@@ -329,7 +329,7 @@ async fn a_delivery_costs_one_write_a_follower() {
     for i in 0..12 {
         let follower = api.user_named(format!("costly_{i:02}")).await;
         api.follow(&follower, &author).await;
-        shards.insert(blog::store::follows::follower_shard(
+        shards.insert(blog::store::items::follow::follower_shard(
             &user_id(&follower),
             false,
         ));

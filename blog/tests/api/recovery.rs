@@ -12,7 +12,7 @@ use aws_lambda_events::event::{
 use blog::{
     fanout,
     recovery::{self, FailureNotice, ReplayReport, Replayed},
-    store::parked::ParkedRecordItem,
+    store::items::parked::ParkedRecordItem,
 };
 use local::stream_poller::InvokeError;
 use serde_json::json;

@@ -12,11 +12,11 @@ use blog::{
     keys,
     store::{
         Backoff, bulk,
-        comments::CommentItem,
         deadline::Deadline,
         feed::FEED_CAPACITY,
+        items::comment::CommentItem,
         items::post::{PostContentItem, PostItem},
-        users::UserItem,
+        items::user::UserItem,
     },
     text::Username,
     timestamp,

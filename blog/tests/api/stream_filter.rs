@@ -13,7 +13,7 @@
 use std::collections::BTreeSet;
 
 use aws_lambda_events::event::dynamodb::EventRecord;
-use blog::{fanout, keys::ItemType, store::parked::ParkedRecordItem};
+use blog::{fanout, keys::ItemType, store::items::parked::ParkedRecordItem};
 use local::stream_poller::mapping::StreamMapping;
 use serde_json::{Value, json};
 

@@ -416,7 +416,7 @@ impl TestApi {
     }
 
     /// `user`'s profile item, read strongly from the table (it must exist).
-    pub async fn profile(&self, user: &str) -> blog::store::users::UserItem {
+    pub async fn profile(&self, user: &str) -> blog::store::items::user::UserItem {
         let key = keys::profile(&user_id(user)).item();
         let found = self.app.store.db().get_entity(key, true);
         found.await.expect("read").expect("profile")
@@ -503,7 +503,7 @@ pub async fn load(api: &TestApi, items: Vec<blog::store::Item>) {
 pub fn thread(
     post: blog::store::items::post::PostItem,
     content: &str,
-    comments: Vec<blog::store::comments::CommentItem>,
+    comments: Vec<blog::store::items::comment::CommentItem>,
     likes: Vec<blog::store::items::like::LikeItem>,
 ) -> blog::store::bulk::PostWithReplies {
     let content =

@@ -5,10 +5,7 @@
 use serde::{Deserialize, Serialize};
 
 #[cfg(feature = "admin")]
-use crate::store::{
-    n,
-    table::{Expr, Landed, Write},
-};
+use crate::store::table::{Expr, Landed, Write, n};
 use crate::{
     ids::{CommentId, PostId, UserId},
     keys::{

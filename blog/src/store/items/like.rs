@@ -4,7 +4,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::store::users::UserItem;
+use super::user::UserItem;
 use crate::{
     ids::{LikeId, PostId, UserId},
     keys::{self, Entity, Item, ItemType, Key, KeyError, PostPartition},

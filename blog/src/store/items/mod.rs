@@ -5,7 +5,16 @@
 //! other's shapes; an item file imports only `keys`, the table layer's
 //! expression types and, where one item names another's shard, `counter`.
 
+pub mod comment;
 pub mod counter;
+pub mod feed;
+pub mod follow;
+pub mod home;
 pub mod like;
+pub mod parked;
 pub mod post;
+pub mod rename;
+pub mod request_record;
 pub mod schedule;
+pub mod tag;
+pub mod user;

@@ -4,7 +4,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::store::users::UserItem;
+use super::user::UserItem;
 use crate::{
     ids::{PostId, UserId},
     keys::{self, Counter, Entity, Item, ItemType, Key, POST_CONTENT_SK},
@@ -92,9 +92,9 @@ pub struct PostItem {
     pub shards: Option<u8>,
     /// On a hot post only: what the fan-out has added of each shard's counts.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub shard_counts: Option<std::collections::BTreeMap<String, crate::store::items::post::Added>>,
+    pub shard_counts: Option<std::collections::BTreeMap<String, Added>>,
     /// On a post turning hot only: since when (its switch closed it to new
-    /// likes and comments: [`crate::store::items::post::CLOSING_ATTRIBUTE`]).
+    /// likes and comments: [`super::post::CLOSING_ATTRIBUTE`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub closing: Option<u64>,
 }
@@ -134,13 +134,11 @@ impl PostItem {
     }
 
     /// The shard partitions its deletion closes and walks: those a hot post
-    /// or one turning hot has counters in ([`crate::store::items::counter::counters_made`]).
+    /// or one turning hot has counters in ([`super::counter::counters_made`]).
     pub fn shards_made(&self) -> Option<u8> {
         self.shards
-            .or(self
-                .closing
-                .map(|_| crate::store::items::counter::HOT_SHARDS))
-            .map(crate::store::items::counter::counters_made)
+            .or(self.closing.map(|_| super::counter::HOT_SHARDS))
+            .map(super::counter::counters_made)
     }
 
     pub fn key(post: &PostId) -> Item {
@@ -190,7 +188,7 @@ impl PostItem {
     }
 
     /// What the fan-out has added onto it of hot shard `shard`'s counts.
-    pub fn added(&self, shard: u8) -> Option<crate::store::items::post::Added> {
+    pub fn added(&self, shard: u8) -> Option<Added> {
         self.shard_counts.as_ref()?.get(&shard.to_string()).copied()
     }
 }

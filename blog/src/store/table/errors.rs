@@ -11,34 +11,7 @@ use aws_sdk_dynamodb::{
 };
 
 use super::Slot;
-use crate::store::StoreError;
-
-/// Why DynamoDB could not serve a call now; each is worth another try.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Busy {
-    /// Another transaction held an item (`TransactionConflict[Exception]`).
-    Conflict,
-    /// Capacity: the partition, the table or the account throttled the call.
-    Throttled,
-    /// The service failed or is unreachable.
-    Unavailable,
-    /// An attempt's answer was lost (so it may have taken effect), the
-    /// retries ran out, and reading back did not find the write: it may yet
-    /// take effect (an attempt still in flight commits later). Not "nothing
-    /// was written", unlike the others.
-    OutcomeUnknown,
-}
-
-impl Busy {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Busy::Conflict => "conflict",
-            Busy::Throttled => "throttle",
-            Busy::Unavailable => "unavailable",
-            Busy::OutcomeUnknown => "outcome_unknown",
-        }
-    }
-}
+use crate::store::error::{Busy, StoreError};
 
 /// `err` as the request must answer it when an earlier attempt's outcome
 /// was unknown and the write was not found: a busy DynamoDB no longer means

@@ -21,7 +21,7 @@
 //! | `read.rs` | [`Table::get`], [`Table::batch_get`], [`Query`] and `Scan` (admin only) and their [`Page`]s |
 //! | `tokens.rs` | client request tokens, and the [`request_scope`] (and deadline) they come from |
 //! | `retry.rs` | [`Backoff`], and the one way a plain call is sent, retried and its failure classified |
-//! | `errors.rs` | what each of DynamoDB's errors means: [`Busy`], [`classify`] |
+//! | `errors.rs` | what each of DynamoDB's errors means ([`Busy`](crate::store::error::Busy)), [`classify`] |
 //! | `schema.rs` | the table's definition (admin) |
 //!
 //! # Errors and retries: one layer
@@ -53,7 +53,7 @@
 //!   ([`Outcome::Done`], [`TxOutcome::Committed`]), never with an error;
 //! - any other failed condition is reported with `after_unknown: true`;
 //! - retries that ran out without the write found answer
-//!   [`Busy::OutcomeUnknown`] (the API's 503 `outcome_unknown`), never the
+//!   [`Busy::OutcomeUnknown`](crate::store::error::Busy::OutcomeUnknown) (the API's 503 `outcome_unknown`), never the
 //!   busy error that says nothing was written: the lost attempt may still
 //!   commit.
 
@@ -70,7 +70,7 @@ mod write;
 
 use aws_sdk_dynamodb::Client;
 
-pub use errors::{Busy, busy_call, classify};
+pub use errors::{busy_call, classify};
 pub use expr::{Expr, n, s, signed};
 pub use probe::{Room, Throttle};
 #[cfg(feature = "admin")]

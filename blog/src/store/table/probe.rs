@@ -18,7 +18,7 @@ use aws_sdk_dynamodb::{error::SdkError, operation::update_item::UpdateItemError}
 use super::{Table, errors::classify};
 use crate::{
     keys::{Item, PK},
-    store::StoreError,
+    store::error::StoreError,
 };
 
 /// What a partition said to a probe.

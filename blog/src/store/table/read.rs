@@ -13,12 +13,13 @@ use aws_sdk_dynamodb::{
 };
 
 use super::{
-    Busy, Table,
+    Table,
     expr::{Expr, merged, s},
 };
+use crate::store::error::Busy;
 use crate::{
     keys::{Entity, GSI1, GSI1PK, GSI1SK, Item, PK, SK},
-    store::StoreError,
+    store::error::StoreError,
 };
 
 /// A Query of one partition, of the table or of GSI1.

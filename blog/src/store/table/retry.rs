@@ -13,9 +13,9 @@ use aws_sdk_dynamodb::error::{ProvideErrorMetadata, SdkError};
 
 use super::{
     Table,
-    errors::{Busy, busy_call, classify, condition_failed_code, lost},
+    errors::{busy_call, classify, condition_failed_code, lost},
 };
-use crate::store::StoreError;
+use crate::store::error::{Busy, StoreError};
 
 /// Exponential backoff with full jitter: waits a random time in
 /// `[0, min(cap, base · 2^attempt))`, which spreads retrying writers apart;

@@ -13,7 +13,7 @@ use aws_sdk_dynamodb::{
 use super::classify;
 use crate::{
     keys::{Counter, GSI1, GSI1PK, GSI1SK, PK, SK},
-    store::StoreError,
+    store::error::StoreError,
 };
 
 /// What GSI1 copies besides keys: exactly what the short form of a post reads

@@ -17,9 +17,10 @@ use super::{
     tokens::{Tokens, next_token, token},
     *,
 };
+use crate::store::error::Busy;
 use crate::{
     keys::{GSI1, GSI1PK, GSI1SK, Key, PK, SK},
-    store::StoreError,
+    store::error::StoreError,
 };
 
 fn cancelled(codes: &[&str]) -> SdkError<TransactWriteItemsError, ()> {

@@ -26,16 +26,17 @@ use aws_sdk_dynamodb::{
 use super::{
     Backoff, Table,
     errors::{
-        Busy, after_unknown_outcome, busy_item, busy_transaction, classify, describe,
-        failed_conditions, lost, throttled_item,
+        after_unknown_outcome, busy_item, busy_transaction, classify, describe, failed_conditions,
+        lost, throttled_item,
     },
     expr::{Expr, Names, Values, merged},
     retry::{Failed, Failure},
     tokens::{Tokens, resolve_until},
 };
+use crate::store::error::Busy;
 use crate::{
     keys::{Entity, Item, PK, SK},
-    store::StoreError,
+    store::error::StoreError,
 };
 
 // A write as its caller builds it.
