@@ -51,7 +51,7 @@ def main():
         results.append(ok)
         print(f"{'ok  ' if ok else 'FAIL'} {what}" + ("" if ok else f": {detail}"))
 
-    # The README's deployed sign-up, with only the endpoint changed: an
+    # docs/deploying.md's deployed sign-up, with only the endpoint changed: an
     # access token, as the deployed walk uses.
     email = "walker@example.com"
     aws(idp, "sign-up", "--client-id", pool["clientId"], "--username", email, "--password", PASSWORD)

@@ -2,7 +2,7 @@
 """Checks the metrics the functions printed under `cargo lambda watch` (its log,
 the first argument): every line that carries `_aws` must be a valid CloudWatch
 Embedded Metric Format document, and the run must have produced the metrics an
-operator reads (README, "Operating it"). Prints one total line; exits 1 on any
+operator reads (docs/operations.md, "Metrics"). Prints one total line; exits 1 on any
 breach.
 
 EMF, as CloudWatch Logs reads it: `_aws.Timestamp` in epoch milliseconds;

@@ -1,18 +1,23 @@
 #!/usr/bin/env python3
-"""Runs README.md's shell blocks marked for it (an HTML comment,
+"""Runs the shell blocks of README.md and the docs pages it links that are
+marked for it (an HTML comment,
 `<!-- infra/check_readme.py runs this block as written (test.sh) -->`, on
-the line before the fence: the walk through the requests, the local sign-up
-with the AWS CLI, the sample events through `cargo lambda invoke`,
-`blog-admin` with only the two variables README names), as written, one
-after the other in one bash, from the repository's root, against the stack
-the test command started, as a new user's shell would: no variable of the
-test command's (its PATH without .local/venv/bin, no AWS credentials), only
-the stack's settings README says the blocks read (BLOG_PORT, IDP_PORT,
-WATCH_PORT, DYNAMODB_PORT, TABLE_NAME, BLOG_DATA_DIR).
+the line before the fence: docs/local.md's walk through the requests, local
+sign-up with the AWS CLI and sample events through `cargo lambda invoke`,
+then docs/operations.md's `blog-admin` with only the two variables the page
+names), as written, one after the other in one bash, from the repository's
+root, against the stack the test command started, as a new user's shell
+would: no variable of the test command's (its PATH without .local/venv/bin,
+no AWS credentials), only the stack's settings docs/local.md says the blocks
+read (BLOG_PORT, IDP_PORT, WATCH_PORT, DYNAMODB_PORT, TABLE_NAME,
+BLOG_DATA_DIR). The pages are read in the order of PAGES, each page's blocks
+in its order: the walk's block comes first, and the blocks after it may use
+what it defines (`API`).
 
-Checks: the blocks run to their end under `set -euo pipefail` (a command
-that fails fails the check); every request curl makes answers below 400 but
-those a comment on its line names (`# 404`), each of those seen; and
+Checks: every Markdown page of README.md and docs/ that holds a marked block
+is one of PAGES; the blocks run to their end under `set -euo pipefail` (a
+command that fails fails the check); every request curl makes answers below
+400 but those a comment on its line names (`# 404`), each of those seen; and
 run-local.sh installs every pinned tool the blocks run from .local/venv.
 Arguments: the API's port, the Cognito emulator's port, watch's port,
 DynamoDB's port, the table, the pool file (the stack's identity.json).
@@ -29,39 +34,58 @@ import tempfile
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 MARKER = "<!-- infra/check_readme.py runs this block as written (test.sh) -->"
+# The pages whose marked blocks run, in the order they run: the walk
+# (docs/local.md) defines what the blocks after it use.
+PAGES = ("README.md", "docs/local.md", "docs/operations.md")
 # What each pinned tool is run as in a block, by its name in TOOLS_PACKAGES.
 TOOL_USES = {"awscli": r"\.local/venv/bin/aws\b", "cargo-lambda": r"\bcargo lambda\b"}
 # A status a request is expected to answer: a comment after a command.
 EXPECTED = re.compile(r"^[^#]*\S[^#]*#\s*([45]\d\d)\b")
 
 
-def marked_blocks(readme):
-    lines = readme.splitlines()
+def marked_blocks(page, text):
+    """The marked blocks of one page: (where, "page:line" of the block's first
+    line, and its body), in the page's order."""
+    lines = text.splitlines()
     blocks = []
     for i, line in enumerate(lines):
         if line.strip() != MARKER:
             continue
         if i + 1 >= len(lines) or lines[i + 1].strip() != "```sh":
-            raise SystemExit(f"README.md:{i + 1}: the marker is not followed by a ```sh fence")
+            raise SystemExit(f"{page}:{i + 1}: the marker is not followed by a ```sh fence")
         end = next((j for j in range(i + 2, len(lines)) if lines[j].strip() == "```"), None)
         if end is None:
-            raise SystemExit(f"README.md:{i + 2}: the block never closes")
-        blocks.append((i + 3, "\n".join(lines[i + 2:end])))
+            raise SystemExit(f"{page}:{i + 2}: the block never closes")
+        blocks.append((f"{page}:{i + 3}", "\n".join(lines[i + 2:end])))
     return blocks
+
+
+def all_marked_blocks():
+    """Every page's marked blocks, in the order of PAGES."""
+    return [block for page in PAGES for block in marked_blocks(page, (ROOT / page).read_text())]
+
+
+def pages_with_markers():
+    """Every Markdown page of README.md and docs/ that holds the marker."""
+    pages = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+    return [str(p.relative_to(ROOT)) for p in pages if MARKER in p.read_text()]
 
 
 def main():
     api_port, idp_port, watch_port, ddb_port, table, pool_file = sys.argv[1:7]
-    readme = (ROOT / "README.md").read_text()
-    blocks = marked_blocks(readme)
+    blocks = all_marked_blocks()
     results = []
 
     def check(what, ok, detail=""):
         results.append(ok)
         print(f"{'ok  ' if ok else 'FAIL'} {what}" + ("" if ok else f": {detail}"))
 
+    unread = [page for page in pages_with_markers() if page not in PAGES]
+    check("every page with a marked block is one this check reads", not unread,
+          f"{', '.join(unread)} not in PAGES")
+
     text = "\n".join(body for _, body in blocks)
-    check("README marks the walk, the local sign-up, the invokes and blog-admin for this check",
+    check("the pages mark the walk, the local sign-up, the invokes and blog-admin for this check",
           len(blocks) >= 4 and all(s in text for s in ("blog-admin token", "cognito-idp sign-up",
                                                         "cargo lambda invoke", "blog-admin replay")),
           f"{len(blocks)} marked blocks")
@@ -88,7 +112,7 @@ def main():
         # headers to a file of its own (the status line first).
         preamble = ('set -euo pipefail\n'
                     'curl() { command curl -D "$(mktemp "$README_CHECK_STATUSES/XXXXXXXX")" "$@"; }\n')
-        script = preamble + "".join(f"\n# README.md:{line}\n{body}\n" for line, body in blocks)
+        script = preamble + "".join(f"\n# {where}\n{body}\n" for where, body in blocks)
         venv = str(ROOT / ".local" / "venv" / "bin")
         path = os.pathsep.join(p for p in os.environ.get("PATH", "").split(os.pathsep)
                                if p and os.path.abspath(p) != venv)
@@ -115,7 +139,7 @@ def main():
         check(f"{len(answered)} requests answered below 400 but those a comment names "
               f"({', '.join(sorted(expected.elements())) or 'none'})",
               bool(answered) and failed == expected,
-              f"answered {dict(failed)}, README names {dict(expected)}")
+              f"answered {dict(failed)}, the pages name {dict(expected)}")
 
     failed = results.count(False)
     print(f"readme: {len(results) - failed} passed, {failed} failed")

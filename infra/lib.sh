@@ -5,7 +5,7 @@
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 LOCAL="$ROOT/.local"
 
-# The scripts (and README's walk) run the binaries they build from ./target:
+# The scripts (and docs/local.md's walk) run the binaries they build from ./target:
 # a CARGO_TARGET_DIR set in the caller's shell would build them elsewhere.
 export CARGO_TARGET_DIR="$ROOT/target"
 
@@ -23,7 +23,7 @@ DDB_HOME="$LOCAL/dynamodb-local-1.25.1"
 # infra/check_atom.py, which the API suite runs).
 # cargo-lambda stays at 1.9.1: 1.9.2's watch (hyper 1.11) answers about 1 % of
 # requests whose response passes 16 KB with its own 500, after the function has
-# run (README, "Known defects"); infra/watch_load.py proves 1.9.1 does not.
+# run (docs/local.md, "Known defect worked around"); infra/watch_load.py proves 1.9.1 does not.
 TOOLS_VENV="$LOCAL/venv"
 TOOLS_PACKAGES=("cargo-lambda==1.9.1" "aws-sam-cli==1.170.0" "cfn-lint==1.58.0" "schemathesis==4.32.5" "moto[server]==5.2.5" "awscli==1.46.3" "lxml==6.1.3")
 export PATH="$TOOLS_VENV/bin:$PATH"

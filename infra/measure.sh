@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Measures the waits a newcomer meets, each from a fresh clone of HEAD in a
 # scratch directory (the working tree is never touched), and prints one
-# Markdown row per measurement for README's "How long things take":
+# Markdown row per measurement for docs/timings.md, "How long things take":
 #
 #   infra/measure.sh test        ./infra/test.sh, fresh; then again with the
 #                                warm target/; and target/ on disk after it

@@ -75,7 +75,7 @@ ensure_dynamodb_local
 trap stop_started EXIT INT TERM
 
 # Of the pinned Python tools cargo-lambda (watch) and moto (the user pool)
-# serve the local stack, and README's local sign-up runs the AWS CLI
+# serve the local stack, and docs/local.md's local sign-up runs the AWS CLI
 # (.local/venv/bin/aws); they install while cargo builds.
 ensure_tools cargo-lambda moto awscli &
 tools_pid=$!

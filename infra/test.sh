@@ -15,12 +15,13 @@
 #    5,000 requests with tokens, every route, one at a time and eight at a
 #    time, with the stream fan-out running: no 5xx, every status as
 #    documented, counts and the feed right once it settles; CORS; the
-#    metrics; the README's AWS CLI sign-up and refused tokens 401
+#    metrics; docs/deploying.md's AWS CLI sign-up and refused tokens 401
 #    (infra/check_gateway.py); a page on another origin signing in and
 #    writing in headless Chromium (infra/check_browser.py); the hostile
 #    Markdown corpus posted, read back and loaded in Chromium: no script
-#    runs, no request leaves (infra/check_xss.py); README's walk, local
-#    sign-up, sample events and blog-admin run as written (infra/check_readme.py);
+#    runs, no request leaves (infra/check_xss.py); docs/local.md's walk,
+#    local sign-up and sample events and docs/operations.md's blog-admin run
+#    as written (infra/check_readme.py);
 #    a scheduled post out
 #    within 60 s of its time through the template's schedule, which
 #    `blog-admin scheduler` runs (infra/check_schedule.py);
@@ -73,7 +74,7 @@ template_checks() {
   # A resource type one region lacks fails the whole stack there, conditions
   # or not: the template must deploy to every region cfn-lint knows but
   # China, GovCloud and the isolated partitions. The budget's own stack goes
-  # to us-east-1 only (README, Deploy).
+  # to us-east-1 only (docs/deploying.md).
   local regions
   read -ra regions < <("$TOOLS_VENV/bin/python" -c 'import cfnlint.helpers as h
 print(" ".join(r for r in h.REGIONS if not r.startswith(("cn-", "us-gov-", "us-iso", "eu-isoe", "eusc-"))))')
@@ -256,7 +257,7 @@ log "a scheduled post publishes itself through the stack's EventBridge schedule 
 schedule_pid=$!
 pids+=("$schedule_pid")
 
-log "real tokens: the README's sign-up with the AWS CLI, refused tokens 401"
+log "real tokens: docs/deploying.md's sign-up with the AWS CLI, refused tokens 401"
 set +e
 "$TOOLS_VENV/bin/python" infra/check_gateway.py "$api_port" "$IDP_ENDPOINT" "$pool_file" | tee -a "$LOCAL/test.log"
 gateway_status=${PIPESTATUS[0]}
@@ -274,9 +275,10 @@ set +e
 xss_status=${PIPESTATUS[0]}
 set -e
 
-# README's walk, local sign-up, sample events and blog-admin, as written,
+# docs/local.md's walk, local sign-up and sample events and docs/operations.md's
+# blog-admin, as written,
 # in a shell with none of this script's variables but the stack's settings.
-log "README's shell blocks, run as written against this stack (infra/check_readme.py)"
+log "the shell blocks of docs/local.md and docs/operations.md, run as written against this stack (infra/check_readme.py)"
 set +e
 "$TOOLS_VENV/bin/python" infra/check_readme.py "$api_port" "${IDP_ENDPOINT##*:}" "$watch_port" \
   "$stack_port" "$TABLE_NAME" "$pool_file" | tee -a "$LOCAL/test.log"

@@ -449,15 +449,15 @@ fn every_route_documents_the_status_of_every_code_it_answers() {
     );
 }
 
-/// README's Errors paragraph names every code, with its status.
+/// docs/api.md's Errors paragraph names every code, with its status.
 #[test]
-fn the_readme_names_every_error_code_with_its_status() {
-    let path = format!("{}/../README.md", env!("CARGO_MANIFEST_DIR"));
-    let readme = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
-    let start = readme
+fn the_api_page_names_every_error_code_with_its_status() {
+    let path = format!("{}/../docs/api.md", env!("CARGO_MANIFEST_DIR"));
+    let page = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
+    let start = page
         .find("- **Errors**:")
-        .expect("README's Errors paragraph");
-    let paragraph = &readme[start..];
+        .expect("docs/api.md's Errors paragraph");
+    let paragraph = &page[start..];
     let paragraph = &paragraph[..paragraph[2..]
         .find("\n- ")
         .map_or(paragraph.len(), |i| i + 2)];
@@ -466,7 +466,7 @@ fn the_readme_names_every_error_code_with_its_status() {
         let named = format!("`{}`", code.as_str());
         let at = words
             .find(&named)
-            .unwrap_or_else(|| panic!("README's Errors paragraph does not name {named}"));
+            .unwrap_or_else(|| panic!("docs/api.md's Errors paragraph does not name {named}"));
         // The status is the last one named before it.
         let status = words[..at]
             .split(|c: char| !c.is_ascii_digit())
@@ -475,7 +475,7 @@ fn the_readme_names_every_error_code_with_its_status() {
         assert_eq!(
             status,
             Some(code.status().as_u16()),
-            "README names {named} after another status"
+            "docs/api.md names {named} after another status"
         );
     }
 }
