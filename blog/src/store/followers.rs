@@ -24,6 +24,7 @@
 
 use std::collections::HashMap;
 
+use super::items::follow::{WINDOW_OWNER, WINDOW_VERSION};
 use super::{
     FanOut, Item, ItemType, Requests, StoreError,
     deadline::Deadline,
@@ -47,12 +48,6 @@ const FIRST_WINDOWS: usize = 2;
 /// How many Queries a page makes at most (the page is short, its cursor
 /// going on, when windows emptied by unfollows filled them).
 const QUERIES: usize = 3;
-
-/// The attribute naming whose followers a window holds.
-const WINDOW_OWNER: &str = "userId";
-
-/// The attribute every change of a window moves (`ADD 1`).
-const WINDOW_VERSION: &str = "version";
 
 /// How many windows an erasure deletes a call.
 const ERASE_PAGE: i32 = 100;

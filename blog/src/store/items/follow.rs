@@ -123,3 +123,12 @@ pub struct FollowerCountItem {
     pub count: u64,
     pub version: u64,
 }
+
+/// A follower window (`FOLLOWED#v / W#<window>`, the fan-out's copy of
+/// the follower entries by time) has no struct: one attribute a follow
+/// (`f<followId>`, [`keys::follower_attribute`]) beside these two.
+/// The attribute naming whose followers a window holds.
+pub const WINDOW_OWNER: &str = "userId";
+
+/// The attribute every change of a window moves (`ADD 1`).
+pub const WINDOW_VERSION: &str = "version";

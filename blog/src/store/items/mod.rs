@@ -7,6 +7,8 @@
 
 pub mod comment;
 pub mod counter;
+#[cfg(test)]
+mod docs;
 pub mod feed;
 pub mod follow;
 pub mod home;
