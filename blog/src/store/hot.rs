@@ -64,7 +64,7 @@ use std::collections::{BTreeMap, HashMap};
 use aws_sdk_dynamodb::types::AttributeValue;
 use serde::Deserialize;
 
-pub use super::handle::Hot;
+use super::memory::Hot;
 use super::{FanOut, Requests};
 use super::{
     ItemType, Store, StoreError, from_item,

@@ -1,7 +1,9 @@
 //! What a function instance keeps between the requests it serves (process
-//! memory, never shared between instances): a `get-home` instance's lists
-//! of the pulled authors' newest posts ([`PulledLists`]). Below every
-//! operation: the store's handle holds it, `home` reads through it.
+//! memory, never shared between instances): what it knows of the posts it
+//! met hot, turning hot or gone ([`HotPosts`], one map), and a `get-home`
+//! instance's lists of the pulled authors' newest posts ([`PulledLists`]).
+//! Below every operation: the store's handle holds both, `hot` and `home`
+//! read through them.
 
 use std::{
     collections::HashMap,
@@ -15,6 +17,268 @@ use crate::{
     clock::Clock,
     ids::{PostId, UserId},
 };
+
+/// How many posts a process remembers hot, turning hot or gone (past it, it
+/// forgets them all and learns again: one refused transaction per post).
+const REMEMBERED: usize = 4096;
+
+/// How long a process believes a hot post's likers are still being moved
+/// before it reads the post again (one request of it: the others go on):
+/// each read is one strongly consistent unit in the post's partition, and
+/// until it learns the move is done each of its likes reads a marker there.
+const RELEARN_MOVING: Duration = Duration::from_millis(250);
+
+/// How long a process believes a post is still turning hot before one of
+/// its requests reads the post again (the others wait without reading: the
+/// post's partition is the one that was refusing them).
+const RELEARN_CLOSING: Duration = Duration::from_millis(250);
+
+/// What a process knows of a hot post: how many shards it has, whether the
+/// fan-out has moved its likers' marks into their own partitions (until
+/// then a like also reads the post's partition: [`super::likes`]), and when
+/// it learned this.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Hot {
+    pub shards: u8,
+    pub likers_moved: bool,
+    /// Its new comments go to its shards (a post made hot before they did
+    /// keeps them in its own partition until `blog-admin migrate`).
+    pub comments_sharded: bool,
+    learned: Instant,
+    /// A request of this process is widening the post.
+    widening: bool,
+}
+
+impl Hot {
+    pub fn new(shards: u8, likers_moved: bool, comments_sharded: bool) -> Self {
+        Self {
+            shards,
+            likers_moved,
+            comments_sharded,
+            learned: Instant::now(),
+            widening: false,
+        }
+    }
+
+    /// Whether it is worth reading the post again: its likers were being
+    /// moved when this was learned, a while ago.
+    pub fn stale(&self) -> bool {
+        !self.likers_moved && self.learned.elapsed() >= RELEARN_MOVING
+    }
+}
+
+/// What a process knows of a post turning hot ([`super::hot`]: closed to
+/// new likes and comments while its quiet likers are moved).
+#[derive(Debug, Clone, Copy)]
+struct Closing {
+    /// This process's own request is switching it (nobody reads it again:
+    /// that request says when it is done).
+    own: bool,
+    learned: Instant,
+}
+
+/// One post a process has met: hot (its likes and comments go to its shards
+/// at once), turning hot (they wait), or gone (found deleted: a post id is
+/// never used again, so its likes and comments answer 404 at once, rather
+/// than each trying the deleted post's partition, which its walk may be
+/// keeping busy).
+#[derive(Debug, Clone, Copy)]
+enum Known {
+    Hot(Hot),
+    Closing(Closing),
+    Gone,
+}
+
+/// The posts a process has met hot, turning hot or gone: one map, one lock.
+#[derive(Debug, Default)]
+pub struct HotPosts {
+    known: Mutex<HashMap<PostId, Known>>,
+}
+
+impl HotPosts {
+    /// The map, to change (a poisoned lock is taken as it is: every change
+    /// leaves it whole).
+    fn known(&self) -> std::sync::MutexGuard<'_, HashMap<PostId, Known>> {
+        self.known.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Puts what is known of `post`, making room first.
+    fn put(known: &mut HashMap<PostId, Known>, post: PostId, what: Known) {
+        if known.len() >= REMEMBERED && !known.contains_key(&post) {
+            known.clear();
+        }
+        known.insert(post, what);
+    }
+
+    pub(super) fn get(&self, post: &PostId) -> Option<Hot> {
+        match self.known().get(post) {
+            Some(Known::Hot(hot)) => Some(*hot),
+            _ => None,
+        }
+    }
+
+    /// `post` is hot, as its item says: no longer turning hot. A post found
+    /// gone stays gone.
+    pub(super) fn remember(&self, post: PostId, hot: Hot) {
+        let mut known = self.known();
+        if !matches!(known.get(&post), Some(Known::Gone)) {
+            Self::put(&mut known, post, Known::Hot(hot));
+        }
+    }
+
+    /// Whether the caller is the one request of this process to read the
+    /// post again: what it knows is [`Hot::stale`], and no other request
+    /// has claimed the read in the last [`RELEARN_MOVING`] (the others go
+    /// on with what is known, rather than all reading the post's partition
+    /// at once).
+    pub(super) fn claim_relearn(&self, post: &PostId) -> bool {
+        match self.known().get_mut(post) {
+            Some(Known::Hot(hot)) if hot.stale() => {
+                hot.learned = Instant::now();
+                true
+            }
+            _ => false,
+        }
+    }
+
+    /// Whether the caller is the one request of this process to widen the
+    /// post from `from` shards; the others retry where they are.
+    pub(super) fn claim_widening(&self, post: &PostId, from: u8) -> bool {
+        match self.known().get_mut(post) {
+            Some(Known::Hot(hot)) if hot.shards == from && !hot.widening => {
+                hot.widening = true;
+                true
+            }
+            _ => false,
+        }
+    }
+
+    /// The widening of `post` this process's request is making has its
+    /// counters and pointers: its likes and comments go to `wider` shards
+    /// from now on (the request still holds the widening until the post item
+    /// says so).
+    pub(super) fn widened(&self, post: &PostId, wider: u8) {
+        if let Some(Known::Hot(hot)) = self.known().get_mut(post) {
+            hot.shards = hot.shards.max(wider);
+        }
+    }
+
+    /// Whether a request of this process is widening `post`.
+    pub(super) fn is_widening(&self, post: &PostId) -> bool {
+        self.get(post).is_some_and(|hot| hot.widening)
+    }
+
+    /// A widening that failed: another request may try.
+    pub(super) fn widening_failed(&self, post: &PostId) {
+        if let Some(Known::Hot(hot)) = self.known().get_mut(post) {
+            hot.widening = false;
+        }
+    }
+
+    /// `post` is not hot, nor turning hot, as far as this process knows.
+    pub(super) fn forget(&self, post: &PostId) {
+        let mut known = self.known();
+        if !matches!(known.get(post), Some(Known::Gone)) {
+            known.remove(post);
+        }
+    }
+
+    /// `post` is gone (its item read so, strongly consistent): forgotten as
+    /// hot or turning hot, and remembered as gone.
+    pub(super) fn gone(&self, post: &PostId) {
+        Self::put(&mut self.known(), *post, Known::Gone);
+    }
+
+    /// Whether this process found `post` deleted.
+    pub(super) fn is_gone(&self, post: &PostId) -> bool {
+        matches!(self.known().get(post), Some(Known::Gone))
+    }
+
+    /// Whether the caller is the one request of this process to switch
+    /// `post` to hot: none is, and the process does not know it hot,
+    /// turning hot or gone. The others then wait ([`HotPosts::is_closing`])
+    /// until it is done ([`HotPosts::remember`]) or has failed
+    /// ([`HotPosts::opened`]).
+    pub(super) fn claim_switch(&self, post: &PostId) -> bool {
+        let mut known = self.known();
+        if known.contains_key(post) {
+            return false;
+        }
+        let closing = Closing {
+            own: true,
+            learned: Instant::now(),
+        };
+        Self::put(&mut known, *post, Known::Closing(closing));
+        true
+    }
+
+    /// The post item says `post` is turning hot (another process's
+    /// switch): this process's likes and comments of it wait.
+    pub(super) fn closed(&self, post: PostId) {
+        let mut known = self.known();
+        let own = match known.get(&post) {
+            Some(Known::Gone) => return,
+            Some(Known::Closing(c)) => c.own,
+            _ => false,
+        };
+        let closing = Closing {
+            own,
+            learned: Instant::now(),
+        };
+        Self::put(&mut known, post, Known::Closing(closing));
+    }
+
+    /// Whether the caller is the one request of this process to take over
+    /// the switch of a post closed too long
+    /// ([`CLOSING_STALE`](crate::store::items::post::CLOSING_STALE)): no
+    /// request of it is switching it.
+    pub(super) fn claim_switch_over(&self, post: &PostId) -> bool {
+        match self.known().get_mut(post) {
+            Some(Known::Closing(c)) if !c.own => {
+                c.own = true;
+                true
+            }
+            _ => false,
+        }
+    }
+
+    /// This process's request stopped switching `post`, which the item says
+    /// is turning hot all the same (another's switch, or its own left
+    /// unfinished): a request reads it again now and then.
+    pub(super) fn switch_released(&self, post: &PostId) {
+        if let Some(Known::Closing(c)) = self.known().get_mut(post) {
+            c.own = false;
+        }
+    }
+
+    /// Not (or no longer) turning hot, as far as this process knows: its
+    /// switch failed.
+    pub(super) fn opened(&self, post: &PostId) {
+        let mut known = self.known();
+        if matches!(known.get(post), Some(Known::Closing(_))) {
+            known.remove(post);
+        }
+    }
+
+    /// Whether this process knows `post` is turning hot: its likes and
+    /// comments wait rather than write.
+    pub(super) fn is_closing(&self, post: &PostId) -> bool {
+        matches!(self.known().get(post), Some(Known::Closing(_)))
+    }
+
+    /// Whether the caller is the one request of this process to read a post
+    /// turning hot again: another process is switching it, and no request
+    /// of this one read it in the last [`RELEARN_CLOSING`].
+    pub(super) fn claim_closing_relearn(&self, post: &PostId) -> bool {
+        match self.known().get_mut(post) {
+            Some(Known::Closing(c)) if !c.own && c.learned.elapsed() >= RELEARN_CLOSING => {
+                c.learned = Instant::now();
+                true
+            }
+            _ => false,
+        }
+    }
+}
 
 /// How long a `get-home` instance serves a pulled author's newest posts it
 /// read, unless `HOME_CACHE_SECONDS` says otherwise. A pull follower sees a
@@ -102,5 +366,84 @@ impl PulledLists {
         }
         lists.insert(author.clone(), (now, list.clone()));
         list
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn post(n: u8) -> PostId {
+        PostId::parse(&format!("01J0000000000000000000000{n}")).expect("an id")
+    }
+
+    #[test]
+    fn one_request_of_a_process_switches_and_the_others_wait() {
+        let hot = HotPosts::default();
+        let p = post(1);
+        assert!(!hot.is_closing(&p));
+        assert!(hot.claim_switch(&p), "the first");
+        assert!(!hot.claim_switch(&p), "one at a time");
+        assert!(hot.is_closing(&p), "the others wait");
+        // Its own switch is never read again by the others.
+        assert!(!hot.claim_closing_relearn(&p));
+        // Another process's switch: read again, once a while.
+        hot.switch_released(&p);
+        std::thread::sleep(RELEARN_CLOSING);
+        assert!(hot.claim_closing_relearn(&p));
+        assert!(!hot.claim_closing_relearn(&p), "once a while");
+        assert!(hot.claim_switch_over(&p), "a stale one is taken over once");
+        assert!(!hot.claim_switch_over(&p));
+        // Opened hot: nobody waits, nobody switches.
+        hot.remember(p, Hot::new(16, true, true));
+        assert!(!hot.is_closing(&p));
+        assert!(!hot.claim_switch(&p));
+        // A failed switch lets another request try.
+        let q = post(2);
+        assert!(hot.claim_switch(&q));
+        hot.opened(&q);
+        assert!(!hot.is_closing(&q));
+        assert!(hot.claim_switch(&q));
+    }
+
+    #[test]
+    fn a_post_found_gone_stays_gone_whatever_a_late_read_says() {
+        let hot = HotPosts::default();
+        let p = post(4);
+        hot.gone(&p);
+        hot.remember(p, Hot::new(16, true, true));
+        hot.closed(p);
+        hot.forget(&p);
+        hot.opened(&p);
+        assert!(hot.is_gone(&p));
+        assert!(hot.get(&p).is_none() && !hot.is_closing(&p));
+        assert!(!hot.claim_switch(&p), "no switch of a deleted post");
+        // Known one way at a time: hot ends turning hot, and back.
+        let q = post(5);
+        hot.closed(q);
+        assert!(hot.is_closing(&q) && hot.get(&q).is_none());
+        hot.remember(q, Hot::new(16, false, true));
+        assert!(!hot.is_closing(&q) && hot.get(&q).is_some());
+    }
+
+    #[test]
+    fn a_widening_spreads_at_once_and_only_a_read_says_a_post_is_gone() {
+        let hot = HotPosts::default();
+        let p = post(3);
+        hot.remember(p, Hot::new(16, true, true));
+        assert!(hot.claim_widening(&p, 16));
+        assert!(hot.is_widening(&p));
+        assert!(!hot.claim_widening(&p, 16), "one at a time");
+        hot.widened(&p, 64);
+        assert_eq!(hot.get(&p).map(|h| h.shards), Some(64));
+        assert!(hot.is_widening(&p), "held until the post says so");
+        hot.remember(p, Hot::new(64, true, true));
+        assert!(!hot.is_widening(&p));
+
+        hot.forget(&p);
+        assert!(hot.get(&p).is_none());
+        assert!(!hot.is_gone(&p), "forgotten is not gone");
+        hot.gone(&p);
+        assert!(hot.is_gone(&p));
     }
 }
