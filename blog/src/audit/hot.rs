@@ -20,7 +20,7 @@ use crate::{
     keys::{COMMENT_PREFIX, Counter, LIKE_PREFIX, PostPartition, SK},
     store::{
         StoreError,
-        hot::Summed,
+        counts::post::Summed,
         items::counter::{MAX_SHARDS, ShardCounterItem},
         items::post::PostItem,
         table::{Expr, Query},

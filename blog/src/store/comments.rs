@@ -7,7 +7,7 @@ use crate::store::items::comment::CommentItem;
 use super::Requests;
 use super::{
     Busy, Store, StoreError,
-    counts::{self, Counting, Tried},
+    counts::post::{self as counts, Counting, Tried},
     idempotency::{Answer, Idempotency},
     items::counter::CommentShardsItem,
     items::post::PostItem,

@@ -40,7 +40,8 @@ use futures::StreamExt;
 #[cfg(feature = "admin")]
 use super::Admin;
 use super::{
-    Busy, Item, StoreError, counts,
+    Busy, Item, StoreError,
+    counts::post as counts,
     deadline::Deadline,
     items::comment::CommentItem,
     items::request_record::USER_VERSION,

@@ -36,24 +36,22 @@
 //! what it was made: an author who grows past the threshold keeps pushing to
 //! the followers they had.
 
-use crate::store::items::follow::{
-    FOLLOWER_SHARDS_ATTRIBUTE, FOLLOWING_COUNT, FollowItem, FollowerCountItem, FollowerItem, PULLS,
-};
-use std::collections::{BTreeMap, HashMap};
+use crate::store::items::follow::{FOLLOWING_COUNT, FollowItem, FollowerItem, PULLS};
+use std::collections::HashMap;
 
 use aws_sdk_dynamodb::types::AttributeValue;
-use futures::future::try_join_all;
 use serde::Deserialize;
 
+use super::counts::followers::{counted, counted_open};
 use super::{
-    Busy, FanOut, Item, ItemType, Requests, StoreError, from_item,
+    Busy, FanOut, Item, Requests, StoreError, from_item,
     items::user::UserItem,
     n, s, signed,
     table::{Deleted, Expr, Landed, Query, Slot, Transaction, TxOutcome, Write},
 };
 use crate::{
     ids::{FollowId, UserId},
-    keys::{self, Entity, FOLLOW_PREFIX, FOLLOWER_COUNT_SK, FOLLOWER_SHARDS, Key},
+    keys::{self, Entity, FOLLOW_PREFIX, FOLLOWER_SHARDS},
     model::{Followed, Page},
 };
 
@@ -69,47 +67,6 @@ const ATTEMPTS: usize = 5;
 /// home read merges (each one Query). Past it, a follow is a push follow
 /// whatever the author's count.
 pub const PULL_LIMIT: usize = 8;
-
-/// The count item's attribute an erasure sets (to the erased profile's
-/// version) before it walks the shard: a follow of that account fails on it.
-const CLOSED: &str = "closed";
-
-/// One up on a follower shard's count, on the condition that the followed
-/// account (the profile version `first` starts it) is not being erased: no
-/// follow needs the followed profile in its transaction, whose partition
-/// would take every follow's write (`counted`).
-fn counted_open(followed: &UserId, shard: u8, first: u64) -> Result<Write, StoreError> {
-    Ok(counted(followed, shard, 1)?.when(open_since(first)))
-}
-
-/// A count not closed by an erasure of the account at `version` or later.
-fn open_since(version: u64) -> Expr {
-    Expr::new("attribute_not_exists(#closed) OR #closed < :open_since")
-        .name("#closed", CLOSED)
-        .value(":open_since", n(version))
-}
-
-/// One up or down on a follower shard's count, its version one up: an
-/// UpdateItem that makes the item on the first follow.
-fn counted(followed: &UserId, shard: u8, step: i64) -> Result<Write, StoreError> {
-    let key = Key::new(keys::followers_pk(followed, shard), FOLLOWER_COUNT_SK);
-    let change = Expr::new(
-        "ADD #count :step, #version :one SET #type = :type, #user = :user, #shard = :shard \
-         REMOVE #expires",
-    )
-    .name("#expires", keys::EXPIRES_AT)
-    .name("#count", "count")
-    .name("#version", "version")
-    .name("#type", keys::TYPE)
-    .name("#user", "userId")
-    .name("#shard", "shard")
-    .value(":step", signed(step))
-    .value(":one", n(1))
-    .value(":type", ItemType::FollowerCount.attribute()?)
-    .value(":user", s(followed.as_str()))
-    .value(":shard", n(u64::from(shard)));
-    Ok(Write::update(key.item(), change, Landed::Untold))
-}
 
 /// One up or down on the follower's `followingCount`; up only within the
 /// limit. A pull follow's author goes into (or out of) their `pulls` with
@@ -465,79 +422,6 @@ impl FanOut<'_> {
 }
 
 impl FanOut<'_> {
-    /// A follower shard's count onto the followed profile (fan-out of its
-    /// INSERT or MODIFY; the batch's records of one shard coalesced into the
-    /// last): the shard's count and version set in `followerShards`, only
-    /// where the version copied is older, so that a record delivered again
-    /// or late copies nothing. A profile without the map gets it first.
-    /// `false` when nothing was written (older, or no profile).
-    pub async fn copy_follower_count(&self, count: &FollowerCountItem) -> Result<bool, StoreError> {
-        let shard = format!("{:02}", count.shard);
-        let value = AttributeValue::M(HashMap::from([
-            ("n".to_owned(), n(count.count)),
-            ("v".to_owned(), n(count.version)),
-        ]));
-        let set = Write::update(
-            UserItem::key(&count.user_id),
-            Expr::new("SET #shards.#k = :count")
-                .name("#shards", FOLLOWER_SHARDS_ATTRIBUTE)
-                .name("#k", &shard)
-                .value(":count", value.clone()),
-            Landed::Untold,
-        )
-        .when(
-            Expr::new(
-                "attribute_exists(#shards) AND (attribute_not_exists(#shards.#k) \
-                 OR #shards.#k.#v < :version)",
-            )
-            .name("#shards", FOLLOWER_SHARDS_ATTRIBUTE)
-            .name("#k", &shard)
-            .name("#v", "v")
-            .value(":version", n(count.version)),
-        );
-        if self.db.write("copy follower count", &set).await?.done() {
-            return Ok(true);
-        }
-        // No map yet (or an older record, or no profile): a map with this
-        // shard alone, only where there is none; if another shard's copy
-        // made the map meanwhile, this shard's goes into it.
-        let first = Write::update(
-            UserItem::key(&count.user_id),
-            Expr::new("SET #shards = :map")
-                .name("#shards", FOLLOWER_SHARDS_ATTRIBUTE)
-                .value(
-                    ":map",
-                    AttributeValue::M(HashMap::from([(shard.clone(), value)])),
-                ),
-            Landed::Untold,
-        )
-        .when(
-            Expr::item_exists()
-                .and("attribute_not_exists(#shards)")
-                .name("#shards", FOLLOWER_SHARDS_ATTRIBUTE),
-        );
-        if self.db.write("first follower count", &first).await?.done() {
-            return Ok(true);
-        }
-        Ok(self.db.write("copy follower count", &set).await?.done())
-    }
-}
-
-/// The follower shards a profile says hold followers.
-pub fn shards_with_followers(profile: &UserItem) -> Vec<u8> {
-    let counted: BTreeMap<u8, u64> = profile
-        .follower_shards
-        .iter()
-        .filter_map(|(k, c)| k.parse::<u8>().ok().map(|k| (k, c.count)))
-        .collect();
-    counted
-        .into_iter()
-        .filter(|(_, count)| *count > 0)
-        .map(|(k, _)| k)
-        .collect()
-}
-
-impl FanOut<'_> {
     /// An erased account's followers and home out (the erasure's walk, after
     /// what the account wrote): each follower shard a page at a time, each
     /// follower's follow taken out with one off their `followingCount` (one
@@ -607,71 +491,6 @@ impl FanOut<'_> {
         }
     }
 
-    /// Closes `user`'s follower shards' counts to new follows of the
-    /// account erased at `version` (made where missing): a follow that read
-    /// the profile before the erasure and commits after this fails on its
-    /// count's condition, and one that committed before is in a shard the
-    /// walk reads after this. One conditional UpdateItem a shard (at once);
-    /// a count closed already is left as it is.
-    async fn close_follower_counts(&self, user: &UserId, version: u64) -> Result<(), StoreError> {
-        let closes = (0..FOLLOWER_SHARDS).map(|shard| {
-            let key = Key::new(keys::followers_pk(user, shard), FOLLOWER_COUNT_SK).item();
-            let change = Expr::new(
-                "SET #closed = :version, #type = :type, #user = :user, #shard = :shard, \
-                 #count = if_not_exists(#count, :zero), #version = if_not_exists(#version, :zero)",
-            )
-            .name("#closed", CLOSED)
-            .name("#type", keys::TYPE)
-            .name("#user", "userId")
-            .name("#shard", "shard")
-            .name("#count", "count")
-            .name("#version", "version")
-            .value(":version", n(version))
-            .value(":zero", n(0))
-            .value(":user", s(user.as_str()))
-            .value(":shard", n(u64::from(shard)));
-            async move {
-                let write = Write::update(
-                    key,
-                    change.value(":type", ItemType::FollowerCount.attribute()?),
-                    Landed::Untold,
-                )
-                .when(open_since(version));
-                self.db.write("close follower count", &write).await
-            }
-        });
-        try_join_all(closes).await?;
-        Ok(())
-    }
-
-    /// `user`'s follower counts, closed at `version` and their entries gone,
-    /// back to 0 and left closed for `CLOSED_DAYS` (then TTL takes them),
-    /// not deleted: a follow that read the profile before the erasure and
-    /// whose transaction comes after the whole walk still finds its count
-    /// closed, and fails. The same person's new account (a later first
-    /// version) opens them again, its first follow removing the expiry. One
-    /// conditional UpdateItem a shard, at once.
-    async fn empty_follower_counts(&self, user: &UserId, version: u64) -> Result<(), StoreError> {
-        let expires = time::OffsetDateTime::now_utc().unix_timestamp() + CLOSED_DAYS * 86_400;
-        let empties = (0..FOLLOWER_SHARDS).map(|shard| {
-            let key = Key::new(keys::followers_pk(user, shard), FOLLOWER_COUNT_SK).item();
-            let change = Expr::new("SET #count = :zero, #expires = :expires ADD #version :one")
-                .name("#count", "count")
-                .name("#expires", keys::EXPIRES_AT)
-                .name("#version", "version")
-                .value(":zero", n(0))
-                .value(":one", n(1))
-                .value(":expires", signed(expires));
-            let closed = Expr::new("#closed = :closed")
-                .name("#closed", CLOSED)
-                .value(":closed", n(version));
-            let write = Write::update(key, change, Landed::Untold).when(closed);
-            async move { self.db.write("empty follower count", &write).await }
-        });
-        try_join_all(empties).await?;
-        Ok(())
-    }
-
     /// A follower's follow of an erased account out, with one off their
     /// `followingCount` (the follower's own account may be erased too: then
     /// the follow alone). `false` when it was gone.
@@ -702,64 +521,5 @@ impl FanOut<'_> {
     }
 }
 
-/// How long an erased account's emptied follower counts stay closed: far
-/// longer than any follow request lives between its reads and its writes.
-const CLOSED_DAYS: i64 = 1;
-
 /// How many followers (or home entries) an erasure reads a page.
 const ERASE_PAGE: i32 = 100;
-
-#[cfg(feature = "admin")]
-impl FanOut<'_> {
-    /// The audit's repair of a follower shard's count: the count item read
-    /// first (strongly), then the shard's entries counted, then the count set
-    /// (its version one up, so that the fan-out copies it onto the profile)
-    /// only if its version is still the one read: a follow or unfollow that
-    /// commits while counting moves the version, and the repair refuses
-    /// (`false`: run the audit again).
-    pub async fn recount_followers(&self, user: &UserId, shard: u8) -> Result<bool, StoreError> {
-        let key = Key::new(keys::followers_pk(user, shard), FOLLOWER_COUNT_SK).item();
-        let read: Option<FollowerCountItem> = match self.db.get(key.clone(), true).await? {
-            Some(item) => Some(from_item(item)?),
-            None => None,
-        };
-        let query = Query::partition(keys::followers_pk(user, shard))
-            .begins_with(keys::FOLLOWER_PREFIX)
-            .count()
-            .consistent();
-        let (mut actual, mut start) = (0, None);
-        loop {
-            let page = self
-                .db
-                .query_page("recount followers", &query, start, None)
-                .await?;
-            actual += page.count;
-            start = page.next;
-            if start.is_none() {
-                break;
-            }
-        }
-        let version = read.as_ref().map_or(0, |c| c.version);
-        let change = Expr::new(
-            "SET #count = :actual, #version = :next, #type = :type, #user = :user, #shard = :shard",
-        )
-        .name("#count", "count")
-        .name("#version", "version")
-        .name("#type", keys::TYPE)
-        .name("#user", "userId")
-        .name("#shard", "shard")
-        .value(":actual", n(actual))
-        .value(":next", n(version + 1))
-        .value(":type", ItemType::FollowerCount.attribute()?)
-        .value(":user", s(user.as_str()))
-        .value(":shard", n(u64::from(shard)));
-        let unchanged = match read {
-            Some(_) => Expr::new("#version = :seen")
-                .name("#version", "version")
-                .value(":seen", n(version)),
-            None => Expr::item_absent(),
-        };
-        let write = Write::update(key, change, Landed::Untold).when(unchanged);
-        Ok(self.db.write("recount followers", &write).await?.done())
-    }
-}

@@ -69,28 +69,13 @@ use super::{FanOut, Requests};
 use super::{
     ItemType, Store, StoreError, from_item,
     items::like::{LikedMarker, LikerMarker},
-    n, signed,
+    n,
     table::{Deleted, Expr, Landed, Outcome, Query, Write},
 };
 use crate::{
     ids::PostId,
     keys::{self, Entity, Key, PostPartition},
 };
-
-/// How often the fan-out reads the post again when another batch added its
-/// shards' counts in between.
-const SUM_ATTEMPTS: usize = 8;
-
-/// What adding a batch's shard counts onto a post did.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Summed {
-    /// The post's counts changed.
-    Written,
-    /// The post held these versions of the shards already.
-    Stale,
-    /// The post is gone.
-    Gone,
-}
 
 /// What the hot-post code reads of a post item: whether it is hot, and
 /// what the fan-out has added of each shard's counts (the item is read
@@ -500,40 +485,6 @@ impl Requests<'_> {
     }
 }
 
-impl FanOut<'_> {
-    /// Fan-out of shard counter changes (their newest images in a batch, of
-    /// one post): adds to the post's counts what each shard counted since the
-    /// version the post holds of it, in one conditional update, and records
-    /// the versions added. A shard already added at that version or a newer
-    /// one adds nothing, so a record delivered twice or late adds nothing
-    /// twice; another batch adding other shards at once makes the condition
-    /// fail, and the post is read again.
-    pub async fn add_shard_counts(
-        &self,
-        post: &PostId,
-        counters: &[ShardCounterItem],
-    ) -> Result<Summed, StoreError> {
-        for _ in 0..SUM_ATTEMPTS {
-            let found = self.post_shards(post);
-            let Some(found) = found.await? else {
-                return Ok(Summed::Gone);
-            };
-            let added = found.shard_counts.clone().unwrap_or_default();
-            let Some(update) = shard_update(&added, counters) else {
-                return Ok(Summed::Stale);
-            };
-            match self.db.write("add shard counts", &update).await? {
-                Outcome::Done(_) => return Ok(Summed::Written),
-                Outcome::ConditionFailed { .. } => continue,
-            }
-        }
-        Err(StoreError::busy(
-            super::Busy::Conflict,
-            "other batches kept adding the post's shard counts",
-        ))
-    }
-}
-
 /// What the fan-out's move of a hot post's likers did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Moving {
@@ -763,128 +714,5 @@ fn place_label(place: PostPartition) -> String {
     match place.shard {
         None => "-".to_owned(),
         Some(shard) => shard.to_string(),
-    }
-}
-
-/// The post update that adds `counters` (each shard's newest) onto a post
-/// that holds `added`; `None` when every one of them is added already.
-fn shard_update(added: &BTreeMap<String, Added>, counters: &[ShardCounterItem]) -> Option<Write> {
-    let post = counters.first()?.post_id;
-    let mut newest: BTreeMap<u8, &ShardCounterItem> = BTreeMap::new();
-    for counter in counters {
-        let slot = newest.entry(counter.shard).or_insert(counter);
-        if counter.version > slot.version {
-            *slot = counter;
-        }
-    }
-    let (mut likes, mut comments) = (0_i64, 0_i64);
-    let mut sets = Vec::new();
-    let mut conditions = Vec::new();
-    let mut values = Vec::new();
-    let mut checks = Vec::new();
-    let mut names = Vec::new();
-    for (shard, counter) in newest {
-        let before = added.get(&shard.to_string()).copied();
-        if before.is_some_and(|b| b.version >= counter.version) {
-            continue;
-        }
-        let was = before.unwrap_or_default();
-        likes += signed_difference(counter.like_count, was.like_count);
-        comments += signed_difference(counter.comment_count, was.comment_count);
-        let now = Added {
-            like_count: counter.like_count,
-            comment_count: counter.comment_count,
-            version: counter.version,
-        };
-        names.push((format!("#s{shard}"), shard.to_string()));
-        sets.push(format!("#added.#s{shard} = :s{shard}"));
-        values.push((
-            format!(":s{shard}"),
-            serde_dynamo::to_attribute_value(now).ok()?,
-        ));
-        conditions.push(match before {
-            Some(b) => {
-                checks.push((format!(":was{shard}"), n(b.version)));
-                format!("#added.#s{shard}.v = :was{shard}")
-            }
-            None => format!("attribute_not_exists(#added.#s{shard})"),
-        });
-    }
-    if sets.is_empty() {
-        return None;
-    }
-    let mut change = Expr::new(format!(
-        "SET #likes = #likes + :likes, #comments = #comments + :comments, \
-         version = version + :one, {}",
-        sets.join(", ")
-    ))
-    .with_counters()
-    .name("#added", ADDED_ATTRIBUTE)
-    .value(":likes", signed(likes))
-    .value(":comments", signed(comments))
-    .value(":one", n(1));
-    let mut condition = Expr::item_exists()
-        .and(&conditions.join(" AND "))
-        .name("#added", ADDED_ATTRIBUTE);
-    for (placeholder, name) in &names {
-        change = change.name(placeholder, name);
-        condition = condition.name(placeholder, name);
-    }
-    for (placeholder, value) in values {
-        change = change.value(&placeholder, value);
-    }
-    for (placeholder, value) in checks {
-        condition = condition.value(&placeholder, value);
-    }
-    // A lost answer's write shows as a failed condition: the caller reads the
-    // post again and finds its shards' counts added.
-    let update = Write::update(keys::post_item(&post).item(), change, Landed::Untold);
-    Some(update.when(condition))
-}
-
-fn signed_difference(now: u64, was: u64) -> i64 {
-    i64::try_from(now).unwrap_or(i64::MAX) - i64::try_from(was).unwrap_or(i64::MAX)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn counter(shard: u8, likes: u64, comments: u64, version: u64) -> ShardCounterItem {
-        ShardCounterItem {
-            post_id: PostId::parse("01J00000000000000000000000").expect("id"),
-            shard,
-            like_count: likes,
-            comment_count: comments,
-            version,
-        }
-    }
-
-    #[test]
-    fn a_shard_adds_what_it_counted_since_the_version_the_post_holds() {
-        let mut added = BTreeMap::new();
-        added.insert(
-            "3".to_owned(),
-            Added {
-                like_count: 5,
-                comment_count: 1,
-                version: 6,
-            },
-        );
-        // Shard 3 at an older and a newer version in one batch, shard 4 new.
-        let update = shard_update(
-            &added,
-            &[
-                counter(3, 4, 1, 5),
-                counter(3, 9, 2, 11),
-                counter(4, 2, 0, 2),
-            ],
-        )
-        .expect("an update");
-        let text = format!("{update:?}");
-        assert!(text.contains("N(\"6\")"), "{text}"); // 9 - 5 + 2 likes
-        assert!(text.contains("N(\"1\")"), "{text}"); // 2 - 1 comments
-        // Everything added already: no write.
-        assert!(shard_update(&added, &[counter(3, 5, 1, 6)]).is_none());
     }
 }

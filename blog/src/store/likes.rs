@@ -7,7 +7,7 @@ use crate::store::items::like::{LikeItem, LikedMarker, LikerMarker};
 use super::Requests;
 use super::{
     Busy, StoreError,
-    counts::{self, Counting, Tried},
+    counts::post::{self as counts, Counting, Tried},
     items::counter::LikeShardsItem,
     items::user::UserItem,
     table::{Committing, Deleted, Expr, Query, TxOutcome, Write},

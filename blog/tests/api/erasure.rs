@@ -12,7 +12,8 @@ use blog::{
     ids::{CommentId, IdempotencyKey, LikeId, PostId},
     keys::{self, Counter, ItemType},
     store::{
-        Item, bulk, counts,
+        Item, bulk,
+        counts::post as counts,
         deadline::Deadline,
         feed::FEED_CAPACITY,
         idempotency::Idempotency,

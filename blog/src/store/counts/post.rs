@@ -3,7 +3,7 @@
 //! they count, and the one loop every like and comment counts up through.
 //!
 //! A count is on the post item while the post is quiet, in one of its
-//! shard counters once it is hot ([`super::hot`]). Counting up, a request
+//! shard counters once it is hot ([`crate::store::hot`]). Counting up, a request
 //! does not know which for sure, so `Requests::count_up` goes round:
 //!
 //! 1. the shards this process knows the post has (none: the post item);
@@ -23,12 +23,14 @@
 
 use std::future::Future;
 
-use super::{
-    Busy, Item, Requests, StoreError,
+use std::collections::BTreeMap;
+
+use crate::store::{
+    Busy, FanOut, Item, Requests, StoreError,
     items::counter::ShardCounterItem,
-    items::post::{CLOSING_ATTRIBUTE, SHARDS_ATTRIBUTE},
-    n,
-    table::{Expr, Landed, Room, Throttle, Write},
+    items::post::{ADDED_ATTRIBUTE, Added, CLOSING_ATTRIBUTE, SHARDS_ATTRIBUTE},
+    n, signed,
+    table::{Expr, Landed, Outcome, Room, Throttle, Write},
 };
 use crate::{
     ids::PostId,
@@ -37,7 +39,7 @@ use crate::{
 
 /// How long a like or comment of a post turning hot waits before it looks
 /// again whether it is hot (in this process: reading the post is one
-/// request's a while, [`super::handle`]).
+/// request's a while, [`crate::store::handle`]).
 const CLOSED_WAIT: std::time::Duration = std::time::Duration::from_millis(25);
 
 /// Which way a counter goes.
@@ -102,17 +104,17 @@ pub fn counted_up(post: &PostId, shard: Option<u8>, counter: Counter) -> Write {
 
 /// Where a like or comment being taken back was counted: on the post item
 /// (`None`: given while the post was quiet), or in a shard.
-pub(super) fn counted_down(post: &PostId, shard: Option<u8>, counter: Counter) -> Write {
+pub(in crate::store) fn counted_down(post: &PostId, shard: Option<u8>, counter: Counter) -> Write {
     counted(post, shard, counter, Step::Down)
 }
 
 /// A like given while the post was quiet, taken back by a request that
 /// believes it still is: one off the post item's `likeCount`, which fails
 /// once the post is hot or turning hot. Then its liker may have a mark of it
-/// in their own partition ([`super::hot::FanOut::move_likers`]), which the
+/// in their own partition ([`crate::store::hot::FanOut::move_likers`]), which the
 /// request must take back too: it learns the post is hot (or turning hot)
 /// and goes the hot way. The condition costs nothing.
-pub(super) fn counted_down_while_quiet(post: &PostId, counter: Counter) -> Write {
+pub(in crate::store) fn counted_down_while_quiet(post: &PostId, counter: Counter) -> Write {
     step_counter(
         keys::post_item(post).item(),
         counter,
@@ -121,7 +123,7 @@ pub(super) fn counted_down_while_quiet(post: &PostId, counter: Counter) -> Write
     )
 }
 
-/// The post item is neither hot nor turning hot ([`super::hot`]), nor a
+/// The post item is neither hot nor turning hot ([`crate::store::hot`]), nor a
 /// draft: what a count on it conditions on where the post's being hot would
 /// change where the count goes (and a draft takes none: the refused count
 /// reads the post and answers 404). Free: a condition on the item written
@@ -141,7 +143,7 @@ fn still_quiet() -> Expr {
 /// partition may make it hot (the attempt then watches its items there:
 /// `Transaction::yield_when_throttled`).
 #[derive(Debug, Clone, Copy)]
-pub(super) struct Counting {
+pub(in crate::store) struct Counting {
     pub shards: Option<u8>,
     /// The post is hot and its quiet likes' marks are in their likers'
     /// partitions: a like need not read the post's.
@@ -153,7 +155,7 @@ pub(super) struct Counting {
 
 /// What one attempt that counts up did.
 #[derive(Debug)]
-pub(super) enum Tried<T> {
+pub(in crate::store) enum Tried<T> {
     /// The caller's answer.
     Done(T),
     /// Throttled on every item watched in the post's partition.
@@ -171,7 +173,7 @@ impl Requests<'_> {
     /// is not retried by the table layer but here, after the table's
     /// backoff and within its attempts and budget (one retry layer): each
     /// try picks its shard again, among as many as the post has by then.
-    pub(super) async fn count_up<T, F, Fut>(
+    pub(in crate::store) async fn count_up<T, F, Fut>(
         &self,
         post: &PostId,
         attempts: usize,
@@ -344,7 +346,7 @@ impl Requests<'_> {
     /// one closed longer than [`crate::store::items::post::CLOSING_STALE`] had its switch's
     /// request stop before it was done, and this one takes the switch over
     /// (`Requests::finish_closing`), one request of the process at a time.
-    pub(super) async fn learn_shards(&self, post: &PostId) -> Result<(), StoreError> {
+    pub(in crate::store) async fn learn_shards(&self, post: &PostId) -> Result<(), StoreError> {
         let Some(found) = self.post_shards(post).await? else {
             self.hot.gone(post);
             return Err(StoreError::PostNotFound);
@@ -383,7 +385,7 @@ impl Requests<'_> {
     /// that finds room (its one unit fits where the transaction's six did
     /// not, or the burst has passed) does not undo what the cancellation
     /// showed.
-    pub(super) async fn switch_if_hot(&self, post: &PostId) -> Result<bool, StoreError> {
+    pub(in crate::store) async fn switch_if_hot(&self, post: &PostId) -> Result<bool, StoreError> {
         let probe = self.db.probe_write(keys::post_item(post).item()).await?;
         match probe {
             Room::Refused(cause @ (Throttle::Index | Throttle::Table)) => {
@@ -395,5 +397,178 @@ impl Requests<'_> {
                 Ok(true)
             }
         }
+    }
+}
+
+/// How often the fan-out reads the post again when another batch added its
+/// shards' counts in between.
+const SUM_ATTEMPTS: usize = 8;
+
+/// What adding a batch's shard counts onto a post did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Summed {
+    /// The post's counts changed.
+    Written,
+    /// The post held these versions of the shards already.
+    Stale,
+    /// The post is gone.
+    Gone,
+}
+
+impl FanOut<'_> {
+    /// Fan-out of shard counter changes (their newest images in a batch, of
+    /// one post): adds to the post's counts what each shard counted since the
+    /// version the post holds of it, in one conditional update, and records
+    /// the versions added. A shard already added at that version or a newer
+    /// one adds nothing, so a record delivered twice or late adds nothing
+    /// twice; another batch adding other shards at once makes the condition
+    /// fail, and the post is read again.
+    pub async fn add_shard_counts(
+        &self,
+        post: &PostId,
+        counters: &[ShardCounterItem],
+    ) -> Result<Summed, StoreError> {
+        for _ in 0..SUM_ATTEMPTS {
+            let found = self.post_shards(post);
+            let Some(found) = found.await? else {
+                return Ok(Summed::Gone);
+            };
+            let added = found.shard_counts.clone().unwrap_or_default();
+            let Some(update) = shard_update(&added, counters) else {
+                return Ok(Summed::Stale);
+            };
+            match self.db.write("add shard counts", &update).await? {
+                Outcome::Done(_) => return Ok(Summed::Written),
+                Outcome::ConditionFailed { .. } => continue,
+            }
+        }
+        Err(StoreError::busy(
+            Busy::Conflict,
+            "other batches kept adding the post's shard counts",
+        ))
+    }
+}
+
+/// The post update that adds `counters` (each shard's newest) onto a post
+/// that holds `added`; `None` when every one of them is added already.
+fn shard_update(added: &BTreeMap<String, Added>, counters: &[ShardCounterItem]) -> Option<Write> {
+    let post = counters.first()?.post_id;
+    let mut newest: BTreeMap<u8, &ShardCounterItem> = BTreeMap::new();
+    for counter in counters {
+        let slot = newest.entry(counter.shard).or_insert(counter);
+        if counter.version > slot.version {
+            *slot = counter;
+        }
+    }
+    let (mut likes, mut comments) = (0_i64, 0_i64);
+    let mut sets = Vec::new();
+    let mut conditions = Vec::new();
+    let mut values = Vec::new();
+    let mut checks = Vec::new();
+    let mut names = Vec::new();
+    for (shard, counter) in newest {
+        let before = added.get(&shard.to_string()).copied();
+        if before.is_some_and(|b| b.version >= counter.version) {
+            continue;
+        }
+        let was = before.unwrap_or_default();
+        likes += signed_difference(counter.like_count, was.like_count);
+        comments += signed_difference(counter.comment_count, was.comment_count);
+        let now = Added {
+            like_count: counter.like_count,
+            comment_count: counter.comment_count,
+            version: counter.version,
+        };
+        names.push((format!("#s{shard}"), shard.to_string()));
+        sets.push(format!("#added.#s{shard} = :s{shard}"));
+        values.push((
+            format!(":s{shard}"),
+            serde_dynamo::to_attribute_value(now).ok()?,
+        ));
+        conditions.push(match before {
+            Some(b) => {
+                checks.push((format!(":was{shard}"), n(b.version)));
+                format!("#added.#s{shard}.v = :was{shard}")
+            }
+            None => format!("attribute_not_exists(#added.#s{shard})"),
+        });
+    }
+    if sets.is_empty() {
+        return None;
+    }
+    let mut change = Expr::new(format!(
+        "SET #likes = #likes + :likes, #comments = #comments + :comments, \
+         version = version + :one, {}",
+        sets.join(", ")
+    ))
+    .with_counters()
+    .name("#added", ADDED_ATTRIBUTE)
+    .value(":likes", signed(likes))
+    .value(":comments", signed(comments))
+    .value(":one", n(1));
+    let mut condition = Expr::item_exists()
+        .and(&conditions.join(" AND "))
+        .name("#added", ADDED_ATTRIBUTE);
+    for (placeholder, name) in &names {
+        change = change.name(placeholder, name);
+        condition = condition.name(placeholder, name);
+    }
+    for (placeholder, value) in values {
+        change = change.value(&placeholder, value);
+    }
+    for (placeholder, value) in checks {
+        condition = condition.value(&placeholder, value);
+    }
+    // A lost answer's write shows as a failed condition: the caller reads the
+    // post again and finds its shards' counts added.
+    let update = Write::update(keys::post_item(&post).item(), change, Landed::Untold);
+    Some(update.when(condition))
+}
+
+fn signed_difference(now: u64, was: u64) -> i64 {
+    i64::try_from(now).unwrap_or(i64::MAX) - i64::try_from(was).unwrap_or(i64::MAX)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ids::PostId;
+
+    fn counter(shard: u8, likes: u64, comments: u64, version: u64) -> ShardCounterItem {
+        ShardCounterItem {
+            post_id: PostId::parse("01J00000000000000000000000").expect("id"),
+            shard,
+            like_count: likes,
+            comment_count: comments,
+            version,
+        }
+    }
+
+    #[test]
+    fn a_shard_adds_what_it_counted_since_the_version_the_post_holds() {
+        let mut added = BTreeMap::new();
+        added.insert(
+            "3".to_owned(),
+            Added {
+                like_count: 5,
+                comment_count: 1,
+                version: 6,
+            },
+        );
+        // Shard 3 at an older and a newer version in one batch, shard 4 new.
+        let update = shard_update(
+            &added,
+            &[
+                counter(3, 4, 1, 5),
+                counter(3, 9, 2, 11),
+                counter(4, 2, 0, 2),
+            ],
+        )
+        .expect("an update");
+        let text = format!("{update:?}");
+        assert!(text.contains("N(\"6\")"), "{text}"); // 9 - 5 + 2 likes
+        assert!(text.contains("N(\"1\")"), "{text}"); // 2 - 1 comments
+        // Everything added already: no write.
+        assert!(shard_update(&added, &[counter(3, 5, 1, 6)]).is_none());
     }
 }
