@@ -70,7 +70,7 @@ impl Requests<'_> {
     /// C3 (request): the comment and one up on the post's `commentCount`
     /// commit together, so the count is exact however many comment at once
     /// (the seeds' stored procedure, as one single-partition transaction).
-    /// On a hot post the count goes to a shard's counter instead ([`hot`]);
+    /// On a hot post the count goes to a shard's counter instead ([`hot`](super::hot));
     /// a quiet post's partition refusing the comment for capacity makes the
     /// post hot.
     pub async fn create_comment(

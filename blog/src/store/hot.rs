@@ -43,7 +43,7 @@
 //! likers, and opens the post hot with one UpdateItem (`shards`,
 //! `likersMoved`, `commentsSharded`, `closing` removed). A switch whose
 //! request stopped is taken over by the first request that finds the post
-//! closed longer than [`CLOSING_STALE`]. A post deleted while closed has its
+//! closed longer than [`CLOSING_STALE`](super::items::post::CLOSING_STALE). A post deleted while closed has its
 //! deletion close the counters its switch may have made, and its walk read
 //! the shards.
 //!

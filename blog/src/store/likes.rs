@@ -77,7 +77,7 @@ impl Requests<'_> {
     /// `likeCount` commit together; a second like by the same user fails on
     /// the marker and changes nothing. On a hot post the three go to the
     /// liker's shard, the count to its counter, after a read of the marker a
-    /// like given while the post was quiet has ([`hot`]). A quiet post's
+    /// like given while the post was quiet has ([`hot`](super::hot)). A quiet post's
     /// partition refusing the like for capacity makes the post hot. The like
     /// copies the liker's username as read; a rename racing with it is
     /// caught up by the fan-out's INSERT rule.

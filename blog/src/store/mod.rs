@@ -1,13 +1,21 @@
-//! Single-table data access. A module per entity or protocol (`users`,
-//! `posts`, `comments`, `likes`, `feed`, `tags`, `follows`, `followers`,
-//! `home`, `schedule`, the hot posts' `hot` and `counts`, the walks
-//! `rename`, `deletion` and `erasure`, …), below them `deadline` (how long
-//! a walk may go on) and `memory` (what an instance keeps between
-//! requests); each owns its item shapes, which know their
-//! own keys ([`crate::keys::Entity`]), and its operations, which it describes as
-//! [`table::Write`]s, [`table::Query`]s and transactions. Only [`table`]
-//! talks to DynamoDB: the table's name, metering, client request tokens,
-//! retries and the classification of errors live there once.
+//! Single-table data access, in three layers, each importing only those
+//! below it:
+//!
+//! - the operations: a module per entity or protocol (`users`, `posts`,
+//!   `comments`, `likes`, `feed`, `tags`, `follows`, `followers`, `home`,
+//!   `schedule`, `hot`, `counts` (counts kept by shards: a post's likes and
+//!   comments, a user's followers), `idempotency`, `parked`, the walks
+//!   `rename`, `deletion` and `erasure`, `export`), each describing its
+//!   operations as [`table::Write`]s, [`table::Query`]s and transactions;
+//! - [`items`]: every stored item's shape, below every operation (its
+//!   struct, its [`Entity`](crate::keys::Entity) impl, its key constructor,
+//!   its attribute names): operations import items, never each other's
+//!   shapes;
+//! - [`table`], the only code that talks to DynamoDB: the table's name,
+//!   metering, client request tokens, retries and the classification of
+//!   errors live there once; beside it `error` (the store's error), and
+//!   below everything `deadline` (how long a walk may go on) and `memory`
+//!   (what an instance keeps between requests).
 //!
 //! Operations are grouped by caller, by the type that carries them
 //! (`handle.rs`): [`Requests`] (the request handlers: C1–C4, Q1–Q6, the
@@ -16,12 +24,13 @@
 //! audit and its repairs, the migration, the replay; compiled only with the
 //! `admin` feature). Each is a view of the [`Store`], which keeps the table,
 //! the settings and the writes more than one caller shares; each entity
-//! module holds its items, their keys, those shared writes, and one `impl`
-//! block per caller that uses it.
+//! module holds those shared writes and one `impl` block per caller that
+//! uses it.
 //!
 //! This file only declares the modules and hands their names on. The table
-//! layer takes the store's error from here; neither it nor `keys.rs` imports
-//! `handle.rs` or an entity module, so no import runs back up.
+//! layer and the items take the store's error from `error`, never through
+//! here; neither they nor `keys.rs` import `handle.rs` or an operation, so
+//! no import runs back up.
 
 #[cfg(feature = "bulk")]
 pub mod bulk;

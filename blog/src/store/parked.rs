@@ -19,11 +19,10 @@ use super::{
     StoreError,
     table::{Landed, Write},
 };
-use crate::keys::{Entity, PARKED_PK};
 #[cfg(feature = "admin")]
 use {
     super::{Item, from_items, table::Query},
-    crate::keys::PARKED_PREFIX,
+    crate::keys::{Entity, PARKED_PK, PARKED_PREFIX},
 };
 
 impl FanOut<'_> {

@@ -15,9 +15,11 @@ use super::{
     n, s,
     table::{Committing, Deleted, Expr, Landed, Query, TxOutcome, Write},
 };
+#[cfg(any(feature = "admin", test))]
+use crate::keys::Counter;
 use crate::{
     ids::{PostId, UserId},
-    keys::{self, Counter, Entity, GSI1PK, GSI1SK, Key, PK, POST_CONTENT_SK, POST_SK, SK},
+    keys::{self, Entity, GSI1PK, GSI1SK, Key, PK, POST_CONTENT_SK, POST_SK, SK},
     markdown,
     model::{Page, Post, PostSummary, Status},
     revision::Expected,

@@ -12,14 +12,16 @@ use aws_sdk_dynamodb::types::AttributeValue;
 use futures::future::try_join_all;
 
 use crate::store::{
-    FanOut, StoreError, from_item,
+    FanOut, StoreError,
     items::{
         follow::{FOLLOWER_SHARDS_ATTRIBUTE, FollowerCountItem},
         user::UserItem,
     },
     n, s, signed,
-    table::{Expr, Landed, Query, Write},
+    table::{Expr, Landed, Write},
 };
+#[cfg(feature = "admin")]
+use crate::store::{from_item, table::Query};
 use crate::{
     ids::UserId,
     keys::{self, FOLLOWER_COUNT_SK, FOLLOWER_SHARDS, ItemType, Key},

@@ -20,7 +20,7 @@ use crate::{
 pub const HOT_SHARDS: u8 = 16;
 
 /// How many shards a hot post grows to at most, widening each time one of
-/// its shards is throttled ([`Requests::widen`]): 128 partitions of about
+/// its shards is throttled ([`Requests::widen`](crate::store::Requests::widen)): 128 partitions of about
 /// 1,000 WCU a second, about 25,000 likes a second at 4 WCU each plus their
 /// comments.
 pub const MAX_SHARDS: u8 = 128;

@@ -2,7 +2,6 @@
 //! floor below which entries are trimmed.
 
 use super::post::PostItem;
-#[cfg(feature = "admin")]
 use crate::keys::ItemType;
 use crate::store::error::StoreError;
 use crate::store::table::Expr;

@@ -67,7 +67,7 @@ pub struct PostItem {
     pub updated_at: String,
     pub version: u64,
     /// 0–5 tags (absent when none): the fan-out keeps the post's entry in
-    /// each tag's list ([`super::tags`]).
+    /// each tag's list ([`tags`](crate::store::tags)).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub tags: Vec<Tag>,
     /// `draft` while unpublished; absent once published (and on every post
@@ -87,7 +87,7 @@ pub struct PostItem {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub content: Option<String>,
     /// On a hot post only: how many shard partitions hold its new likes and
-    /// counts ([`super::hot`]).
+    /// counts ([`hot`](crate::store::hot)).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub shards: Option<u8>,
     /// On a hot post only: what the fan-out has added of each shard's counts.
@@ -367,15 +367,15 @@ pub const ADDED_ATTRIBUTE: &str = "shardCounts";
 /// The post item's attribute that says it is hot, and how many shards it has.
 pub const SHARDS_ATTRIBUTE: &str = "shards";
 /// The post item's attribute that says its new comments go to its shards,
-/// listed through its comments pointer ([`CommentShardsItem`]).
+/// listed through its comments pointer ([`CommentShardsItem`](super::counter::CommentShardsItem)).
 pub const COMMENTS_SHARDED_ATTRIBUTE: &str = "commentsSharded";
 /// The post item's attribute that says it is turning hot, since when
 /// (milliseconds since the Unix epoch): closed to new likes and comments
-/// while its switch moves its quiet likers ([`Requests::make_hot`]).
+/// while its switch moves its quiet likers ([`Requests::make_hot`](crate::store::Requests::make_hot)).
 pub const CLOSING_ATTRIBUTE: &str = "closing";
 /// The post item's attribute that says the fan-out has given every like the
 /// post had before it was hot a mark in its liker's partition
-/// ([`FanOut::move_likers`]): from then on a like reads nothing of the post's
+/// ([`FanOut::move_likers`](crate::store::FanOut::move_likers)): from then on a like reads nothing of the post's
 /// partition.
 pub const LIKERS_MOVED_ATTRIBUTE: &str = "likersMoved";
 

@@ -1,7 +1,6 @@
 //! A post's entry in a tag's list.
 
 use super::post::PostItem;
-#[cfg(feature = "admin")]
 use crate::keys::ItemType;
 use crate::{
     ids::PostId,

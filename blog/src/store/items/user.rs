@@ -37,7 +37,7 @@ pub struct UserItem {
     pub follower_shards: std::collections::BTreeMap<String, ShardCount>,
     /// The authors they pull (their pull follows, [`crate::store::follows`]):
     /// their home read merges these authors' posts. A string set, at most
-    /// [`super::follows::PULL_LIMIT`]; absent while empty. Written by the
+    /// [`crate::store::follows::PULL_LIMIT`]; absent while empty. Written by the
     /// follows' update expressions (`ADD`/`DELETE`), which need a string set:
     /// a whole profile written with pulls writes them as one too.
     #[serde(
