@@ -91,6 +91,9 @@ pub const GSI1SK: &str = "GSI1SK";
 /// The attribute DynamoDB's TTL reads (template.yaml, `schema.rs`): an
 /// item whose time (epoch seconds) has passed is deleted within days.
 pub const EXPIRES_AT: &str = "expiresAt";
+/// The attribute every versioned item (a profile, a post, a counter, a
+/// copy) raises by one on each change, and copies compare.
+pub const VERSION: &str = "version";
 
 pub const PROFILE_SK: &str = "PROFILE";
 pub const USERNAME_SK: &str = "USERNAME";

@@ -176,7 +176,7 @@ fn read_item(
         Some(ItemType::User) => {
             let name = name.and_then(|name| Username::parse(name).ok());
             if let (Some(user), Some(name)) = (user, name) {
-                let version = number(&item, "version").unwrap_or_default();
+                let version = number(&item, keys::VERSION).unwrap_or_default();
                 names.profiles.push((user, name, version));
             }
         }

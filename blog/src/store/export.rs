@@ -19,9 +19,10 @@ use crate::{
     ids::{CommentId, FollowId, LikeId, PostId, UserId},
     keys::{
         self, COMMENT_PREFIX, DRAFT_PREFIX, Entity, FOLLOW_PREFIX, Key, LIKE_PREFIX, POST_PREFIX,
+        PostPartition,
     },
     model::{ExportPage, Exported, Follow, Post},
-    store::{items::comment::CommentItem, items::follow::FollowItem, items::like::LikeItem},
+    store::items::{comment::CommentItem, follow::FollowItem, like::LikeItem},
 };
 
 /// What a GSI1 entry of the user's partition stands for.
@@ -75,9 +76,9 @@ impl Entry {
     /// The table item that holds it: the post item, the comment, the like.
     fn item_key(&self) -> Key {
         match self {
-            Entry::Post(post) => Key::new(keys::post_pk(post), keys::POST_SK),
+            Entry::Post(post) => keys::post_item(post),
             Entry::Comment(post, comment) => {
-                Key::new(keys::post_pk(post), keys::comment_sk(comment))
+                CommentItem::key_of(PostPartition::own(*post), comment)
             }
             Entry::Like(pk, like) => Key::new(pk.clone(), keys::like_sk(like)),
             Entry::Follow(key) => key.clone(),
@@ -87,7 +88,7 @@ impl Entry {
     /// A post's content item, beside it.
     fn content_key(&self) -> Option<Key> {
         match self {
-            Entry::Post(post) => Some(Key::new(keys::post_pk(post), keys::POST_CONTENT_SK)),
+            Entry::Post(post) => Some(PostContentItem::key_of(post)),
             Entry::Comment(..) | Entry::Like(..) | Entry::Follow(..) => None,
         }
     }

@@ -20,7 +20,7 @@ use super::{
 };
 use crate::{
     ids::PostId,
-    keys::{Entity, FEED_PK, POST_PREFIX},
+    keys::{self, Entity, FEED_PK, POST_PREFIX},
     model::PostSummary,
 };
 
@@ -183,7 +183,7 @@ impl FanOut<'_> {
             .value(":uv", n(entry.user_version))
             .value(":version", n(entry.version));
         let landed = Landed::When(vec![
-            ("version", n(entry.version)),
+            (keys::VERSION, n(entry.version)),
             ("userVersion", n(entry.user_version)),
         ]);
         let write = Write::update(entry.key().item(), change, landed).when(older);
@@ -272,7 +272,7 @@ impl Admin<'_> {
             .value(":version", n(entry.version))
             .value(":uv", n(entry.user_version));
         let landed = Landed::When(vec![
-            ("version", n(entry.version)),
+            (keys::VERSION, n(entry.version)),
             ("userVersion", n(entry.user_version)),
         ]);
         let put = Write::put(entry, landed)?.when(not_newer);

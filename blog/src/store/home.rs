@@ -40,7 +40,7 @@ use super::{
     deadline::Deadline,
     follows::PULL_LIMIT,
     from_item,
-    items::follow::{FollowItem, FollowerItem},
+    items::follow::{FollowItem, FollowerCountItem, FollowerItem},
     items::post::PostItem,
     items::user::UserItem,
     memory::Pointer,
@@ -49,7 +49,7 @@ use super::{
 };
 use crate::{
     ids::{FollowId, PostId, UserId},
-    keys::{self, Entity, FOLLOWER_COUNT_SK, Key, POST_PREFIX, PUSH_SHARDS},
+    keys::{self, Entity, Key, POST_PREFIX, PUSH_SHARDS},
     model::{Page, PostSummary},
 };
 
@@ -102,8 +102,7 @@ impl Requests<'_> {
     ) -> Result<Page<PostSummary>, StoreError> {
         let list = format!("home:{reader}");
         let after = super::pages::resume_after(&list, cursor, PostId::parse)?;
-        let start =
-            after.map(|listed| Key::new(keys::home_pk(reader), keys::home_sk(&listed)).item());
+        let start = after.map(|listed| HomeEntryItem::key_of(reader, &listed).item());
         let query = Query::partition(keys::home_pk(reader))
             .begins_with(POST_PREFIX)
             .newest_first();
@@ -287,7 +286,7 @@ impl FanOut<'_> {
             return Ok(0);
         };
         let counts: Vec<Item> = (0..PUSH_SHARDS)
-            .map(|k| Key::new(keys::followers_pk(&post.user_id, k), FOLLOWER_COUNT_SK).item())
+            .map(|k| FollowerCountItem::key_of(&post.user_id, k).item())
             .collect();
         let (found, _) = self
             .db
@@ -295,7 +294,7 @@ impl FanOut<'_> {
             .await?;
         let mut started = 0;
         for item in found {
-            let count: super::items::follow::FollowerCountItem = from_item(item)?;
+            let count: FollowerCountItem = from_item(item)?;
             if count.count == 0 {
                 continue;
             }
@@ -363,7 +362,7 @@ impl FanOut<'_> {
             first = false;
             let start = delivery
                 .after
-                .map(|follow| Key::new(followers.clone(), keys::follower_sk(&follow)).item());
+                .map(|follow| FollowerItem::key_of(&delivery.user_id, shard, &follow).item());
             let query = Query::partition(followers.clone()).begins_with(keys::FOLLOWER_PREFIX);
             let page_size = i32::try_from(self.delivery_page).unwrap_or(i32::MAX);
             let page = self

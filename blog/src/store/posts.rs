@@ -366,7 +366,7 @@ impl Requests<'_> {
             .flat_map(|post| {
                 [
                     keys::post_item(post).item(),
-                    Key::new(keys::post_pk(post), POST_CONTENT_SK).item(),
+                    PostContentItem::key_of(post).item(),
                 ]
             })
             .collect();
@@ -388,7 +388,7 @@ impl Requests<'_> {
                 continue;
             }
             let content = found
-                .remove(&Key::new(keys::post_pk(post), POST_CONTENT_SK))
+                .remove(&PostContentItem::key_of(post))
                 .map(PostContentItem::decode)
                 .transpose()?;
             let draft = Post::from(StoredPost { item, content });
@@ -502,7 +502,7 @@ impl Admin<'_> {
             .value(":one", n(1));
         let seen = Expr::new("version = :seen").value(":seen", n(version));
         let landed = Landed::When(vec![
-            ("version", n(version + 1)),
+            (keys::VERSION, n(version + 1)),
             (counter.attribute(), n(actual)),
         ]);
         let write = Write::update(PostItem::key(post), change, landed).when(seen);
@@ -694,7 +694,7 @@ impl EditPlan {
             remove.join(", ")
         ));
         let landed = Landed::When(vec![
-            ("version", n(item.version)),
+            (keys::VERSION, n(item.version)),
             ("title", s(&item.title)),
             ("summary", s(&item.summary)),
         ]);

@@ -322,7 +322,7 @@ impl FanOut<'_> {
             .or("version <= :v")
             .value(":v", n(progress.version));
         let landed = Landed::When(vec![
-            ("version", n(progress.version)),
+            (keys::VERSION, n(progress.version)),
             ("updatedAt", s(&progress.updated_at)),
         ]);
         let put = Write::put(&progress, landed)?.when(not_newer);

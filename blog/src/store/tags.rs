@@ -88,7 +88,7 @@ impl FanOut<'_> {
             .value(":version", n(entry.version))
             .value(":uv", n(entry.user_version));
             let landed = Landed::When(vec![
-                ("version", n(entry.version)),
+                (keys::VERSION, n(entry.version)),
                 ("userVersion", n(entry.user_version)),
             ]);
             let put = Write::put(&entry, landed)?.when(older);

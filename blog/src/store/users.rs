@@ -259,7 +259,7 @@ fn renamed_profile(current: &UserItem, renamed: &UserItem) -> Write {
         .value(":one", n(1));
     let still = Expr::new("version = :seen").value(":seen", n(current.version));
     let landed = Landed::When(vec![
-        ("version", n(renamed.version)),
+        (keys::VERSION, n(renamed.version)),
         ("username", s(&renamed.username)),
     ]);
     Write::update(UserItem::key(&current.user_id), change, landed).when(still)

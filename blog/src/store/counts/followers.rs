@@ -24,7 +24,7 @@ use crate::store::{
 use crate::store::{from_item, table::Query};
 use crate::{
     ids::UserId,
-    keys::{self, FOLLOWER_COUNT_SK, FOLLOWER_SHARDS, ItemType, Key},
+    keys::{self, FOLLOWER_SHARDS, ItemType},
 };
 
 /// The count item's attribute an erasure sets (to the erased profile's
@@ -57,14 +57,14 @@ pub(in crate::store) fn counted(
     shard: u8,
     step: i64,
 ) -> Result<Write, StoreError> {
-    let key = Key::new(keys::followers_pk(followed, shard), FOLLOWER_COUNT_SK);
+    let key = FollowerCountItem::key_of(followed, shard);
     let change = Expr::new(
         "ADD #count :step, #version :one SET #type = :type, #user = :user, #shard = :shard \
          REMOVE #expires",
     )
     .name("#expires", keys::EXPIRES_AT)
     .name("#count", "count")
-    .name("#version", "version")
+    .name("#version", keys::VERSION)
     .name("#type", keys::TYPE)
     .name("#user", "userId")
     .name("#shard", "shard")
@@ -166,7 +166,7 @@ impl FanOut<'_> {
         version: u64,
     ) -> Result<(), StoreError> {
         let closes = (0..FOLLOWER_SHARDS).map(|shard| {
-            let key = Key::new(keys::followers_pk(user, shard), FOLLOWER_COUNT_SK).item();
+            let key = FollowerCountItem::key_of(user, shard).item();
             let change = Expr::new(
                 "SET #closed = :version, #type = :type, #user = :user, #shard = :shard, \
                  #count = if_not_exists(#count, :zero), #version = if_not_exists(#version, :zero)",
@@ -176,7 +176,7 @@ impl FanOut<'_> {
             .name("#user", "userId")
             .name("#shard", "shard")
             .name("#count", "count")
-            .name("#version", "version")
+            .name("#version", keys::VERSION)
             .value(":version", n(version))
             .value(":zero", n(0))
             .value(":user", s(user.as_str()))
@@ -209,11 +209,11 @@ impl FanOut<'_> {
     ) -> Result<(), StoreError> {
         let expires = time::OffsetDateTime::now_utc().unix_timestamp() + CLOSED_DAYS * 86_400;
         let empties = (0..FOLLOWER_SHARDS).map(|shard| {
-            let key = Key::new(keys::followers_pk(user, shard), FOLLOWER_COUNT_SK).item();
+            let key = FollowerCountItem::key_of(user, shard).item();
             let change = Expr::new("SET #count = :zero, #expires = :expires ADD #version :one")
                 .name("#count", "count")
                 .name("#expires", keys::EXPIRES_AT)
-                .name("#version", "version")
+                .name("#version", keys::VERSION)
                 .value(":zero", n(0))
                 .value(":one", n(1))
                 .value(":expires", signed(expires));
@@ -237,7 +237,7 @@ impl FanOut<'_> {
     /// commits while counting moves the version, and the repair refuses
     /// (`false`: run the audit again).
     pub async fn recount_followers(&self, user: &UserId, shard: u8) -> Result<bool, StoreError> {
-        let key = Key::new(keys::followers_pk(user, shard), FOLLOWER_COUNT_SK).item();
+        let key = FollowerCountItem::key_of(user, shard).item();
         let read: Option<FollowerCountItem> = match self.db.get(key.clone(), true).await? {
             Some(item) => Some(from_item(item)?),
             None => None,
@@ -263,7 +263,7 @@ impl FanOut<'_> {
             "SET #count = :actual, #version = :next, #type = :type, #user = :user, #shard = :shard",
         )
         .name("#count", "count")
-        .name("#version", "version")
+        .name("#version", keys::VERSION)
         .name("#type", keys::TYPE)
         .name("#user", "userId")
         .name("#shard", "shard")
@@ -274,7 +274,7 @@ impl FanOut<'_> {
         .value(":shard", n(u64::from(shard)));
         let unchanged = match read {
             Some(_) => Expr::new("#version = :seen")
-                .name("#version", "version")
+                .name("#version", keys::VERSION)
                 .value(":seen", n(version)),
             None => Expr::item_absent(),
         };

@@ -106,7 +106,7 @@ impl ShardCounterItem {
                 .value(":one", n(1));
         let still = Expr::new("version = :seen").value(":seen", n(seen));
         let landed = Landed::When(vec![
-            ("version", n(seen + 1)),
+            (keys::VERSION, n(seen + 1)),
             (Counter::Likes.attribute(), n(counts.0)),
             (Counter::Comments.attribute(), n(counts.1)),
         ]);

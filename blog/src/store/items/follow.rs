@@ -97,6 +97,14 @@ impl FollowerItem {
     pub fn shard(&self) -> u8 {
         follower_shard(&self.follower_id, self.pull)
     }
+
+    /// `follow`'s entry in shard `shard` of `followed`'s followers.
+    pub fn key_of(followed: &UserId, shard: u8, follow: &FollowId) -> Key {
+        Key::new(
+            keys::followers_pk(followed, shard),
+            keys::follower_sk(follow),
+        )
+    }
 }
 
 impl Entity for FollowerItem {
@@ -105,10 +113,7 @@ impl Entity for FollowerItem {
     const OWN: &'static [&'static str] = &[];
 
     fn key(&self) -> Key {
-        Key::new(
-            keys::followers_pk(&self.user_id, self.shard()),
-            keys::follower_sk(&self.follow_id),
-        )
+        Self::key_of(&self.user_id, self.shard(), &self.follow_id)
     }
 }
 
@@ -124,6 +129,13 @@ pub struct FollowerCountItem {
     pub version: u64,
 }
 
+impl FollowerCountItem {
+    /// The count of shard `shard` of `followed`'s followers.
+    pub fn key_of(followed: &UserId, shard: u8) -> Key {
+        Key::new(keys::followers_pk(followed, shard), keys::FOLLOWER_COUNT_SK)
+    }
+}
+
 /// A follower window (`FOLLOWED#v / W#<window>`, the fan-out's copy of
 /// the follower entries by time) has no struct: one attribute a follow
 /// (`f<followId>`, [`keys::follower_attribute`]) beside these two.
@@ -131,4 +143,4 @@ pub struct FollowerCountItem {
 pub const WINDOW_OWNER: &str = "userId";
 
 /// The attribute every change of a window moves (`ADD 1`).
-pub const WINDOW_VERSION: &str = "version";
+pub const WINDOW_VERSION: &str = keys::VERSION;

@@ -22,6 +22,11 @@ pub struct HomeEntryItem {
 }
 
 impl HomeEntryItem {
+    /// The entry of the post listed at `listed` in `reader`'s home.
+    pub fn key_of(reader: &UserId, listed: &PostId) -> Key {
+        Key::new(keys::home_pk(reader), keys::home_sk(listed))
+    }
+
     pub(crate) fn new(reader: &UserId, post: PostId, author: &UserId, listed: PostId) -> Self {
         Self {
             reader: reader.clone(),
@@ -39,7 +44,7 @@ impl Entity for HomeEntryItem {
     const OWN: &'static [&'static str] = &[];
 
     fn key(&self) -> Key {
-        Key::new(keys::home_pk(&self.reader), keys::home_sk(&self.listed_id))
+        Self::key_of(&self.reader, &self.listed_id)
     }
 }
 

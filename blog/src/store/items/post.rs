@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 use super::user::UserItem;
 use crate::{
     ids::{PostId, UserId},
-    keys::{self, Counter, Entity, Item, ItemType, Key, POST_CONTENT_SK},
+    keys::{self, Counter, Entity, Item, ItemType, Key},
     markdown,
     model::{Post, PostSummary, Status},
     revision::Revision,
@@ -247,6 +247,11 @@ pub struct PostContentItem {
 }
 
 impl PostContentItem {
+    /// The content item beside post `post`.
+    pub fn key_of(post: &PostId) -> Key {
+        keys::post_content(post)
+    }
+
     pub fn new(post: PostId, content: &str, at: &str) -> Self {
         Self {
             post_id: post,
@@ -263,7 +268,7 @@ impl Entity for PostContentItem {
     const OWN: &'static [&'static str] = &["updatedAt"];
 
     fn key(&self) -> Key {
-        Key::new(keys::post_pk(&self.post_id), POST_CONTENT_SK)
+        Self::key_of(&self.post_id)
     }
 }
 
