@@ -1295,3 +1295,35 @@ async fn a_post_deleted_while_it_turns_hot_leaves_nothing() {
     assert_eq!(partitions_of(&api, &post).await, HashSet::new());
     assert!(marks_of(&api, &post).await.is_empty());
 }
+
+/// The widest post (128 shards) whose every shard counted at once: the
+/// fan-out adds them all, in updates DynamoDB takes (each expression within
+/// 4 KB; all 128 in one would be refused), and a batch delivered again adds
+/// nothing twice.
+#[tokio::test]
+async fn the_fan_out_adds_128_shards_counts_onto_the_widest_post() {
+    use blog::store::{counts::post::Summed, items::counter::ShardCounterItem};
+
+    let api = TestApi::start().await;
+    let alice = api.user("alice").await;
+    let post = api.post(&alice, "Viral", "everyone").await;
+    api.make_hot(&post).await;
+    let counters: Vec<ShardCounterItem> = (0..128)
+        .map(|shard| ShardCounterItem {
+            post_id: post_id(&post),
+            shard,
+            like_count: 2,
+            comment_count: u64::from(shard % 2),
+            version: 3,
+        })
+        .collect();
+    let fanout = api.app.store.fanout();
+    let summed = fanout.add_shard_counts(&post_id(&post), &counters).await;
+    assert_eq!(summed.expect("added"), Summed::Written);
+    let again = fanout.add_shard_counts(&post_id(&post), &counters).await;
+    assert_eq!(again.expect("read"), Summed::Stale, "nothing twice");
+    let (status, read) = api.get(&format!("/posts/{post}")).await;
+    assert_eq!(status, 200);
+    assert_eq!(read["likeCount"], 256);
+    assert_eq!(read["commentCount"], 64);
+}

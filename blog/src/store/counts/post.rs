@@ -434,12 +434,23 @@ impl FanOut<'_> {
                 return Ok(Summed::Gone);
             };
             let added = found.shard_counts.clone().unwrap_or_default();
-            let Some(update) = shard_update(&added, counters) else {
+            let updates = shard_updates(&added, counters);
+            if updates.is_empty() {
                 return Ok(Summed::Stale);
-            };
-            match self.db.write("add shard counts", &update).await? {
-                Outcome::Done(_) => return Ok(Summed::Written),
-                Outcome::ConditionFailed { .. } => continue,
+            }
+            // In turn: one refused (another batch added some of these shards
+            // meanwhile) sends the loop back to read the post again.
+            let mut refused = false;
+            for update in &updates {
+                if let Outcome::ConditionFailed { .. } =
+                    self.db.write("add shard counts", update).await?
+                {
+                    refused = true;
+                    break;
+                }
+            }
+            if !refused {
+                return Ok(Summed::Written);
             }
         }
         Err(StoreError::busy(
@@ -449,10 +460,23 @@ impl FanOut<'_> {
     }
 }
 
-/// The post update that adds `counters` (each shard's newest) onto a post
-/// that holds `added`; `None` when every one of them is added already.
-fn shard_update(added: &BTreeMap<String, Added>, counters: &[ShardCounterItem]) -> Option<Write> {
-    let post = counters.first()?.post_id;
+/// How many shards one update of a post adds at most: each shard names
+/// itself in the update (`#added.#s127 = :s127`, about 22 bytes) and in the
+/// condition (`attribute_not_exists(#added.#s127)`, about 40), and DynamoDB
+/// takes expressions of 4 KB at most: 32 shards keep the condition near
+/// 1.3 KB, so the widest post (128 shards, all new at once) takes 4 updates.
+const SHARDS_PER_UPDATE: usize = 32;
+
+/// The post updates that add `counters` (each shard's newest) onto a post
+/// that holds `added`, [`SHARDS_PER_UPDATE`] shards an update; none when
+/// every one of them is added already. Each update adds its own shards'
+/// changes and conditions on their versions alone, so each is right on its
+/// own: one that lands before another fails leaves nothing to undo (the
+/// post is read again, and the shards it added are added already).
+fn shard_updates(added: &BTreeMap<String, Added>, counters: &[ShardCounterItem]) -> Vec<Write> {
+    let Some(post) = counters.first().map(|c| c.post_id) else {
+        return Vec::new();
+    };
     let mut newest: BTreeMap<u8, &ShardCounterItem> = BTreeMap::new();
     for counter in counters {
         let slot = newest.entry(counter.shard).or_insert(counter);
@@ -460,17 +484,29 @@ fn shard_update(added: &BTreeMap<String, Added>, counters: &[ShardCounterItem]) 
             *slot = counter;
         }
     }
+    let changed: Vec<(u8, Option<Added>, &ShardCounterItem)> = newest
+        .into_iter()
+        .filter_map(|(shard, counter)| {
+            let before = added.get(&shard.to_string()).copied();
+            let stale = before.is_some_and(|b| b.version >= counter.version);
+            (!stale).then_some((shard, before, counter))
+        })
+        .collect();
+    changed
+        .chunks(SHARDS_PER_UPDATE)
+        .filter_map(|chunk| shard_update(post, chunk))
+        .collect()
+}
+
+/// One update adding `shards`' changes onto `post`.
+fn shard_update(post: PostId, shards: &[(u8, Option<Added>, &ShardCounterItem)]) -> Option<Write> {
     let (mut likes, mut comments) = (0_i64, 0_i64);
     let mut sets = Vec::new();
     let mut conditions = Vec::new();
     let mut values = Vec::new();
     let mut checks = Vec::new();
     let mut names = Vec::new();
-    for (shard, counter) in newest {
-        let before = added.get(&shard.to_string()).copied();
-        if before.is_some_and(|b| b.version >= counter.version) {
-            continue;
-        }
+    for &(shard, before, counter) in shards {
         let was = before.unwrap_or_default();
         likes += signed_difference(counter.like_count, was.like_count);
         comments += signed_difference(counter.comment_count, was.comment_count);
@@ -556,19 +592,56 @@ mod tests {
             },
         );
         // Shard 3 at an older and a newer version in one batch, shard 4 new.
-        let update = shard_update(
+        let updates = shard_updates(
             &added,
             &[
                 counter(3, 4, 1, 5),
                 counter(3, 9, 2, 11),
                 counter(4, 2, 0, 2),
             ],
-        )
-        .expect("an update");
-        let text = format!("{update:?}");
+        );
+        assert_eq!(updates.len(), 1);
+        let text = format!("{:?}", updates[0]);
         assert!(text.contains("N(\"6\")"), "{text}"); // 9 - 5 + 2 likes
         assert!(text.contains("N(\"1\")"), "{text}"); // 2 - 1 comments
         // Everything added already: no write.
-        assert!(shard_update(&added, &[counter(3, 5, 1, 6)]).is_none());
+        assert!(shard_updates(&added, &[counter(3, 5, 1, 6)]).is_empty());
+    }
+
+    #[test]
+    fn the_widest_post_adds_its_shards_in_updates_dynamodb_takes() {
+        // 128 shards, all new at once (a post just widened to its most), and
+        // 128 more seen before: each expression within 4 KB.
+        let fresh: Vec<ShardCounterItem> = (0..128).map(|k| counter(k, 1, 1, 1)).collect();
+        let updates = shard_updates(&BTreeMap::new(), &fresh);
+        assert_eq!(updates.len(), 128 / SHARDS_PER_UPDATE);
+        let seen: BTreeMap<String, Added> = (0..128_u8)
+            .map(|k| {
+                let added = Added {
+                    like_count: 1,
+                    comment_count: 1,
+                    version: 1,
+                };
+                (k.to_string(), added)
+            })
+            .collect();
+        let newer: Vec<ShardCounterItem> = (0..128).map(|k| counter(k, 2, 2, 2)).collect();
+        let again = shard_updates(&seen, &newer);
+        assert_eq!(again.len(), 128 / SHARDS_PER_UPDATE);
+        for update in updates.iter().chain(&again) {
+            assert!(
+                update.longest_expression() <= crate::store::table::MAX_EXPRESSION_BYTES,
+                "{} bytes",
+                update.longest_expression()
+            );
+        }
+        // All in one update, the condition alone is over 4 KB: the limit
+        // binds at this width.
+        let one = shard_update(
+            fresh[0].post_id,
+            &fresh.iter().map(|c| (c.shard, None, c)).collect::<Vec<_>>(),
+        )
+        .expect("an update");
+        assert!(one.longest_expression() > crate::store::table::MAX_EXPRESSION_BYTES);
     }
 }

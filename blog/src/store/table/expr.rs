@@ -8,6 +8,10 @@ use aws_sdk_dynamodb::types::AttributeValue;
 
 use crate::keys::{Counter, PK};
 
+/// The longest expression DynamoDB takes (each of a call's: its update,
+/// its condition, its key condition, its filter), in bytes.
+pub const MAX_EXPRESSION_BYTES: usize = 4 * 1024;
+
 /// An expression (condition, update or key condition) with its `#name` and
 /// `:value` placeholders.
 #[derive(Clone, Debug, Default, PartialEq)]

@@ -71,7 +71,7 @@ mod write;
 use aws_sdk_dynamodb::Client;
 
 pub use errors::{busy_call, classify};
-pub use expr::{Expr, n, s, signed};
+pub use expr::{Expr, MAX_EXPRESSION_BYTES, n, s, signed};
 pub use probe::{Room, Throttle};
 #[cfg(feature = "admin")]
 pub use read::Scan;

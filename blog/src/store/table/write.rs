@@ -29,7 +29,7 @@ use super::{
         after_unknown_outcome, busy_item, busy_transaction, classify, describe, failed_conditions,
         lost, throttled_item,
     },
-    expr::{Expr, Names, Values, merged},
+    expr::{Expr, MAX_EXPRESSION_BYTES, Names, Values, merged},
     retry::{Failed, Failure},
     tokens::{Tokens, resolve_until},
 };
@@ -197,6 +197,29 @@ impl Write {
     }
 
     /// Its condition, and the placeholders of its change and condition.
+    /// The longest of its expressions (its update's, its condition's), in
+    /// bytes: DynamoDB refuses a write with one over
+    /// [`MAX_EXPRESSION_BYTES`] (a `ValidationException`), and so does this
+    /// layer, before sending it (DynamoDB Local takes longer ones).
+    pub fn longest_expression(&self) -> usize {
+        let change = match &self.op {
+            Op::Update(_, change) => change.text.len(),
+            Op::Put(_) | Op::Delete(_) | Op::Check(_) => 0,
+        };
+        change.max(self.condition.as_ref().map_or(0, |c| c.text.len()))
+    }
+
+    /// Refuses it as DynamoDB would, with an expression over 4 KB.
+    fn within_limits(&self, what: &str) -> Result<(), StoreError> {
+        let longest = self.longest_expression();
+        if longest > MAX_EXPRESSION_BYTES {
+            return Err(StoreError::Internal(format!(
+                "{what}: an expression of {longest} bytes, over DynamoDB's {MAX_EXPRESSION_BYTES}"
+            )));
+        }
+        Ok(())
+    }
+
     pub(super) fn parts(&self) -> (Option<String>, Names, Values) {
         let change = match &self.op {
             Op::Update(_, change) => Some(change),
@@ -297,6 +320,7 @@ impl Table {
     /// Sends `write` as the one call its op is, answering the attributes it
     /// returned.
     async fn send_write(&self, what: &'static str, write: &Write) -> Result<Option<Item>, Failed> {
+        write.within_limits(what)?;
         let (client, table) = (&self.client, &self.name);
         match &write.op {
             Op::Put(item) => {
@@ -737,6 +761,7 @@ impl Transaction<'_> {
 
 /// `write` as an item of a TransactWriteItems on `table`.
 fn transact_item(table: &str, write: &Write) -> Result<TransactWriteItem, StoreError> {
+    write.within_limits("transaction item")?;
     let item = TransactWriteItem::builder();
     Ok(match &write.op {
         Op::Put(put) => {
