@@ -1,5 +1,7 @@
 //! A comment, in its post's partition (or, once the post is hot, its shard).
 
+use serde::{Deserialize, Serialize};
+
 use super::user::UserItem;
 use crate::keys::ItemType;
 use crate::{
@@ -8,7 +10,6 @@ use crate::{
     model::Comment,
     text::Username,
 };
-use serde::{Deserialize, Serialize};
 
 /// A comment, stored beside its post and listed in its author's GSI1 partition
 /// (what a rename fans out to).

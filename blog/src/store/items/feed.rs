@@ -1,6 +1,8 @@
 //! The feed's items (Q6): a post's entry in the `FEED` partition and the
 //! floor below which entries are trimmed.
 
+use serde::{Deserialize, Serialize};
+
 use super::post::PostItem;
 use crate::keys::ItemType;
 use crate::store::error::StoreError;
@@ -10,7 +12,6 @@ use crate::{
     keys::{self, Entity, FEED_FLOOR_SK, FEED_PK, Key, TYPE},
     model::PostSummary,
 };
-use serde::{Deserialize, Serialize};
 
 /// A feed entry: the short form of a post (its attributes are the short
 /// form's own, side by side with the versions, so Q6 reads them as it is),

@@ -1,12 +1,13 @@
 //! A follow's items: the follow (in the follower's partition), its copy
 //! in a follower shard of the followed, and the follower counts' shards.
 
+use serde::{Deserialize, Serialize};
+
 use crate::keys::ItemType;
 use crate::{
     ids::{FollowId, UserId},
     keys::{self, Entity, Key, PUSH_SHARDS},
 };
-use serde::{Deserialize, Serialize};
 
 /// The profile's attribute counting whom they follow.
 pub(crate) const FOLLOWING_COUNT: &str = "followingCount";

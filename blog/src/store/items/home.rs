@@ -1,12 +1,13 @@
 //! A home's items: a post's entry in a reader's home, and the record of a
 //! post's delivery to its author's followers.
 
+use serde::{Deserialize, Serialize};
+
 use crate::keys::ItemType;
 use crate::{
     ids::{FollowId, PostId, UserId},
     keys::{self, Entity, Key},
 };
-use serde::{Deserialize, Serialize};
 
 /// A post's entry in a reader's home.
 #[derive(Debug, Clone, Serialize, Deserialize)]

@@ -1,10 +1,11 @@
 //! A stream record the fan-out gave up on, parked for the replay.
 
+use aws_lambda_events::event::dynamodb::EventRecord;
+use serde::{Deserialize, Serialize};
+
 use crate::keys::ItemType;
 use crate::keys::{self, Entity, Key, PARKED_PK};
 use crate::store::error::StoreError;
-use aws_lambda_events::event::dynamodb::EventRecord;
-use serde::{Deserialize, Serialize};
 
 /// A record too large for one item (400 KB) cannot be parked; none of the
 /// records the fan-out applies comes near (posts without their content,

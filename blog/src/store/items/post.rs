@@ -11,7 +11,7 @@ use crate::{
     markdown,
     model::{Post, PostSummary, Status},
     revision::Revision,
-    store::StoreError,
+    store::error::StoreError,
     text::{Tag, Username},
     timestamp,
 };

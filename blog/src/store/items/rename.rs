@@ -1,15 +1,17 @@
 //! A rename's progress: where its walk over the user's items is.
 
+use std::collections::HashMap;
+
+use serde::{Deserialize, Serialize};
+
+use super::user::UserItem;
 use crate::keys::{Item, ItemType};
 use crate::store::table::s;
 use crate::{
     ids::UserId,
     keys::{self, Entity, Key, KeyError},
-    store::items::user::UserItem,
     timestamp,
 };
-use serde::{Deserialize, Serialize};
-use std::collections::HashMap;
 
 /// Where a rename's walk is: `USER#u / RENAME`.
 #[derive(Debug, Clone, Serialize, Deserialize)]

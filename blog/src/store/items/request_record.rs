@@ -1,11 +1,12 @@
 //! An idempotent request's record: what a keyed create answered.
 
+use serde::{Deserialize, Serialize};
+
 use crate::keys::ItemType;
 use crate::{
     ids::{CommentId, IdempotencyKey, PostId, UserId},
     keys::{self, Entity, Key},
 };
-use serde::{Deserialize, Serialize};
 
 /// The first answer to a keyed request.
 #[derive(Debug, Clone, Serialize, Deserialize)]

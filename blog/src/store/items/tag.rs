@@ -1,5 +1,7 @@
 //! A post's entry in a tag's list.
 
+use serde::{Deserialize, Serialize};
+
 use super::post::PostItem;
 use crate::keys::ItemType;
 use crate::{
@@ -8,7 +10,6 @@ use crate::{
     model::PostSummary,
     text::Tag,
 };
-use serde::{Deserialize, Serialize};
 
 /// A post's entry in one of its tags' lists: its short form (the
 /// attributes side by side, as the list reads them), as of the post's

@@ -1,6 +1,8 @@
 //! A user's items: the profile, the claim that keeps a username unique,
 //! and the mark an erased account leaves.
 
+use serde::{Deserialize, Serialize};
+
 use super::request_record::Account;
 use crate::keys::{Item, ItemType};
 use crate::{
@@ -9,7 +11,6 @@ use crate::{
     model::User,
     text::Username,
 };
-use serde::{Deserialize, Serialize};
 
 /// The profile item. `version` grows by one on every change, so copies of the
 /// username elsewhere can be applied in order and only once.
