@@ -64,7 +64,9 @@ impl OwnDynamoDb {
             .spawn()
             .expect("start DynamoDB Local");
         self.process = Some(child);
-        for _ in 0..200 {
+        // Java's start takes seconds, far more on a loaded machine: up to a
+        // minute before the test calls it a failure.
+        for _ in 0..600 {
             if tokio::net::TcpStream::connect(("127.0.0.1", self.port))
                 .await
                 .is_ok()
