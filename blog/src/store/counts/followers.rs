@@ -63,17 +63,26 @@ pub(in crate::store) fn counted(
          REMOVE #expires",
     )
     .name("#expires", keys::EXPIRES_AT)
-    .name("#count", "count")
-    .name("#version", keys::VERSION)
-    .name("#type", keys::TYPE)
-    .name("#user", "userId")
-    .name("#shard", "shard")
     .value(":step", signed(step))
-    .value(":one", n(1))
-    .value(":type", ItemType::FollowerCount.attribute()?)
-    .value(":user", s(followed.as_str()))
-    .value(":shard", n(u64::from(shard)));
+    .value(":one", n(1));
+    let change = whole(change, followed, shard)?;
     Ok(Write::update(key.item(), change, Landed::Untold))
+}
+
+/// A change of a follower count with the names its expression uses, and
+/// the values of the count's own attributes (its type, whose followers,
+/// which shard), which every change sets so that the first makes the item
+/// whole.
+fn whole(change: Expr, followed: &UserId, shard: u8) -> Result<Expr, StoreError> {
+    Ok(change
+        .name("#count", "count")
+        .name("#version", keys::VERSION)
+        .name("#type", keys::TYPE)
+        .name("#user", "userId")
+        .name("#shard", "shard")
+        .value(":type", ItemType::FollowerCount.attribute()?)
+        .value(":user", s(followed.as_str()))
+        .value(":shard", n(u64::from(shard))))
 }
 
 /// How long an erased account's emptied follower counts stay closed: far
@@ -262,16 +271,9 @@ impl FanOut<'_> {
         let change = Expr::new(
             "SET #count = :actual, #version = :next, #type = :type, #user = :user, #shard = :shard",
         )
-        .name("#count", "count")
-        .name("#version", keys::VERSION)
-        .name("#type", keys::TYPE)
-        .name("#user", "userId")
-        .name("#shard", "shard")
         .value(":actual", n(actual))
-        .value(":next", n(version + 1))
-        .value(":type", ItemType::FollowerCount.attribute()?)
-        .value(":user", s(user.as_str()))
-        .value(":shard", n(u64::from(shard)));
+        .value(":next", n(version + 1));
+        let change = whole(change, user, shard)?;
         let unchanged = match read {
             Some(_) => Expr::new("#version = :seen")
                 .name("#version", keys::VERSION)
