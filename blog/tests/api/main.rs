@@ -33,6 +33,7 @@ mod poller;
 mod posts;
 mod recovery;
 mod renames;
+mod requests;
 mod stream_filter;
 mod support;
 mod tags;
