@@ -4,10 +4,16 @@
 //! decodes them (the contract checks included) and asserts nothing: the test
 //! says what it expects. [`TestApi::call`] stays for the requests a test
 //! makes malformed or hostile on purpose, and for tables of routes.
+//!
+//! [`Listing`] reads a list to its end, following `nextCursor`.
 
 use serde_json::{Value, json};
 
 use crate::support::TestApi;
+
+/// The most pages a [`Listing`] reads unless told otherwise: a list whose
+/// cursor never runs out fails its test rather than looping forever.
+pub const MAX_PAGES: usize = 100;
 
 impl TestApi {
     /// `user` signs up as `username` (POST /users).
@@ -126,9 +132,21 @@ impl TestApi {
         self.get("/feed").await
     }
 
+    /// `reader`'s home, first page (GET /home).
+    pub async fn home(&self, reader: &str) -> (u16, Value) {
+        self.call("GET", "/home", Some(reader), None).await
+    }
+
     /// `user`'s published posts, first page (GET /users/{user}/posts).
     pub async fn user_posts(&self, user: &str) -> (u16, Value) {
         self.get(&format!("/users/{user}/posts")).await
+    }
+
+    /// `author`'s drafts and scheduled posts as `caller` asks for them, first
+    /// page (GET /users/{author}/drafts).
+    pub async fn drafts(&self, caller: &str, author: &str) -> (u16, Value) {
+        let path = format!("/users/{author}/drafts");
+        self.call("GET", &path, Some(caller), None).await
     }
 
     /// `post`'s comments, first page (GET /posts/{post}/comments).
@@ -146,6 +164,16 @@ impl TestApi {
         self.get(&format!("/users/{user}/followers")).await
     }
 
+    /// Whom `user` follows, first page (GET /users/{user}/following).
+    pub async fn following(&self, user: &str) -> (u16, Value) {
+        self.get(&format!("/users/{user}/following")).await
+    }
+
+    /// The posts tagged `tag`, first page (GET /tags/{tag}/posts).
+    pub async fn tag_posts(&self, tag: &str) -> (u16, Value) {
+        self.get(&format!("/tags/{tag}/posts")).await
+    }
+
     /// `user`'s export of their own data, first page (GET
     /// /users/{user}/export).
     pub async fn export(&self, user: &str) -> (u16, Value) {
@@ -157,6 +185,18 @@ impl TestApi {
     pub async fn export_as(&self, caller: &str, user: &str, query: &str) -> (u16, Value) {
         let path = with_query(&format!("/users/{user}/export"), query);
         self.call("GET", &path, Some(caller), None).await
+    }
+
+    /// The list at `path` (with its query, if any), read page by page:
+    /// see [`Listing`].
+    pub fn list(&self, path: impl Into<String>) -> Listing<'_> {
+        Listing {
+            api: self,
+            path: path.into(),
+            caller: None,
+            cursor: None,
+            at_most: MAX_PAGES,
+        }
     }
 }
 
@@ -185,5 +225,93 @@ fn with_query(path: &str, query: &str) -> String {
         (true, _) => path.to_owned(),
         (false, true) => format!("{path}&{query}"),
         (false, false) => format!("{path}?{query}"),
+    }
+}
+
+/// A list read to its end: the first page, then each page its cursor
+/// (`nextCursor`) names, until one says `null`. Every page must answer 200
+/// and name its next page as a string or `null`; more than
+/// [`Listing::at_most`] pages (100 unless told) fail the test.
+#[must_use = "a listing reads nothing until asked for its pages"]
+pub struct Listing<'a> {
+    api: &'a TestApi,
+    path: String,
+    caller: Option<String>,
+    cursor: Option<String>,
+    at_most: usize,
+}
+
+impl Listing<'_> {
+    /// Read as `caller` (the home, drafts, an export), not anonymously.
+    pub fn by(mut self, caller: &str) -> Self {
+        self.caller = Some(caller.to_owned());
+        self
+    }
+
+    /// Starts at the page `cursor` names rather than at the first.
+    pub fn after(mut self, cursor: &str) -> Self {
+        self.cursor = Some(cursor.to_owned());
+        self
+    }
+
+    /// Fails the test if the list has more than `pages` pages.
+    pub fn at_most(mut self, pages: usize) -> Self {
+        self.at_most = pages;
+        self
+    }
+
+    /// One page (the first, or the one [`Listing::after`] names), whatever
+    /// it answers.
+    pub async fn page(self) -> (u16, Value) {
+        self.read(self.cursor.as_deref()).await.1
+    }
+
+    /// The page `cursor` names (the first without one): its path, and the
+    /// answer.
+    async fn read(&self, cursor: Option<&str>) -> (String, (u16, Value)) {
+        let path = match cursor {
+            Some(cursor) => with_query(&self.path, &format!("cursor={cursor}")),
+            None => self.path.clone(),
+        };
+        let caller = self.caller.as_deref();
+        let answer = self.api.call("GET", &path, caller, None).await;
+        (path, answer)
+    }
+
+    /// Every page's body, in order.
+    pub async fn pages(self) -> Vec<Value> {
+        let mut pages = Vec::new();
+        self.each_page(|page| pages.push(page.clone())).await;
+        pages
+    }
+
+    /// Every page's items, in order.
+    pub async fn items(self) -> Vec<Value> {
+        let mut items = Vec::new();
+        self.each_page(|page| {
+            items.extend(page["items"].as_array().cloned().unwrap_or_default());
+        })
+        .await;
+        items
+    }
+
+    /// Hands each page's body to `on_page` as it comes (before the next is
+    /// asked for); the number of pages.
+    pub async fn each_page(self, mut on_page: impl FnMut(&Value)) -> usize {
+        let mut cursor = self.cursor.clone();
+        for read in 1..=self.at_most {
+            let (path, (status, page)) = self.read(cursor.as_deref()).await;
+            assert_eq!(status, 200, "GET {path}: {page}");
+            on_page(&page);
+            match &page["nextCursor"] {
+                Value::String(next) => cursor = Some(next.clone()),
+                Value::Null => return read,
+                other => panic!("GET {path}: nextCursor is {other}"),
+            }
+        }
+        panic!(
+            "{} has more than {} pages: its cursor never ran out",
+            self.path, self.at_most
+        );
     }
 }
