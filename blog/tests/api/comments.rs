@@ -3,7 +3,10 @@
 use futures::future::join_all;
 use serde_json::{Value, json};
 
-use crate::support::{TestApi, table_snapshot};
+use crate::{
+    scene::{Cast, Scene},
+    support::{TestApi, table_snapshot},
+};
 
 #[tokio::test]
 async fn comments_count_on_the_post_and_list_oldest_first() {
@@ -81,9 +84,18 @@ async fn commenting_needs_a_profile_and_valid_content() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn concurrent_comments_are_all_counted() {
     let api = TestApi::start().await;
-    let author = api.user("popular").await;
-    let post = api.post(&author, "Hot", "take").await;
-    let commenters = join_all((0..20).map(|i| api.user_named(format!("commenter{i}")))).await;
+    let cast = Cast {
+        author: "popular",
+        title: "Hot",
+        content: "take",
+        crowd: "commenter",
+        width: 1,
+    };
+    let Scene {
+        post,
+        users: commenters,
+        ..
+    } = Scene::new(&api, 20, cast).await;
     let path = format!("/posts/{post}/comments");
     let statuses = join_all(
         commenters

@@ -7,7 +7,10 @@ use blog::keys::{self, FEED_FLOOR_SK, FEED_PK, PK, SK};
 use futures::{FutureExt, StreamExt, future::join_all};
 use serde_json::{Value, json};
 
-use crate::support::{TestApi, post_id};
+use crate::{
+    scene::{Cast, Scene},
+    support::{TestApi, post_id},
+};
 
 fn ids(page: &Value) -> Vec<String> {
     page["items"]
@@ -153,15 +156,20 @@ async fn edits_and_counts_reach_the_feed_copy() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn concurrent_likes_and_comments_are_exact_on_every_copy() {
     let api = TestApi::start().await;
-    let mut poller = api.poller();
-    let author = api.user("star").await;
-    let post = api.post(&author, "Viral", "everyone reacts").await;
     // Profiles first, 20 at a time (set-up, not the point of the test).
-    let likers: Vec<String> =
-        futures::stream::iter((0..200).map(|i| api.user_named(format!("liker{i:03}"))))
-            .buffered(20)
-            .collect()
-            .await;
+    let cast = Cast {
+        author: "star",
+        title: "Viral",
+        content: "everyone reacts",
+        crowd: "liker",
+        width: 3,
+    };
+    let Scene {
+        author,
+        post,
+        users: likers,
+        mut poller,
+    } = Scene::new(&api, 200, cast).await;
     let commenters = &likers[..50];
     // All 250 writes in flight together, up to 32 requests at a time (what
     // one DynamoDB Local on two cores, beside the other tests' instances,

@@ -11,7 +11,10 @@ use blog::{
 };
 use serde_json::{Value, json};
 
-use crate::support::{TestApi, post_id, table_snapshot};
+use crate::{
+    scene::{Cast, Scene},
+    support::{TestApi, post_id, table_snapshot},
+};
 
 /// Every item of `path` (a list), `limit` at a time, in order.
 async fn every_page(api: &TestApi, path: &str, limit: usize) -> Vec<Value> {
@@ -39,13 +42,21 @@ async fn partitions_of(api: &TestApi, post: &str) -> HashSet<String> {
 #[tokio::test]
 async fn a_hot_post_counts_every_like_and_comment_exactly_on_every_copy() {
     let api = TestApi::start().await;
-    let mut poller = api.poller();
-    let author = api.user("hotauthor").await;
-    let post = api.post(&author, "Viral", "everyone likes it").await;
+    let cast = Cast {
+        author: "hotauthor",
+        title: "Viral",
+        content: "everyone likes it",
+        crowd: "early",
+        width: 1,
+    };
+    let Scene {
+        author,
+        post,
+        users: early,
+        mut poller,
+    } = Scene::new(&api, 3, cast).await;
     let likes = format!("/posts/{post}/likes");
     // Given while the post is quiet: in its own partition, counted on it.
-    let early: Vec<String> =
-        futures::future::join_all((0..3).map(|i| api.user_named(format!("early{i}")))).await;
     for who in &early {
         api.like(who, &post).await;
     }
@@ -468,11 +479,19 @@ async fn damage(api: &TestApi, key: blog::keys::Key, counter: blog::keys::Counte
 async fn the_audit_repairs_a_live_hot_post_exactly_while_its_fan_out_is_behind() {
     use blog::{keys::Counter, store::hot::ShardCounterItem};
     let api = TestApi::start().await;
-    let mut poller = api.poller();
-    let author = api.user("audited").await;
-    let post = api.post(&author, "Hot, audited", "live").await;
-    let users: Vec<String> =
-        futures::future::join_all((0..30).map(|i| api.user_named(format!("reader{i:02}")))).await;
+    let cast = Cast {
+        author: "audited",
+        title: "Hot, audited",
+        content: "live",
+        crowd: "reader",
+        width: 2,
+    };
+    let Scene {
+        post,
+        users,
+        mut poller,
+        ..
+    } = Scene::new(&api, 30, cast).await;
     // Quiet: 5 likes and 2 comments on the post item; then hot: 10 likes
     // and 3 comments in its shards, all added by the fan-out.
     for who in &users[..5] {
@@ -985,12 +1004,20 @@ async fn a_widened_hot_post_keeps_every_like_count_and_page() {
 #[tokio::test]
 async fn a_hot_posts_comments_spread_over_its_shards_and_list_in_order() {
     let api = TestApi::start().await;
-    let mut poller = api.poller();
-    let author = api.user("discussed").await;
-    let post = api.post(&author, "Discussed", "a lot").await;
+    let cast = Cast {
+        author: "discussed",
+        title: "Discussed",
+        content: "a lot",
+        crowd: "talker",
+        width: 1,
+    };
+    let Scene {
+        author,
+        post,
+        users: talkers,
+        mut poller,
+    } = Scene::new(&api, 6, cast).await;
     let comments = format!("/posts/{post}/comments");
-    let talkers: Vec<String> =
-        futures::future::join_all((0..6).map(|i| api.user_named(format!("talker{i}")))).await;
     let mut made = Vec::new();
     for (i, who) in talkers.iter().take(3).enumerate() {
         made.push(api.comment(who, &post, &format!("quiet {i}")).await);

@@ -6,6 +6,7 @@ use serde_json::{Value, json};
 
 use crate::{
     requests::until_answered,
+    scene::{Cast, Scene},
     support::{TestApi, table_snapshot},
 };
 
@@ -96,10 +97,17 @@ async fn liking_needs_an_identity_a_profile_and_no_stray_fields() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn concurrent_likes_and_repeats_are_counted_exactly() {
     let api = TestApi::start().await;
-    let author = api.user("hot").await;
-    let post = api.post(&author, "Hot post", "everyone likes it").await;
+    let cast = Cast {
+        author: "hot",
+        title: "Hot post",
+        content: "everyone likes it",
+        crowd: "fan",
+        width: 1,
+    };
+    let Scene {
+        post, users: fans, ..
+    } = Scene::new(&api, 30, cast).await;
     let path = format!("/posts/{post}/likes");
-    let fans = join_all((0..30).map(|i| api.user_named(format!("fan{i}")))).await;
     // Every fan likes twice, all at once: 60 transactions on one post item.
     // Under that much conflict a like may run out of the store's retries and
     // answer 503 (nothing written), as on DynamoDB; its client then sends it

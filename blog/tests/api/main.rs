@@ -34,6 +34,7 @@ mod posts;
 mod recovery;
 mod renames;
 mod requests;
+mod scene;
 mod stream_filter;
 mod support;
 mod tags;

@@ -12,7 +12,10 @@ use blog::{keys::PK, store::Backoff};
 use hostile::PartitionLimits;
 use serde_json::json;
 
-use crate::support::{behind_proxy, table_snapshot};
+use crate::{
+    scene::{Cast, Scene},
+    support::{behind_proxy, table_snapshot},
+};
 
 /// 50 WCU and 150 RCU a second per partition key value: a quiet post's
 /// partition takes about 8 likes a second (6 WCU each).
@@ -35,12 +38,21 @@ async fn a_post_liked_past_its_partitions_limit_answers_every_like_and_counts_it
     // The deployed retry policy: what decides whether a request answers 503.
     let (proxy, api) = behind_proxy(Backoff::default()).await;
     let api = Arc::new(api);
-    let author = api.user("viral").await;
-    let post = api.post(&author, "Everyone's talking", "about this").await;
     let likes = (LIKES_PER_SECOND * SECONDS) as usize;
-    let users: Vec<String> =
-        futures::future::join_all((0..likes).map(|i| api.user_named(format!("fan{i:04}")))).await;
-    let running = api.run_fan_out(api.poller());
+    let cast = Cast {
+        author: "viral",
+        title: "Everyone's talking",
+        content: "about this",
+        crowd: "fan",
+        width: 4,
+    };
+    let Scene {
+        author,
+        post,
+        users,
+        poller,
+    } = Scene::new(&api, likes, cast).await;
+    let running = api.run_fan_out(poller);
     proxy.set_partition_limits(Some(PartitionLimits::scaled(SCALE).expect("scale")));
 
     let answers = Arc::new(Mutex::new(Answers::default()));
@@ -272,20 +284,25 @@ async fn a_hot_post_is_deleted_under_its_load_and_takes_nothing_after() {
     const PER_SECOND: f64 = 20.0;
     let (proxy, api) = behind_proxy(Backoff::default()).await;
     let api = Arc::new(api);
-    let author = api.user("viral_author").await;
     // 30 KB of content: deleting it costs 30 WCU, more than its partition
     // takes in a second (60 in a transaction).
-    let post = api
-        .post(&author, "Viral, then gone", &"x".repeat(30_000))
-        .await;
-    let mut users = Vec::new();
-    for i in 0..USERS {
-        users.push(api.user_named(format!("crowd{i:02}")).await);
-    }
+    let content = "x".repeat(30_000);
+    let cast = Cast {
+        author: "viral_author",
+        title: "Viral, then gone",
+        content: &content,
+        crowd: "crowd",
+        width: 2,
+    };
+    let Scene {
+        author,
+        post,
+        users,
+        mut poller,
+    } = Scene::new(&api, USERS, cast).await;
     // One like given while it was quiet, whose liker likes again later.
     api.like(&users[0], &post).await;
     api.make_hot(&post).await;
-    let mut poller = api.poller();
     proxy.set_partition_limits(Some(PartitionLimits::scaled(0.02).expect("scale")));
 
     let sent = Arc::new(Mutex::new(Vec::<Sent>::new()));
