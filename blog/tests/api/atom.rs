@@ -71,7 +71,7 @@ async fn a_users_posts_feed_is_atom_a_reader_parses_newest_first() {
         "newest first, text as written"
     );
     for (entry, id) in entries.iter().zip([&second, &first]) {
-        let (_, post) = api.get(&format!("/posts/{id}")).await;
+        let (_, post) = api.get_post(id).await;
         assert_eq!(
             entry.authors.first().and_then(|a| a.name.as_deref()),
             Some("atom_writer")
@@ -196,11 +196,9 @@ async fn a_tags_feed_lists_its_posts_as_atom() {
     let mut poller = api.poller();
     let author = api.user("atom_tagger").await;
     let (status, _) = api
-        .call(
-            "POST",
-            "/posts",
-            Some(&author),
-            Some(serde_json::json!({ "title": "Tagged", "content": "x", "tags": ["Feeds"] })),
+        .create_post(
+            &author,
+            serde_json::json!({ "title": "Tagged", "content": "x", "tags": ["Feeds"] }),
         )
         .await;
     assert_eq!(status, 201);
@@ -311,7 +309,7 @@ async fn every_feed_is_strict_xml_and_valid_atom_whatever_posts_hold() {
         ("content", "t", "a\u{10ffff}b"),
     ] {
         let body = json!({ "title": title, "content": content, "tags": ["hostile"] });
-        let (status, answer) = api.call("POST", "/posts", Some(&author), Some(body)).await;
+        let (status, answer) = api.create_post(&author, body).await;
         let message = answer["error"]["message"].as_str().unwrap_or_default();
         assert_eq!(
             (
@@ -343,19 +341,12 @@ async fn every_feed_is_strict_xml_and_valid_atom_whatever_posts_hold() {
             "{raw}: {answer}"
         );
     }
-    let (status, answer) = api
-        .call(
-            "POST",
-            "/users",
-            Some("odd-user"),
-            Some(json!({ "username": "a\u{1}bc" })),
-        )
-        .await;
+    let (status, answer) = api.sign_up("odd-user", "a\u{1}bc").await;
     assert_eq!(
         (status, answer["error"]["code"].as_str()),
         (400, Some("invalid_field"))
     );
-    let (_, listed) = api.get(&format!("/users/{author}/posts")).await;
+    let (_, listed) = api.user_posts(&author).await;
     assert_eq!(
         listed["items"].as_array().map(Vec::len),
         Some(0),
@@ -369,16 +360,14 @@ async fn every_feed_is_strict_xml_and_valid_atom_whatever_posts_hold() {
          <b title=\"{NOT_TEXT}\">bold {NOT_TEXT}</b>\n\n```\ncode {NOT_TEXT}\n```"
     );
     let (status, created) = api
-        .call(
-            "POST",
-            "/posts",
-            Some(&author),
-            Some(json!({ "title": title, "content": content, "tags": ["hostile", "feeds"] })),
+        .create_post(
+            &author,
+            json!({ "title": title, "content": content, "tags": ["hostile", "feeds"] }),
         )
         .await;
     assert_eq!(status, 201, "{created}");
     let post = created["postId"].as_str().unwrap_or_default().to_owned();
-    let (_, read) = api.get(&format!("/posts/{post}")).await;
+    let (_, read) = api.get_post(&post).await;
     assert_eq!(
         read["content"].as_str(),
         Some(content.as_str()),
@@ -393,15 +382,10 @@ async fn every_feed_is_strict_xml_and_valid_atom_whatever_posts_hold() {
     let edited_content = format!("{content}\n\nEdited {NOT_TEXT}.");
     let (_, etag_before) = raw_feed(&api, &format!("/users/{author}/posts.atom")).await;
     let (status, edited) = api
-        .call(
-            "PUT",
-            &format!("/posts/{post}"),
-            Some(&author),
-            Some(json!({ "content": edited_content })),
-        )
+        .edit_post(&author, &post, json!({ "content": edited_content }))
         .await;
     assert_eq!(status, 200, "{edited}");
-    let (_, read) = api.get(&format!("/posts/{post}")).await;
+    let (_, read) = api.get_post(&post).await;
     let (published, updated) = (
         read["publishedAt"].as_str().unwrap_or_default().to_owned(),
         read["updatedAt"].as_str().unwrap_or_default().to_owned(),

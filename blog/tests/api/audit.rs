@@ -164,10 +164,10 @@ async fn the_audit_finds_and_repairs_every_stale_copy() {
     // And the API shows the truth again, after the fan-out has seen the repairs.
     api.settle(&mut poller).await;
     assert_eq!(api.audit(false).await.findings, vec![]);
-    assert_eq!(api.get(&format!("/posts/{newest}")).await.1["likeCount"], 1);
-    let (_, comments) = api.get(&format!("/posts/{newest}/comments")).await;
+    assert_eq!(api.get_post(&newest).await.1["likeCount"], 1);
+    let (_, comments) = api.post_comments(&newest).await;
     assert_eq!(comments["items"][0]["username"], "fan");
-    let (_, feed) = api.get("/feed").await;
+    let (_, feed) = api.get_feed().await;
     let listed: Vec<&Value> = feed["items"]
         .as_array()
         .into_iter()
@@ -516,7 +516,7 @@ async fn one_posts_audit_repairs_its_count_names_and_feed_entry_only() {
     assert_eq!((second_audit.found, second_audit.repaired), (1, 1));
     api.settle(&mut poller).await;
     assert_eq!(store.admin().audit(false).await.expect("audit").found, 0);
-    let (_, feed) = api.get("/feed").await;
+    let (_, feed) = api.get_feed().await;
     assert_eq!(feed["items"][1]["title"], "first");
     assert_eq!(feed["items"][1]["commentCount"], 1);
 }

@@ -18,7 +18,6 @@ use blog::{
     },
 };
 use local::billing::{Rate, Shape, Snapshot, billed_writes};
-use serde_json::json;
 
 use crate::support::{TestApi, post_id, table_snapshot};
 
@@ -57,19 +56,13 @@ async fn costs(length: usize) -> [(u64, f64); 2] {
     let post = api.post(&author, "a post", &"本".repeat(length)).await;
     api.settle(&mut poller).await;
     let mut out = [(0, 0.0); 2];
-    for (i, (path, body)) in [
-        (format!("/posts/{post}/likes"), None),
-        (
-            format!("/posts/{post}/comments"),
-            Some(json!({ "content": "nice post" })),
-        ),
-    ]
-    .into_iter()
-    .enumerate()
-    {
+    for (i, what) in ["like", "comment"].into_iter().enumerate() {
         let before = snapshot(&api).await;
         api.meter.take();
-        let (status, reply) = api.call("POST", &path, Some(&fan), body).await;
+        let (status, reply) = match what {
+            "like" => api.like_post(&fan, &post).await,
+            _ => api.comment_on(&fan, &post, "nice post").await,
+        };
         assert_eq!(status, 201, "{reply}");
         let request = api.meter.take();
         let answered = snapshot(&api).await;
@@ -166,7 +159,7 @@ async fn a_4_kb_post_reads_in_one_call_for_at_most_2_units() {
         .map(item_size)
         .sum();
     api.meter.take();
-    let (status, got) = api.get(&format!("/posts/{post}")).await;
+    let (status, got) = api.get_post(&post).await;
     assert_eq!(status, 200, "{got}");
     let calls = api.meter.take();
     assert_eq!(calls.len(), 1, "{calls:?}");

@@ -389,13 +389,8 @@ async fn every_request_costs_what_the_data_model_says() {
     // fan-out's copy, newest first: the one window there is, so no second
     // Query), then one BatchGetItem of the user's profile and the page's
     // follower's (0.5 each). No shard is read.
-    api.call(
-        "POST",
-        &format!("/users/{}/followers", author.unwrap_or_default()),
-        other,
-        None,
-    )
-    .await;
+    let (follower, followed) = (other.unwrap_or_default(), author.unwrap_or_default());
+    api.follow_user(follower, followed).await;
     let mut poller = api.poller();
     api.settle(&mut poller).await;
     let (status, made) = measure(
@@ -571,10 +566,7 @@ async fn the_fan_out_costs_what_the_data_model_says() {
     // synchronous as DynamoDB Local's (a lag bound of zero), nothing. Then
     // the walk's place saved as done (no page was saved: one page is the
     // last).
-    let body = json!({ "username": "renamed" });
-    let (status, reply) = api
-        .call("PUT", &format!("/users/{fan}"), Some(&fan), Some(body))
-        .await;
+    let (status, reply) = api.change_username(&fan, &fan, "renamed").await;
     assert_eq!(status, 200, "{reply}");
     // (DynamoDB Local reports no units for a Query that finds nothing; the
     // service bills it 0.5.)
@@ -622,9 +614,7 @@ async fn the_fan_out_costs_what_the_data_model_says() {
     // of the partition's keys, a delete per item (the post's content, the
     // like and its GSI1 entry, its marker, the comment and its GSI1 entry),
     // and a last page that finds nothing.
-    let (status, reply) = api
-        .call("DELETE", &format!("/posts/{post}"), Some(&author), None)
-        .await;
+    let (status, reply) = api.delete_post(&author, &post).await;
     assert_eq!(status, 204, "{reply}");
     let deletion = [
         ("DeleteItem", 1.0, 0.0),

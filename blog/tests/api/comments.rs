@@ -3,7 +3,10 @@
 use futures::future::join_all;
 use serde_json::{Value, json};
 
-use crate::support::{TestApi, table_snapshot};
+use crate::{
+    scene::{Cast, Scene},
+    support::{TestApi, table_snapshot},
+};
 
 #[tokio::test]
 async fn comments_count_on_the_post_and_list_oldest_first() {
@@ -14,14 +17,7 @@ async fn comments_count_on_the_post_and_list_oldest_first() {
 
     let mut ids = Vec::new();
     for (i, who) in [&reader, &author, &reader].into_iter().enumerate() {
-        let (status, comment) = api
-            .call(
-                "POST",
-                &format!("/posts/{post}/comments"),
-                Some(who),
-                Some(json!({ "content": format!("c{i}") })),
-            )
-            .await;
+        let (status, comment) = api.comment_on(who, &post, format!("c{i}")).await;
         assert_eq!(status, 201, "{comment}");
         assert_eq!(comment["postId"], json!(post));
         assert_eq!(comment["userId"], json!(who));
@@ -31,10 +27,7 @@ async fn comments_count_on_the_post_and_list_oldest_first() {
         );
         ids.push(comment["commentId"].clone());
     }
-    assert_eq!(
-        api.get(&format!("/posts/{post}")).await.1["commentCount"],
-        3
-    );
+    assert_eq!(api.get_post(&post).await.1["commentCount"], 3);
 
     let (status, first) = api.get(&format!("/posts/{post}/comments?limit=2")).await;
     assert_eq!(status, 200);
@@ -58,14 +51,7 @@ async fn a_comment_on_a_missing_post_writes_nothing() {
     let user = api.user("lost").await;
     let before = table_snapshot(&api).await;
     let missing = ulid::Ulid::generate();
-    let (status, body) = api
-        .call(
-            "POST",
-            &format!("/posts/{missing}/comments"),
-            Some(&user),
-            Some(json!({ "content": "hello?" })),
-        )
-        .await;
+    let (status, body) = api.comment_on(&user, &missing.to_string(), "hello?").await;
     assert_eq!(
         (status, body["error"]["code"].as_str()),
         (404, Some("not_found"))
@@ -79,15 +65,7 @@ async fn commenting_needs_a_profile_and_valid_content() {
     let author = api.user("strict").await;
     let post = api.post(&author, "t", "c").await;
     let before = table_snapshot(&api).await;
-    let path = format!("/posts/{post}/comments");
-    let (status, _) = api
-        .call(
-            "POST",
-            &path,
-            Some("ghost"),
-            Some(json!({ "content": "boo" })),
-        )
-        .await;
+    let (status, _) = api.comment_on("ghost", &post, "boo").await;
     assert_eq!(status, 403);
     for bad in [
         json!(""),
@@ -95,51 +73,38 @@ async fn commenting_needs_a_profile_and_valid_content() {
         json!("nul\u{0}"),
         json!(["list"]),
     ] {
-        let (status, _) = api
-            .call(
-                "POST",
-                &path,
-                Some(&author),
-                Some(json!({ "content": bad })),
-            )
-            .await;
+        let (status, _) = api.comment_on(&author, &post, bad.clone()).await;
         assert_eq!(status, 400, "{bad}");
     }
     assert_eq!(table_snapshot(&api).await, before);
-    let (status, _) = api
-        .call(
-            "POST",
-            &path,
-            Some(&author),
-            Some(json!({ "content": "x".repeat(5_000) })),
-        )
-        .await;
+    let (status, _) = api.comment_on(&author, &post, "x".repeat(5_000)).await;
     assert_eq!(status, 201);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn concurrent_comments_are_all_counted() {
     let api = TestApi::start().await;
-    let author = api.user("popular").await;
-    let post = api.post(&author, "Hot", "take").await;
-    let commenters = join_all((0..20).map(|i| api.user_named(format!("commenter{i}")))).await;
+    let cast = Cast {
+        author: "popular",
+        title: "Hot",
+        content: "take",
+        crowd: "commenter",
+        width: 1,
+    };
+    let Scene {
+        post,
+        users: commenters,
+        ..
+    } = Scene::new(&api, 20, cast).await;
     let path = format!("/posts/{post}/comments");
-    let statuses = join_all(commenters.iter().map(|who| async {
-        api.call(
-            "POST",
-            &path,
-            Some(who),
-            Some(json!({ "content": "me too" })),
-        )
-        .await
-        .0
-    }))
+    let statuses = join_all(
+        commenters
+            .iter()
+            .map(|who| async { api.comment_on(who, &post, "me too").await.0 }),
+    )
     .await;
     assert!(statuses.iter().all(|s| *s == 201), "{statuses:?}");
-    assert_eq!(
-        api.get(&format!("/posts/{post}")).await.1["commentCount"],
-        20
-    );
+    assert_eq!(api.get_post(&post).await.1["commentCount"], 20);
     let (_, page) = api.get(&format!("{path}?limit=100")).await;
     assert_eq!(page["items"].as_array().map(Vec::len), Some(20));
 }
@@ -158,7 +123,7 @@ async fn a_comment_is_deleted_by_its_author_or_the_posts_and_by_no_one_else() {
         ids.push(api.comment(&commenter, &post, &format!("c{i}")).await);
     }
     api.settle(&mut poller).await;
-    assert_eq!(api.get("/feed").await.1["items"][0]["commentCount"], 3);
+    assert_eq!(api.get_feed().await.1["items"][0]["commentCount"], 3);
 
     // Someone else: 403, and nothing changes.
     let before = table_snapshot(&api).await;
@@ -175,25 +140,18 @@ async fn a_comment_is_deleted_by_its_author_or_the_posts_and_by_no_one_else() {
     assert_eq!(table_snapshot(&api).await, before);
 
     // Its author, then the post's author.
-    let (status, body) = api.call("DELETE", &first, Some(&commenter), None).await;
+    let (status, body) = api.take_back_comment(&commenter, &post, &ids[0]).await;
     assert_eq!((status, &body), (204, &Value::Null));
-    let second = format!("{path}/{}", ids[1]);
-    assert_eq!(
-        api.call("DELETE", &second, Some(&author), None).await.0,
-        204
-    );
+    assert_eq!(api.take_back_comment(&author, &post, &ids[1]).await.0, 204);
     // Gone: a second deletion is a 404.
-    let (status, body) = api.call("DELETE", &first, Some(&commenter), None).await;
+    let (status, body) = api.take_back_comment(&commenter, &post, &ids[0]).await;
     assert_eq!(
         (status, body["error"]["code"].as_str()),
         (404, Some("not_found"))
     );
 
     api.settle(&mut poller).await;
-    assert_eq!(
-        api.get(&format!("/posts/{post}")).await.1["commentCount"],
-        1
-    );
+    assert_eq!(api.get_post(&post).await.1["commentCount"], 1);
     let listed = api.get(&path).await.1;
     let left: Vec<&str> = listed["items"]
         .as_array()
@@ -202,9 +160,9 @@ async fn a_comment_is_deleted_by_its_author_or_the_posts_and_by_no_one_else() {
         .filter_map(|c| c["commentId"].as_str())
         .collect();
     assert_eq!(left, [ids[2].as_str()]);
-    assert_eq!(api.get("/feed").await.1["items"][0]["commentCount"], 1);
+    assert_eq!(api.get_feed().await.1["items"][0]["commentCount"], 1);
     assert_eq!(
-        api.get(&format!("/users/{author}/posts")).await.1["items"][0]["commentCount"],
+        api.user_posts(&author).await.1["items"][0]["commentCount"],
         1
     );
     let audit = api.audit(false).await;
@@ -219,14 +177,15 @@ async fn deleting_a_comment_that_is_not_there_is_a_404_and_bad_ids_a_400() {
     let before = table_snapshot(&api).await;
     let missing = blog::ids::CommentId::generate();
     let nowhere = blog::ids::PostId::generate();
-    for (path, expected) in [
-        (format!("/posts/{post}/comments/{missing}"), 404),
-        (format!("/posts/{nowhere}/comments/{missing}"), 404),
-        (format!("/posts/{post}/comments/not-an-id"), 400),
-        (format!("/posts/not-an-id/comments/{missing}"), 400),
+    let (missing, nowhere) = (missing.to_string(), nowhere.to_string());
+    for (on, comment, expected) in [
+        (post.as_str(), missing.as_str(), 404),
+        (&nowhere, &missing, 404),
+        (&post, "not-an-id", 400),
+        ("not-an-id", &missing, 400),
     ] {
-        let (status, body) = api.call("DELETE", &path, Some(&author), None).await;
-        assert_eq!(status, expected, "{path}: {body}");
+        let (status, body) = api.take_back_comment(&author, on, comment).await;
+        assert_eq!(status, expected, "{on}/comments/{comment}: {body}");
     }
     assert_eq!(table_snapshot(&api).await, before);
 }
@@ -245,21 +204,13 @@ async fn concurrent_comments_and_deletions_leave_the_count_exact() {
     .await;
     // Each of the first five deleted twice at once (by both who may), while
     // five more comments are made.
-    let targets: Vec<String> = ids[..5].iter().map(|id| format!("{path}/{id}")).collect();
-    let deletions = targets.iter().flat_map(|one| {
+    let deletions = ids[..5].iter().flat_map(|one| {
         [
-            api.call("DELETE", one, Some(&commenter), None),
-            api.call("DELETE", one, Some(&author), None),
+            api.take_back_comment(&commenter, &post, one),
+            api.take_back_comment(&author, &post, one),
         ]
     });
-    let more = (0..5).map(|i| {
-        api.call(
-            "POST",
-            &path,
-            Some(&commenter),
-            Some(json!({ "content": format!("m{i}") })),
-        )
-    });
+    let more = (0..5).map(|i| api.comment_on(&commenter, &post, format!("m{i}")));
     let (deleted, made) = futures::join!(join_all(deletions), join_all(more));
     let statuses: Vec<u16> = deleted.iter().map(|(s, _)| *s).collect();
     assert_eq!(
@@ -273,10 +224,7 @@ async fn concurrent_comments_and_deletions_leave_the_count_exact() {
         "{statuses:?}"
     );
     assert!(made.iter().all(|(s, _)| *s == 201));
-    assert_eq!(
-        api.get(&format!("/posts/{post}")).await.1["commentCount"],
-        10
-    );
+    assert_eq!(api.get_post(&post).await.1["commentCount"], 10);
     let listed = api.get(&format!("{path}?limit=100")).await.1;
     assert_eq!(listed["items"].as_array().map(Vec::len), Some(10));
 }

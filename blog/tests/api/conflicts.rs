@@ -96,9 +96,7 @@ async fn conflicting_transactions_are_retried_until_they_land() {
 
     conflicts.inject(3);
     api.meter.take();
-    let (status, _) = api
-        .call("POST", &format!("/posts/{post}/likes"), Some(&fan), None)
-        .await;
+    let (status, _) = api.like_post(&fan, &post).await;
     assert_eq!(status, 201);
     let attempts = api
         .meter
@@ -107,22 +105,12 @@ async fn conflicting_transactions_are_retried_until_they_land() {
         .filter(|c| c.operation == "TransactWriteItems")
         .count();
     assert_eq!(attempts, 4, "three conflicts, then the write");
-    assert_eq!(api.get(&format!("/posts/{post}")).await.1["likeCount"], 1);
+    assert_eq!(api.get_post(&post).await.1["likeCount"], 1);
 
     conflicts.inject(2);
-    let (status, _) = api
-        .call(
-            "POST",
-            &format!("/posts/{post}/comments"),
-            Some(&fan),
-            Some(serde_json::json!({ "content": "hi" })),
-        )
-        .await;
+    let (status, _) = api.comment_on(&fan, &post, "hi").await;
     assert_eq!(status, 201);
-    assert_eq!(
-        api.get(&format!("/posts/{post}")).await.1["commentCount"],
-        1
-    );
+    assert_eq!(api.get_post(&post).await.1["commentCount"], 1);
 }
 
 #[tokio::test]
@@ -133,9 +121,7 @@ async fn endless_conflicts_end_in_503_with_nothing_written() {
     let before = table_snapshot(&api).await;
 
     conflicts.inject(usize::MAX);
-    let (status, body) = api
-        .call("POST", &format!("/posts/{post}/likes"), Some(&fan), None)
-        .await;
+    let (status, body) = api.like_post(&fan, &post).await;
     assert_eq!(
         (status, body["error"]["code"].as_str()),
         (503, Some("unavailable"))
@@ -143,8 +129,6 @@ async fn endless_conflicts_end_in_503_with_nothing_written() {
     conflicts.inject(0);
     assert_eq!(table_snapshot(&api).await, before);
 
-    let (status, _) = api
-        .call("POST", &format!("/posts/{post}/likes"), Some(&fan), None)
-        .await;
+    let (status, _) = api.like_post(&fan, &post).await;
     assert_eq!(status, 201, "the next try goes through");
 }

@@ -102,7 +102,7 @@ async fn the_fan_out_sample_event_is_a_stream_batch_it_applies() {
         .expect("seed the post");
     let response = blog::fanout::handle(&api.app.store, event).await;
     assert!(response.batch_item_failures.is_empty());
-    let (_, feed) = api.get("/feed").await;
+    let (_, feed) = api.get_feed().await;
     assert_eq!(
         feed["items"][0]["likeCount"], 1,
         "the INSERT entered the feed, the MODIFY refreshed it"

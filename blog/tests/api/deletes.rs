@@ -42,7 +42,7 @@ async fn a_deleted_post_disappears_everywhere() {
     api.like(&fan, &post).await;
     api.comment(&fan, &post, "soon gone").await;
     api.settle(&mut poller).await;
-    assert_eq!(api.get("/feed").await.1["items"][0]["postId"], json!(post));
+    assert_eq!(api.get_feed().await.1["items"][0]["postId"], json!(post));
 
     // Nobody else, and nobody unnamed, may; nothing changes.
     let before = table_snapshot(&api).await;
@@ -53,19 +53,12 @@ async fn a_deleted_post_disappears_everywhere() {
     }
     assert_eq!(table_snapshot(&api).await, before);
 
-    let (status, body) = api.call("DELETE", &path, Some(&author), None).await;
+    let (status, body) = api.delete_post(&author, &post).await;
     assert_eq!((status, &body), (204, &Value::Null));
-    assert_eq!(api.get(&path).await.0, 404);
+    assert_eq!(api.get_post(&post).await.0, 404);
     // Nothing more can be added to it.
-    for (route, body) in [
-        ("likes", None),
-        ("comments", Some(json!({ "content": "late" }))),
-    ] {
-        let (status, _) = api
-            .call("POST", &format!("{path}/{route}"), Some(&fan), body)
-            .await;
-        assert_eq!(status, 404, "{route}");
-    }
+    assert_eq!(api.like_post(&fan, &post).await.0, 404, "likes");
+    assert_eq!(api.comment_on(&fan, &post, "late").await.0, 404, "comments");
     api.settle(&mut poller).await;
 
     let ids = |v: &Value| -> Vec<String> {
@@ -76,21 +69,12 @@ async fn a_deleted_post_disappears_everywhere() {
             .filter_map(|p| p["postId"].as_str().map(str::to_owned))
             .collect()
     };
-    assert_eq!(ids(&api.get("/feed").await.1), std::slice::from_ref(&kept));
-    assert_eq!(
-        ids(&api.get(&format!("/users/{author}/posts")).await.1),
-        [kept]
-    );
-    assert_eq!(
-        api.get(&format!("{path}/comments")).await.1["items"],
-        json!([])
-    );
-    assert_eq!(
-        api.get(&format!("{path}/likes")).await.1["items"],
-        json!([])
-    );
+    assert_eq!(ids(&api.get_feed().await.1), std::slice::from_ref(&kept));
+    assert_eq!(ids(&api.user_posts(&author).await.1), [kept]);
+    assert_eq!(api.post_comments(&post).await.1["items"], json!([]));
+    assert_eq!(api.post_likes(&post).await.1["items"], json!([]));
     assert_eq!(partition(&api, &post).await, 0, "nothing of it is left");
-    let (status, body) = api.call("DELETE", &path, Some(&author), None).await;
+    let (status, body) = api.delete_post(&author, &post).await;
     assert_eq!(
         (status, body["error"]["code"].as_str()),
         (404, Some("not_found"))
@@ -104,12 +88,12 @@ async fn deleting_posts_needs_a_post_and_a_valid_id() {
     let api = TestApi::start().await;
     let author = api.user("author").await;
     let before = table_snapshot(&api).await;
-    for (path, expected) in [
-        (format!("/posts/{}", PostId::generate()), 404),
-        ("/posts/not-an-id".to_owned(), 400),
+    for (post, expected) in [
+        (PostId::generate().to_string(), 404),
+        ("not-an-id".to_owned(), 400),
     ] {
-        let (status, body) = api.call("DELETE", &path, Some(&author), None).await;
-        assert_eq!(status, expected, "{path}: {body}");
+        let (status, body) = api.delete_post(&author, &post).await;
+        assert_eq!(status, expected, "{post}: {body}");
     }
     assert_eq!(table_snapshot(&api).await, before);
 }
@@ -126,14 +110,9 @@ async fn the_feed_still_shows_its_full_count_after_a_deletion() {
         api.settle(&mut poller).await;
     }
     let newest = posts.pop().unwrap_or_default();
-    assert_eq!(
-        api.call("DELETE", &format!("/posts/{newest}"), Some(&author), None)
-            .await
-            .0,
-        204
-    );
+    assert_eq!(api.delete_post(&author, &newest).await.0, 204);
     api.settle(&mut poller).await;
-    let feed = api.get("/feed").await.1;
+    let feed = api.get_feed().await.1;
     let shown: Vec<&str> = feed["items"]
         .as_array()
         .into_iter()
@@ -172,12 +151,7 @@ async fn thousands_of_items_go_over_several_short_invocations_and_nothing_comes_
     let late = api.stream_records().await;
     api.settle(&mut poller).await;
 
-    assert_eq!(
-        api.call("DELETE", &format!("/posts/{post}"), Some(&author), None)
-            .await
-            .0,
-        204
-    );
+    assert_eq!(api.delete_post(&author, &post).await.0, 204);
     let records = api.stream_records().await;
     let removal: Vec<EventRecord> = records
         .into_iter()
@@ -211,7 +185,7 @@ async fn thousands_of_items_go_over_several_short_invocations_and_nothing_comes_
     let response = fanout::handle(&api.app.store, event(removal)).await;
     assert!(response.batch_item_failures.is_empty());
     assert_eq!(partition(&api, &post).await, 0);
-    assert_eq!(api.get("/feed").await.1["items"], json!([]));
+    assert_eq!(api.get_feed().await.1["items"], json!([]));
     let audit = api.audit(false).await;
     assert_eq!(audit.findings, vec![], "{:#?}", audit.findings);
 }
@@ -222,19 +196,14 @@ async fn a_late_insert_of_a_deleted_post_does_not_put_it_back_in_the_feed() {
     let author = api.user("author").await;
     let post = api.post(&author, "Gone before its fan-out", "text").await;
     let records = api.stream_records().await;
-    assert_eq!(
-        api.call("DELETE", &format!("/posts/{post}"), Some(&author), None)
-            .await
-            .0,
-        204
-    );
+    assert_eq!(api.delete_post(&author, &post).await.0, 204);
     // The INSERT comes only now (a replay of a parked record, say).
     let response = fanout::handle(&api.app.store, event(records)).await;
     assert!(response.batch_item_failures.is_empty());
-    assert_eq!(api.get("/feed").await.1["items"], json!([]));
+    assert_eq!(api.get_feed().await.1["items"], json!([]));
     let mut poller = api.poller();
     api.settle(&mut poller).await;
-    assert_eq!(api.get("/feed").await.1["items"], json!([]));
+    assert_eq!(api.get_feed().await.1["items"], json!([]));
     let audit = api.audit(false).await;
     assert_eq!(audit.findings, vec![], "{:#?}", audit.findings);
 }
@@ -247,12 +216,7 @@ async fn the_audit_finds_and_removes_what_a_deleted_post_left() {
     let post = api.post(&author, "Leftovers", "text").await;
     api.like(&fan, &post).await;
     // The post deleted, and its fan-out never run.
-    assert_eq!(
-        api.call("DELETE", &format!("/posts/{post}"), Some(&author), None)
-            .await
-            .0,
-        204
-    );
+    assert_eq!(api.delete_post(&author, &post).await.0, 204);
     assert_eq!(
         partition(&api, &post).await,
         3,

@@ -10,7 +10,7 @@ async fn write(api: &TestApi, author: &str, title: &str, body: Value) -> Value {
     let mut body = body;
     body["title"] = json!(title);
     body["content"] = json!(format!("{title}'s text"));
-    let (status, post) = api.call("POST", "/posts", Some(author), Some(body)).await;
+    let (status, post) = api.create_post(author, body).await;
     assert_eq!(status, 201, "{post}");
     post
 }
@@ -21,17 +21,8 @@ fn id(post: &Value) -> String {
 
 /// The post ids a list shows, following its cursors two at a time.
 async fn listed(api: &TestApi, path: &str) -> Vec<String> {
-    let mut ids = Vec::new();
-    let mut next = format!("{path}?limit=2");
-    loop {
-        let (status, page) = api.get(&next).await;
-        assert_eq!(status, 200, "{path}: {page}");
-        ids.extend(page["items"].as_array().into_iter().flatten().map(id));
-        match page["nextCursor"].as_str() {
-            Some(cursor) => next = format!("{path}?limit=2&cursor={cursor}"),
-            None => return ids,
-        }
-    }
+    let items = api.list(format!("{path}?limit=2")).items().await;
+    items.iter().map(id).collect()
 }
 
 async fn feed(api: &TestApi) -> Vec<String> {
@@ -42,16 +33,6 @@ async fn feed(api: &TestApi) -> Vec<String> {
         .flatten()
         .map(id)
         .collect()
-}
-
-async fn status_of(
-    api: &TestApi,
-    method: &str,
-    path: &str,
-    user: &str,
-    body: Option<Value>,
-) -> u16 {
-    api.call(method, path, Some(user), body).await.0
 }
 
 #[tokio::test]
@@ -87,21 +68,23 @@ async fn a_draft_is_its_authors_alone_until_published_then_listed_by_publication
     );
     assert_eq!(listed(&api, "/tags/drafts/posts").await, [id(&older)]);
     assert_eq!(feed(&api).await, [id(&older)]);
-    assert_eq!(
-        status_of(&api, "POST", &format!("{path}/likes"), &reader, None).await,
-        404
-    );
-    let comment = Some(json!({ "content": "hi" }));
-    assert_eq!(
-        status_of(&api, "POST", &format!("{path}/comments"), &reader, comment).await,
-        404
-    );
+    assert_eq!(api.like_post(&reader, &draft_id).await.0, 404);
+    assert_eq!(api.comment_on(&reader, &draft_id, "hi").await.0, 404);
     // Another user's edit or deletion of it answers exactly as for a post
     // that does not exist: its existence does not leak.
-    let missing = format!("/posts/{}", blog::ids::PostId::generate());
-    for (method, body) in [("PUT", Some(json!({ "title": "mine" }))), ("DELETE", None)] {
-        let (status, mut theirs) = api.call(method, &path, Some(&reader), body.clone()).await;
-        let (_, mut nothing) = api.call(method, &missing, Some(&reader), body).await;
+    let missing = blog::ids::PostId::generate().to_string();
+    for method in ["PUT", "DELETE"] {
+        let edit = || json!({ "title": "mine" });
+        let ((status, mut theirs), (_, mut nothing)) = match method {
+            "PUT" => (
+                api.edit_post(&reader, &draft_id, edit()).await,
+                api.edit_post(&reader, &missing, edit()).await,
+            ),
+            _ => (
+                api.delete_post(&reader, &draft_id).await,
+                api.delete_post(&reader, &missing).await,
+            ),
+        };
         assert_eq!(status, 404, "{method}: {theirs}");
         for answer in [&mut theirs, &mut nothing] {
             answer["error"]["requestId"].take();
@@ -118,24 +101,10 @@ async fn a_draft_is_its_authors_alone_until_published_then_listed_by_publication
     );
 
     // Its author lists it, whole; nobody else may.
-    let (status, drafts) = api
-        .call(
-            "GET",
-            &format!("/users/{author}/drafts"),
-            Some(&author),
-            None,
-        )
-        .await;
+    let (status, drafts) = api.drafts(&author, &author).await;
     assert_eq!(status, 200, "{drafts}");
     assert_eq!(drafts["items"], json!([draft]));
-    let (status, _) = api
-        .call(
-            "GET",
-            &format!("/users/{author}/drafts"),
-            Some(&reader),
-            None,
-        )
-        .await;
+    let (status, _) = api.drafts(&reader, &author).await;
     assert_eq!(status, 403);
     // A page of whole posts: at most 25 of them.
     for (query, expected) in [
@@ -145,12 +114,9 @@ async fn a_draft_is_its_authors_alone_until_published_then_listed_by_publication
         ("cursor=", 400),
     ] {
         let (status, body) = api
-            .call(
-                "GET",
-                &format!("/users/{author}/drafts?{query}"),
-                Some(&author),
-                None,
-            )
+            .list(format!("/users/{author}/drafts?{query}"))
+            .by(&author)
+            .page()
             .await;
         assert_eq!(status, expected, "{query}: {body}");
         if expected == 400 {
@@ -165,12 +131,7 @@ async fn a_draft_is_its_authors_alone_until_published_then_listed_by_publication
 
     // Published now: after `older` in every list, though written before it.
     let (status, published) = api
-        .call(
-            "PUT",
-            &path,
-            Some(&author),
-            Some(json!({ "status": "published" })),
-        )
+        .edit_post(&author, &draft_id, json!({ "status": "published" }))
         .await;
     assert_eq!(status, 200, "{published}");
     assert_eq!(published["status"], "published");
@@ -232,23 +193,13 @@ async fn a_draft_is_its_authors_alone_until_published_then_listed_by_publication
 
     // An edit keeps its place; back to a draft, it leaves every list.
     let (status, _) = api
-        .call(
-            "PUT",
-            &path,
-            Some(&author),
-            Some(json!({ "title": "edited" })),
-        )
+        .edit_post(&author, &draft_id, json!({ "title": "edited" }))
         .await;
     assert_eq!(status, 200);
     api.settle(&mut poller).await;
     assert_eq!(feed(&api).await, newest_first);
     let (status, back) = api
-        .call(
-            "PUT",
-            &path,
-            Some(&author),
-            Some(json!({ "status": "draft" })),
-        )
+        .edit_post(&author, &draft_id, json!({ "status": "draft" }))
         .await;
     assert_eq!((status, &back["publishedAt"]), (200, &Value::Null));
     api.settle(&mut poller).await;
@@ -265,20 +216,10 @@ async fn a_draft_is_its_authors_alone_until_published_then_listed_by_publication
         "its likes hidden too"
     );
     // Nor can a like be taken back meanwhile: there is no such post.
-    assert_eq!(
-        status_of(&api, "DELETE", &format!("{path}/likes"), &reader, None).await,
-        404
-    );
+    assert_eq!(api.unlike(&reader, &draft_id).await.0, 404);
 
     // The export has it; the audit finds every copy right.
-    let (_, export) = api
-        .call(
-            "GET",
-            &format!("/users/{author}/export?limit=25"),
-            Some(&author),
-            None,
-        )
-        .await;
+    let (_, export) = api.export_as(&author, &author, "limit=25").await;
     let exported: Vec<&Value> = export["items"]
         .as_array()
         .into_iter()
@@ -292,15 +233,8 @@ async fn a_draft_is_its_authors_alone_until_published_then_listed_by_publication
 
     // The erasure takes drafts too; at once, their list is gone with the
     // profile.
-    assert_eq!(
-        status_of(&api, "DELETE", &format!("/users/{author}"), &author, None).await,
-        204
-    );
-    let drafts_path = format!("/users/{author}/drafts");
-    assert_eq!(
-        status_of(&api, "GET", &drafts_path, &author, None).await,
-        404
-    );
+    assert_eq!(api.erase(&author).await.0, 204);
+    assert_eq!(api.drafts(&author, &author).await.0, 404);
     api.settle(&mut poller).await;
     let store = &api.app.store;
     assert!(
@@ -335,12 +269,7 @@ async fn a_post_turning_hot_while_taken_back_is_never_a_hot_draft() {
         let post = api.post(&author, format!("race {round}"), "text").await;
         let id = post_id(&post);
         let path = format!("/posts/{post}");
-        let take_back = api.call(
-            "PUT",
-            &path,
-            Some(&author),
-            Some(json!({ "status": "draft" })),
-        );
+        let take_back = api.edit_post(&author, &post, json!({ "status": "draft" }));
         let requests = store.requests();
         let switch = requests.make_hot(&id);
         let ((status, body), switched) = tokio::join!(take_back, switch);
@@ -360,8 +289,7 @@ async fn a_post_turning_hot_while_taken_back_is_never_a_hot_draft() {
             drafts += 1;
             assert_eq!(status, 200, "{body}");
             assert_eq!(switched.expect("the switch answered"), None);
-            let likes = format!("{path}/likes");
-            let (status, _) = api.call("POST", &likes, Some(&liker), None).await;
+            let (status, _) = api.like_post(&liker, &post).await;
             assert_eq!(status, 404, "round {round}");
         } else {
             hot += 1;
@@ -381,15 +309,7 @@ async fn a_keyed_draft_is_created_once_and_a_hot_post_stays_published() {
     let api = TestApi::start().await;
     let author = api.user("keyed_drafter").await;
     let body = json!({ "title": "t", "content": "c", "status": "draft" });
-    let create = || {
-        api.call_keyed(
-            "POST",
-            "/posts",
-            Some(&author),
-            Some("draft-key"),
-            Some(&body),
-        )
-    };
+    let create = || api.create_post_keyed(&author, "draft-key", &body);
     let (status, first, _) = create().await;
     assert_eq!((status, &first["status"]), (201, &json!("draft")));
     let (status, again, replayed) = create().await;
@@ -398,24 +318,17 @@ async fn a_keyed_draft_is_created_once_and_a_hot_post_stays_published() {
     let post = api.post(&author, "viral", "text").await;
     api.make_hot(&post).await;
     let (status, refused) = api
-        .call(
-            "PUT",
-            &format!("/posts/{post}"),
-            Some(&author),
-            Some(json!({ "status": "draft" })),
-        )
+        .edit_post(&author, &post, json!({ "status": "draft" }))
         .await;
     assert_eq!(
         (status, refused["error"]["code"].as_str()),
         (409, Some("post_is_hot"))
     );
-    assert_eq!(api.get(&format!("/posts/{post}")).await.0, 200);
+    assert_eq!(api.get_post(&post).await.0, 200);
     let (status, bad) = api
-        .call(
-            "POST",
-            "/posts",
-            Some(&author),
-            Some(json!({ "title": "t", "content": "c", "status": "later" })),
+        .create_post(
+            &author,
+            json!({ "title": "t", "content": "c", "status": "later" }),
         )
         .await;
     assert_eq!(
@@ -461,14 +374,7 @@ async fn a_scheduled_post_publishes_itself_at_its_time_and_not_before() {
         json!({ "status": "scheduled", "publishAt": in_seconds(600) }),
     )
     .await;
-    let (_, drafts) = api
-        .call(
-            "GET",
-            &format!("/users/{author}/drafts"),
-            Some(&author),
-            None,
-        )
-        .await;
+    let (_, drafts) = api.drafts(&author, &author).await;
     assert_eq!(
         drafts["items"].as_array().map(Vec::len),
         Some(2),
@@ -501,21 +407,15 @@ async fn a_scheduled_post_publishes_itself_at_its_time_and_not_before() {
         json!({ "status": "scheduled", "publishAt": in_seconds(1) }),
     )
     .await;
-    let moved_path = format!("/posts/{}", id(&moved));
     let (status, _) = api
-        .call(
-            "PUT",
-            &moved_path,
-            Some(&author),
-            Some(json!({ "status": "draft" })),
-        )
+        .edit_post(&author, &id(&moved), json!({ "status": "draft" }))
         .await;
     assert_eq!(status, 200);
     tokio::time::sleep(std::time::Duration::from_millis(1_100)).await;
     // The edits took their markers out: nothing for the run.
     let run = store.fanout().publish_due(&deadline).await.expect("a run");
     assert_eq!((run.published, run.dropped), (0, 0));
-    assert_eq!(api.get(&moved_path).await.0, 404);
+    assert_eq!(api.get_post(&id(&moved)).await.0, 404);
     let audit = api.audit(false).await;
     assert_eq!(audit.findings, vec![], "{:#?}", audit.findings);
 }
@@ -567,9 +467,7 @@ async fn the_schedule_holds_only_live_markers_and_a_late_post_is_listed_when_out
     futures::future::join_all(chains).await;
     // One deleted; then one scheduled by another author, due in a moment.
     let deleted = &posts[0];
-    let (status, _) = api
-        .call("DELETE", &format!("/posts/{deleted}"), Some(&busy), None)
-        .await;
+    let (status, _) = api.delete_post(&busy, deleted).await;
     assert_eq!(status, 204);
     api.settle(&mut poller).await;
     let at = in_seconds(4);
@@ -600,7 +498,7 @@ async fn the_schedule_holds_only_live_markers_and_a_late_post_is_listed_when_out
         .filter(|c| c.operation == "Query")
         .count();
     assert_eq!(queries, 1);
-    let (status, out) = api.get(&format!("/posts/{due}")).await;
+    let (status, out) = api.get_post(&due).await;
     assert_eq!((status, &out["publishedAt"]), (200, &json!(at)));
 
     // Late: due when the run reads it (a run missed it): listed from when it
@@ -620,7 +518,7 @@ async fn the_schedule_holds_only_live_markers_and_a_late_post_is_listed_when_out
         .await
         .expect("a run");
     assert_eq!(run.published, 1);
-    let (_, out) = api.get(&format!("/posts/{late}")).await;
+    let (_, out) = api.get_post(&late).await;
     let published = out["publishedAt"].as_str().expect("a time").to_owned();
     // The run came at least half a second after its time (the sleep).
     let half_late = blog::timestamp::format(
@@ -628,10 +526,10 @@ async fn the_schedule_holds_only_live_markers_and_a_late_post_is_listed_when_out
     );
     assert!(published >= half_late, "{published} for {at}");
     api.settle(&mut poller).await;
-    let (_, listed) = api.get(&format!("/users/{punctual}/posts")).await;
+    let (_, listed) = api.user_posts(&punctual).await;
     assert_eq!(listed["items"][0]["postId"], json!(late));
     assert_eq!(listed["items"][0]["publishedAt"], json!(published));
-    let (_, feed) = api.get("/feed").await;
+    let (_, feed) = api.get_feed().await;
     assert_eq!(feed["items"][0]["publishedAt"], json!(published));
 }
 
@@ -661,7 +559,7 @@ async fn a_schedule_must_be_a_future_time_with_its_status() {
         let mut body = body;
         body["title"] = json!("t");
         body["content"] = json!("c");
-        let (status, error) = api.call("POST", "/posts", Some(&author), Some(body)).await;
+        let (status, error) = api.create_post(&author, body).await;
         assert_eq!(
             (status, error["error"]["code"].as_str()),
             (400, Some("invalid_field")),

@@ -77,13 +77,13 @@ async fn assert_only_the_mark_is_left(api: &TestApi, user: &str) {
 
 /// A post's counts as Q2 and the feed show them.
 async fn counts(api: &TestApi, post: &str) -> (Value, Value) {
-    let (status, body) = api.get(&format!("/posts/{post}")).await;
+    let (status, body) = api.get_post(post).await;
     assert_eq!(status, 200, "{body}");
     (body["likeCount"].clone(), body["commentCount"].clone())
 }
 
 async fn feed_counts(api: &TestApi, post: &str) -> Option<(Value, Value)> {
-    let feed = api.get("/feed").await.1;
+    let feed = api.get_feed().await.1;
     let items = feed["items"].as_array().expect("feed items").clone();
     items
         .into_iter()
@@ -92,23 +92,15 @@ async fn feed_counts(api: &TestApi, post: &str) -> Option<(Value, Value)> {
 }
 
 async fn erase(api: &TestApi, user: &str) {
-    let (status, body) = api
-        .call("DELETE", &format!("/users/{user}"), Some(user), None)
-        .await;
+    let (status, body) = api.erase(user).await;
     assert_eq!((status, &body), (204, &Value::Null), "erase {user}");
-}
-
-/// `user` signs up (again) as `username`: the status and the reply.
-async fn sign_up(api: &TestApi, user: &str, username: &str) -> (u16, Value) {
-    let body = json!({ "username": username });
-    api.call("POST", "/users", Some(user), Some(body)).await
 }
 
 /// Signing up again while the erasure's walk runs: 409 `being_erased`,
 /// nothing written.
 async fn assert_too_soon_to_sign_up(api: &TestApi, user: &str) {
     let before = table_snapshot(api).await;
-    let (status, body) = sign_up(api, user, "too_soon").await;
+    let (status, body) = api.sign_up(user, "too_soon").await;
     assert_eq!(
         (status, body["error"]["code"].clone()),
         (409, json!("being_erased"))
@@ -157,14 +149,7 @@ async fn an_erased_user_leaves_only_a_mark_and_every_count_stays_exact() {
         let (status, body) = api.call("DELETE", &path, who, None).await;
         assert_eq!(status, expected, "{who:?}: {body}");
     }
-    let (status, _) = api
-        .call(
-            "DELETE",
-            &format!("/users/{}", "nobody-here"),
-            Some("nobody-here"),
-            None,
-        )
-        .await;
+    let (status, _) = api.erase("nobody-here").await;
     assert_eq!(status, 404, "no profile, no erasure");
     assert_eq!(table_snapshot(&api).await, before);
 
@@ -173,20 +158,13 @@ async fn an_erased_user_leaves_only_a_mark_and_every_count_stays_exact() {
     assert_eq!(api.get(&path).await.0, 404);
     assert_eq!(api.get("/users?username=LEAVING").await.0, 404);
     let (status, body) = api
-        .call(
-            "POST",
-            "/posts",
-            Some(&gone),
-            Some(json!({"title": "t", "content": "c"})),
-        )
+        .create_post(&gone, json!({"title": "t", "content": "c"}))
         .await;
     assert_eq!(
         (status, body["error"]["code"].clone()),
         (403, json!("account_erased"))
     );
-    let (status, body) = api
-        .call("POST", &format!("/posts/{kept}/likes"), Some(&gone), None)
-        .await;
+    let (status, body) = api.like_post(&gone, &kept).await;
     assert_eq!(
         (status, body["error"]["code"].clone()),
         (403, json!("account_erased"))
@@ -197,16 +175,16 @@ async fn an_erased_user_leaves_only_a_mark_and_every_count_stays_exact() {
     api.settle(&mut poller).await;
     // Everything the user wrote is gone, on their posts and others'.
     for post in [&theirs, &other] {
-        assert_eq!(api.get(&format!("/posts/{post}")).await.0, 404);
+        assert_eq!(api.get_post(post).await.0, 404);
     }
     assert_eq!(counts(&api, &kept).await, (json!(1), json!(1)));
     assert_eq!(feed_counts(&api, &kept).await, Some((json!(1), json!(1))));
-    let comments = api.get(&format!("/posts/{kept}/comments")).await.1;
+    let comments = api.post_comments(&kept).await.1;
     assert_eq!(comments["items"].as_array().map(Vec::len), Some(1));
     assert_eq!(comments["items"][0]["userId"], json!(bob));
-    let likes = api.get(&format!("/posts/{kept}/likes")).await.1;
+    let likes = api.post_likes(&kept).await.1;
     assert_eq!(likes["items"][0]["userId"], json!(bob));
-    let feed = api.get("/feed").await.1;
+    let feed = api.get_feed().await.1;
     let shown: Vec<&Value> = feed["items"].as_array().expect("items").iter().collect();
     assert_eq!(shown.len(), 1, "only Alice's post is left: {feed}");
     // Alice's like and Bob's comment went with the erased user's post.
@@ -228,13 +206,11 @@ async fn an_erased_user_leaves_only_a_mark_and_every_count_stays_exact() {
     assert_erased_again_changes_nothing(&api, &gone).await;
 
     // The same person starts again, empty; the newcomer keeps the old name.
-    let (status, body) = sign_up(&api, &gone, "back_again").await;
+    let (status, body) = api.sign_up(&gone, "back_again").await;
     assert_eq!(status, 201, "{body}");
-    let posts = api.get(&format!("/users/{gone}/posts")).await.1;
+    let posts = api.user_posts(&gone).await.1;
     assert_eq!(posts["items"], json!([]));
-    let (status, export) = api
-        .call("GET", &format!("/users/{gone}/export"), Some(&gone), None)
-        .await;
+    let (status, export) = api.export(&gone).await;
     assert_eq!((status, export["items"].clone()), (200, json!([])));
     assert_eq!(
         api.get("/users?username=leaving").await.1["userId"],
@@ -343,7 +319,7 @@ async fn every_write_of_an_erased_account_answers_403_whatever_its_target() {
     erase(&api, &gone).await;
     // The walk has not started (the erasure's records are not applied):
     // their post, comment and like are all still there.
-    assert_eq!(api.get(&format!("/posts/{mine}")).await.0, 200);
+    assert_eq!(api.get_post(&mine).await.0, 200);
     assert_eq!(counts(&api, &hers).await, (json!(1), json!(2)));
     assert_refused(&api, &gone, &attempts, "before the walk").await;
     // The erasure again answers 204, and signing up again 409, changing
@@ -354,7 +330,7 @@ async fn every_write_of_an_erased_account_answers_403_whatever_its_target() {
     // The walk done: their post, comment and like are gone, and the answers
     // stay the same.
     api.settle(&mut poller).await;
-    assert_eq!(api.get(&format!("/posts/{mine}")).await.0, 404);
+    assert_eq!(api.get_post(&mine).await.0, 404);
     assert_eq!(counts(&api, &hers).await, (json!(0), json!(1)));
     assert_only_the_mark_is_left(&api, &gone).await;
     assert_refused(&api, &gone, &attempts, "after the walk").await;
@@ -362,11 +338,9 @@ async fn every_write_of_an_erased_account_answers_403_whatever_its_target() {
 
     // Signed up again, the same person is no longer erased: their old post
     // is simply not there, and they write again.
-    let (status, body) = sign_up(&api, &gone, "back_again").await;
+    let (status, body) = api.sign_up(&gone, "back_again").await;
     assert_eq!(status, 201, "{body}");
-    let (status, body) = api
-        .call("DELETE", &format!("/posts/{mine}"), Some(&gone), None)
-        .await;
+    let (status, body) = api.delete_post(&gone, &mine).await;
     assert_eq!(
         (status, body["error"]["code"].clone()),
         (404, json!("not_found"))
@@ -375,9 +349,7 @@ async fn every_write_of_an_erased_account_answers_403_whatever_its_target() {
     api.comment(&gone, &hers, "back").await;
     api.like(&gone, &hers).await;
     api.rename(&gone, "back_once_more").await;
-    let (status, body) = api
-        .call("DELETE", &format!("/posts/{again}"), Some(&gone), None)
-        .await;
+    let (status, body) = api.delete_post(&gone, &again).await;
     assert_eq!(status, 204, "{body}");
     api.settle(&mut poller).await;
     audit_is_clean(&api).await;
@@ -529,14 +501,14 @@ async fn what_was_in_flight_when_the_erasure_committed_is_taken_out_with_its_cou
     assert_eq!(counts(&api, &kept).await, (json!(0), json!(1)));
     assert_eq!(feed_counts(&api, &kept).await, Some((json!(0), json!(1))));
     assert_eq!(
-        api.get("/feed").await.1["items"].as_array().map(Vec::len),
+        api.get_feed().await.1["items"].as_array().map(Vec::len),
         Some(1)
     );
     assert_only_the_mark_is_left(&api, &gone).await;
 
     // Back with a new profile, which starts past the erased one: a late write
     // of the old account still goes, the new account's stay.
-    let (status, body) = sign_up(&api, &gone, "returned").await;
+    let (status, body) = api.sign_up(&gone, "returned").await;
     assert_eq!(status, 201, "{body}");
     let new = api.profile(&gone).await;
     assert_eq!(
@@ -547,8 +519,8 @@ async fn what_was_in_flight_when_the_erasure_committed_is_taken_out_with_its_cou
     let (_, _, late_post) = in_flight(&api, &old, &post_id(&kept)).await;
     api.settle(&mut poller).await;
     assert_eq!(counts(&api, &kept).await, (json!(1), json!(1)));
-    assert_eq!(api.get(&format!("/posts/{late_post}")).await.0, 404);
-    let likes = api.get(&format!("/posts/{kept}/likes")).await.1;
+    assert_eq!(api.get_post(&late_post.to_string()).await.0, 404);
+    let likes = api.post_likes(&kept).await.1;
     assert_eq!(likes["items"][0]["username"], json!("returned"));
     // A rename of the new account reaches none of the old one's items.
     api.rename(&gone, "returned_2").await;
@@ -621,7 +593,7 @@ async fn a_long_walk_goes_on_over_short_invocations_while_others_keep_writing() 
     // changes nothing; others reply to the erased user's post.
     assert_too_soon_to_sign_up(&api, &gone).await;
     assert_erased_again_changes_nothing(&api, &gone).await;
-    if api.get(&format!("/posts/{mine}")).await.0 == 200 {
+    if api.get_post(&mine).await.0 == 200 {
         api.like(&bob, &mine).await;
         api.comment(&alice, &mine, "to a post on its way out").await;
     }
@@ -638,7 +610,7 @@ async fn a_long_walk_goes_on_over_short_invocations_while_others_keep_writing() 
     api.settle(&mut poller).await;
     assert_eq!(counts(&api, &hers).await, (json!(0), json!(1)));
     assert_eq!(feed_counts(&api, &hers).await, Some((json!(0), json!(1))));
-    assert_eq!(api.get(&format!("/posts/{mine}")).await.0, 404);
+    assert_eq!(api.get_post(&mine).await.0, 404);
     let partition = keys::post_pk(&post_id(&mine));
     assert!(
         !table_snapshot(&api)
@@ -652,7 +624,7 @@ async fn a_long_walk_goes_on_over_short_invocations_while_others_keep_writing() 
     let before = table_snapshot(&api).await;
     assert!(!invoke().await);
     assert_eq!(table_snapshot(&api).await, before);
-    let (status, body) = sign_up(&api, &gone, "now_then").await;
+    let (status, body) = api.sign_up(&gone, "now_then").await;
     assert_eq!(status, 201, "{body}");
     audit_is_clean(&api).await;
 }
@@ -687,7 +659,7 @@ async fn the_audit_finds_an_erasure_left_undone_and_finishes_it() {
     // The deleted post's REMOVE clears its partition, as it would have.
     api.settle(&mut poller).await;
     assert_eq!(counts(&api, &hers).await, (json!(0), json!(0)));
-    assert_eq!(api.get(&format!("/posts/{mine}")).await.0, 404);
+    assert_eq!(api.get_post(&mine).await.0, 404);
     assert_only_the_mark_is_left(&api, &gone).await;
     audit_is_clean(&api).await;
 }
@@ -807,13 +779,10 @@ async fn five_thousand_items_go_over_many_short_invocations_while_others_write()
                 } else {
                     theirs[round * 7]
                 };
-                let path = format!("/posts/{on}/comments");
-                let body = json!({ "content": format!("during the walk {round}") });
-                let (status, _) = api.call("POST", &path, Some(who), Some(body)).await;
+                let (comment, on) = (format!("during the walk {round}"), on.to_string());
+                let (status, _) = api.comment_on(who, &on, comment).await;
                 assert!(status == 201 || status == 404, "{status}");
-                let (status, _) = api
-                    .call("POST", &format!("/posts/{on}/likes"), Some(who), None)
-                    .await;
+                let (status, _) = api.like_post(who, &on).await;
                 assert!([200, 201, 404].contains(&status), "{status}");
                 made.push(on);
             }
@@ -842,7 +811,7 @@ async fn five_thousand_items_go_over_many_short_invocations_while_others_write()
 
     assert_only_the_mark_is_left(&api, &leaving).await;
     for post in &mine {
-        assert_eq!(api.get(&format!("/posts/{post}")).await.0, 404);
+        assert_eq!(api.get_post(&post.to_string()).await.0, 404);
     }
     // Every remaining post's counts, on the post and its feed copy, are
     // what its partition holds (the audit's count check), and the feed is
@@ -860,7 +829,7 @@ async fn five_thousand_items_go_over_many_short_invocations_while_others_write()
     newest.truncate(100);
     assert_eq!(shown, newest);
     let sample = theirs[7].to_string();
-    let (status, body) = api.get(&format!("/posts/{sample}")).await;
+    let (status, body) = api.get_post(&sample).await;
     assert_eq!(status, 200);
     let comments = api
         .get(&format!("/posts/{sample}/comments?limit=100"))
@@ -949,10 +918,7 @@ async fn a_keyed_create_in_flight_at_the_erasure_leaves_no_record_and_never_answ
     let body = json!({ "title": "Late", "content": "in flight" });
     let keyed = |key: &'static str| {
         let (api, gone, body) = (&api, &gone, &body);
-        async move {
-            api.call_keyed("POST", "/posts", Some(gone), Some(key), Some(body))
-                .await
-        }
+        async move { api.create_post_keyed(gone, key, body).await }
     };
     let (status, _, _) = keyed("answered").await;
     assert_eq!(status, 201);
@@ -968,7 +934,7 @@ async fn a_keyed_create_in_flight_at_the_erasure_leaves_no_record_and_never_answ
 
     // The same person back, sending the late request again: a new post,
     // not the erased account's answer.
-    let (status, reply) = sign_up(&api, &gone, "keyed_back").await;
+    let (status, reply) = api.sign_up(&gone, "keyed_back").await;
     assert_eq!(status, 201, "{reply}");
     let new = api.profile(&gone).await;
     let (status, first, replayed) = keyed("late").await;
@@ -995,7 +961,7 @@ async fn a_keyed_create_in_flight_at_the_erasure_leaves_no_record_and_never_answ
         assert_eq!((status, replayed), (201, true), "{key}: {again}");
         assert_eq!(again["postId"], answer["postId"], "{key}");
     }
-    let posts = api.get(&format!("/users/{gone}/posts")).await.1;
+    let posts = api.user_posts(&gone).await.1;
     assert_eq!(posts["items"].as_array().map(Vec::len), Some(2), "{posts}");
     audit_is_clean(&api).await;
 }

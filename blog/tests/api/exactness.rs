@@ -61,16 +61,14 @@ async fn record_workload() -> Recorded {
                 let id = api.comment(who, post, "a comment").await;
                 // Some are taken back: a REMOVE and a count change down.
                 if i % 4 == 0 {
-                    let path = format!("/posts/{post}/comments/{id}");
-                    assert_eq!(api.call("DELETE", &path, Some(who), None).await.0, 204);
+                    assert_eq!(api.take_back_comment(who, post, &id).await.0, 204);
                 }
             }
             // Some likes are taken back, and one of them given again.
             if i % 4 == 0 {
-                let path = format!("/posts/{post}/likes");
-                assert_eq!(api.call("DELETE", &path, Some(who), None).await.0, 204);
+                assert_eq!(api.unlike(who, post).await.0, 204);
                 if i == 0 {
-                    assert_eq!(api.call("POST", &path, Some(who), None).await.0, 201);
+                    assert_eq!(api.like_post(who, post).await.0, 201);
                 }
             }
         }
@@ -80,43 +78,17 @@ async fn record_workload() -> Recorded {
     for (index, title) in edits {
         let author = &users[index % users.len()];
         let body = json!({ "title": title });
-        assert_eq!(
-            api.call(
-                "PUT",
-                &format!("/posts/{}", posts[index]),
-                Some(author),
-                Some(body)
-            )
-            .await
-            .0,
-            200
-        );
+        assert_eq!(api.edit_post(author, &posts[index], body).await.0, 200);
     }
     // A post with a like and a comment deleted (its author is users[3 % 3]).
     let deleted = &posts[3];
-    assert_eq!(
-        api.call(
-            "DELETE",
-            &format!("/posts/{deleted}"),
-            Some(&users[0]),
-            None
-        )
-        .await
-        .0,
-        204
-    );
+    assert_eq!(api.delete_post(&users[0], deleted).await.0, 204);
     for (who, name) in [
         (&users[0], "renamed_once"),
         (&users[0], "renamed_twice"),
         (&users[1], "other_name"),
     ] {
-        let body = json!({ "username": name });
-        assert_eq!(
-            api.call("PUT", &format!("/users/{who}"), Some(who), Some(body))
-                .await
-                .0,
-            200
-        );
+        assert_eq!(api.change_username(who, who, name).await.0, 200);
     }
     // Late activity by a renamed user on the oldest posts.
     api.like(&users[0], &posts[1]).await;
@@ -397,7 +369,7 @@ async fn a_poisoned_record_is_reported_and_the_rest_applied() {
         .map(|f| f.item_identifier.clone())
         .collect();
     assert_eq!(failed, vec![Some("999999999999999999999".to_owned())]);
-    let (_, feed) = api.get("/feed").await;
+    let (_, feed) = api.get_feed().await;
     let listed: Vec<_> = feed["items"]
         .as_array()
         .into_iter()

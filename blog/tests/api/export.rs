@@ -13,30 +13,9 @@ use blog::{
         items::{like::LikeItem, post::PostItem},
     },
 };
-use serde_json::{Value, json};
+use serde_json::json;
 
 use crate::support::{TestApi, thread};
-
-/// Follows `nextCursor` from the first page to the last, `limit` at a time,
-/// and returns each page's body (every one asserted 200).
-async fn all_pages(api: &TestApi, user: &str, limit: usize) -> Vec<Value> {
-    let mut pages = Vec::new();
-    let mut cursor: Option<String> = None;
-    loop {
-        let mut path = format!("/users/{user}/export?limit={limit}");
-        if let Some(c) = &cursor {
-            path.push_str(&format!("&cursor={c}"));
-        }
-        let (status, body) = api.call("GET", &path, Some(user), None).await;
-        assert_eq!(status, 200, "{path}: {body}");
-        cursor = body["nextCursor"].as_str().map(str::to_owned);
-        pages.push(body);
-        if cursor.is_none() {
-            return pages;
-        }
-        assert!(pages.len() < 100, "the export never ends");
-    }
-}
 
 #[tokio::test]
 async fn an_export_holds_everything_the_user_wrote_in_full_and_nothing_else() {
@@ -60,7 +39,11 @@ async fn an_export_holds_everything_the_user_wrote_in_full_and_nothing_else() {
     api.follow(&other, &me).await;
 
     for limit in [1, 2, 25] {
-        let pages = all_pages(&api, &me, limit).await;
+        let pages = api
+            .list(format!("/users/{me}/export?limit={limit}"))
+            .by(&me)
+            .pages()
+            .await;
         assert_eq!(pages.len(), 7_usize.div_ceil(limit), "limit {limit}");
         let mut posts = BTreeSet::new();
         let mut comments = Vec::new();
@@ -120,46 +103,26 @@ async fn only_the_user_may_export_and_a_page_is_three_calls() {
     api.comment(&me, &post, "c").await;
     let path = format!("/users/{me}/export");
     assert_eq!(api.call("GET", &path, None, None).await.0, 401);
-    assert_eq!(api.call("GET", &path, Some(&other), None).await.0, 403);
+    assert_eq!(api.export_as(&other, &me, "").await.0, 403);
     let nobody = "user-without-a-profile";
-    let (status, _) = api
-        .call(
-            "GET",
-            &format!("/users/{nobody}/export"),
-            Some(nobody),
-            None,
-        )
-        .await;
+    let (status, _) = api.export(nobody).await;
     assert_eq!(status, 404);
     for bad in ["limit=0", "limit=26", "limit=x", "cursor=garbage"] {
-        let (status, body) = api
-            .call("GET", &format!("{path}?{bad}"), Some(&me), None)
-            .await;
+        let (status, body) = api.export_as(&me, &me, bad).await;
         assert_eq!(status, 400, "{bad}: {body}");
     }
     // A cursor of another user's export is refused.
     for i in 0..2 {
         api.post(&other, format!("theirs {i}"), "c").await;
     }
-    let (_, first) = api
-        .call(
-            "GET",
-            &format!("/users/{other}/export?limit=1"),
-            Some(&other),
-            None,
-        )
-        .await;
+    let (_, first) = api.export_as(&other, &other, "limit=1").await;
     let cursor = first["nextCursor"].as_str().expect("a second page");
-    let (status, _) = api
-        .call("GET", &format!("{path}?cursor={cursor}"), Some(&me), None)
-        .await;
+    let (status, _) = api.export_as(&me, &me, &format!("cursor={cursor}")).await;
     assert_eq!(status, 400);
 
     // A page: GetItem the profile, Query GSI1, one BatchGetItem.
     api.meter.take();
-    let (status, body) = api
-        .call("GET", &format!("{path}?limit=25"), Some(&me), None)
-        .await;
+    let (status, body) = api.export_as(&me, &me, "limit=25").await;
     assert_eq!(status, 200, "{body}");
     assert_eq!(body["items"].as_array().map(Vec::len), Some(2));
     let operations: Vec<String> = api.meter.take().into_iter().map(|c| c.operation).collect();
@@ -226,16 +189,12 @@ async fn an_export_of_a_thousand_items_lists_each_once_within_three_calls_a_page
     let expected = a_thousand(&api, &api.profile(&me).await, &others).await;
 
     let mut seen: [Vec<String>; 3] = Default::default();
-    let mut cursor: Option<String> = None;
     let mut pages = 0;
-    loop {
-        let mut path = format!("/users/{me}/export?limit=25");
-        if let Some(c) = &cursor {
-            path.push_str(&format!("&cursor={c}"));
-        }
-        api.meter.take();
-        let (status, body) = api.call("GET", &path, Some(&me), None).await;
-        assert_eq!(status, 200, "{path}: {body}");
+    // Each page's calls are metered alone: none are left before the first,
+    // and each page takes its own.
+    api.meter.take();
+    let listing = api.list(format!("/users/{me}/export?limit=25")).by(&me);
+    let read = listing.at_most(40).each_page(|body| {
         pages += 1;
         let items = body["items"].as_array().expect("items");
         assert_eq!(items.len(), 25, "page {pages}: every page is full");
@@ -272,12 +231,8 @@ async fn an_export_of_a_thousand_items_lists_each_once_within_three_calls_a_page
         assert_eq!(calls[0].total(), 1.0, "page {pages}: the profile");
         assert!(calls[1].total() <= 7.5, "page {pages}: {:?}", calls[1]);
         assert_eq!(calls[2].total(), table_items, "page {pages}: the items");
-        cursor = body["nextCursor"].as_str().map(str::to_owned);
-        if cursor.is_none() {
-            break;
-        }
-        assert!(pages < 40, "a 41st page");
-    }
+    });
+    assert_eq!(read.await, 40, "no 41st page");
     assert_eq!(pages, 40);
     for (kind, (seen, expected)) in ["posts", "comments", "likes"]
         .iter()

@@ -7,7 +7,10 @@ use blog::keys::{self, FEED_FLOOR_SK, FEED_PK, PK, SK};
 use futures::{FutureExt, StreamExt, future::join_all};
 use serde_json::{Value, json};
 
-use crate::support::{TestApi, post_id};
+use crate::{
+    scene::{Cast, Scene},
+    support::{TestApi, post_id},
+};
 
 fn ids(page: &Value) -> Vec<String> {
     page["items"]
@@ -83,7 +86,7 @@ async fn the_feed_holds_exactly_the_newest_hundred_posts() {
     assert_eq!(status, 200);
     assert_eq!(ids(&page), all[..100]);
     assert_eq!(ids(&api.get("/feed?limit=5").await.1), all[..5]);
-    assert_eq!(ids(&api.get("/feed").await.1), all[..20]);
+    assert_eq!(ids(&api.get_feed().await.1), all[..20]);
     // 150 posts: trimmed to 120 (100 shown and a reserve of 20) when the
     // count passed 140, then 10 more (some reach the feed in batches, so the
     // floor is the newest trimmed).
@@ -100,17 +103,12 @@ async fn the_feed_holds_exactly_the_newest_hundred_posts() {
     let oldest = all.last().cloned().unwrap_or_default();
     let fan = api.user("latefan").await;
     api.like(&fan, &oldest).await;
-    let author = api.get(&format!("/posts/{oldest}")).await.1["userId"]
+    let author = api.get_post(&oldest).await.1["userId"]
         .as_str()
         .unwrap_or_default()
         .to_owned();
     let (status, _) = api
-        .call(
-            "PUT",
-            &format!("/posts/{oldest}"),
-            Some(&author),
-            Some(json!({ "title": "edited" })),
-        )
+        .edit_post(&author, &oldest, json!({ "title": "edited" }))
         .await;
     assert_eq!(status, 200);
     api.settle(&mut poller).await;
@@ -126,21 +124,20 @@ async fn edits_and_counts_reach_the_feed_copy() {
     let fan = api.user("fan").await;
     let post = api.post(&author, "Original", "first version").await;
     api.settle(&mut poller).await;
-    assert_eq!(api.get("/feed").await.1["items"][0]["title"], "Original");
+    assert_eq!(api.get_feed().await.1["items"][0]["title"], "Original");
 
     let (status, edited) = api
-        .call(
-            "PUT",
-            &format!("/posts/{post}"),
-            Some(&author),
-            Some(json!({ "title": "Edited", "content": "second" })),
+        .edit_post(
+            &author,
+            &post,
+            json!({ "title": "Edited", "content": "second" }),
         )
         .await;
     assert_eq!(status, 200, "{edited}");
     api.like(&fan, &post).await;
     api.comment(&fan, &post, "hi").await;
     api.settle(&mut poller).await;
-    let (_, feed) = api.get("/feed").await;
+    let (_, feed) = api.get_feed().await;
     let entry = &feed["items"][0];
     assert_eq!(
         (
@@ -152,42 +149,39 @@ async fn edits_and_counts_reach_the_feed_copy() {
         (Some("Edited"), Some("second"), Some(1), Some(1))
     );
     // The feed copy equals the post's own short form in Q3.
-    let (_, mine) = api.get(&format!("/users/{author}/posts")).await;
+    let (_, mine) = api.user_posts(&author).await;
     assert_eq!(mine["items"][0], *entry);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn concurrent_likes_and_comments_are_exact_on_every_copy() {
     let api = TestApi::start().await;
-    let mut poller = api.poller();
-    let author = api.user("star").await;
-    let post = api.post(&author, "Viral", "everyone reacts").await;
     // Profiles first, 20 at a time (set-up, not the point of the test).
-    let likers: Vec<String> =
-        futures::stream::iter((0..200).map(|i| api.user_named(format!("liker{i:03}"))))
-            .buffered(20)
-            .collect()
-            .await;
+    let cast = Cast {
+        author: "star",
+        title: "Viral",
+        content: "everyone reacts",
+        crowd: "liker",
+        width: 3,
+    };
+    let Scene {
+        author,
+        post,
+        users: likers,
+        mut poller,
+    } = Scene::new(&api, 200, cast).await;
     let commenters = &likers[..50];
     // All 250 writes in flight together, up to 32 requests at a time (what
     // one DynamoDB Local on two cores, beside the other tests' instances,
     // serves within the store's retry budget: at 64, one like in 250 ran
     // out of it and answered 503).
     let like = |who: &String| {
-        let path = format!("/posts/{post}/likes");
-        let who = who.clone();
-        let api = &api;
-        async move { api.call("POST", &path, Some(&who), None).await.0 }
+        let (api, post, who) = (&api, &post, who.clone());
+        async move { api.like_post(&who, post).await.0 }
     };
     let comment = |who: &String| {
-        let path = format!("/posts/{post}/comments");
-        let who = who.clone();
-        let api = &api;
-        async move {
-            api.call("POST", &path, Some(&who), Some(json!({ "content": "wow" })))
-                .await
-                .0
-        }
+        let (api, post, who) = (&api, &post, who.clone());
+        async move { api.comment_on(&who, post, "wow").await.0 }
     };
     let writes = likers
         .iter()
@@ -200,25 +194,15 @@ async fn concurrent_likes_and_comments_are_exact_on_every_copy() {
     assert_eq!(statuses.len(), 250);
     assert!(statuses.iter().all(|s| *s == 201), "{statuses:?}");
     // A repeated like changes nothing.
-    assert_eq!(
-        api.call(
-            "POST",
-            &format!("/posts/{post}/likes"),
-            Some(&likers[7]),
-            None
-        )
-        .await
-        .0,
-        200
-    );
+    assert_eq!(api.like_post(&likers[7], &post).await.0, 200);
     api.settle(&mut poller).await;
 
-    let (_, got) = api.get(&format!("/posts/{post}")).await;
+    let (_, got) = api.get_post(&post).await;
     assert_eq!(
         (got["likeCount"].as_u64(), got["commentCount"].as_u64()),
         (Some(200), Some(50))
     );
-    let (_, feed) = api.get("/feed").await;
+    let (_, feed) = api.get_feed().await;
     assert_eq!(
         (
             feed["items"][0]["likeCount"].as_u64(),
@@ -226,7 +210,7 @@ async fn concurrent_likes_and_comments_are_exact_on_every_copy() {
         ),
         (Some(200), Some(50))
     );
-    let (_, mine) = api.get(&format!("/users/{author}/posts")).await;
+    let (_, mine) = api.user_posts(&author).await;
     assert_eq!(mine["items"][0]["likeCount"], 200);
 }
 
@@ -258,26 +242,18 @@ async fn a_rename_reaches_everything_the_user_wrote() {
     // and Q5 of each hosted post, Q3 page by page, and the feed.
     let mut names: Vec<String> = Vec::new();
     for post in &own {
-        names.extend(usernames(
-            &json!({ "items": [api.get(&format!("/posts/{post}")).await.1] }),
-        ));
+        names.extend(usernames(&json!({ "items": [api.get_post(post).await.1] })));
     }
     for post in &hosted {
-        names.extend(usernames(
-            &api.get(&format!("/posts/{post}/comments")).await.1,
-        ));
-        names.extend(usernames(&api.get(&format!("/posts/{post}/likes")).await.1));
+        names.extend(usernames(&api.post_comments(post).await.1));
+        names.extend(usernames(&api.post_likes(post).await.1));
     }
-    let mut cursor = String::new();
-    loop {
-        let (_, page) = api
-            .get(&format!("/users/{user}/posts?limit=30{cursor}"))
-            .await;
+    for page in api
+        .list(format!("/users/{user}/posts?limit=30"))
+        .pages()
+        .await
+    {
         names.extend(usernames(&page));
-        match page["nextCursor"].as_str() {
-            Some(next) => cursor = format!("&cursor={next}"),
-            None => break,
-        }
     }
     let (_, feed) = api.get("/feed?limit=100").await;
     let in_feed: Vec<Value> = feed["items"]
@@ -300,14 +276,7 @@ async fn a_rename_reaches_everything_the_user_wrote() {
     );
 
     // The old name is free for someone else.
-    let (status, _) = api
-        .call(
-            "POST",
-            "/users",
-            Some("successor"),
-            Some(json!({ "username": "OldName" })),
-        )
-        .await;
+    let (status, _) = api.sign_up("successor", "OldName").await;
     assert_eq!(status, 201);
 }
 
@@ -353,7 +322,7 @@ async fn a_redelivered_post_insert_still_trims_the_feed() {
         (1, Some(first)),
         "trimmed, floor raised"
     );
-    let (_, feed) = api.get("/feed").await;
+    let (_, feed) = api.get_feed().await;
     assert_eq!(ids(&feed), vec![second]);
 }
 
@@ -385,7 +354,7 @@ async fn an_entry_from_before_user_versions_takes_a_rename() {
         .expect("an entry of the old shape");
     api.rename(&author, "veteran2").await;
     api.settle(&mut poller).await;
-    let (_, feed) = api.get("/feed").await;
+    let (_, feed) = api.get_feed().await;
     assert_eq!(usernames(&feed), vec!["veteran2".to_owned()]);
 }
 
@@ -447,7 +416,7 @@ async fn a_batch_refreshes_each_feed_copy_once_however_many_counts_changed() {
         "one feed entry write per post: {:?}",
         writes
     );
-    let (_, feed) = api.get("/feed").await;
+    let (_, feed) = api.get_feed().await;
     let counts: Vec<_> = feed["items"]
         .as_array()
         .expect("items")
@@ -531,13 +500,13 @@ async fn a_coalesced_change_comes_again_when_its_carrier_is_not_applied() {
             bump.change.sequence_number.clone().expect("seq"),
         ])
     );
-    assert_eq!(api.get("/feed").await.1["items"][0]["likeCount"], 0);
+    assert_eq!(api.get_feed().await.1["items"][0]["likeCount"], 0);
 
     // Lambda delivers again from the lowest reported: both, and the copy
     // counts the like. (Had only M2 come again, its equal short forms would
     // have refreshed nothing.)
     let response = blog::fanout::handle(&api.app.store, event()).await;
     assert!(response.batch_item_failures.is_empty());
-    let (_, feed) = api.get("/feed").await;
+    let (_, feed) = api.get_feed().await;
     assert_eq!(feed["items"][0]["likeCount"], 1, "{feed}");
 }

@@ -137,7 +137,7 @@ async fn a_lost_answer_then_refused_retries_answers_as_if_nothing_was_lost() {
     .await;
     assert_eq!(status, 201, "create post: {reply}");
     let post = reply["postId"].as_str().expect("postId").to_owned();
-    let (_, listed) = api.get(&format!("/users/{author}/posts")).await;
+    let (_, listed) = api.user_posts(&author).await;
     assert_eq!(
         listed["items"].as_array().map(Vec::len),
         Some(1),
@@ -172,7 +172,7 @@ async fn a_lost_answer_then_refused_retries_answers_as_if_nothing_was_lost() {
     let likes = format!("/posts/{post}/likes");
     let (status, reply) = call("POST", &likes, &reader, None).await;
     assert_eq!(status, 201, "like: {reply}");
-    let (_, shown) = api.get(&format!("/posts/{post}")).await;
+    let (_, shown) = api.get_post(&post).await;
     assert_eq!(
         (shown["commentCount"].as_u64(), shown["likeCount"].as_u64()),
         (Some(1), Some(1)),
@@ -183,7 +183,7 @@ async fn a_lost_answer_then_refused_retries_answers_as_if_nothing_was_lost() {
     assert_eq!(status, 204, "unlike: {reply}");
     let (status, reply) = call("DELETE", &format!("{comments}/{comment}"), &reader, None).await;
     assert_eq!(status, 204, "delete comment: {reply}");
-    let (_, shown) = api.get(&format!("/posts/{post}")).await;
+    let (_, shown) = api.get_post(&post).await;
     assert_eq!(
         (shown["commentCount"].as_u64(), shown["likeCount"].as_u64()),
         (Some(0), Some(0)),
@@ -191,7 +191,7 @@ async fn a_lost_answer_then_refused_retries_answers_as_if_nothing_was_lost() {
     );
     let (status, reply) = call("DELETE", &format!("/posts/{post}"), &author, None).await;
     assert_eq!(status, 204, "delete post: {reply}");
-    let (status, _) = api.get(&format!("/posts/{post}")).await;
+    let (status, _) = api.get_post(&post).await;
     assert_eq!(status, 404);
     let (status, found) = api.get("/users?username=FRESH").await;
     assert_eq!(status, 200, "{found}");
@@ -359,7 +359,7 @@ async fn a_write_that_commits_after_its_retries_ran_out_answers_what_it_did() {
     proxy.set_faults(Faults::none());
     let stats = proxy.stats();
     assert!(stats.late_commit >= 6 && stats.in_progress > 0, "{stats}");
-    let (_, got) = api.get(&format!("/posts/{post}")).await;
+    let (_, got) = api.get_post(&post).await;
     assert_eq!(
         (
             got["title"].as_str(),
@@ -369,7 +369,7 @@ async fn a_write_that_commits_after_its_retries_ran_out_answers_what_it_did() {
         (Some("edited"), Some(1), Some(1)),
         "{got}"
     );
-    let (_, posts) = api.get(&format!("/users/{author}/posts")).await;
+    let (_, posts) = api.user_posts(&author).await;
     assert_eq!(
         posts["items"].as_array().map(Vec::len),
         Some(2),
@@ -377,7 +377,7 @@ async fn a_write_that_commits_after_its_retries_ran_out_answers_what_it_did() {
     );
     let (status, _) = api.get("/users?username=newcomer").await;
     assert_eq!(status, 200);
-    let (_, renamed) = api.get(&format!("/users/{author}")).await;
+    let (_, renamed) = api.get_user(&author).await;
     assert_eq!(renamed["username"], "renamed");
 }
 
@@ -400,8 +400,7 @@ async fn a_write_that_commits_after_the_request_gave_up_says_its_outcome_is_unkn
         late_commit_delay: Duration::from_secs(2),
         ..Faults::none()
     });
-    let path = format!("/posts/{post}/likes");
-    let (status, reply) = api.call("POST", &path, Some(&author), None).await;
+    let (status, reply) = api.like_post(&author, &post).await;
     assert_eq!(
         (status, reply["error"]["code"].as_str()),
         (503, Some("outcome_unknown")),
@@ -410,17 +409,13 @@ async fn a_write_that_commits_after_the_request_gave_up_says_its_outcome_is_unkn
     proxy.set_faults(Faults::none());
     // Bounded: the proxy sends the held attempt 2 s after it came.
     for _ in 0..50 {
-        if api.get(&format!("/posts/{post}")).await.1["likeCount"] == 1 {
+        if api.get_post(&post).await.1["likeCount"] == 1 {
             break;
         }
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
-    assert_eq!(
-        api.get(&format!("/posts/{post}")).await.1["likeCount"],
-        1,
-        "it landed"
-    );
-    let (status, again) = api.call("POST", &path, Some(&author), None).await;
+    assert_eq!(api.get_post(&post).await.1["likeCount"], 1, "it landed");
+    let (status, again) = api.like_post(&author, &post).await;
     assert_eq!(status, 200, "liking again finds it: {again}");
 }
 
@@ -452,11 +447,11 @@ async fn the_fan_out_reports_records_it_cannot_apply_and_applies_them_later() {
     let response = blog::fanout::handle(&api.app.store, event(&records)).await;
     assert_eq!(response.batch_item_failures.len(), 1, "{response:?}");
     proxy.set_faults(Faults::none());
-    let (_, feed) = api.get("/feed").await;
+    let (_, feed) = api.get_feed().await;
     assert_eq!(feed["items"], json!([]), "nothing entered the feed");
     let response = blog::fanout::handle(&api.app.store, event(&records)).await;
     assert_eq!(response.batch_item_failures.len(), 0, "{response:?}");
-    let (_, feed) = api.get("/feed").await;
+    let (_, feed) = api.get_feed().await;
     assert_eq!(feed["items"][0]["postId"], json!(post));
 
     // A rename: its copy onto the post keeps conflicting.
@@ -467,11 +462,11 @@ async fn the_fan_out_reports_records_it_cannot_apply_and_applies_them_later() {
     let response = blog::fanout::handle(&api.app.store, event(&rename)).await;
     assert_eq!(response.batch_item_failures.len(), 1, "{response:?}");
     proxy.set_faults(Faults::none());
-    let (_, got) = api.get(&format!("/posts/{post}")).await;
+    let (_, got) = api.get_post(&post).await;
     assert_eq!(got["username"], "writer", "not copied yet");
     let response = blog::fanout::handle(&api.app.store, event(&rename)).await;
     assert_eq!(response.batch_item_failures.len(), 0, "{response:?}");
-    let (_, got) = api.get(&format!("/posts/{post}")).await;
+    let (_, got) = api.get_post(&post).await;
     assert_eq!(got["username"], "writer2");
 }
 

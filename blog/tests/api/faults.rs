@@ -161,11 +161,11 @@ async fn an_outage_gives_503s_then_everything_resumes_with_nothing_lost() {
     );
 
     dynamodb.start().await;
-    let (status, _) = api.get(&format!("/posts/{first}")).await;
+    let (status, _) = api.get_post(&first).await;
     assert_eq!(status, 200, "requests succeed again");
     let mut poller = api.poller_of(&dynamodb.endpoint(), Some(checkpoint.clone()));
     while poller.poll_once(&deliver).await.expect("poll") > 0 {}
-    let (_, feed) = api.get("/feed").await;
+    let (_, feed) = api.get_feed().await;
     let titles: Vec<&str> = feed["items"]
         .as_array()
         .into_iter()
@@ -177,13 +177,13 @@ async fn an_outage_gives_503s_then_everything_resumes_with_nothing_lost() {
         ["just before the outage", "before the outage"],
         "nothing lost, nothing partial"
     );
-    let (_, mine) = api.get(&format!("/users/{author}/posts")).await;
+    let (_, mine) = api.user_posts(&author).await;
     assert_eq!(
         mine["items"].as_array().map(Vec::len),
         Some(2),
         "the refused post was not written"
     );
-    assert_eq!(api.get(&format!("/posts/{first}")).await.1["likeCount"], 0);
-    assert_eq!(api.get(&format!("/posts/{second}")).await.0, 200);
+    assert_eq!(api.get_post(&first).await.1["likeCount"], 0);
+    assert_eq!(api.get_post(&second).await.0, 200);
     let _ = std::fs::remove_file(checkpoint);
 }

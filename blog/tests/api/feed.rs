@@ -33,7 +33,7 @@ async fn put_feed_entry(api: &TestApi, post: &str, title: &str) {
 #[tokio::test]
 async fn an_empty_feed_is_an_empty_list() {
     let api = TestApi::start().await;
-    assert_eq!(api.get("/feed").await, (200, json!({ "items": [] })));
+    assert_eq!(api.get_feed().await, (200, json!({ "items": [] })));
 }
 
 #[tokio::test]
@@ -55,7 +55,7 @@ async fn the_feed_lists_newest_first_up_to_the_limit() {
             .filter_map(|p| p["postId"].as_str().map(String::from))
             .collect()
     };
-    let (status, page) = api.get("/feed").await;
+    let (status, page) = api.get_feed().await;
     assert_eq!(status, 200);
     assert_eq!(listed(&page), ids[..20], "default limit 20");
     assert_eq!(page["items"][0]["title"], "title 24");

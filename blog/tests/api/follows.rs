@@ -9,7 +9,7 @@ use serde_json::{Value, json};
 use crate::support::{TestApi, user_id};
 
 async fn counts(api: &TestApi, user: &str) -> (u64, u64) {
-    let (status, profile) = api.get(&format!("/users/{user}")).await;
+    let (status, profile) = api.get_user(user).await;
     assert_eq!(status, 200, "{profile}");
     (
         profile["followerCount"].as_u64().unwrap_or(u64::MAX),
@@ -20,23 +20,18 @@ async fn counts(api: &TestApi, user: &str) -> (u64, u64) {
 /// The user ids a follow list shows, following its cursors `page` at a time.
 async fn listed(api: &TestApi, path: &str, page: usize) -> Vec<String> {
     let mut ids = Vec::new();
-    let mut next = format!("{path}?limit={page}");
-    for _ in 0..100 {
-        let (status, body) = api.get(&next).await;
-        assert_eq!(status, 200, "{path}: {body}");
-        let items = body["items"].as_array().cloned().unwrap_or_default();
-        assert!(items.len() <= page, "{body}");
-        ids.extend(
-            items
-                .iter()
-                .map(|f| f["userId"].as_str().unwrap_or_default().to_owned()),
-        );
-        match body["nextCursor"].as_str() {
-            Some(cursor) => next = format!("{path}?limit={page}&cursor={cursor}"),
-            None => return ids,
-        }
-    }
-    panic!("{path} did not end");
+    api.list(format!("{path}?limit={page}"))
+        .each_page(|body| {
+            let items = body["items"].as_array().cloned().unwrap_or_default();
+            assert!(items.len() <= page, "{body}");
+            ids.extend(
+                items
+                    .iter()
+                    .map(|f| f["userId"].as_str().unwrap_or_default().to_owned()),
+            );
+        })
+        .await;
+    ids
 }
 
 #[tokio::test]
@@ -48,14 +43,14 @@ async fn following_is_once_a_user_and_the_lists_and_counts_say_so() {
     let carol = api.user("follow_carol").await;
 
     let path = format!("/users/{bob}/followers");
-    let (status, first) = api.call("POST", &path, Some(&alice), None).await;
+    let (status, first) = api.follow_user(&alice, &bob).await;
     assert_eq!(status, 201, "{first}");
     assert_eq!(
         (&first["userId"], &first["username"]),
         (&json!(bob), &json!("follow_bob"))
     );
     // Twice is once: the same follow, 200.
-    let (status, again) = api.call("POST", &path, Some(&alice), None).await;
+    let (status, again) = api.follow_user(&alice, &bob).await;
     assert_eq!((status, &again), (200, &first));
     api.follow(&carol, &bob).await;
     api.follow(&alice, &carol).await;
@@ -78,7 +73,7 @@ async fn following_is_once_a_user_and_the_lists_and_counts_say_so() {
 
     // Taken back twice is taken back once.
     for _ in 0..2 {
-        let (status, body) = api.call("DELETE", &path, Some(&alice), None).await;
+        let (status, body) = api.unfollow(&alice, &bob).await;
         assert_eq!(status, 204, "{body}");
     }
     api.settle(&mut poller).await;
@@ -91,7 +86,7 @@ async fn following_is_once_a_user_and_the_lists_and_counts_say_so() {
     );
     // A rename shows in the lists at once: they name from the profiles.
     api.rename(&carol, "follow_caroline").await;
-    let (_, page) = api.get(&format!("/users/{alice}/following")).await;
+    let (_, page) = api.following(&alice).await;
     assert_eq!(page["items"][0]["username"], "follow_caroline");
 }
 
@@ -103,37 +98,20 @@ async fn a_bad_follow_is_a_clear_error_and_writes_nothing() {
     let before = crate::support::table_snapshot(&api).await;
 
     let cases = [
-        (
-            &alice,
-            format!("/users/{alice}/followers"),
-            400,
-            "invalid_field",
-        ),
-        (
-            &alice,
-            "/users/user-nobody/followers".to_owned(),
-            404,
-            "not_found",
-        ),
-        (&alice, "/users/a%23b/followers".to_owned(), 400, "bad_id"),
+        (&alice, alice.as_str(), 400, "invalid_field"),
+        (&alice, "user-nobody", 404, "not_found"),
+        (&alice, "a%23b", 400, "bad_id"),
     ];
-    for (caller, path, want, code) in cases {
-        let (status, body) = api.call("POST", &path, Some(caller), None).await;
+    for (caller, followed, want, code) in cases {
+        let (status, body) = api.follow_user(caller, followed).await;
         assert_eq!(
             (status, &body["error"]["code"]),
             (want, &json!(code)),
-            "{path}: {body}"
+            "{followed}: {body}"
         );
     }
     // Without a profile: 403; without a token: 401.
-    let (status, _) = api
-        .call(
-            "POST",
-            &format!("/users/{bob}/followers"),
-            Some("user-no-profile"),
-            None,
-        )
-        .await;
+    let (status, _) = api.follow_user("user-no-profile", &bob).await;
     assert_eq!(status, 403);
     let (status, _) = api
         .call("POST", &format!("/users/{bob}/followers"), None, None)
@@ -168,14 +146,7 @@ async fn a_bad_follow_is_a_clear_error_and_writes_nothing() {
         );
     set.send().await.expect("set the count");
     let at_limit = crate::support::table_snapshot(&api).await;
-    let (status, body) = api
-        .call(
-            "POST",
-            &format!("/users/{bob}/followers"),
-            Some(&alice),
-            None,
-        )
-        .await;
+    let (status, body) = api.follow_user(&alice, &bob).await;
     assert_eq!(
         (status, &body["error"]["code"]),
         (422, &json!("following_limit")),
@@ -198,12 +169,8 @@ async fn concurrent_follows_are_each_counted_once() {
     }
     // Each fan follows twice, concurrently with everyone else.
     let follows = fans.iter().flat_map(|fan| {
-        let path = format!("/users/{star}/followers");
-        let api = &api;
-        [0, 1].map(move |_| {
-            let path = path.clone();
-            async move { api.call("POST", &path, Some(fan), None).await.0 }
-        })
+        let (api, star) = (&api, &star);
+        [0, 1].map(move |_| async move { api.follow_user(fan, star).await.0 })
     });
     let statuses = futures::future::join_all(follows).await;
     assert_eq!(
@@ -216,11 +183,9 @@ async fn concurrent_follows_are_each_counted_once() {
         "{statuses:?}"
     );
     // Ten take it back, concurrently.
-    let unfollows = fans[..10].iter().map(|fan| {
-        let path = format!("/users/{star}/followers");
-        let api = &api;
-        async move { api.call("DELETE", &path, Some(fan), None).await.0 }
-    });
+    let unfollows = fans[..10]
+        .iter()
+        .map(|fan| async { api.unfollow(fan, &star).await.0 });
     assert!(
         futures::future::join_all(unfollows)
             .await
@@ -322,14 +287,11 @@ async fn an_erased_accounts_followers_go_and_its_new_account_is_followed_anew() 
     // A follow that has made its reads, its writes held until after the
     // erasure.
     let (stalled, star_as_read) = (api.profile(&late).await, api.profile(&star).await);
-    let (status, _) = api
-        .call("DELETE", &format!("/users/{star}"), Some(&star), None)
-        .await;
+    let (status, _) = api.erase(&star).await;
     assert_eq!(status, 204);
     // The profile is gone at once: a follow now is a 404, writing nothing.
-    let path = format!("/users/{star}/followers");
     let before = crate::support::table_snapshot(&api).await;
-    let (status, _) = api.call("POST", &path, Some(&fan), None).await;
+    let (status, _) = api.follow_user(&fan, &star).await;
     assert_eq!(status, 404);
     assert_eq!(crate::support::table_snapshot(&api).await, before);
     api.settle(&mut poller).await;
@@ -363,18 +325,11 @@ async fn an_erased_accounts_followers_go_and_its_new_account_is_followed_anew() 
         );
     }
 
-    let (status, body) = api
-        .call(
-            "POST",
-            "/users",
-            Some(&star),
-            Some(json!({ "username": "back_star" })),
-        )
-        .await;
+    let (status, body) = api.sign_up(&star, "back_star").await;
     assert_eq!(status, 201, "{body}");
     api.follow(&fan, &star).await;
     api.settle(&mut poller).await;
-    let (_, profile) = api.get(&format!("/users/{star}")).await;
+    let (_, profile) = api.get_user(&star).await;
     assert_eq!(profile["followerCount"], json!(1), "{profile}");
     let audit = api.audit(false).await;
     assert!(audit.findings.is_empty(), "{:#?}", audit.findings);
@@ -462,9 +417,7 @@ async fn a_followers_page_costs_a_few_calls_whatever_the_shards() {
     // An erased follower: gone at once (their profile is), and after the
     // fan-out too (their follow and its copy are).
     let gone = fans[44].clone();
-    let (status, _) = api
-        .call("DELETE", &format!("/users/{gone}"), Some(&gone), None)
-        .await;
+    let (status, _) = api.erase(&gone).await;
     assert_eq!(status, 204);
     let path = format!("/users/{star}/followers");
     assert_eq!(listed(&api, &path, 25).await, newest_first[1..].to_vec());
@@ -474,7 +427,7 @@ async fn a_followers_page_costs_a_few_calls_whatever_the_shards() {
     // Unfollowed by all but one: the emptied windows are deleted, the list
     // holds the one left; no window of the list is empty.
     for fan in &fans[1..44] {
-        let (status, _) = api.call("DELETE", &path, Some(fan), None).await;
+        let (status, _) = api.unfollow(fan, &star).await;
         assert_eq!(status, 204);
     }
     api.settle(&mut poller).await;

@@ -11,28 +11,19 @@ use crate::support::{TestApi, post_id, user_id};
 
 /// The post ids of the caller's home, every page `page` at a time.
 async fn home(api: &TestApi, reader: &str, page: usize) -> Vec<String> {
-    let mut ids = Vec::new();
-    let mut next = format!("/home?limit={page}");
-    for _ in 0..100 {
-        let (status, body) = api.call("GET", &next, Some(reader), None).await;
-        assert_eq!(status, 200, "{body}");
-        ids.extend(
-            body["items"]
-                .as_array()
-                .into_iter()
-                .flatten()
-                .map(|p| p["postId"].as_str().unwrap_or_default().to_owned()),
-        );
-        match body["nextCursor"].as_str() {
-            Some(cursor) => next = format!("/home?limit={page}&cursor={cursor}"),
-            None => return ids,
-        }
-    }
-    panic!("the home did not end");
+    let items = api
+        .list(format!("/home?limit={page}"))
+        .by(reader)
+        .items()
+        .await;
+    items
+        .iter()
+        .map(|p| p["postId"].as_str().unwrap_or_default().to_owned())
+        .collect()
 }
 
 async fn first_item(api: &TestApi, reader: &str) -> Value {
-    let (status, body) = api.call("GET", "/home", Some(reader), None).await;
+    let (status, body) = api.home(reader).await;
     assert_eq!(status, 200, "{body}");
     body["items"][0].clone()
 }
@@ -82,23 +73,16 @@ async fn a_home_shows_the_followed_posts_fresh_and_drops_what_is_taken_back() {
     // Nobody else's home has them; a home needs a token.
     assert_eq!(home(&api, &other, 20).await, Vec::<String>::new());
     assert_eq!(api.get("/home").await.0, 401);
-    let (status, body) = api.call("GET", "/home?limit=26", Some(&reader), None).await;
+    let (status, body) = api.list("/home?limit=26").by(&reader).page().await;
     assert_eq!((status, &body["error"]["code"]), (400, &json!("bad_limit")));
 
     // Un-published, then deleted: gone at the next read, before any fan-out.
     let (status, _) = api
-        .call(
-            "PUT",
-            &format!("/posts/{new}"),
-            Some(&writer),
-            Some(json!({ "status": "draft" })),
-        )
+        .edit_post(&writer, &new, json!({ "status": "draft" }))
         .await;
     assert_eq!(status, 200);
     assert_eq!(home(&api, &reader, 20).await, vec![old.clone()]);
-    let (status, _) = api
-        .call("DELETE", &format!("/posts/{old}"), Some(&writer), None)
-        .await;
+    let (status, _) = api.delete_post(&writer, &old).await;
     assert_eq!(status, 204);
     assert_eq!(home(&api, &reader, 20).await, Vec::<String>::new());
 
@@ -106,33 +90,25 @@ async fn a_home_shows_the_followed_posts_fresh_and_drops_what_is_taken_back() {
     let third = api.post(&writer, "third", "after the deletions").await;
     api.settle(&mut poller).await;
     assert_eq!(home(&api, &reader, 20).await, vec![third.clone()]);
-    let path = format!("/users/{writer}/followers");
-    assert_eq!(api.call("DELETE", &path, Some(&reader), None).await.0, 204);
+    assert_eq!(api.unfollow(&reader, &writer).await.0, 204);
     assert_eq!(home(&api, &reader, 20).await, Vec::<String>::new());
     api.follow(&reader, &writer).await;
     assert_eq!(home(&api, &reader, 20).await, vec![third.clone()]);
 
     // The author's account erased: gone at the next read.
-    let (status, _) = api
-        .call("DELETE", &format!("/users/{writer}"), Some(&writer), None)
-        .await;
+    let (status, _) = api.erase(&writer).await;
     assert_eq!(status, 204);
     assert_eq!(home(&api, &reader, 20).await, Vec::<String>::new());
     // And the erasure takes the follow out, with the counts.
     api.settle(&mut poller).await;
-    let (_, profile) = api.get(&format!("/users/{reader}")).await;
+    let (_, profile) = api.get_user(&reader).await;
     assert_eq!(profile["followingCount"], 0, "{profile}");
 }
 
 /// Sets a post's status through the API (its author's `PUT`).
 async fn set_status(api: &TestApi, author: &str, post: &str, status: &str) {
     let (code, body) = api
-        .call(
-            "PUT",
-            &format!("/posts/{post}"),
-            Some(author),
-            Some(json!({ "status": status })),
-        )
+        .edit_post(author, post, json!({ "status": status }))
         .await;
     assert_eq!(code, 200, "{status}: {body}");
 }
@@ -173,8 +149,7 @@ async fn a_post_published_again_is_in_the_home_once_each_time() {
 
     // Followed again: the backfill writes it at its place beside the
     // entries of its earlier places; still one of it, 200.
-    let path = format!("/users/{writer}/followers");
-    assert_eq!(api.call("DELETE", &path, Some(&reader), None).await.0, 204);
+    assert_eq!(api.unfollow(&reader, &writer).await.0, 204);
     api.follow(&reader, &writer).await;
     assert_eq!(home(&api, &reader, 20).await, vec![post.clone()]);
     assert_eq!(home(&api, &reader, 1).await, vec![post.clone()]);
@@ -202,7 +177,7 @@ async fn a_delivery_goes_on_from_its_place_and_writes_each_entry_once() {
         followers.push(follower);
     }
     api.settle(&mut poller).await;
-    let (_, profile) = api.get(&format!("/users/{author}")).await;
+    let (_, profile) = api.get_user(&author).await;
     assert_eq!(profile["followerCount"], 24);
 
     // The post's INSERT starts the deliveries; each walks one page, then
@@ -435,12 +410,11 @@ async fn a_famous_authors_posts_are_pulled_by_the_follows_made_after_its_thresho
     assert_eq!(calls.len(), 3 + PULL_LIMIT, "{calls:?}");
 
     // The followers count the pull shards too.
-    let (_, star) = api.get(&format!("/users/{}", stars[0])).await;
+    let (_, star) = api.get_user(&stars[0]).await;
     assert_eq!(star["followerCount"], json!(2), "{star}");
     // An unfollow of a pulled author: their posts gone at the next read,
     // their place in the reader's pulls free again.
-    let path = format!("/users/{}/followers", stars[0]);
-    let (status, _) = api.call("DELETE", &path, Some(&reader), None).await;
+    let (status, _) = api.unfollow(&reader, &stars[0]).await;
     assert_eq!(status, 204);
     let shown = home(&api, &reader, 20).await;
     assert!(
@@ -450,7 +424,7 @@ async fn a_famous_authors_posts_are_pulled_by_the_follows_made_after_its_thresho
     assert_eq!(shown.len(), PULL_LIMIT);
     assert_eq!(api.profile(&reader).await.pulls.len(), PULL_LIMIT - 1);
     api.settle(&mut poller).await;
-    let (_, star) = api.get(&format!("/users/{}", stars[0])).await;
+    let (_, star) = api.get_user(&stars[0]).await;
     assert_eq!(star["followerCount"], json!(1), "{star}");
     assert!(api.audit(false).await.findings.is_empty());
 }
@@ -508,9 +482,7 @@ async fn an_instance_reads_a_pulled_authors_list_once_per_time_to_live() {
         ["BatchGetItem", "GetItem", "Query"]
     );
     // The posts are read at every request: a deleted one is gone at once.
-    let (status, _) = api
-        .call("DELETE", &format!("/posts/{older}"), Some(&star), None)
-        .await;
+    let (status, _) = api.delete_post(&star, &older).await;
     assert_eq!(status, 204);
     assert_eq!(home(&api, &reader, 20).await, std::slice::from_ref(&kept));
     // A page past the first reads the list (before its cursor) itself.

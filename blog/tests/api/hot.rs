@@ -11,23 +11,22 @@ use blog::{
 };
 use serde_json::{Value, json};
 
-use crate::support::{TestApi, post_id, table_snapshot};
+use crate::{
+    scene::{Cast, Scene},
+    support::{TestApi, post_id, table_snapshot},
+};
 
-/// Every page of `path` (a list), `limit` at a time, in order.
+/// Every item of `path` (a list), `limit` at a time, in order.
 async fn every_page(api: &TestApi, path: &str, limit: usize) -> Vec<Value> {
     let mut seen = Vec::new();
-    let mut query = format!("?limit={limit}");
-    loop {
-        let (status, page) = api.get(&format!("{path}{query}")).await;
-        assert_eq!(status, 200, "{page}");
-        let items = page["items"].as_array().cloned().unwrap_or_default();
-        assert!(items.len() <= limit);
-        seen.extend(items);
-        match &page["nextCursor"] {
-            Value::String(c) => query = format!("?limit={limit}&cursor={c}"),
-            _ => return seen,
-        }
-    }
+    api.list(format!("{path}?limit={limit}"))
+        .each_page(|page| {
+            let items = page["items"].as_array().cloned().unwrap_or_default();
+            assert!(items.len() <= limit);
+            seen.extend(items);
+        })
+        .await;
+    seen
 }
 
 /// The partitions of `post` that hold anything.
@@ -43,13 +42,21 @@ async fn partitions_of(api: &TestApi, post: &str) -> HashSet<String> {
 #[tokio::test]
 async fn a_hot_post_counts_every_like_and_comment_exactly_on_every_copy() {
     let api = TestApi::start().await;
-    let mut poller = api.poller();
-    let author = api.user("hotauthor").await;
-    let post = api.post(&author, "Viral", "everyone likes it").await;
+    let cast = Cast {
+        author: "hotauthor",
+        title: "Viral",
+        content: "everyone likes it",
+        crowd: "early",
+        width: 1,
+    };
+    let Scene {
+        author,
+        post,
+        users: early,
+        mut poller,
+    } = Scene::new(&api, 3, cast).await;
     let likes = format!("/posts/{post}/likes");
     // Given while the post is quiet: in its own partition, counted on it.
-    let early: Vec<String> =
-        futures::future::join_all((0..3).map(|i| api.user_named(format!("early{i}")))).await;
     for who in &early {
         api.like(who, &post).await;
     }
@@ -75,15 +82,15 @@ async fn a_hot_post_counts_every_like_and_comment_exactly_on_every_copy() {
     );
 
     // An early liker likes again: the like given while quiet answers.
-    let (status, again) = api.call("POST", &likes, Some(&early[1]), None).await;
+    let (status, again) = api.like_post(&early[1], &post).await;
     assert_eq!((status, again["userId"].clone()), (200, json!(early[1])));
     // New likers go to their shards; each likes once.
     let late: Vec<String> =
         futures::future::join_all((0..24).map(|i| api.user_named(format!("late{i:02}")))).await;
     for who in &late {
-        let (status, like) = api.call("POST", &likes, Some(who), None).await;
+        let (status, like) = api.like_post(who, &post).await;
         assert_eq!(status, 201, "{like}");
-        let (status, _) = api.call("POST", &likes, Some(who), None).await;
+        let (status, _) = api.like_post(who, &post).await;
         assert_eq!(status, 200, "a second like by the same user");
     }
     let hot_comments: Vec<String> = futures::future::join_all(
@@ -94,14 +101,13 @@ async fn a_hot_post_counts_every_like_and_comment_exactly_on_every_copy() {
     .await;
     // Taken back: one like of each kind, one comment of each kind.
     for who in [&early[2], &late[3]] {
-        let (status, _) = api.call("DELETE", &likes, Some(who), None).await;
+        let (status, _) = api.unlike(who, &post).await;
         assert_eq!(status, 204);
     }
-    let (status, _) = api.call("DELETE", &likes, Some(&late[3]), None).await;
+    let (status, _) = api.unlike(&late[3], &post).await;
     assert_eq!(status, 204, "no like left to take back");
     for comment in [&quiet_comment, &hot_comments[0]] {
-        let path = format!("/posts/{post}/comments/{comment}");
-        let (status, body) = api.call("DELETE", &path, Some(&author), None).await;
+        let (status, body) = api.take_back_comment(&author, &post, comment).await;
         assert_eq!(status, 204, "{body}");
     }
     // The post's partition, its 16 shards and the first widening's 48
@@ -116,20 +122,20 @@ async fn a_hot_post_counts_every_like_and_comment_exactly_on_every_copy() {
 
     api.settle(&mut poller).await;
     let (expected_likes, expected_comments) = (2 + 23, 4);
-    let (_, got) = api.get(&format!("/posts/{post}")).await;
+    let (_, got) = api.get_post(&post).await;
     assert_eq!(
         (got["likeCount"].clone(), got["commentCount"].clone()),
         (json!(expected_likes), json!(expected_comments)),
         "Q2 counts every like and comment: {got}"
     );
-    let (_, mine) = api.get(&format!("/users/{author}/posts")).await;
+    let (_, mine) = api.user_posts(&author).await;
     assert_eq!(
         mine["items"][0]["likeCount"],
         json!(expected_likes),
         "Q3's copy"
     );
     assert_eq!(mine["items"][0]["commentCount"], json!(expected_comments));
-    let (_, feed) = api.get("/feed").await;
+    let (_, feed) = api.get_feed().await;
     assert_eq!(
         feed["items"][0]["likeCount"],
         json!(expected_likes),
@@ -175,18 +181,12 @@ async fn a_deleted_hot_post_leaves_nothing_in_any_shard_and_takes_no_like() {
     api.like(&late, &post).await;
     api.comment(&late, &post, "wow").await;
 
-    let (status, _) = api
-        .call("DELETE", &format!("/posts/{post}"), Some(&author), None)
-        .await;
+    let (status, _) = api.delete_post(&author, &post).await;
     assert_eq!(status, 204);
     let other = api.user("other").await;
-    let (status, body) = api
-        .call("POST", &format!("/posts/{post}/likes"), Some(&other), None)
-        .await;
+    let (status, body) = api.like_post(&other, &post).await;
     assert_eq!(status, 404, "a like on the deleted hot post: {body}");
-    let (status, _) = api
-        .call("DELETE", &format!("/posts/{post}/likes"), Some(&late), None)
-        .await;
+    let (status, _) = api.unlike(&late, &post).await;
     assert_eq!(status, 404);
 
     api.settle(&mut poller).await;
@@ -213,18 +213,16 @@ async fn an_erased_account_takes_its_likes_and_comments_out_of_a_hot_post() {
     // The leaver's like is in the post's partition; a comment counted in a shard.
     api.comment(&leaver, &post, "hot").await;
     api.settle(&mut poller).await;
-    let (_, got) = api.get(&format!("/posts/{post}")).await;
+    let (_, got) = api.get_post(&post).await;
     assert_eq!(
         (got["likeCount"].clone(), got["commentCount"].clone()),
         (json!(2), json!(2))
     );
 
-    let (status, _) = api
-        .call("DELETE", &format!("/users/{leaver}"), Some(&leaver), None)
-        .await;
+    let (status, _) = api.erase(&leaver).await;
     assert_eq!(status, 204);
     api.settle(&mut poller).await;
-    let (_, got) = api.get(&format!("/posts/{post}")).await;
+    let (_, got) = api.get_post(&post).await;
     assert_eq!(
         (got["likeCount"].clone(), got["commentCount"].clone()),
         (json!(1), json!(0)),
@@ -234,12 +232,10 @@ async fn an_erased_account_takes_its_likes_and_comments_out_of_a_hot_post() {
     assert_eq!(report.findings, vec![], "the audit finds nothing");
 
     // A hot like of an account erased afterwards lives in a shard.
-    let (status, _) = api
-        .call("DELETE", &format!("/users/{fan}"), Some(&fan), None)
-        .await;
+    let (status, _) = api.erase(&fan).await;
     assert_eq!(status, 204);
     api.settle(&mut poller).await;
-    let (_, got) = api.get(&format!("/posts/{post}")).await;
+    let (_, got) = api.get_post(&post).await;
     assert_eq!(got["likeCount"], json!(0), "{got}");
     let shard = PostPartition::shard(post_id(&post), 0).pk();
     assert!(shard.starts_with(&format!("POST#{post}#")));
@@ -328,7 +324,7 @@ async fn a_batch_of_likes_on_hot_posts_writes_each_post_and_its_copies_once() {
         "each feed entry once"
     );
     for post in &posts {
-        let (_, got) = api.get(&format!("/posts/{post}")).await;
+        let (_, got) = api.get_post(&post.to_string()).await;
         assert_eq!(got["likeCount"], json!(100));
     }
 }
@@ -360,14 +356,7 @@ async fn an_export_holds_the_likes_a_user_gave_hot_posts() {
         .collect();
     assert_eq!(sharded.len(), 1, "the hot like is in a shard");
 
-    let (status, page) = api
-        .call(
-            "GET",
-            &format!("/users/{fan}/export?limit=25"),
-            Some(&fan),
-            None,
-        )
-        .await;
+    let (status, page) = api.export_as(&fan, &fan, "limit=25").await;
     assert_eq!(status, 200, "{page}");
     let mut liked: Vec<_> = page["items"]
         .as_array()
@@ -490,11 +479,19 @@ async fn damage(api: &TestApi, key: blog::keys::Key, counter: blog::keys::Counte
 async fn the_audit_repairs_a_live_hot_post_exactly_while_its_fan_out_is_behind() {
     use blog::{keys::Counter, store::items::counter::ShardCounterItem};
     let api = TestApi::start().await;
-    let mut poller = api.poller();
-    let author = api.user("audited").await;
-    let post = api.post(&author, "Hot, audited", "live").await;
-    let users: Vec<String> =
-        futures::future::join_all((0..30).map(|i| api.user_named(format!("reader{i:02}")))).await;
+    let cast = Cast {
+        author: "audited",
+        title: "Hot, audited",
+        content: "live",
+        crowd: "reader",
+        width: 2,
+    };
+    let Scene {
+        post,
+        users,
+        mut poller,
+        ..
+    } = Scene::new(&api, 30, cast).await;
     // Quiet: 5 likes and 2 comments on the post item; then hot: 10 likes
     // and 3 comments in its shards, all added by the fan-out.
     for who in &users[..5] {
@@ -534,7 +531,7 @@ async fn the_audit_repairs_a_live_hot_post_exactly_while_its_fan_out_is_behind()
             } else {
                 &users[5 + i]
             };
-            let (status, _) = api.call("DELETE", &likes, Some(taken_back), None).await;
+            let (status, _) = api.unlike(taken_back, &post).await;
             assert_eq!(status, 204);
             api.comment(who, &post, "meanwhile").await;
         }
@@ -552,7 +549,7 @@ async fn the_audit_repairs_a_live_hot_post_exactly_while_its_fan_out_is_behind()
         .await
         .len();
     assert_eq!((liked, commented), (30 - 10, 2 + 3 + 1 + 10));
-    let (_, got) = api.get(&format!("/posts/{post}")).await;
+    let (_, got) = api.get_post(&post).await;
     assert_eq!(
         (got["likeCount"].clone(), got["commentCount"].clone()),
         (json!(liked), json!(commented)),
@@ -580,7 +577,7 @@ async fn a_post_made_hot_between_its_deletions_read_and_write_is_read_again() {
     api.make_hot(&post).await;
     let deleting = api.app.store.delete_post_as_read(&quiet).await;
     assert_eq!(deleting.expect("answered"), Deleting::Changed);
-    assert_eq!(api.get(&format!("/posts/{post}")).await.0, 200);
+    assert_eq!(api.get_post(&post).await.0, 200);
 
     // Read again, it is deleted with its shards closed: no like or comment
     // answers 201 after.
@@ -588,13 +585,9 @@ async fn a_post_made_hot_between_its_deletions_read_and_write_is_read_again() {
     let deleting = api.app.store.delete_post_as_read(&hot).await;
     assert_eq!(deleting.expect("answered"), Deleting::Done);
     let fan = api.user("late_fan").await;
-    let (status, body) = api
-        .call("POST", &format!("/posts/{post}/likes"), Some(&fan), None)
-        .await;
+    let (status, body) = api.like_post(&fan, &post).await;
     assert_eq!(status, 404, "{body}");
-    let comment = json!({ "content": "too late" });
-    let path = format!("/posts/{post}/comments");
-    let (status, body) = api.call("POST", &path, Some(&fan), Some(comment)).await;
+    let (status, body) = api.comment_on(&fan, &post, "too late").await;
     assert_eq!(status, 404, "{body}");
     let counters = table_snapshot(&api)
         .await
@@ -618,14 +611,10 @@ async fn a_quiet_likers_like_of_a_deleted_hot_post_answers_404() {
     // given while it was quiet first.
     let late = api.user("late_bird").await;
     api.like(&late, &post).await;
-    let (status, _) = api
-        .call("DELETE", &format!("/posts/{post}"), Some(&author), None)
-        .await;
+    let (status, _) = api.delete_post(&author, &post).await;
     assert_eq!(status, 204);
     // The fan-out has not walked it: the quiet-era marker is still there.
-    let (status, body) = api
-        .call("POST", &format!("/posts/{post}/likes"), Some(&early), None)
-        .await;
+    let (status, body) = api.like_post(&early, &post).await;
     assert_eq!(status, 404, "{body}");
 }
 
@@ -741,9 +730,9 @@ async fn a_hot_posts_likes_are_marked_in_their_likers_partitions() {
     unmove(&api, &post).await;
 
     // Before the move: the marker beside the like answers.
-    let (status, again) = api.call("POST", &likes, Some(&a), None).await;
+    let (status, again) = api.like_post(&a, &post).await;
     assert_eq!((status, &again["createdAt"]), (200, &a_like["createdAt"]));
-    let (status, _) = api.call("DELETE", &likes, Some(&b), None).await;
+    let (status, _) = api.unlike(&b, &post).await;
     assert_eq!(status, 204);
     assert_eq!(marks_of(&api, &post).await.len(), 0, "nothing moved yet");
 
@@ -763,11 +752,11 @@ async fn a_hot_posts_likes_are_marked_in_their_likers_partitions() {
     // itself a second after it learned the post was hot).
     api.make_hot(&post).await;
     let fan = api.user("hotfan").await;
-    let (status, _) = api.call("POST", &likes, Some(&fan), None).await;
+    let (status, _) = api.like_post(&fan, &post).await;
     assert_eq!(status, 201);
-    let (status, again) = api.call("POST", &likes, Some(&a), None).await;
+    let (status, again) = api.like_post(&a, &post).await;
     assert_eq!((status, &again["createdAt"]), (200, &a_like["createdAt"]));
-    let (status, _) = api.call("DELETE", &likes, Some(&c), None).await;
+    let (status, _) = api.unlike(&c, &post).await;
     assert_eq!(status, 204);
     assert!(marks_of(&api, &post).await.contains_key(&fan));
     assert!(
@@ -791,15 +780,15 @@ async fn a_hot_posts_likes_are_marked_in_their_likers_partitions() {
         ("userId", d.as_str()),
     ];
     raw_put(&api, &key, &fields).await;
-    let (status, _) = api.call("POST", &likes, Some(&d), None).await;
+    let (status, _) = api.like_post(&d, &post).await;
     assert_eq!(status, 201, "a stale mark stops no like");
     assert_ne!(marks_of(&api, &post).await[&d], stale);
-    let (status, _) = api.call("DELETE", &likes, Some(&d), None).await;
+    let (status, _) = api.unlike(&d, &post).await;
     assert_eq!(status, 204);
     assert!(!marks_of(&api, &post).await.contains_key(&d));
 
     api.settle(&mut poller).await;
-    let (_, got) = api.get(&format!("/posts/{post}")).await;
+    let (_, got) = api.get_post(&post).await;
     assert_eq!(got["likeCount"], json!(2), "a and the fan: {got}");
     let mut listed: Vec<String> = every_page(&api, &likes, 10)
         .await
@@ -814,9 +803,7 @@ async fn a_hot_posts_likes_are_marked_in_their_likers_partitions() {
     assert_eq!(report.findings, vec![], "the audit finds nothing");
 
     // Deleting the post takes every mark with it.
-    let (status, _) = api
-        .call("DELETE", &format!("/posts/{post}"), Some(&author), None)
-        .await;
+    let (status, _) = api.delete_post(&author, &post).await;
     assert_eq!(status, 204);
     api.settle(&mut poller).await;
     assert_eq!(marks_of(&api, &post).await.len(), 0);
@@ -834,7 +821,6 @@ async fn migrate_marks_the_likers_of_a_post_made_hot_before_liked_marks() {
     let api = TestApi::start().await;
     let author = api.user("older").await;
     let post = api.post(&author, "Hot before", "marks").await;
-    let likes = format!("/posts/{post}/likes");
     let quiet = api.user("quietone").await;
     api.like(&quiet, &post).await;
     api.make_hot(&post).await;
@@ -871,9 +857,9 @@ async fn migrate_marks_the_likers_of_a_post_made_hot_before_liked_marks() {
     raw_put(&api, &keys::liker(place, &old_id), &fields).await;
 
     // Before the migration: both likes are found where they are marked.
-    let (status, again) = api.call("POST", &likes, Some(&old), None).await;
+    let (status, again) = api.like_post(&old, &post).await;
     assert_eq!((status, &again["createdAt"]), (200, &old_like["createdAt"]));
-    let (status, _) = api.call("POST", &likes, Some(&quiet), None).await;
+    let (status, _) = api.like_post(&quiet, &post).await;
     assert_eq!(status, 200);
 
     let done = store.admin().migrate().await.expect("migrate");
@@ -903,9 +889,9 @@ async fn migrate_marks_the_likers_of_a_post_made_hot_before_liked_marks() {
 
     // After: the marks answer, and taking the like back takes its marker.
     api.make_hot(&post).await;
-    let (status, again) = api.call("POST", &likes, Some(&old), None).await;
+    let (status, again) = api.like_post(&old, &post).await;
     assert_eq!((status, &again["createdAt"]), (200, &old_like["createdAt"]));
-    let (status, _) = api.call("DELETE", &likes, Some(&old), None).await;
+    let (status, _) = api.unlike(&old, &post).await;
     assert_eq!(status, 204);
     let left: Vec<String> = table_snapshot(&api)
         .await
@@ -978,7 +964,7 @@ async fn a_widened_hot_post_keeps_every_like_count_and_page() {
         "likes spread over the new shards: {wider:?}"
     );
 
-    let (_, got) = api.get(&format!("/posts/{post}")).await;
+    let (_, got) = api.get_post(&post).await;
     assert_eq!(got["likeCount"], json!(60), "{got}");
     let listed: Vec<String> = every_page(&api, &likes, 7)
         .await
@@ -989,14 +975,11 @@ async fn a_widened_hot_post_keeps_every_like_count_and_page() {
     assert_eq!((listed.len(), unique.len()), (60, 60));
 
     // The cursor made before: the rest of the first twenty, nothing else.
-    let mut rest = Vec::new();
-    let mut next = Some(before.clone());
-    while let Some(cursor) = next {
-        let (status, page) = api.get(&format!("{likes}?limit=4&cursor={cursor}")).await;
-        assert_eq!(status, 200, "{page}");
-        rest.extend(page["items"].as_array().cloned().unwrap_or_default());
-        next = page["nextCursor"].as_str().map(String::from);
-    }
+    let rest = api
+        .list(format!("{likes}?limit=4"))
+        .after(&before)
+        .items()
+        .await;
     assert_eq!(rest.len(), 15);
     assert!(
         rest.iter()
@@ -1025,12 +1008,20 @@ async fn a_widened_hot_post_keeps_every_like_count_and_page() {
 #[tokio::test]
 async fn a_hot_posts_comments_spread_over_its_shards_and_list_in_order() {
     let api = TestApi::start().await;
-    let mut poller = api.poller();
-    let author = api.user("discussed").await;
-    let post = api.post(&author, "Discussed", "a lot").await;
+    let cast = Cast {
+        author: "discussed",
+        title: "Discussed",
+        content: "a lot",
+        crowd: "talker",
+        width: 1,
+    };
+    let Scene {
+        author,
+        post,
+        users: talkers,
+        mut poller,
+    } = Scene::new(&api, 6, cast).await;
     let comments = format!("/posts/{post}/comments");
-    let talkers: Vec<String> =
-        futures::future::join_all((0..6).map(|i| api.user_named(format!("talker{i}")))).await;
     let mut made = Vec::new();
     for (i, who) in talkers.iter().take(3).enumerate() {
         made.push(api.comment(who, &post, &format!("quiet {i}")).await);
@@ -1066,21 +1057,16 @@ async fn a_hot_posts_comments_spread_over_its_shards_and_list_in_order() {
     expected.sort();
     assert_eq!(made[..3], expected[..3], "the quiet ones first");
     let mut listed = Vec::new();
-    let mut next = None::<String>;
-    loop {
-        let path = match &next {
-            None => format!("{comments}?limit=7"),
-            Some(cursor) => format!("{comments}?limit=7&cursor={cursor}"),
-        };
-        let (status, page, queries) = queried(&api, &path).await;
-        assert_eq!(status, 200, "{page}");
-        assert!(queries <= 1 + usize::from(HOT_SHARDS), "{queries} Queries");
-        listed.extend(page["items"].as_array().cloned().unwrap_or_default());
-        match page["nextCursor"].as_str() {
-            Some(cursor) => next = Some(cursor.to_owned()),
-            None => break,
-        }
-    }
+    // Each page's Queries counted alone.
+    api.meter.take();
+    api.list(format!("{comments}?limit=7"))
+        .each_page(|page| {
+            let calls = api.meter.take().into_iter();
+            let queries = calls.filter(|c| c.operation == "Query").count();
+            assert!(queries <= 1 + usize::from(HOT_SHARDS), "{queries} Queries");
+            listed.extend(page["items"].as_array().cloned().unwrap_or_default());
+        })
+        .await;
     assert_eq!(ids(&listed), expected);
 
     // Taken back by its author, and by the post's author.
@@ -1090,25 +1076,17 @@ async fn a_hot_posts_comments_spread_over_its_shards_and_list_in_order() {
         (&second_hot, &author, 204),
         (&second_hot, &author, 404),
     ] {
-        let path = format!("{comments}/{comment}");
-        let (status, body) = api.call("DELETE", &path, Some(by), None).await;
+        let (status, body) = api.take_back_comment(by, &post, comment).await;
         assert_eq!(status, expected, "{comment} by {by}: {body}");
     }
     // A commenter erased: their comments go, wherever they are.
-    let (status, _) = api
-        .call(
-            "DELETE",
-            &format!("/users/{}", talkers[5]),
-            Some(&talkers[5]),
-            None,
-        )
-        .await;
+    let (status, _) = api.erase(&talkers[5]).await;
     assert_eq!(status, 204);
     api.settle(&mut poller).await;
     let left = every_page(&api, &comments, 100).await;
     let expected_left = 43 - 2 - 6; // talker5 wrote hot 5, 11, …, 35: 6 of them
     assert_eq!(left.len(), expected_left);
-    let (_, got) = api.get(&format!("/posts/{post}")).await;
+    let (_, got) = api.get_post(&post).await;
     assert_eq!(got["commentCount"], json!(expected_left), "{got}");
     audited_then_deleted(&api, &mut poller, &author, &post).await;
 }
@@ -1127,9 +1105,7 @@ async fn audited_then_deleted(
         vec![],
         "the audit finds nothing"
     );
-    let (status, _) = api
-        .call("DELETE", &format!("/posts/{post}"), Some(author), None)
-        .await;
+    let (status, _) = api.delete_post(author, post).await;
     assert_eq!(status, 204);
     api.settle(poller).await;
     assert!(
@@ -1176,7 +1152,6 @@ async fn a_post_turning_hot_takes_nothing_until_it_is_and_a_stopped_switch_is_ta
     let mut poller = api.poller();
     let author = api.user("closer").await;
     let post = api.post(&author, "Turning hot", "closed a moment").await;
-    let likes = format!("/posts/{post}/likes");
     let [a, b, c] = [
         api.user("closeda").await,
         api.user("closedb").await,
@@ -1193,22 +1168,18 @@ async fn a_post_turning_hot_takes_nothing_until_it_is_and_a_stopped_switch_is_ta
     raw_set_number(&api, &item, "closing", since).await;
 
     // b takes their quiet like back: answered at once, marker and count.
-    let (status, body) = api.call("DELETE", &likes, Some(&b), None).await;
+    let (status, body) = api.unlike(&b, &post).await;
     assert_eq!(status, 204, "{body}");
     assert_eq!(markers_of(&api, &post).await, HashSet::from([a.clone()]));
 
     let before = table_snapshot(&api).await;
     let waiting = {
-        let (api, likes, c) = (api.clone(), likes.clone(), c.clone());
-        tokio::spawn(async move { api.call("POST", &likes, Some(&c), None).await })
+        let (api, post, c) = (api.clone(), post.clone(), c.clone());
+        tokio::spawn(async move { api.like_post(&c, &post).await })
     };
     let commenting = {
         let (api, post, a) = (api.clone(), post.clone(), a.clone());
-        tokio::spawn(async move {
-            let body = json!({ "content": "while it turned" });
-            let path = format!("/posts/{post}/comments");
-            api.call("POST", &path, Some(&a), Some(body)).await
-        })
+        tokio::spawn(async move { api.comment_on(&a, &post, "while it turned").await })
     };
     tokio::time::sleep(std::time::Duration::from_millis(700)).await;
     assert_eq!(
@@ -1252,12 +1223,12 @@ async fn a_post_turning_hot_takes_nothing_until_it_is_and_a_stopped_switch_is_ta
         "the like and the comment are in shards"
     );
     // a liked already (200, the same like); b can like again.
-    let (status, _) = api.call("POST", &likes, Some(&a), None).await;
+    let (status, _) = api.like_post(&a, &post).await;
     assert_eq!(status, 200);
-    let (status, _) = api.call("POST", &likes, Some(&b), None).await;
+    let (status, _) = api.like_post(&b, &post).await;
     assert_eq!(status, 201);
     api.settle(&mut poller).await;
-    let (_, got) = api.get(&format!("/posts/{post}")).await;
+    let (_, got) = api.get_post(&post).await;
     assert_eq!(got["likeCount"], json!(3), "{got}");
     assert_eq!(got["commentCount"], json!(1), "{got}");
     assert_eq!(api.audit(false).await.findings, vec![]);
@@ -1283,13 +1254,9 @@ async fn a_post_deleted_while_it_turns_hot_leaves_nothing() {
         &[("type", "shardCounter"), ("postId", &post)],
     )
     .await;
-    let (status, body) = api
-        .call("DELETE", &format!("/posts/{post}"), Some(&author), None)
-        .await;
+    let (status, body) = api.delete_post(&author, &post).await;
     assert_eq!(status, 204, "{body}");
-    let (status, body) = api
-        .call("POST", &format!("/posts/{post}/likes"), Some(&fan), None)
-        .await;
+    let (status, body) = api.like_post(&fan, &post).await;
     assert_eq!(status, 404, "{body}");
     api.settle(&mut poller).await;
     assert_eq!(partitions_of(&api, &post).await, HashSet::new());

@@ -66,8 +66,8 @@ async fn counts(api: &TestApi, author: &str, post: &str) -> (usize, usize, usize
                 .is_some_and(|t| t == "user")
         })
         .count();
-    let (_, posts) = api.get(&format!("/users/{author}/posts")).await;
-    let (_, comments) = api.get(&format!("/posts/{post}/comments")).await;
+    let (_, posts) = api.user_posts(author).await;
+    let (_, comments) = api.post_comments(post).await;
     let len = |v: &Value| v["items"].as_array().map_or(0, Vec::len);
     (users, len(&posts), len(&comments))
 }
@@ -104,22 +104,10 @@ async fn a_retry_with_the_same_key_gets_the_first_answer_and_creates_nothing() {
     // Without a key, as before: a second post is a second post, a second
     // profile is refused.
     let (status, _) = api
-        .call(
-            "POST",
-            "/posts",
-            Some(&author),
-            Some(json!({"title": "t", "content": "long text"})),
-        )
+        .create_post(&author, json!({"title": "t", "content": "long text"}))
         .await;
     assert_eq!(status, 201);
-    let (status, body) = api
-        .call(
-            "POST",
-            "/users",
-            Some(&newcomer),
-            Some(json!({"username": "newcomer"})),
-        )
-        .await;
+    let (status, body) = api.sign_up(&newcomer, "newcomer").await;
     assert_eq!(
         (status, body["error"]["code"].as_str()),
         (409, Some("profile_exists"))
@@ -183,9 +171,7 @@ async fn a_replay_shows_the_content_as_it_is_and_a_deleted_post_is_gone() {
     assert!(replayed);
     assert_eq!(again, first, "the content read back from the post");
     let post = first["postId"].as_str().expect("id").to_owned();
-    let (status, _) = api
-        .call("DELETE", &format!("/posts/{post}"), Some(&author), None)
-        .await;
+    let (status, _) = api.delete_post(&author, &post).await;
     assert_eq!(status, 204);
     let (status, reply, _) = keyed(&api, "POST", "/posts", &author, Some("long"), &body).await;
     assert_eq!(
@@ -308,7 +294,7 @@ async fn the_same_key_twice_at_once_creates_one() {
         created.windows(2).all(|w| w[0] == w[1]),
         "one post: {created:?}"
     );
-    let (_, posts) = api.get(&format!("/users/{author}/posts")).await;
+    let (_, posts) = api.user_posts(&author).await;
     assert_eq!(posts["items"].as_array().map(Vec::len), Some(1));
 }
 
@@ -399,9 +385,7 @@ async fn an_erasure_forgets_the_accounts_request_records() {
                 .count()
         };
     assert_eq!(records(table_snapshot(&api).await), 1);
-    let (status, _) = api
-        .call("DELETE", &format!("/users/{leaver}"), Some(&leaver), None)
-        .await;
+    let (status, _) = api.erase(&leaver).await;
     assert_eq!(status, 204);
     api.settle(&mut poller).await;
     assert_eq!(records(table_snapshot(&api).await), 0);

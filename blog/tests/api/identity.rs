@@ -68,13 +68,6 @@ async fn the_jwt_claim_wins_over_an_identity_header() {
 #[tokio::test]
 async fn a_malformed_identity_is_401() {
     let api = TestApi::start().await;
-    let (status, _) = api
-        .call(
-            "POST",
-            "/users",
-            Some("bad#identity"),
-            Some(json!({ "username": "whoever" })),
-        )
-        .await;
+    let (status, _) = api.sign_up("bad#identity", "whoever").await;
     assert_eq!(status, 401);
 }

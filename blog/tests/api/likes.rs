@@ -4,7 +4,11 @@ use blog::keys::{FEED_PK, PK};
 use futures::future::join_all;
 use serde_json::{Value, json};
 
-use crate::support::{TestApi, table_snapshot};
+use crate::{
+    requests::until_answered,
+    scene::{Cast, Scene},
+    support::{TestApi, table_snapshot},
+};
 
 #[tokio::test]
 async fn a_like_is_unique_per_user_and_counted_once() {
@@ -14,7 +18,7 @@ async fn a_like_is_unique_per_user_and_counted_once() {
     let post = api.post(&author, "Like me", "please").await;
     let path = format!("/posts/{post}/likes");
 
-    let (status, like) = api.call("POST", &path, Some(&fan), None).await;
+    let (status, like) = api.like_post(&fan, &post).await;
     assert_eq!(status, 201, "{like}");
     assert_eq!(like["postId"], json!(post));
     assert_eq!(
@@ -27,7 +31,7 @@ async fn a_like_is_unique_per_user_and_counted_once() {
     assert_eq!(status, 200, "liking twice returns the existing like");
     assert_eq!(again, like);
     assert_eq!(table_snapshot(&api).await, before, "and writes nothing");
-    assert_eq!(api.get(&format!("/posts/{post}")).await.1["likeCount"], 1);
+    assert_eq!(api.get_post(&post).await.1["likeCount"], 1);
 }
 
 #[tokio::test]
@@ -44,25 +48,10 @@ async fn likes_list_newest_first_page_by_page() {
     }
     likers.reverse();
 
-    let mut seen = Vec::new();
-    let mut query = String::from("?limit=2");
-    loop {
-        let (status, page) = api.get(&format!("{path}{query}")).await;
-        assert_eq!(status, 200);
-        seen.extend(
-            page["items"]
-                .as_array()
-                .into_iter()
-                .flatten()
-                .map(|l| l["userId"].clone()),
-        );
-        match &page["nextCursor"] {
-            Value::String(c) => query = format!("?limit=2&cursor={c}"),
-            _ => break,
-        }
-    }
+    let listed = api.list(format!("{path}?limit=2")).items().await;
+    let seen: Vec<Value> = listed.iter().map(|l| l["userId"].clone()).collect();
     assert_eq!(seen, likers, "newest first, each once");
-    assert_eq!(api.get(&format!("/posts/{post}")).await.1["likeCount"], 5);
+    assert_eq!(api.get_post(&post).await.1["likeCount"], 5);
 
     // A cursor of this post's likes means nothing for its comments.
     let (_, page) = api.get(&format!("{path}?limit=1")).await;
@@ -79,17 +68,10 @@ async fn liking_a_missing_post_writes_nothing() {
     let fan = api.user("eager").await;
     let before = table_snapshot(&api).await;
     let (status, _) = api
-        .call(
-            "POST",
-            &format!("/posts/{}/likes", ulid::Ulid::generate()),
-            Some(&fan),
-            None,
-        )
+        .like_post(&fan, &ulid::Ulid::generate().to_string())
         .await;
     assert_eq!(status, 404);
-    let (status, _) = api
-        .call("POST", "/posts/not-a-ulid/likes", Some(&fan), None)
-        .await;
+    let (status, _) = api.like_post(&fan, "not-a-ulid").await;
     assert_eq!(status, 400);
     assert_eq!(table_snapshot(&api).await, before);
 }
@@ -102,10 +84,7 @@ async fn liking_needs_an_identity_a_profile_and_no_stray_fields() {
     let path = format!("/posts/{post}/likes");
     let before = table_snapshot(&api).await;
     assert_eq!(api.call("POST", &path, None, None).await.0, 401);
-    assert_eq!(
-        api.call("POST", &path, Some("no-profile"), None).await.0,
-        403
-    );
+    assert_eq!(api.like_post("no-profile", &post).await.0, 403);
     assert_eq!(
         api.call("POST", &path, Some(&author), Some(json!({ "stars": 5 })))
             .await
@@ -118,19 +97,26 @@ async fn liking_needs_an_identity_a_profile_and_no_stray_fields() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn concurrent_likes_and_repeats_are_counted_exactly() {
     let api = TestApi::start().await;
-    let author = api.user("hot").await;
-    let post = api.post(&author, "Hot post", "everyone likes it").await;
+    let cast = Cast {
+        author: "hot",
+        title: "Hot post",
+        content: "everyone likes it",
+        crowd: "fan",
+        width: 1,
+    };
+    let Scene {
+        post, users: fans, ..
+    } = Scene::new(&api, 30, cast).await;
     let path = format!("/posts/{post}/likes");
-    let fans = join_all((0..30).map(|i| api.user_named(format!("fan{i}")))).await;
     // Every fan likes twice, all at once: 60 transactions on one post item.
     // Under that much conflict a like may run out of the store's retries and
     // answer 503 (nothing written), as on DynamoDB; its client then sends it
     // again, as a client does.
-    let results = join_all(fans.iter().chain(fans.iter()).map(|who| async {
-        api.call_until_answered("POST", &path, Some(who), None)
-            .await
-            .0
-    }))
+    let results = join_all(
+        fans.iter()
+            .chain(fans.iter())
+            .map(|who| async { until_answered(|| api.like_post(who, &post)).await.0 }),
+    )
     .await;
     assert_eq!(
         results.iter().filter(|s| **s == 201).count(),
@@ -142,7 +128,7 @@ async fn concurrent_likes_and_repeats_are_counted_exactly() {
         30,
         "{results:?}"
     );
-    assert_eq!(api.get(&format!("/posts/{post}")).await.1["likeCount"], 30);
+    assert_eq!(api.get_post(&post).await.1["likeCount"], 30);
     let (_, page) = api.get(&format!("{path}?limit=100")).await;
     assert_eq!(page["items"].as_array().map(Vec::len), Some(30));
 }
@@ -158,18 +144,15 @@ async fn a_like_taken_back_is_gone_everywhere_and_a_like_again_counts_again() {
     let before_like = table_snapshot(&api).await;
     api.like(&fan, &post).await;
     api.settle(&mut poller).await;
-    assert_eq!(api.get("/feed").await.1["items"][0]["likeCount"], 1);
+    assert_eq!(api.get_feed().await.1["items"][0]["likeCount"], 1);
 
-    let (status, body) = api.call("DELETE", &path, Some(&fan), None).await;
+    let (status, body) = api.unlike(&fan, &post).await;
     assert_eq!((status, &body), (204, &Value::Null));
     api.settle(&mut poller).await;
-    assert_eq!(api.get(&format!("/posts/{post}")).await.1["likeCount"], 0);
+    assert_eq!(api.get_post(&post).await.1["likeCount"], 0);
     assert_eq!(api.get(&path).await.1["items"], json!([]));
-    assert_eq!(api.get("/feed").await.1["items"][0]["likeCount"], 0);
-    assert_eq!(
-        api.get(&format!("/users/{author}/posts")).await.1["items"][0]["likeCount"],
-        0
-    );
+    assert_eq!(api.get_feed().await.1["items"][0]["likeCount"], 0);
+    assert_eq!(api.user_posts(&author).await.1["items"][0]["likeCount"], 0);
     // Nothing of the like is left: the table differs from before the like
     // only by the post's version and the feed's copy of it.
     let strip =
@@ -190,12 +173,12 @@ async fn a_like_taken_back_is_gone_everywhere_and_a_like_again_counts_again() {
 
     // Taking back twice is taking back once.
     let settled = table_snapshot(&api).await;
-    assert_eq!(api.call("DELETE", &path, Some(&fan), None).await.0, 204);
+    assert_eq!(api.unlike(&fan, &post).await.0, 204);
     assert_eq!(table_snapshot(&api).await, settled, "and writes nothing");
 
     // A like after taking back counts again.
-    assert_eq!(api.call("POST", &path, Some(&fan), None).await.0, 201);
-    assert_eq!(api.get(&format!("/posts/{post}")).await.1["likeCount"], 1);
+    assert_eq!(api.like_post(&fan, &post).await.0, 201);
+    assert_eq!(api.get_post(&post).await.1["likeCount"], 1);
 }
 
 #[tokio::test]
@@ -248,14 +231,12 @@ async fn concurrent_likes_and_unlikes_leave_the_count_exact() {
     let takes = fans[..6]
         .iter()
         .flat_map(|f| [f, f])
-        .map(|f| api.call("DELETE", &path, Some(f), None));
-    let likes = fans[6..]
-        .iter()
-        .map(|f| api.call("POST", &path, Some(f), None));
+        .map(|f| api.unlike(f, &post));
+    let likes = fans[6..].iter().map(|f| api.like_post(f, &post));
     let (taken, liked) = futures::join!(join_all(takes), join_all(likes));
     assert!(taken.iter().all(|(s, _)| *s == 204), "{taken:?}");
     assert!(liked.iter().all(|(s, _)| *s == 200), "{liked:?}");
-    assert_eq!(api.get(&format!("/posts/{post}")).await.1["likeCount"], 6);
+    assert_eq!(api.get_post(&post).await.1["likeCount"], 6);
     let listed = api.get(&format!("{path}?limit=100")).await.1;
     assert_eq!(listed["items"].as_array().map(Vec::len), Some(6));
 }

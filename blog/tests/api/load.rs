@@ -54,19 +54,19 @@ async fn a_mixed_load_gets_no_5xx_and_leaves_nothing_to_repair() {
                 let roll = rng.u8(..100);
                 let (status, body) = match roll {
                     0..=11 => api.get("/feed?limit=50").await,
-                    12..=23 => api.get(&format!("/posts/{post}")).await,
+                    12..=23 => api.get_post(&post).await,
                     24..=33 => api.get(&format!("/posts/{hot}/comments?limit=100")).await,
                     34..=43 => api.get(&format!("/posts/{hot}/likes?limit=100")).await,
-                    44..=53 => api.get(&format!("/users/{author}/posts")).await,
-                    54..=59 => api.get(&format!("/users/{me}")).await,
-                    60..=74 => api.call("POST", &format!("/posts/{hot}/likes"), Some(me), None).await,
+                    44..=53 => api.user_posts(&author).await,
+                    54..=59 => api.get_user(me).await,
+                    60..=74 => api.like_post(me, hot).await,
                     75..=84 => {
-                        let body = json!({ "content": format!("comment from client {client}") });
-                        api.call("POST", &format!("/posts/{hot}/comments"), Some(me), Some(body)).await
+                        let comment = format!("comment from client {client}");
+                        api.comment_on(me, hot, comment).await
                     }
                     85..=92 => {
                         let body = json!({ "title": format!("by client {client}"), "content": "日本語の本文 and emoji 🎉" });
-                        let reply = api.call("POST", "/posts", Some(me), Some(body)).await;
+                        let reply = api.create_post(me, body).await;
                         if let Some(id) = reply.1["postId"].as_str() {
                             posts.lock().expect("lock").push((me.clone(), id.to_owned()));
                         }
@@ -74,12 +74,11 @@ async fn a_mixed_load_gets_no_5xx_and_leaves_nothing_to_repair() {
                     }
                     93..=96 => {
                         let body = json!({ "title": format!("edited by client {client}") });
-                        api.call("PUT", &format!("/posts/{post}"), Some(&author), Some(body)).await
+                        api.edit_post(&author, &post, body).await
                     }
                     _ => {
                         let n = renames.fetch_add(1, Ordering::SeqCst);
-                        let body = json!({ "username": format!("renamed_{n}") });
-                        api.call("PUT", &format!("/users/{me}"), Some(me), Some(body)).await
+                        api.change_username(me, me, format!("renamed_{n}")).await
                     }
                 };
                 assert!(status < 500, "{status}: {body}");
@@ -106,6 +105,6 @@ async fn a_mixed_load_gets_no_5xx_and_leaves_nothing_to_repair() {
     assert_eq!(sent, CLIENTS * REQUESTS_PER_CLIENT);
     assert!(statuses.keys().all(|s| *s < 500));
     assert_eq!(audit.findings, vec![], "{:#?}", audit.findings);
-    let (_, post) = api.get(&format!("/posts/{hot}")).await;
+    let (_, post) = api.get_post(&hot).await;
     assert!(post["likeCount"].as_u64().unwrap_or_default() > 0);
 }

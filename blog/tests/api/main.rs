@@ -33,6 +33,8 @@ mod poller;
 mod posts;
 mod recovery;
 mod renames;
+mod requests;
+mod scene;
 mod stream_filter;
 mod support;
 mod tags;

@@ -13,7 +13,10 @@ use futures::future::join_all;
 use hostile::Faults;
 use serde_json::json;
 
-use crate::support::{TestApi, behind_proxy, fast_full_backoff, table_snapshot};
+use crate::{
+    requests::until_answered,
+    support::{TestApi, behind_proxy, fast_full_backoff, table_snapshot},
+};
 
 fn key(pk: String, sk: &str) -> Item {
     Item::from([
@@ -90,19 +93,12 @@ async fn old_shape_posts_are_served_then_migrated_while_the_api_serves() {
     assert_eq!(shape(&table_snapshot(&api).await), (10, 0), "all old");
 
     // Both shapes serve: reads, likes, comments and edits.
-    let (status, got) = api.get(&format!("/posts/{}", posts[0])).await;
+    let (status, got) = api.get_post(&posts[0]).await;
     assert_eq!(status, 200, "{got}");
     assert_eq!(got["content"], json!("本文 0 ".repeat(50)));
     api.like(&fans[0], &posts[0]).await;
     let edit = json!({ "title": "renamed post" });
-    let (status, edited) = api
-        .call(
-            "PUT",
-            &format!("/posts/{}", posts[1]),
-            Some(&author),
-            Some(edit),
-        )
-        .await;
+    let (status, edited) = api.edit_post(&author, &posts[1], edit).await;
     assert_eq!(status, 200, "{edited}");
     assert_eq!(
         edited["content"],
@@ -126,16 +122,9 @@ async fn old_shape_posts_are_served_then_migrated_while_the_api_serves() {
         (0..fans.len()).map(move |f| async move {
             if f == 0 && i % 3 == 2 {
                 let body = json!({ "content": format!("edited {i}") });
-                api.call_until_answered("PUT", &format!("/posts/{post}"), Some(author), Some(body))
-                    .await
+                until_answered(|| api.edit_post(author, post, body.clone())).await
             } else {
-                api.call_until_answered(
-                    "POST",
-                    &format!("/posts/{post}/likes"),
-                    Some(&fans[f]),
-                    None,
-                )
-                .await
+                until_answered(|| api.like_post(&fans[f], post)).await
             }
         })
     }))
@@ -175,7 +164,7 @@ async fn old_shape_posts_are_served_then_migrated_while_the_api_serves() {
     assert_eq!(shape(&table_snapshot(&api).await), (0, 10), "all new");
 
     for (i, post) in posts.iter().enumerate() {
-        let (status, got) = api.get(&format!("/posts/{post}")).await;
+        let (status, got) = api.get_post(post).await;
         assert_eq!(status, 200);
         let text = if i % 3 == 2 {
             format!("edited {i}")
@@ -242,7 +231,7 @@ async fn posts_dynamodb_stays_busy_on_are_left_for_the_next_run() {
         "none reached DynamoDB"
     );
     assert_eq!(shape(&table_snapshot(&api).await), (3, 0), "all still old");
-    let (status, got) = api.get(&format!("/posts/{}", posts[2])).await;
+    let (status, got) = api.get_post(&posts[2]).await;
     assert_eq!(
         (status, &got["content"]),
         (200, &json!("old text")),
@@ -278,15 +267,14 @@ async fn the_migration_copies_earlier_follower_entries_into_the_list() {
     );
     api.follow(&fan, &star).await;
     api.follow(&gone, &star).await;
-    let path = format!("/users/{star}/followers");
-    let (status, _) = api.call("DELETE", &path, Some(&gone), None).await;
+    let (status, _) = api.unfollow(&gone, &star).await;
     assert_eq!(status, 204);
-    let (_, before) = api.get(&path).await;
+    let (_, before) = api.followers(&star).await;
     assert_eq!(before["items"], json!([]), "not copied yet: {before}");
 
     let done = api.app.store.admin().migrate().await.expect("migrate");
     assert_eq!(done.followers_copied, 1);
-    let (_, after) = api.get(&path).await;
+    let (_, after) = api.followers(&star).await;
     let shown: Vec<&str> = after["items"]
         .as_array()
         .into_iter()
@@ -297,5 +285,5 @@ async fn the_migration_copies_earlier_follower_entries_into_the_list() {
     // Again: the same copy, nothing more.
     let again = api.app.store.admin().migrate().await.expect("migrate");
     assert_eq!(again.followers_copied, 1);
-    assert_eq!(api.get(&path).await.1, after);
+    assert_eq!(api.followers(&star).await.1, after);
 }

@@ -147,7 +147,7 @@ async fn a_partial_failure_is_redelivered_from_the_lowest_failed_record() {
         "again from the lowest failed record"
     );
     assert_eq!(
-        api.get("/feed").await.1["items"].as_array().map(Vec::len),
+        api.get_feed().await.1["items"].as_array().map(Vec::len),
         Some(3)
     );
 }
@@ -409,7 +409,7 @@ async fn a_restarted_poller_resumes_from_its_checkpoint() {
     );
     api.post(&author, "after the restart", "text").await;
     assert!(restarted.poll_once(&deliver).await.expect("poll") >= 1);
-    let (_, feed) = api.get("/feed").await;
+    let (_, feed) = api.get_feed().await;
     assert_eq!(feed["items"][0]["title"], "after the restart");
     assert_eq!(feed["items"][1]["title"], "before the restart");
     let _ = std::fs::remove_file(checkpoint);
@@ -435,7 +435,7 @@ async fn an_unreachable_function_leaves_the_batch_for_the_next_poll() {
         "the same records (and the fan-out's own), the post delivered now"
     );
     assert_eq!(
-        api.get("/feed").await.1["items"].as_array().map(Vec::len),
+        api.get_feed().await.1["items"].as_array().map(Vec::len),
         Some(1)
     );
 }

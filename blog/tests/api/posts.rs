@@ -21,11 +21,9 @@ async fn a_created_post_carries_its_author_and_zero_counts() {
     let api = TestApi::start().await;
     let author = api.user("writer").await;
     let (status, post) = api
-        .call(
-            "POST",
-            "/posts",
-            Some(&author),
-            Some(json!({ "title": "Hello", "content": "こんにちは、世界" })),
+        .create_post(
+            &author,
+            json!({ "title": "Hello", "content": "こんにちは、世界" }),
         )
         .await;
     assert_eq!(status, 201, "{post}");
@@ -42,7 +40,7 @@ async fn a_created_post_carries_its_author_and_zero_counts() {
     let id = post["postId"].as_str().unwrap_or_default();
     assert_eq!(id.len(), 26, "a ULID");
 
-    let (status, got) = api.get(&format!("/posts/{id}")).await;
+    let (status, got) = api.get_post(id).await;
     assert_eq!(status, 200);
     assert_eq!(got, post);
 }
@@ -56,9 +54,7 @@ async fn posting_needs_an_identity_and_a_profile() {
         (status, err["error"]["code"].as_str()),
         (401, Some("unauthorized"))
     );
-    let (status, err) = api
-        .call("POST", "/posts", Some("no-profile"), Some(body))
-        .await;
+    let (status, err) = api.create_post("no-profile", body).await;
     assert_eq!(
         (status, err["error"]["code"].as_str()),
         (403, Some("forbidden"))
@@ -73,12 +69,7 @@ async fn the_author_edits_title_and_content() {
     let id = api.post(&author, "Before", "old content").await;
 
     let (status, edited) = api
-        .call(
-            "PUT",
-            &format!("/posts/{id}"),
-            Some(&author),
-            Some(json!({ "title": "After" })),
-        )
+        .edit_post(&author, &id, json!({ "title": "After" }))
         .await;
     assert_eq!(status, 200, "{edited}");
     assert_eq!(
@@ -89,17 +80,12 @@ async fn the_author_edits_title_and_content() {
 
     let long = "長".repeat(250);
     let (status, edited) = api
-        .call(
-            "PUT",
-            &format!("/posts/{id}"),
-            Some(&author),
-            Some(json!({ "content": long })),
-        )
+        .edit_post(&author, &id, json!({ "content": long }))
         .await;
     assert_eq!(status, 200);
     assert_eq!(edited["content"], json!(long));
     // The short form follows the content.
-    let (_, list) = api.get(&format!("/users/{author}/posts")).await;
+    let (_, list) = api.user_posts(&author).await;
     assert_eq!(
         list["items"][0]["summary"],
         json!(format!("{}…", "長".repeat(200)))
@@ -116,41 +102,17 @@ async fn only_the_author_edits_and_only_existing_posts() {
     let before = table_snapshot(&api).await;
 
     let (status, _) = api
-        .call(
-            "PUT",
-            &format!("/posts/{id}"),
-            Some(&other),
-            Some(json!({ "title": "Yours" })),
-        )
+        .edit_post(&other, &id, json!({ "title": "Yours" }))
         .await;
     assert_eq!(status, 403);
     let missing = ulid::Ulid::generate();
     let (status, _) = api
-        .call(
-            "PUT",
-            &format!("/posts/{missing}"),
-            Some(&author),
-            Some(json!({ "title": "x" })),
-        )
+        .edit_post(&author, &missing.to_string(), json!({ "title": "x" }))
         .await;
     assert_eq!(status, 404);
-    let (status, _) = api
-        .call(
-            "PUT",
-            &format!("/posts/{id}"),
-            Some(&author),
-            Some(json!({})),
-        )
-        .await;
+    let (status, _) = api.edit_post(&author, &id, json!({})).await;
     assert_eq!(status, 400, "an edit must change something");
-    let (status, _) = api
-        .call(
-            "PUT",
-            &format!("/posts/{id}"),
-            Some(&author),
-            Some(json!({ "title": "" })),
-        )
-        .await;
+    let (status, _) = api.edit_post(&author, &id, json!({ "title": "" })).await;
     assert_eq!(status, 400);
     assert_eq!(table_snapshot(&api).await, before);
 }
@@ -165,7 +127,7 @@ async fn a_missing_post_is_404_and_a_malformed_id_400() {
         404
     );
     for bad in ["abc", "01arz3ndektsv4rrffq69g5fav", "POST%23x", "user-1"] {
-        let (status, body) = api.get(&format!("/posts/{bad}")).await;
+        let (status, body) = api.get_post(bad).await;
         assert_eq!(
             (status, body["error"]["code"].as_str()),
             (400, Some("bad_id")),
@@ -190,18 +152,8 @@ async fn a_users_posts_come_newest_first_in_short_form_page_by_page() {
     ids.reverse();
 
     let mut seen = Vec::new();
-    let mut cursor: Option<String> = None;
-    let mut pages = 0;
-    loop {
-        let query = cursor
-            .as_ref()
-            .map(|c| format!("&cursor={c}"))
-            .unwrap_or_default();
-        let (status, page) = api
-            .get(&format!("/users/{author}/posts?limit=2{query}"))
-            .await;
-        assert_eq!(status, 200, "{page}");
-        pages += 1;
+    let listing = api.list(format!("/users/{author}/posts?limit=2"));
+    let pages = listing.each_page(|page| {
         for item in page["items"].as_array().into_iter().flatten() {
             let keys: Vec<&str> = item
                 .as_object()
@@ -228,12 +180,8 @@ async fn a_users_posts_come_newest_first_in_short_form_page_by_page() {
             );
             seen.push(item["postId"].as_str().unwrap_or_default().to_owned());
         }
-        match &page["nextCursor"] {
-            Value::String(next) => cursor = Some(next.clone()),
-            Value::Null => break,
-            other => panic!("nextCursor {other}"),
-        }
-    }
+    });
+    let pages = pages.await;
     assert_eq!(seen, ids);
     assert_eq!(pages, 3, "2 + 2 + 1, and no empty page at the end");
 
@@ -255,7 +203,7 @@ async fn users_without_posts_or_profiles_have_empty_lists() {
     let api = TestApi::start().await;
     let quiet = api.user("quiet").await;
     for user in [quiet.as_str(), "nobody-at-all"] {
-        let (status, page) = api.get(&format!("/users/{user}/posts")).await;
+        let (status, page) = api.user_posts(user).await;
         assert_eq!(status, 200);
         assert_eq!(page, json!({ "items": [], "nextCursor": null }));
     }
@@ -331,12 +279,7 @@ async fn raw_item(api: &TestApi, pk: String, sk: String) -> (HashMap<String, Att
 /// Creates a post and returns it, without printing 200 KB when it fails.
 async fn create(api: &TestApi, author: &str, title: &str, content: &str) -> (Value, PostId) {
     let (status, post) = api
-        .call(
-            "POST",
-            "/posts",
-            Some(author),
-            Some(json!({ "title": title, "content": content })),
-        )
+        .create_post(author, json!({ "title": title, "content": content }))
         .await;
     assert_eq!(status, 201, "{}", post["error"]);
     let id = PostId::parse(post["postId"].as_str().unwrap_or_default()).expect("a post id");
@@ -364,7 +307,7 @@ async fn a_post_at_every_limit_fits_one_item_with_room() {
             && post["username"] == json!(name),
         "the post comes back as written"
     );
-    let (status, got) = api.get(&format!("/posts/{id}")).await;
+    let (status, got) = api.get_post(&id.to_string()).await;
     assert_eq!(status, 200);
     assert!(got == post, "read back equal");
 
@@ -444,14 +387,14 @@ async fn summaries_are_bounded_in_bytes_wherever_they_are_copied() {
     };
 
     // Q3, answered from GSI1's projection.
-    let (status, page) = api.get(&format!("/users/{author}/posts")).await;
+    let (status, page) = api.user_posts(&author).await;
     assert_eq!(status, 200);
     assert_eq!(summaries(&page), expected);
 
     // Q6, the fan-out's copies.
     let mut poller = api.poller();
     api.settle(&mut poller).await;
-    let (status, feed) = api.get("/feed").await;
+    let (status, feed) = api.get_feed().await;
     assert_eq!(status, 200);
     assert_eq!(summaries(&feed), expected);
 
@@ -477,15 +420,7 @@ async fn content_is_markdown_rendered_safely_and_the_summary_is_its_plain_text()
     let content = "# Hello\n\nSome **bold** and a [link](https://example.com).\n\n\
                    <img src=x onerror=alert(1)> [bad](javascript:alert(1))";
     let body = json!({ "title": "Formatted", "content": content });
-    let create = || {
-        api.call_keyed(
-            "POST",
-            "/posts",
-            Some(&author),
-            Some("markdown-key"),
-            Some(&body),
-        )
-    };
+    let create = || api.create_post_keyed(&author, "markdown-key", &body);
     let (status, created, _) = create().await;
     assert_eq!(status, 201, "{created}");
     let html = "<h1>Hello</h1>\n<p>Some <strong>bold</strong> and a \
@@ -494,25 +429,24 @@ async fn content_is_markdown_rendered_safely_and_the_summary_is_its_plain_text()
     assert_eq!(created["content"], content, "the Markdown as written");
     assert_eq!(created["contentHtml"], html);
     let id = created["postId"].as_str().unwrap_or_default().to_owned();
-    let (status, got) = api.get(&format!("/posts/{id}")).await;
+    let (status, got) = api.get_post(&id).await;
     assert_eq!((status, &got), (200, &created));
 
     // A retry under the same key answers the first answer, HTML included.
     let (status, replayed, was_replayed) = create().await;
     assert_eq!((status, &replayed, was_replayed), (201, &created, true));
 
-    let (_, list) = api.get(&format!("/users/{author}/posts")).await;
+    let (_, list) = api.user_posts(&author).await;
     assert_eq!(
         list["items"][0]["summary"], "Hello\nSome bold and a link.\nbad",
         "{list}"
     );
 
     let (status, edited) = api
-        .call(
-            "PUT",
-            &format!("/posts/{id}"),
-            Some(&author),
-            Some(json!({ "content": "~~struck~~\n\n| x | y |\n|---|--:|\n| 1 | 2 |" })),
+        .edit_post(
+            &author,
+            &id,
+            json!({ "content": "~~struck~~\n\n| x | y |\n|---|--:|\n| 1 | 2 |" }),
         )
         .await;
     assert_eq!(status, 200, "{edited}");
@@ -526,8 +460,8 @@ async fn content_is_markdown_rendered_safely_and_the_summary_is_its_plain_text()
         "{html}"
     );
     assert!(html.contains("<td>1</td>"), "{html}");
-    let (_, got) = api.get(&format!("/posts/{id}")).await;
+    let (_, got) = api.get_post(&id).await;
     assert_eq!(got["contentHtml"], edited["contentHtml"]);
-    let (_, list) = api.get(&format!("/users/{author}/posts")).await;
+    let (_, list) = api.user_posts(&author).await;
     assert_eq!(list["items"][0]["summary"], "struck\nx y\n1 2");
 }

@@ -89,7 +89,7 @@ async fn records_the_fan_out_gave_up_on_are_parked_and_replay_applies_them_once(
     let kept = parked(&api).await;
     assert_eq!(kept.len(), applicable, "only what the fan-out applies");
     assert_eq!(
-        api.get("/feed").await.1["items"],
+        api.get_feed().await.1["items"],
         json!([]),
         "nothing was applied"
     );
@@ -105,7 +105,7 @@ async fn records_the_fan_out_gave_up_on_are_parked_and_replay_applies_them_once(
 
     let report = replay(&api).await;
     assert_eq!((report.applied, report.failed), (applicable, 0));
-    let (_, feed) = api.get("/feed").await;
+    let (_, feed) = api.get_feed().await;
     assert_eq!(feed["items"][0]["title"], "Parked");
     assert_eq!(feed["items"][0]["commentCount"], 1);
     assert_eq!(feed["items"][0]["likeCount"], 1);
@@ -138,25 +138,21 @@ async fn a_record_replayed_after_newer_ones_changes_nothing() {
     // Life goes on before anyone replays: the post is edited, and the audit
     // puts it in the feed as it is now.
     let (status, _) = api
-        .call(
-            "PUT",
-            &format!("/posts/{post}"),
-            Some(&author),
-            Some(json!({ "title": "Second title", "content": "text" })),
+        .edit_post(
+            &author,
+            &post,
+            json!({ "title": "Second title", "content": "text" }),
         )
         .await;
     assert_eq!(status, 200);
     api.audit(true).await;
     api.settle(&mut poller).await;
-    assert_eq!(
-        api.get("/feed").await.1["items"][0]["title"],
-        "Second title"
-    );
+    assert_eq!(api.get_feed().await.1["items"][0]["title"], "Second title");
 
     let report = replay(&api).await;
     assert_eq!(report.applied, 1);
     assert_eq!(
-        api.get("/feed").await.1["items"][0]["title"],
+        api.get_feed().await.1["items"][0]["title"],
         "Second title",
         "the old INSERT did not bring the first title back"
     );

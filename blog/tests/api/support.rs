@@ -316,27 +316,6 @@ impl TestApi {
         (status, reply)
     }
 
-    /// [`Self::call`], sent again after a 503 (nothing written: the store ran
-    /// out of retries under contention, as on DynamoDB), as a client would,
-    /// up to five times in all; the last answer.
-    pub async fn call_until_answered(
-        &self,
-        method: &str,
-        path: &str,
-        sub: Option<&str>,
-        body: Option<Value>,
-    ) -> (u16, Value) {
-        let mut answer = (0, Value::Null);
-        for _ in 0..5 {
-            answer = self.call(method, path, sub, body.clone()).await;
-            if answer.0 != 503 {
-                break;
-            }
-            tokio::time::sleep(std::time::Duration::from_millis(200)).await;
-        }
-        answer
-    }
-
     /// [`Self::call`] with an `Idempotency-Key` when `key` is given; the
     /// answer, and whether it says it was given again
     /// (`Idempotent-Replayed: true`).

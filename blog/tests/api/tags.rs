@@ -9,21 +9,15 @@ use crate::support::{TestApi, table_snapshot};
 /// The post ids of a tag's list (every page), newest first, and their
 /// (title, username, likeCount) as listed.
 async fn tag_list(api: &TestApi, tag: &str) -> Vec<(String, String, String, u64)> {
-    let mut listed = Vec::new();
-    let mut path = format!("/tags/{tag}/posts?limit=2");
-    loop {
-        let (status, page) = api.get(&path).await;
-        assert_eq!(status, 200, "{page}");
-        for item in page["items"].as_array().into_iter().flatten() {
+    let items = api.list(format!("/tags/{tag}/posts?limit=2")).items().await;
+    items
+        .iter()
+        .map(|item| {
             let text = |field: &str| item[field].as_str().unwrap_or_default().to_owned();
             let likes = item["likeCount"].as_u64().unwrap_or(u64::MAX);
-            listed.push((text("postId"), text("title"), text("username"), likes));
-        }
-        match page["nextCursor"].as_str() {
-            Some(cursor) => path = format!("/tags/{tag}/posts?limit=2&cursor={cursor}"),
-            None => return listed,
-        }
-    }
+            (text("postId"), text("title"), text("username"), likes)
+        })
+        .collect()
 }
 
 fn ids(list: &[(String, String, String, u64)]) -> Vec<&str> {
@@ -32,11 +26,9 @@ fn ids(list: &[(String, String, String, u64)]) -> Vec<&str> {
 
 async fn tagged_post(api: &TestApi, author: &str, title: &str, tags: Value) -> String {
     let (status, post) = api
-        .call(
-            "POST",
-            "/posts",
-            Some(author),
-            Some(json!({ "title": title, "content": "text", "tags": tags })),
+        .create_post(
+            author,
+            json!({ "title": title, "content": "text", "tags": tags }),
         )
         .await;
     assert_eq!(status, 201, "{post}");
@@ -52,9 +44,9 @@ async fn tag_lists_follow_creates_edits_likes_renames_and_deletes() {
     let first = tagged_post(&api, &author, "first", json!(["Rust", "rust", "web"])).await;
     let second = tagged_post(&api, &author, "second", json!(["rust"])).await;
     let untagged = tagged_post(&api, &author, "third", json!([])).await;
-    let (_, got) = api.get(&format!("/posts/{first}")).await;
+    let (_, got) = api.get_post(&first).await;
     assert_eq!(got["tags"], json!(["rust", "web"]), "lower-cased, folded");
-    let (_, got) = api.get(&format!("/posts/{untagged}")).await;
+    let (_, got) = api.get_post(&untagged).await;
     assert_eq!(got["tags"], json!([]));
     api.settle(&mut poller).await;
 
@@ -71,11 +63,10 @@ async fn tag_lists_follow_creates_edits_likes_renames_and_deletes() {
     // A like reaches every copy; an edit moves the post between lists.
     api.like(&fan, &first).await;
     let (status, edited) = api
-        .call(
-            "PUT",
-            &format!("/posts/{first}"),
-            Some(&author),
-            Some(json!({ "title": "first, edited", "tags": ["web", "go"] })),
+        .edit_post(
+            &author,
+            &first,
+            json!({ "title": "first, edited", "tags": ["web", "go"] }),
         )
         .await;
     assert_eq!((status, &edited["tags"]), (200, &json!(["web", "go"])));
@@ -98,32 +89,21 @@ async fn tag_lists_follow_creates_edits_likes_renames_and_deletes() {
     api.settle(&mut poller).await;
     let go = tag_list(&api, "go").await;
     assert_eq!(go.first().map(|e| e.2.as_str()), Some("tagger_renamed"));
-    let (status, _) = api
-        .call("DELETE", &format!("/posts/{first}"), Some(&author), None)
-        .await;
+    let (status, _) = api.delete_post(&author, &first).await;
     assert_eq!(status, 204);
     api.settle(&mut poller).await;
     assert!(tag_list(&api, "web").await.is_empty());
     assert!(tag_list(&api, "go").await.is_empty());
 
     // Clearing the tags takes the post out; the erasure takes the rest.
-    let (status, _) = api
-        .call(
-            "PUT",
-            &format!("/posts/{second}"),
-            Some(&author),
-            Some(json!({ "tags": [] })),
-        )
-        .await;
+    let (status, _) = api.edit_post(&author, &second, json!({ "tags": [] })).await;
     assert_eq!(status, 200);
     api.settle(&mut poller).await;
     assert!(tag_list(&api, "rust").await.is_empty());
     let last = tagged_post(&api, &author, "last", json!(["rust"])).await;
     api.settle(&mut poller).await;
     assert_eq!(ids(&tag_list(&api, "rust").await), [last.as_str()]);
-    let (status, _) = api
-        .call("DELETE", &format!("/users/{author}"), Some(&author), None)
-        .await;
+    let (status, _) = api.erase(&author).await;
     assert_eq!(status, 204);
     api.settle(&mut poller).await;
     assert!(tag_list(&api, "rust").await.is_empty());
@@ -146,11 +126,9 @@ async fn bad_tags_are_refused_with_the_field_named_and_nothing_written() {
         (json!("rust"), "bad_json"),
     ] {
         let (status, body) = api
-            .call(
-                "POST",
-                "/posts",
-                Some(&author),
-                Some(json!({ "title": "t", "content": "c", "tags": tags })),
+            .create_post(
+                &author,
+                json!({ "title": "t", "content": "c", "tags": tags }),
             )
             .await;
         assert_eq!(status, 400, "{tags}: {body}");
@@ -162,7 +140,7 @@ async fn bad_tags_are_refused_with_the_field_named_and_nothing_written() {
         );
     }
     assert_eq!(table_snapshot(&api).await, before);
-    let (status, body) = api.get("/tags/not_a_tag/posts").await;
+    let (status, body) = api.tag_posts("not_a_tag").await;
     assert_eq!(
         (status, body["error"]["code"].as_str()),
         (400, Some("bad_id"))
@@ -178,12 +156,7 @@ async fn a_late_record_does_not_bring_back_a_tag_the_post_no_longer_has() {
     // replay of a parked record after newer ones): the entry for `old` is
     // put, then taken back because the post no longer has the tag.
     let (status, _) = api
-        .call(
-            "PUT",
-            &format!("/posts/{post}"),
-            Some(&author),
-            Some(json!({ "tags": ["new"] })),
-        )
+        .edit_post(&author, &post, json!({ "tags": ["new"] }))
         .await;
     assert_eq!(status, 200);
     let records = api.stream_records().await;
@@ -309,21 +282,12 @@ async fn a_tagged_post_costs_what_the_data_model_says_and_a_tag_page_the_same_at
         api.settle(&mut poller).await;
         let create_fan_out = calls_since(&api);
         let edit_body = json!({ "tags": if tags == five { json!(["f", "g", "h", "i", "j"]) } else { json!([]) }, "title": "edited" });
-        let (status, _) = api
-            .call(
-                "PUT",
-                &format!("/posts/{post}"),
-                Some(&author),
-                Some(edit_body),
-            )
-            .await;
+        let (status, _) = api.edit_post(&author, &post, edit_body).await;
         assert_eq!(status, 200);
         let edit = calls_since(&api);
         api.settle(&mut poller).await;
         let edit_fan_out = calls_since(&api);
-        let (status, _) = api
-            .call("DELETE", &format!("/posts/{post}"), Some(&author), None)
-            .await;
+        let (status, _) = api.delete_post(&author, &post).await;
         assert_eq!(status, 204);
         let delete = calls_since(&api);
         api.settle(&mut poller).await;

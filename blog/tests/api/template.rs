@@ -940,12 +940,7 @@ async fn every_call_a_function_makes_is_allowed_by_its_role() {
     )
     .await;
     let (_, created) = api
-        .call(
-            "POST",
-            "/posts",
-            Some(&author),
-            Some(serde_json::json!({"title": "t", "content": "c"})),
-        )
+        .create_post(&author, serde_json::json!({"title": "t", "content": "c"}))
         .await;
     let post = created["postId"].as_str().expect("a post").to_owned();
     run(
@@ -955,14 +950,7 @@ async fn every_call_a_function_makes_is_allowed_by_its_role() {
         Some(serde_json::json!({"title": "t", "content": "c"})),
     )
     .await;
-    let (_, comment) = api
-        .call(
-            "POST",
-            &format!("/posts/{post}/comments"),
-            Some(&fan),
-            Some(serde_json::json!({"content": "hi"})),
-        )
-        .await;
+    let (_, comment) = api.comment_on(&fan, &post, "hi").await;
     let comment = comment["commentId"].as_str().expect("a comment").to_owned();
     run(
         "POST",

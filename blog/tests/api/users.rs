@@ -9,14 +9,7 @@ use crate::support::{TestApi, table_snapshot};
 #[tokio::test]
 async fn a_created_user_can_be_read_back() {
     let api = TestApi::start().await;
-    let (status, created) = api
-        .call(
-            "POST",
-            "/users",
-            Some("u-1"),
-            Some(json!({ "username": "Alice_1" })),
-        )
-        .await;
+    let (status, created) = api.sign_up("u-1", "Alice_1").await;
     assert_eq!(status, 201, "{created}");
     assert_eq!(created["userId"], "u-1");
     assert_eq!(created["username"], "Alice_1");
@@ -37,14 +30,7 @@ async fn a_second_profile_for_the_same_caller_is_a_conflict() {
     let api = TestApi::start().await;
     let id = api.user("first").await;
     let before = table_snapshot(&api).await;
-    let (status, body) = api
-        .call(
-            "POST",
-            "/users",
-            Some(&id),
-            Some(json!({ "username": "second" })),
-        )
-        .await;
+    let (status, body) = api.sign_up(&id, "second").await;
     assert_eq!(
         (status, body["error"]["code"].as_str()),
         (409, Some("profile_exists"))
@@ -61,14 +47,7 @@ async fn usernames_are_unique_ignoring_case() {
     let api = TestApi::start().await;
     api.user("Bob").await;
     let before = table_snapshot(&api).await;
-    let (status, body) = api
-        .call(
-            "POST",
-            "/users",
-            Some("other"),
-            Some(json!({ "username": "bOB" })),
-        )
-        .await;
+    let (status, body) = api.sign_up("other", "bOB").await;
     assert_eq!(
         (status, body["error"]["code"].as_str()),
         (409, Some("username_taken"))
@@ -84,29 +63,12 @@ async fn renaming_frees_the_old_name() {
     let renamed = api.rename(&carol, "caroline").await;
     assert_eq!(renamed["username"], "caroline");
     assert_ne!(renamed["updatedAt"], renamed["createdAt"]);
-    assert_eq!(
-        api.get(&format!("/users/{carol}")).await.1["username"],
-        "caroline"
-    );
+    assert_eq!(api.get_user(&carol).await.1["username"], "caroline");
 
     // The old name is free for someone else; the new one is not.
-    let (status, _) = api
-        .call(
-            "POST",
-            "/users",
-            Some("dave"),
-            Some(json!({ "username": "CAROL" })),
-        )
-        .await;
+    let (status, _) = api.sign_up("dave", "CAROL").await;
     assert_eq!(status, 201);
-    let (status, _) = api
-        .call(
-            "POST",
-            "/users",
-            Some("erin"),
-            Some(json!({ "username": "Caroline" })),
-        )
-        .await;
+    let (status, _) = api.sign_up("erin", "Caroline").await;
     assert_eq!(status, 409);
 }
 
@@ -116,14 +78,7 @@ async fn a_change_of_case_keeps_the_name_claimed() {
     let frank = api.user("frank").await;
     let body = api.rename(&frank, "Frank").await;
     assert_eq!(body["username"], "Frank");
-    let (status, _) = api
-        .call(
-            "POST",
-            "/users",
-            Some("other"),
-            Some(json!({ "username": "frank" })),
-        )
-        .await;
+    let (status, _) = api.sign_up("other", "frank").await;
     assert_eq!(status, 409);
 }
 
@@ -133,14 +88,7 @@ async fn renaming_to_a_taken_name_changes_nothing() {
     api.user("gina").await;
     let hank = api.user("hank").await;
     let before = table_snapshot(&api).await;
-    let (status, body) = api
-        .call(
-            "PUT",
-            &format!("/users/{hank}"),
-            Some(&hank),
-            Some(json!({ "username": "GINA" })),
-        )
-        .await;
+    let (status, body) = api.change_username(&hank, &hank, "GINA").await;
     assert_eq!(
         (status, body["error"]["code"].as_str()),
         (409, Some("username_taken"))
@@ -153,28 +101,14 @@ async fn only_the_user_may_rename_themselves() {
     let api = TestApi::start().await;
     let ivy = api.user("ivy").await;
     let jack = api.user("jack").await;
-    let (status, body) = api
-        .call(
-            "PUT",
-            &format!("/users/{ivy}"),
-            Some(&jack),
-            Some(json!({ "username": "hacked" })),
-        )
-        .await;
+    let (status, body) = api.change_username(&jack, &ivy, "hacked").await;
     assert_eq!(
         (status, body["error"]["code"].as_str()),
         (403, Some("forbidden"))
     );
-    assert_eq!(api.get(&format!("/users/{ivy}")).await.1["username"], "ivy");
+    assert_eq!(api.get_user(&ivy).await.1["username"], "ivy");
 
-    let (status, _) = api
-        .call(
-            "PUT",
-            "/users/nobody",
-            Some("nobody"),
-            Some(json!({ "username": "ghost" })),
-        )
-        .await;
+    let (status, _) = api.change_username("nobody", "nobody", "ghost").await;
     assert_eq!(status, 404, "renaming a profile that does not exist");
 }
 
@@ -200,21 +134,12 @@ async fn usernames_outside_the_rules_are_refused() {
         json!(42),
         json!(null),
     ] {
-        let (status, body) = api
-            .call(
-                "POST",
-                "/users",
-                Some("u"),
-                Some(json!({ "username": bad })),
-            )
-            .await;
+        let (status, body) = api.sign_up("u", bad.clone()).await;
         assert_eq!(status, 400, "{bad}: {body}");
     }
     for ok in ["abc", &"z".repeat(30)] {
         let id = format!("ok-{ok}");
-        let (status, _) = api
-            .call("POST", "/users", Some(&id), Some(json!({ "username": ok })))
-            .await;
+        let (status, _) = api.sign_up(&id, ok).await;
         assert_eq!(status, 201, "{ok}");
     }
 }
@@ -222,14 +147,7 @@ async fn usernames_outside_the_rules_are_refused() {
 #[tokio::test]
 async fn a_user_is_found_by_name_ignoring_case_and_across_renames() {
     let api = TestApi::start().await;
-    let (status, created) = api
-        .call(
-            "POST",
-            "/users",
-            Some("u-find"),
-            Some(json!({ "username": "Alice_Find" })),
-        )
-        .await;
+    let (status, created) = api.sign_up("u-find", "Alice_Find").await;
     assert_eq!(status, 201, "{created}");
     for asked in ["Alice_Find", "alice_find", "ALICE_FIND"] {
         let (status, found) = api.get(&format!("/users?username={asked}")).await;
@@ -239,12 +157,7 @@ async fn a_user_is_found_by_name_ignoring_case_and_across_renames() {
 
     // A rename moves the name: the old one is free, the new one finds her.
     let (status, renamed) = api
-        .call(
-            "PUT",
-            "/users/u-find",
-            Some("u-find"),
-            Some(json!({ "username": "Alice_Renamed" })),
-        )
+        .change_username("u-find", "u-find", "Alice_Renamed")
         .await;
     assert_eq!(status, 200, "{renamed}");
     assert_eq!(api.get("/users?username=alice_find").await.0, 404);
@@ -253,12 +166,7 @@ async fn a_user_is_found_by_name_ignoring_case_and_across_renames() {
 
     // A change of case keeps the claim; what it shows follows.
     let (status, recased) = api
-        .call(
-            "PUT",
-            "/users/u-find",
-            Some("u-find"),
-            Some(json!({ "username": "ALICE_renamed" })),
-        )
+        .change_username("u-find", "u-find", "ALICE_renamed")
         .await;
     assert_eq!(status, 200, "{recased}");
     assert_eq!(recased["username"], "ALICE_renamed");
@@ -295,14 +203,7 @@ async fn finding_a_user_refuses_what_no_name_can_be_and_changes_nothing() {
 #[tokio::test]
 async fn a_claim_written_before_it_copied_the_profile_still_finds_it() {
     let api = TestApi::start().await;
-    let (status, created) = api
-        .call(
-            "POST",
-            "/users",
-            Some("u-old"),
-            Some(json!({ "username": "Old_Timer" })),
-        )
-        .await;
+    let (status, created) = api.sign_up("u-old", "Old_Timer").await;
     assert_eq!(status, 201, "{created}");
     // The claim as earlier versions wrote it: the user id and the name only.
     let store = &api.app.store;

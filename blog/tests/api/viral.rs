@@ -12,7 +12,10 @@ use blog::{keys::PK, store::Backoff};
 use hostile::PartitionLimits;
 use serde_json::json;
 
-use crate::support::{behind_proxy, table_snapshot};
+use crate::{
+    scene::{Cast, Scene},
+    support::{behind_proxy, table_snapshot},
+};
 
 /// 50 WCU and 150 RCU a second per partition key value: a quiet post's
 /// partition takes about 8 likes a second (6 WCU each).
@@ -35,12 +38,21 @@ async fn a_post_liked_past_its_partitions_limit_answers_every_like_and_counts_it
     // The deployed retry policy: what decides whether a request answers 503.
     let (proxy, api) = behind_proxy(Backoff::default()).await;
     let api = Arc::new(api);
-    let author = api.user("viral").await;
-    let post = api.post(&author, "Everyone's talking", "about this").await;
     let likes = (LIKES_PER_SECOND * SECONDS) as usize;
-    let users: Vec<String> =
-        futures::future::join_all((0..likes).map(|i| api.user_named(format!("fan{i:04}")))).await;
-    let running = api.run_fan_out(api.poller());
+    let cast = Cast {
+        author: "viral",
+        title: "Everyone's talking",
+        content: "about this",
+        crowd: "fan",
+        width: 4,
+    };
+    let Scene {
+        author,
+        post,
+        users,
+        poller,
+    } = Scene::new(&api, likes, cast).await;
+    let running = api.run_fan_out(poller);
     proxy.set_partition_limits(Some(PartitionLimits::scaled(SCALE).expect("scale")));
 
     let answers = Arc::new(Mutex::new(Answers::default()));
@@ -51,19 +63,17 @@ async fn a_post_liked_past_its_partitions_limit_answers_every_like_and_counts_it
         tokio::time::sleep(at.saturating_sub(started.elapsed())).await;
         let (api, answers, post) = (api.clone(), answers.clone(), post.clone());
         tasks.push(tokio::spawn(async move {
-            let path = format!("/posts/{post}/likes");
-            let (status, body) = api.call("POST", &path, Some(&user), None).await;
+            let (status, body) = api.like_post(&user, &post).await;
             let record = |what, status| answers.lock().expect("lock").statuses.push((what, status));
             record("like", status);
             assert_ne!(status, 503, "{body}");
             if i % COMMENT_EVERY == 0 {
-                let path = format!("/posts/{post}/comments");
-                let body = json!({ "content": format!("comment {i}") });
-                let (status, _) = api.call("POST", &path, Some(&user), Some(body)).await;
+                let comment = format!("comment {i}");
+                let (status, _) = api.comment_on(&user, &post, comment).await;
                 record("comment", status);
             }
             if i % UNLIKE_EVERY == 0 {
-                let (status, _) = api.call("DELETE", &path, Some(&user), None).await;
+                let (status, _) = api.unlike(&user, &post).await;
                 record("unlike", status);
                 answers.lock().expect("lock").unliked += 1;
             }
@@ -112,15 +122,15 @@ async fn a_post_liked_past_its_partitions_limit_answers_every_like_and_counts_it
     api.settle(&mut api.poller()).await;
     let expected_likes = likes - answers.unliked;
     let expected_comments = likes.div_ceil(COMMENT_EVERY);
-    let (_, got) = api.get(&format!("/posts/{post}")).await;
+    let (_, got) = api.get_post(&post).await;
     assert_eq!(
         (got["likeCount"].clone(), got["commentCount"].clone()),
         (json!(expected_likes), json!(expected_comments)),
         "{got}"
     );
-    let (_, feed) = api.get("/feed").await;
+    let (_, feed) = api.get_feed().await;
     assert_eq!(feed["items"][0]["likeCount"], json!(expected_likes));
-    let (_, listed) = api.get(&format!("/users/{author}/posts")).await;
+    let (_, listed) = api.user_posts(&author).await;
     assert_eq!(listed["items"][0]["likeCount"], json!(expected_likes));
     let report = api.audit(false).await;
     assert_eq!(report.findings, vec![], "the audit finds nothing");
@@ -158,10 +168,9 @@ async fn posts_liked_once(limits: PartitionLimits) -> (Vec<u16>, u64, usize) {
         let at = Duration::from_secs_f64(i as f64 / PER_SECOND);
         tokio::time::sleep(at.saturating_sub(started.elapsed())).await;
         let (api, post, user) = (api.clone(), post.clone(), users[i % USERS].clone());
-        tasks.push(tokio::spawn(async move {
-            let path = format!("/posts/{post}/likes");
-            api.call("POST", &path, Some(&user), None).await.0
-        }));
+        tasks.push(tokio::spawn(
+            async move { api.like_post(&user, &post).await.0 },
+        ));
     }
     let mut statuses = Vec::new();
     for task in tasks {
@@ -235,9 +244,7 @@ async fn a_probe_says_which_limit_refused_a_write_and_changes_nothing() {
     // One unit a second a partition: a like spends the post's.
     proxy.set_partition_limits(Some(PartitionLimits::scaled(0.001).expect("scale")));
     let fan = api.user("fan").await;
-    let _ = api
-        .call("POST", &format!("/posts/{post}/likes"), Some(&fan), None)
-        .await;
+    let _ = api.like_post(&fan, &post).await;
     let before = table_snapshot(&api).await;
     assert_eq!(probe(&post).await, Room::Refused(Throttle::KeyRange));
     assert_eq!(table_snapshot(&api).await, before);
@@ -253,9 +260,7 @@ async fn a_probe_says_which_limit_refused_a_write_and_changes_nothing() {
         .expect("scale")
         .with_table_ceiling(ceiling);
     proxy.set_partition_limits(Some(limits));
-    let _ = api
-        .call("POST", &format!("/posts/{post}/likes"), Some(&author), None)
-        .await;
+    let _ = api.like_post(&author, &post).await;
     let before = table_snapshot(&api).await;
     assert_eq!(probe(&other).await, Room::Refused(Throttle::Table));
     assert_eq!(table_snapshot(&api).await, before);
@@ -279,20 +284,25 @@ async fn a_hot_post_is_deleted_under_its_load_and_takes_nothing_after() {
     const PER_SECOND: f64 = 20.0;
     let (proxy, api) = behind_proxy(Backoff::default()).await;
     let api = Arc::new(api);
-    let author = api.user("viral_author").await;
     // 30 KB of content: deleting it costs 30 WCU, more than its partition
     // takes in a second (60 in a transaction).
-    let post = api
-        .post(&author, "Viral, then gone", &"x".repeat(30_000))
-        .await;
-    let mut users = Vec::new();
-    for i in 0..USERS {
-        users.push(api.user_named(format!("crowd{i:02}")).await);
-    }
+    let content = "x".repeat(30_000);
+    let cast = Cast {
+        author: "viral_author",
+        title: "Viral, then gone",
+        content: &content,
+        crowd: "crowd",
+        width: 2,
+    };
+    let Scene {
+        author,
+        post,
+        users,
+        mut poller,
+    } = Scene::new(&api, USERS, cast).await;
     // One like given while it was quiet, whose liker likes again later.
     api.like(&users[0], &post).await;
     api.make_hot(&post).await;
-    let mut poller = api.poller();
     proxy.set_partition_limits(Some(PartitionLimits::scaled(0.02).expect("scale")));
 
     let sent = Arc::new(Mutex::new(Vec::<Sent>::new()));
@@ -304,9 +314,7 @@ async fn a_hot_post_is_deleted_under_its_load_and_takes_nothing_after() {
         tokio::time::sleep(at.saturating_sub(started.elapsed())).await;
         if i == USERS {
             // Half way: the author deletes it.
-            let (status, body) = api
-                .call("DELETE", &format!("/posts/{post}"), Some(&author), None)
-                .await;
+            let (status, body) = api.delete_post(&author, &post).await;
             assert_eq!(status, 204, "{body}");
             deleted_at = Some(Instant::now());
         }
@@ -315,15 +323,10 @@ async fn a_hot_post_is_deleted_under_its_load_and_takes_nothing_after() {
         tasks.push(tokio::spawn(async move {
             let at = Instant::now();
             let (what, status) = if i % 4 == 3 {
-                let body = json!({ "content": format!("comment {i}") });
-                let path = format!("/posts/{post}/comments");
-                (
-                    "comment",
-                    api.call("POST", &path, Some(&user), Some(body)).await.0,
-                )
+                let comment = format!("comment {i}");
+                ("comment", api.comment_on(&user, &post, comment).await.0)
             } else {
-                let path = format!("/posts/{post}/likes");
-                ("like", api.call("POST", &path, Some(&user), None).await.0)
+                ("like", api.like_post(&user, &post).await.0)
             };
             sent.lock().expect("lock").push(Sent { at, what, status });
         }));
@@ -360,14 +363,7 @@ async fn a_hot_post_is_deleted_under_its_load_and_takes_nothing_after() {
         .collect();
     assert!(left.is_empty(), "{left:?}");
     for user in users.iter().take(8) {
-        let (status, export) = api
-            .call(
-                "GET",
-                &format!("/users/{user}/export?limit=25"),
-                Some(user),
-                None,
-            )
-            .await;
+        let (status, export) = api.export_as(user, user, "limit=25").await;
         assert_eq!(status, 200, "{export}");
         assert!(!export.to_string().contains(&post), "{export}");
     }
@@ -414,23 +410,21 @@ async fn a_hot_post_liked_past_its_shards_widens_and_answers_every_like() {
         tokio::time::sleep(at.saturating_sub(started.elapsed())).await;
         let (api, post) = (api.clone(), post.clone());
         tasks.push(tokio::spawn(async move {
-            let likes = format!("/posts/{post}/likes");
             let mut answers = Vec::new();
-            let (status, body) = api.call("POST", &likes, Some(&user), None).await;
+            let (status, body) = api.like_post(&user, &post).await;
             // The first 20 liked while the post was quiet: 200, the like
             // they gave.
             answers.push(("like", status, if i < QUIET { 200 } else { 201 }, body));
             if i % COMMENT_EVERY == 0 {
-                let path = format!("/posts/{post}/comments");
-                let body = json!({ "content": format!("comment {i}") });
-                let (status, body) = api.call("POST", &path, Some(&user), Some(body)).await;
+                let comment = format!("comment {i}");
+                let (status, body) = api.comment_on(&user, &post, comment).await;
                 answers.push(("comment", status, 201, body));
             }
             // Likes given while the post was quiet are taken back in its own
             // partition (10 WCU a second here, which the widenings and the
             // fan-out's count adds share): only hot likes are.
             if i % UNLIKE_EVERY == 0 && i >= QUIET {
-                let (status, body) = api.call("DELETE", &likes, Some(&user), None).await;
+                let (status, body) = api.unlike(&user, &post).await;
                 answers.push(("unlike", status, 204, body));
             }
             (i, answers)
@@ -469,7 +463,7 @@ async fn a_hot_post_liked_past_its_shards_widens_and_answers_every_like() {
     );
     let comments = LIKES.div_ceil(COMMENT_EVERY);
     let likes = LIKES - (LIKES - QUIET).div_ceil(UNLIKE_EVERY);
-    let (_, got) = api.get(&format!("/posts/{post}")).await;
+    let (_, got) = api.get_post(&post).await;
     assert_eq!(
         (got["likeCount"].clone(), got["commentCount"].clone()),
         (json!(likes), json!(comments)),
