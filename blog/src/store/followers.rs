@@ -285,7 +285,9 @@ impl Requests<'_> {
     /// `GET /users/{userId}/followers` (request): who follows `user`, newest
     /// first. Up to `QUERIES` Queries of `FOLLOWED#v` (descending, before
     /// the cursor): `FIRST_WINDOWS` windows, then as many as the page
-    /// still needs at the rate the first held, then one BatchGetItem of
+    /// still needs at the rate the first held, the last as many as it still
+    /// needs followers (a full page however the follows fell into windows),
+    /// then one BatchGetItem of
     /// the page's followers' profiles and `user`'s own (404 without it; two
     /// for a page of 100, 101 keys). At most 5 calls and about the units of
     /// the windows read and the profiles shown, whatever the follower or
@@ -323,6 +325,11 @@ impl Requests<'_> {
         for round in 0..QUERIES {
             let windows = match round {
                 0 => FIRST_WINDOWS,
+                // The last: as many windows as the page still needs
+                // followers (a window holds one at least: one emptied by
+                // unfollows is deleted), so that the page is full however
+                // the follows fell into windows.
+                last if last + 1 == QUERIES => want.saturating_sub(follows.len()).max(1),
                 // As many windows as the page still needs at the rate the
                 // windows read so far held (at least one each).
                 _ => {

@@ -435,3 +435,90 @@ async fn a_followers_page_costs_a_few_calls_whatever_the_shards() {
     let windows = crate::support::partition_items(&api, &format!("FOLLOWED#{star}")).await;
     assert_eq!(windows.len(), 1, "{windows:?}");
 }
+
+/// A followers page is full however the follows fell into windows: two
+/// dense windows first (three followers each), then windows of one (a slow
+/// stream of follows), which a page's estimate from the first windows reads
+/// too few of, and its last Query reads as many windows as it still needs.
+#[tokio::test]
+async fn a_followers_page_is_full_whatever_the_windows_hold() {
+    use blog::{
+        ids::FollowId,
+        keys::{self, ItemType},
+        store::items::follow::{WINDOW_OWNER, WINDOW_VERSION},
+    };
+
+    let api = TestApi::start().await;
+    let star = api.user("window_star").await;
+    let mut fans = Vec::new();
+    for i in 0..30 {
+        fans.push(api.user_named(format!("window_fan_{i:02}")).await);
+    }
+    let start_ms = 1_790_000_000_000_u64;
+    // Window w (one a second, oldest first): the first 24 hold one fan
+    // each, the newest two three each.
+    let mut windows: Vec<Vec<&String>> = fans[..24].iter().map(|fan| vec![fan]).collect();
+    windows.push(fans[24..27].iter().collect());
+    windows.push(fans[27..].iter().collect());
+    let mut items = Vec::new();
+    let mut newest_first = Vec::new();
+    for (w, held) in windows.iter().enumerate() {
+        let mut item = blog::store::Item::new();
+        let mut key = None;
+        for (k, fan) in held.iter().enumerate() {
+            let ms = start_ms + 1_000 * w as u64 + k as u64;
+            let follow = FollowId::parse(&ulid::Ulid::from_parts(ms, 7).to_string()).expect("id");
+            key = Some(keys::follower_window(&user_id(&star), &follow));
+            item.insert(keys::follower_attribute(&follow), s(fan));
+            newest_first.push((ms, (*fan).clone()));
+        }
+        let key = key.expect("a window holds one at least");
+        item.insert(keys::PK.to_owned(), s(&key.pk));
+        item.insert(keys::SK.to_owned(), s(&key.sk));
+        item.insert(
+            keys::TYPE.to_owned(),
+            ItemType::FollowerWindow.attribute().expect("type"),
+        );
+        item.insert(WINDOW_OWNER.to_owned(), s(&star));
+        item.insert(WINDOW_VERSION.to_owned(), n(1));
+        items.push(item);
+    }
+    crate::support::load(&api, items).await;
+    newest_first.sort();
+    let newest_first: Vec<String> = newest_first.into_iter().rev().map(|(_, fan)| fan).collect();
+
+    api.meter.take();
+    let (status, page) = api.get(&format!("/users/{star}/followers?limit=25")).await;
+    let made = api.meter.take();
+    assert_eq!(status, 200, "{page}");
+    let shown: Vec<String> = page["items"]
+        .as_array()
+        .expect("items")
+        .iter()
+        .map(|f| f["userId"].as_str().expect("a follower").to_owned())
+        .collect();
+    assert_eq!(shown, newest_first[..25], "a full page, newest first");
+    let queries = made.iter().filter(|c| c.operation == "Query").count();
+    assert!((1..=3).contains(&queries), "{made:?}");
+    // The rest on the next page.
+    let next = page["nextCursor"].as_str().expect("a next page");
+    let (status, rest) = api
+        .get(&format!("/users/{star}/followers?limit=25&cursor={next}"))
+        .await;
+    assert_eq!(status, 200, "{rest}");
+    let rest: Vec<&str> = rest["items"]
+        .as_array()
+        .expect("items")
+        .iter()
+        .filter_map(|f| f["userId"].as_str())
+        .collect();
+    assert_eq!(rest, newest_first[25..]);
+}
+
+fn s(text: &str) -> aws_sdk_dynamodb::types::AttributeValue {
+    aws_sdk_dynamodb::types::AttributeValue::S(text.to_owned())
+}
+
+fn n(number: u64) -> aws_sdk_dynamodb::types::AttributeValue {
+    aws_sdk_dynamodb::types::AttributeValue::N(number.to_string())
+}
