@@ -1,6 +1,8 @@
-//! Counts (request; the fan-out's erasure): where a post's `likeCount` and
+//! A post's counts (request, fan-out): where its `likeCount` and
 //! `commentCount` go up or down, in the transaction of the like or comment
-//! they count, and the one loop every like and comment counts up through.
+//! they count (the request's, or the erasure walk's); the one loop every
+//! like and comment counts up through; and the fan-out's adding of a hot
+//! post's shard counters onto the post item ([`FanOut::add_shard_counts`]).
 //!
 //! A count is on the post item while the post is quiet, in one of its
 //! shard counters once it is hot ([`crate::store::hot`]). Counting up, a request
