@@ -30,14 +30,16 @@ fn resources_of_type<'a>(template: &'a Value, kind: &str) -> Vec<(&'a str, &'a V
         .collect()
 }
 
-/// Every function's binary, keyed by its logical id.
+/// Every function's binary, keyed by its logical id: `sam build` builds
+/// each with functions/Makefile (held to these by
+/// `sam_build_copies_each_function_its_own_binary`).
 fn binaries(template: &Value) -> BTreeMap<&str, &str> {
     resources_of_type(template, "AWS::Serverless::Function")
         .into_iter()
         .map(|(name, f)| {
             assert_eq!(
                 f["Metadata"]["BuildMethod"].as_str(),
-                Some("rust-cargolambda"),
+                Some("makefile"),
                 "{name}"
             );
             (
@@ -215,6 +217,53 @@ fn every_function_is_deployed_and_has_a_sample_event() {
     for function in functions {
         let path = format!("{}/../events/{function}.json", env!("CARGO_MANIFEST_DIR"));
         assert!(std::path::Path::new(&path).is_file(), "{path}");
+    }
+}
+
+/// `sam build` runs `make build-<LogicalId>` for every function, with the
+/// Makefile of the functions' CodeUri: each target builds the `functions`
+/// package for the template's architecture and copies the bootstrap of the
+/// binary it names. Every function has a target, naming the function's
+/// `Binary`; the Makefile has no other target and names no binary twice.
+#[test]
+fn sam_build_copies_each_function_its_own_binary() {
+    let template = template();
+    let globals = &template["Globals"]["Function"];
+    assert_eq!(globals["Runtime"].as_str(), Some("provided.al2023"));
+    let architectures: Vec<&str> = globals["Architectures"]
+        .as_sequence()
+        .into_iter()
+        .flatten()
+        .filter_map(Value::as_str)
+        .collect();
+    assert_eq!(architectures, ["arm64"]);
+    let code_uri = globals["CodeUri"].as_str().expect("CodeUri");
+    for (name, function) in resources_of_type(&template, "AWS::Serverless::Function") {
+        for own in ["CodeUri", "Runtime", "Architectures"] {
+            assert!(function["Properties"][own].is_null(), "{name}: {own}");
+        }
+    }
+    let path = format!("{}/../{code_uri}/Makefile", env!("CARGO_MANIFEST_DIR"));
+    let makefile = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
+    let lines: Vec<(&str, &str)> = makefile
+        .lines()
+        .filter_map(|line| {
+            let (target, binary) = line.strip_prefix("build-")?.split_once(": BINARY = ")?;
+            Some((target, binary.trim()))
+        })
+        .collect();
+    let targets: BTreeMap<&str, &str> = lines.iter().copied().collect();
+    assert_eq!(targets.len(), lines.len(), "a target named twice");
+    assert_eq!(targets, binaries(&template));
+    let named: BTreeSet<&str> = targets.values().copied().collect();
+    assert_eq!(named.len(), targets.len(), "two targets copy one binary");
+    let builds: Vec<&str> = makefile
+        .lines()
+        .filter(|line| !line.starts_with('#') && line.contains("cargo lambda build"))
+        .collect();
+    assert_eq!(builds.len(), 1, "{builds:?}");
+    for flag in ["--arm64", "--package functions", "$(PROFILE)"] {
+        assert!(builds[0].contains(flag), "{}: {flag}", builds[0]);
     }
 }
 
