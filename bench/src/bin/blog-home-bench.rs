@@ -488,14 +488,8 @@ async fn follows_at(
     let scale = limits.scale;
     let count = (rate * scale * seconds).ceil() as usize;
     let mut star = UserItem::new(&user(0, "star")?, &Username::parse("star")?, &now);
-    // Famous already: its copied count past the pull threshold.
-    star.follower_shards.insert(
-        "00".to_owned(),
-        blog::store::items::user::ShardCount {
-            count: PULL_FOLLOWERS,
-            version: 1,
-        },
-    );
+    // Famous already: its count past the pull threshold.
+    star.follower_total = Some(PULL_FOLLOWERS);
     let mut items = bulk::user_items(&star)?;
     let mut fans = Vec::with_capacity(count);
     for n in 0..count {
@@ -531,17 +525,19 @@ async fn follows_at(
     let (charged, throttled) = measured.finish();
     let (hottest_key, hottest) = charged.hottest_write.clone().unwrap_or_default();
     let hottest_key = hottest_key.split('/').skip(1).collect::<Vec<_>>().join("/");
-    // The fan-out's copy of each shard's count, then the profile read.
+    // The fan-out's add of the shards' counts, then the profile read.
     let fanout = Store::new(direct.fanout.clone(), &name);
     let table = table::Table::new(direct.plain.clone(), &name);
+    let mut counts = Vec::new();
     for shard in 0..blog::keys::FOLLOWER_SHARDS {
         let key = Key::new(keys::followers_pk(&star.user_id, shard), FOLLOWER_COUNT_SK).item();
         if let Some(item) = table.get(key, true).await? {
             let count: blog::store::items::follow::FollowerCountItem =
                 serde_dynamo::from_item(item).map_err(|e| e.to_string())?;
-            fanout.fanout().copy_follower_count(&count).await?;
+            counts.push(count);
         }
     }
+    fanout.fanout().add_shard_counts(&counts).await?;
     let profile: UserItem = table
         .get_entity(UserItem::key(&star.user_id), true)
         .await?

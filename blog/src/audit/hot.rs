@@ -20,7 +20,7 @@ use crate::{
     keys::{COMMENT_PREFIX, Counter, LIKE_PREFIX, PostPartition, SK},
     store::{
         StoreError,
-        counts::post::Summed,
+        counts::Summed,
         items::counter::{MAX_SHARDS, ShardCounterItem},
         items::post::PostItem,
         table::{Expr, Query},
@@ -188,7 +188,7 @@ impl Admin<'_> {
         let Some(counter) = self.db().get_entity::<ShardCounterItem>(key, true).await? else {
             return Ok(false);
         };
-        let summed = self.fanout().add_shard_counts(post, &[counter]).await?;
+        let summed = self.fanout().add_shard_counts(&[counter]).await?;
         Ok(summed != Summed::Gone)
     }
 }

@@ -35,10 +35,10 @@ use crate::{
     model::PostSummary,
     store::{
         ItemType, Store, StoreError, from_item,
+        items::feed::TagEntryItem,
         items::feed::{FeedEntryItem, feed_reserve, feed_slack},
         items::follow::{FollowerCountItem, FollowerItem},
         items::post::PostItem,
-        items::tag::TagEntryItem,
         table::Scan,
     },
     text::{Tag, Username},

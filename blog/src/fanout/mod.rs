@@ -3,7 +3,7 @@
 //! Its rules, which record falls under which and what each writes (the
 //! table of them, and why each is idempotent), are in [`rules`]. This file is
 //! the handler Lambda calls with a batch of records: it coalesces the post
-//! MODIFYs and shard counter MODIFYs a later record of the batch carries,
+//! MODIFYs, shard counter MODIFYs and follower counts a later record carries,
 //! applies the rest in lanes, stops starting records once a walk pauses at
 //! the deadline, reports the failed records and logs what the batch did.
 //!
@@ -271,9 +271,9 @@ where
 /// For each record of a batch, if a later record of the batch is a MODIFY
 /// of the same post, the index of its last MODIFY in the batch (the
 /// carrier: its new image holds this one's change), and likewise for the
-/// shard counters of a hot post (the last record of any of its counters
-/// carries the others: one write onto the post a batch); `None` for every
-/// other record.
+/// shard counters of a hot post and the follower counts of a user (the last
+/// record of any of an owner's counters carries the others: one write onto
+/// the owner a batch); `None` for every other record.
 ///
 /// Lambda delivers a post's records in order and, after a failure, again
 /// from the lowest failed record; [`handle_until`] reports a coalesced
@@ -288,8 +288,9 @@ fn superseded_post_changes(records: &[EventRecord]) -> Vec<Option<usize>> {
             let post = match Rule::of(record) {
                 Some(Rule::ChangedPost) => post_key(record)?,
                 Some(Rule::ShardCounts) => shard_counters_of(record)?,
-                // Its last record holds its newest count.
-                Some(Rule::FollowerCount) => post_key(record)?,
+                // The last record of any of a user's follower counts
+                // carries the others: one write onto the profile a batch.
+                Some(Rule::FollowerCount) => rules::follower_counts_of(record)?,
                 // A window's records, one write (the carrier applies them
                 // all, in order).
                 Some(Rule::FollowerCopy) => rules::follower_window_of(record)?,
@@ -481,6 +482,38 @@ mod tests {
             super::superseded_post_changes(&records),
             [Some(3), Some(3), Some(4), None, None],
             "one add a batch per post"
+        );
+    }
+
+    /// A follower count's INSERT or MODIFY: shard `shard` of `user`'s.
+    fn follower_count(user: &str, shard: u8) -> EventRecord {
+        let user = crate::ids::UserId::parse(user).expect("id");
+        let mut record = record(
+            &crate::keys::followers_pk(&user, shard),
+            crate::keys::FOLLOWER_COUNT_SK,
+        );
+        record.event_name = "MODIFY".to_owned();
+        let count = serde_json::json!({
+            "type": "followerCount", "userId": user.as_str(), "shard": shard,
+            "count": 1, "version": 1,
+        });
+        record.change.new_image = serde_dynamo::to_item(count).expect("an image");
+        record
+    }
+
+    #[test]
+    fn every_follower_count_of_a_user_is_carried_by_its_last() {
+        let records = [
+            follower_count("star", 0),
+            follower_count("fan", 2),
+            follower_count("star", 15),
+            follower_count("star", 0),
+            follower_count("fan", 2),
+        ];
+        assert_eq!(
+            super::superseded_post_changes(&records),
+            [Some(3), Some(4), Some(3), None, None],
+            "one add a batch per followed user"
         );
     }
 

@@ -19,7 +19,7 @@
 //! | a hot post's shard counter MODIFY | once a batch per post (its counters' records coalesced into the last one): what each shard counted since the version the post holds of it, added onto the post's counts (`store::hot`); that post MODIFY then refreshes the feed entry | the post update is conditional on each shard's version as read |
 //! | post INSERT, or MODIFY that publishes it | a delivery item for each of its author's follower shards with followers (`store::home`) | put only if absent |
 //! | delivery INSERT, or its MODIFY with `handoff` | its follower shard's followers' home entries, a page at a time from its saved place; near the deadline its place saved with `handoff`, whose MODIFY goes on | the place saved conditional on the place read: a record delivered again goes on from there; an entry put twice is the same entry |
-//! | follower shard count INSERT or MODIFY (the last of a batch's per shard) | its count and version onto the followed profile's `followerShards` | only where the version copied is older |
+//! | follower shard count INSERT or MODIFY (the last of a batch's per followed user carries the others) | what each shard counted since the version the profile holds of it, added onto `followerCount`, the versions kept in `followerShards` | each shard's version held is still the one read |
 //! | anything else | nothing | – |
 //!
 //! A quiet post's counts need no rule of their own: a comment or like changes
@@ -45,7 +45,7 @@ use crate::{
     metrics::{self, Metric},
     store::{
         ItemType, Store,
-        counts::post::Summed,
+        counts::{ShardCounter, Summed},
         deletion::Removal,
         erasure::{ErasureStep, Written},
         feed::Copied,
@@ -239,8 +239,12 @@ pub(super) async fn apply_record(
         Some(Rule::ChangedUser) => Box::pin(changed_user(store, record, deadline)).await,
         Some(Rule::RemovedUser) => Box::pin(removed_user(store, record, deadline)).await,
         Some(Rule::RemovedPost) => Box::pin(removed_post(store, record, deadline)).await,
-        Some(Rule::ShardCounts) => Box::pin(shard_counts(store, record, carried)).await,
-        Some(Rule::FollowerCount) => Box::pin(follower_count(store, record)).await,
+        Some(Rule::ShardCounts) => {
+            Box::pin(shard_counts::<ShardCounterItem>(store, record, carried)).await
+        }
+        Some(Rule::FollowerCount) => {
+            Box::pin(shard_counts::<FollowerCountItem>(store, record, carried)).await
+        }
         Some(Rule::FollowerCopy) => Box::pin(copy_followers(store, record, carried)).await,
         Some(Rule::Deliver) => Box::pin(deliver(store, record, deadline)).await,
         None => Ok(Outcome::Ignored),
@@ -467,9 +471,11 @@ impl Switch {
     }
 }
 
-/// Shard counter MODIFYs of a hot post (this one and those of its batch
-/// carried into it): what they counted added onto the post, once.
-async fn shard_counts(
+/// Shard counter changes of one owner (this record and those of its batch
+/// carried into it): a hot post's counters' MODIFYs, or a followed user's
+/// follower counts' INSERTs and MODIFYs. What they counted is added onto
+/// the owner, once.
+async fn shard_counts<C: ShardCounter + serde::de::DeserializeOwned>(
     store: &Store,
     record: &EventRecord,
     carried: &[&EventRecord],
@@ -477,27 +483,19 @@ async fn shard_counts(
     let counters = carried
         .iter()
         .chain(std::iter::once(&record))
-        .map(|r| decode::<ShardCounterItem>(&r.change.new_image, "new"))
+        .map(|r| decode::<C>(&r.change.new_image, "new"))
         .collect::<Result<Vec<_>, _>>()?;
-    let Some(post) = counters.first().map(|c| c.post_id) else {
-        return Ok(Outcome::Ignored);
-    };
-    Ok(
-        match store.fanout().add_shard_counts(&post, &counters).await? {
-            Summed::Written => Outcome::Written { writes: 1 },
-            Summed::Stale | Summed::Gone => Outcome::Stale { writes: 0 },
-        },
-    )
+    Ok(match store.fanout().add_shard_counts(&counters).await? {
+        Summed::Written => Outcome::Written { writes: 1 },
+        Summed::Stale | Summed::Gone => Outcome::Stale { writes: 0 },
+    })
 }
 
-/// A follower shard's count INSERT or MODIFY (the last of its batch's:
-/// it holds the newest count): copied onto the followed profile.
-async fn follower_count(store: &Store, record: &EventRecord) -> Result<Outcome, FanoutError> {
-    let count: FollowerCountItem = decode(&record.change.new_image, "new")?;
-    Ok(match store.fanout().copy_follower_count(&count).await? {
-        true => Outcome::Written { writes: 1 },
-        false => Outcome::Stale { writes: 1 },
-    })
+/// What the follower counts of one followed user are coalesced under: the
+/// key of their first shard's count (from the image: whose count it is).
+pub(super) fn follower_counts_of(record: &EventRecord) -> Option<Key> {
+    let count: FollowerCountItem = decode(&record.change.new_image, "new").ok()?;
+    Some(FollowerCountItem::key_of(&count.user_id, 0))
 }
 
 /// A follower entry's INSERT or REMOVE, with the records of its window

@@ -24,6 +24,7 @@ use super::{FanOut, Requests};
 use super::{
     Item, ItemType, Store, StoreError,
     deadline::Deadline,
+    items::counter::ShardCounterItem,
     items::post::{PostItem, StoredPost},
     n, s,
     table::{Deleted, Expr, Outcome, Query, TxOutcome, Write},
@@ -228,9 +229,8 @@ impl Store {
     /// before it reads a shard), so that one left open here is closed before
     /// anything of its shard is read.
     pub(super) async fn close_shards(&self, post: &PostId, shards: u8) -> Result<(), StoreError> {
-        let closing = Store::shard_counter_keys(post, shards)
-            .into_iter()
-            .map(|counter| self.close_shard(counter));
+        let closing = ShardCounterItem::keys_of(*post, shards)
+            .map(|counter| self.close_shard(counter.item()));
         futures::future::try_join_all(closing).await?;
         Ok(())
     }

@@ -13,10 +13,10 @@
 //!   and the erasure walk, and what the fan-out copies into the followers
 //!   list by time ([`crate::store::followers`]);
 //! - that shard's **count** (`FOLLOWERS#v#k / COUNT`, with a version that
-//!   grows with every change), which the fan-out copies onto the followed
-//!   profile (`followerShards`, summed as `followerCount`): an account that
+//!   grows with every change), which the fan-out adds onto the followed
+//!   profile's `followerCount` ([`crate::store::counts`]): an account that
 //!   gains 1,000 followers a second writes 125 a second to each shard, and
-//!   its profile takes one write a shard a batch.
+//!   its profile takes one write a batch.
 //!
 //! The follower's `followingCount` on their profile changes in the same
 //! transaction, on the condition that it stays within [`FOLLOWING_LIMIT`].
@@ -42,7 +42,10 @@ use std::collections::HashMap;
 use aws_sdk_dynamodb::types::AttributeValue;
 use serde::Deserialize;
 
-use super::counts::followers::{counted, counted_open};
+use super::counts::{
+    Step,
+    followers::{counted, counted_open},
+};
 use super::{
     Busy, FanOut, Item, Requests, StoreError, from_item,
     items::user::UserItem,
@@ -388,7 +391,10 @@ fn taken_back(tx: &mut Transaction<'_>, follow: &FollowItem) -> Result<Slot, Sto
         Write::delete(follow.entry().key().item(), Deleted::Untold),
     );
     let shard = follow.entry().shard();
-    tx.add("follower count", counted(&follow.followed_id, shard, -1)?);
+    tx.add(
+        "follower count",
+        counted(&follow.followed_id, shard, Step::Down)?,
+    );
     Ok(taken)
 }
 

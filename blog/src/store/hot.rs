@@ -56,10 +56,10 @@ use crate::store::items::counter::{
     wider_than,
 };
 use crate::store::items::post::{
-    ADDED_ATTRIBUTE, Added, CLOSING_ATTRIBUTE, COMMENTS_SHARDED_ATTRIBUTE, LIKERS_MOVED_ATTRIBUTE,
+    ADDED_ATTRIBUTE, CLOSING_ATTRIBUTE, COMMENTS_SHARDED_ATTRIBUTE, LIKERS_MOVED_ATTRIBUTE,
     SHARDS_ATTRIBUTE, epoch_millis,
 };
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 
 use aws_sdk_dynamodb::types::AttributeValue;
 use serde::Deserialize;
@@ -77,16 +77,14 @@ use crate::{
     keys::{self, Entity, Key, PostPartition},
 };
 
-/// What the hot-post code reads of a post item: whether it is hot, and
-/// what the fan-out has added of each shard's counts (the item is read
-/// whole, strongly consistent; the rest of it is not needed here).
+/// What the hot-post code reads of a post item: whether it is hot, and how
+/// far its switch is (the item is read whole, strongly consistent; the rest
+/// of it is not needed here).
 #[derive(Debug, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub(super) struct PostShards {
     #[serde(default)]
     pub shards: Option<u8>,
-    #[serde(default)]
-    pub shard_counts: Option<BTreeMap<String, Added>>,
     #[serde(default)]
     pub likers_moved: Option<bool>,
     #[serde(default)]
@@ -192,14 +190,6 @@ impl Store {
     /// any more, and gone for good (a post id is never used again).
     pub(super) fn found_gone(&self, post: &PostId) {
         self.hot.gone(post);
-    }
-
-    /// The shard counters of a hot post, keys only: what its deletion
-    /// deletes with it.
-    pub(super) fn shard_counter_keys(post: &PostId, shards: u8) -> Vec<super::Item> {
-        (0..shards)
-            .map(|shard| ShardCounterItem::key_of(*post, shard).item())
-            .collect()
     }
 }
 
@@ -361,8 +351,8 @@ impl Requests<'_> {
     /// pointers out (the post's walk may have read its partitions before
     /// they were written).
     async fn drop_switch(&self, post: &PostId) -> Result<(), StoreError> {
-        let keys = Store::shard_counter_keys(post, counters_made(HOT_SHARDS))
-            .into_iter()
+        let keys = ShardCounterItem::keys_of(*post, counters_made(HOT_SHARDS))
+            .map(|key| key.item())
             .chain([
                 LikeShardsItem::key_of(post).item(),
                 CommentShardsItem::key_of(post).item(),

@@ -733,6 +733,7 @@ mod tests {
             first_version: 1,
             following_count: 0,
             follower_shards: Default::default(),
+            follower_total: None,
             pulls: Default::default(),
         };
         let mut post = PostItem::new(

@@ -6,7 +6,7 @@
 //! like adds no write of its own), moved when its tags change, and out with
 //! the post.
 
-use crate::store::items::tag::TagEntryItem;
+use crate::store::items::feed::TagEntryItem;
 
 #[cfg(feature = "admin")]
 use super::Admin;

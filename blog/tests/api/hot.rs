@@ -1269,7 +1269,7 @@ async fn a_post_deleted_while_it_turns_hot_leaves_nothing() {
 /// nothing twice.
 #[tokio::test]
 async fn the_fan_out_adds_128_shards_counts_onto_the_widest_post() {
-    use blog::store::{counts::post::Summed, items::counter::ShardCounterItem};
+    use blog::store::{counts::Summed, items::counter::ShardCounterItem};
 
     let api = TestApi::start().await;
     let alice = api.user("alice").await;
@@ -1285,9 +1285,9 @@ async fn the_fan_out_adds_128_shards_counts_onto_the_widest_post() {
         })
         .collect();
     let fanout = api.app.store.fanout();
-    let summed = fanout.add_shard_counts(&post_id(&post), &counters).await;
+    let summed = fanout.add_shard_counts(&counters).await;
     assert_eq!(summed.expect("added"), Summed::Written);
-    let again = fanout.add_shard_counts(&post_id(&post), &counters).await;
+    let again = fanout.add_shard_counts(&counters).await;
     assert_eq!(again.expect("read"), Summed::Stale, "nothing twice");
     let (status, read) = api.get(&format!("/posts/{post}")).await;
     assert_eq!(status, 200);

@@ -175,7 +175,7 @@ async fn a_late_record_does_not_bring_back_a_tag_the_post_no_longer_has() {
 
 #[tokio::test]
 async fn the_audit_finds_and_repairs_tag_lists() {
-    use blog::{audit::Finding, store::items::tag::TagEntryItem, text::Tag};
+    use blog::{audit::Finding, store::items::feed::TagEntryItem, text::Tag};
 
     let api = TestApi::start().await;
     let mut poller = api.poller();
@@ -268,7 +268,7 @@ fn calls(expected: &[(&str, f64, f64)]) -> Vec<(String, f64, f64)> {
 /// what a tag's page costs at two sizes of the tag: the same.
 #[tokio::test]
 async fn a_tagged_post_costs_what_the_data_model_says_and_a_tag_page_the_same_at_any_size() {
-    use blog::{keys::Entity, store::items::tag::TagEntryItem};
+    use blog::{keys::Entity, store::items::feed::TagEntryItem};
 
     let api = TestApi::start().await;
     let mut poller = api.poller();

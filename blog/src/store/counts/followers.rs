@@ -1,20 +1,20 @@
 //! Follower counts: a followed user's followers counted in one counter a
 //! follower shard (`FOLLOWERS#v#k / COUNT`, beside the shard's entries),
 //! one up or down in each follow's and unfollow's transaction, its
-//! `version` one up; the fan-out copies each shard's count and version onto
-//! the followed profile (`followerShards`, summed as `followerCount`), only
-//! where newer; an erasure closes the counters before it walks the shards
+//! `version` one up; the fan-out adds what each shard counted since onto the
+//! followed profile's `followerCount` ([`super::FanOut::add_shard_counts`]);
+//! an erasure closes the counters before it walks the shards
 //! and empties them after; the audit recounts a shard against its entries.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 
-use aws_sdk_dynamodb::types::AttributeValue;
 use futures::future::try_join_all;
 
+use super::{ShardCounter, Step, Tally, step};
 use crate::store::{
     FanOut, StoreError,
     items::{
-        follow::{FOLLOWER_SHARDS_ATTRIBUTE, FollowerCountItem},
+        follow::{FOLLOWER_COUNT_ATTRIBUTE, FOLLOWER_SHARDS_ATTRIBUTE, FollowerCountItem},
         user::UserItem,
     },
     n, s, signed,
@@ -24,7 +24,7 @@ use crate::store::{
 use crate::store::{from_item, table::Query};
 use crate::{
     ids::UserId,
-    keys::{self, FOLLOWER_SHARDS, ItemType},
+    keys::{self, FOLLOWER_SHARDS, ItemType, Key},
 };
 
 /// The count item's attribute an erasure sets (to the erased profile's
@@ -40,7 +40,7 @@ pub(in crate::store) fn counted_open(
     shard: u8,
     first: u64,
 ) -> Result<Write, StoreError> {
-    Ok(counted(followed, shard, 1)?.when(open_since(first)))
+    Ok(counted(followed, shard, Step::Up)?.when(open_since(first)))
 }
 
 /// A count not closed by an erasure of the account at `version` or later.
@@ -50,33 +50,32 @@ pub(in crate::store) fn open_since(version: u64) -> Expr {
         .value(":open_since", n(version))
 }
 
-/// One up or down on a follower shard's count, its version one up: an
-/// UpdateItem that makes the item on the first follow.
+/// One up or down on a follower shard's count, its version one up
+/// ([`step`]): an UpdateItem that makes the item on the first follow.
 pub(in crate::store) fn counted(
     followed: &UserId,
     shard: u8,
-    step: i64,
+    way: Step,
 ) -> Result<Write, StoreError> {
     let key = FollowerCountItem::key_of(followed, shard);
-    let change = Expr::new(
-        "ADD #count :step, #version :one SET #type = :type, #user = :user, #shard = :shard \
-         REMOVE #expires",
+    let change = step(
+        COUNT,
+        way,
+        "SET #type = :type, #user = :user, #shard = :shard REMOVE #expires",
     )
-    .name("#expires", keys::EXPIRES_AT)
-    .value(":step", signed(step))
-    .value(":one", n(1));
+    .name("#expires", keys::EXPIRES_AT);
     let change = whole(change, followed, shard)?;
     Ok(Write::update(key.item(), change, Landed::Untold))
 }
 
-/// A change of a follower count with the names its expression uses, and
-/// the values of the count's own attributes (its type, whose followers,
-/// which shard), which every change sets so that the first makes the item
-/// whole.
+/// The count item's attribute that holds the count.
+const COUNT: &str = "count";
+
+/// A change of a follower count with the values of the count's own
+/// attributes (its type, whose followers, which shard), which every change
+/// sets so that the first makes the item whole.
 fn whole(change: Expr, followed: &UserId, shard: u8) -> Result<Expr, StoreError> {
     Ok(change
-        .name("#count", "count")
-        .name("#version", keys::VERSION)
         .name("#type", keys::TYPE)
         .name("#user", "userId")
         .name("#shard", "shard")
@@ -89,62 +88,35 @@ fn whole(change: Expr, followed: &UserId, shard: u8) -> Result<Expr, StoreError>
 /// longer than any follow request lives between its reads and its writes.
 const CLOSED_DAYS: i64 = 1;
 
-impl FanOut<'_> {
-    /// A follower shard's count onto the followed profile (fan-out of its
-    /// INSERT or MODIFY; the batch's records of one shard coalesced into the
-    /// last): the shard's count and version set in `followerShards`, only
-    /// where the version copied is older, so that a record delivered again
-    /// or late copies nothing. A profile without the map gets it first.
-    /// `false` when nothing was written (older, or no profile).
-    pub async fn copy_follower_count(&self, count: &FollowerCountItem) -> Result<bool, StoreError> {
-        let shard = format!("{:02}", count.shard);
-        let value = AttributeValue::M(HashMap::from([
-            ("n".to_owned(), n(count.count)),
-            ("v".to_owned(), n(count.version)),
-        ]));
-        let set = Write::update(
-            UserItem::key(&count.user_id),
-            Expr::new("SET #shards.#k = :count")
-                .name("#shards", FOLLOWER_SHARDS_ATTRIBUTE)
-                .name("#k", &shard)
-                .value(":count", value.clone()),
-            Landed::Untold,
-        )
-        .when(
-            Expr::new(
-                "attribute_exists(#shards) AND (attribute_not_exists(#shards.#k) \
-                 OR #shards.#k.#v < :version)",
-            )
-            .name("#shards", FOLLOWER_SHARDS_ATTRIBUTE)
-            .name("#k", &shard)
-            .name("#v", "v")
-            .value(":version", n(count.version)),
-        );
-        if self.db.write("copy follower count", &set).await?.done() {
-            return Ok(true);
-        }
-        // No map yet (or an older record, or no profile): a map with this
-        // shard alone, only where there is none; if another shard's copy
-        // made the map meanwhile, this shard's goes into it.
-        let first = Write::update(
-            UserItem::key(&count.user_id),
-            Expr::new("SET #shards = :map")
-                .name("#shards", FOLLOWER_SHARDS_ATTRIBUTE)
-                .value(
-                    ":map",
-                    AttributeValue::M(HashMap::from([(shard.clone(), value)])),
-                ),
-            Landed::Untold,
-        )
-        .when(
-            Expr::item_exists()
-                .and("attribute_not_exists(#shards)")
-                .name("#shards", FOLLOWER_SHARDS_ATTRIBUTE),
-        );
-        if self.db.write("first follower count", &first).await?.done() {
-            return Ok(true);
-        }
-        Ok(self.db.write("copy follower count", &set).await?.done())
+/// A follower shard's count, as the fan-out adds it onto the followed
+/// profile: its count onto `followerCount`, what it added of each shard kept
+/// in `followerShards` (`{"n", "v"}` by two-digit shard, [`ShardCount`](crate::store::items::user::ShardCount)).
+impl ShardCounter for FollowerCountItem {
+    const ADDED: &'static str = FOLLOWER_SHARDS_ATTRIBUTE;
+    const TALLIES: &'static [Tally] = &[Tally {
+        total: FOLLOWER_COUNT_ATTRIBUTE,
+        letter: "n",
+    }];
+    const MOVES_VERSION: bool = false;
+
+    fn owner(&self) -> Key {
+        keys::profile(&self.user_id)
+    }
+
+    fn shard(&self) -> u8 {
+        self.shard
+    }
+
+    fn version(&self) -> u64 {
+        self.version
+    }
+
+    fn counts(&self) -> Vec<u64> {
+        vec![self.count]
+    }
+
+    fn entry(shard: u8) -> String {
+        format!("{shard:02}")
     }
 }
 
@@ -271,6 +243,8 @@ impl FanOut<'_> {
         let change = Expr::new(
             "SET #count = :actual, #version = :next, #type = :type, #user = :user, #shard = :shard",
         )
+        .name("#count", COUNT)
+        .name("#version", keys::VERSION)
         .value(":actual", n(actual))
         .value(":next", n(version + 1));
         let change = whole(change, user, shard)?;

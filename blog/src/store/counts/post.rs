@@ -1,8 +1,9 @@
 //! A post's counts (request, fan-out): where its `likeCount` and
 //! `commentCount` go up or down, in the transaction of the like or comment
 //! they count (the request's, or the erasure walk's); the one loop every
-//! like and comment counts up through; and the fan-out's adding of a hot
-//! post's shard counters onto the post item ([`FanOut::add_shard_counts`]).
+//! like and comment counts up through; and what the fan-out's add of a hot
+//! post's shard counters onto the post item
+//! ([`crate::store::FanOut::add_shard_counts`]) adds where.
 //!
 //! A count is on the post item while the post is quiet, in one of its
 //! shard counters once it is hot ([`crate::store::hot`]). Counting up, a request
@@ -25,18 +26,16 @@
 
 use std::future::Future;
 
-use std::collections::BTreeMap;
-
+use super::{ShardCounter, Step, Tally, above_zero, step};
 use crate::store::{
-    Busy, FanOut, Item, Requests, StoreError,
+    Busy, Item, Requests, StoreError,
     items::counter::ShardCounterItem,
-    items::post::{ADDED_ATTRIBUTE, Added, CLOSING_ATTRIBUTE, SHARDS_ATTRIBUTE},
-    n, signed,
-    table::{Expr, Landed, Outcome, Room, Throttle, Write},
+    items::post::{ADDED_ATTRIBUTE, CLOSING_ATTRIBUTE, SHARDS_ATTRIBUTE},
+    table::{Expr, Landed, Room, Throttle, Write},
 };
 use crate::{
     ids::PostId,
-    keys::{self, Counter},
+    keys::{self, Counter, Key},
 };
 
 /// How long a like or comment of a post turning hot waits before it looks
@@ -44,32 +43,15 @@ use crate::{
 /// request's a while, [`crate::store::handle`]).
 const CLOSED_WAIT: std::time::Duration = std::time::Duration::from_millis(25);
 
-/// Which way a counter goes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Step {
-    Up,
-    Down,
-}
-
 /// `counter` of the item at `key` (a post, or a hot post's shard counter) one
-/// `step` up or down, its `version` one up, as a transaction's item: it must
-/// exist and meet `also`, and going down the counter must be above 0.
-fn step_counter(key: Item, counter: Counter, step: Step, also: Option<Expr>) -> Write {
-    let sign = match step {
-        Step::Up => "+",
-        Step::Down => "-",
-    };
-    let change = Expr::new(format!(
-        "SET #counter = #counter {sign} :one, version = version + :one"
-    ))
-    .name("#counter", counter.attribute())
-    .value(":one", n(1));
-    let condition = match step {
+/// `step` up or down, its `version` one up ([`step`]), as a transaction's
+/// item: it must exist and meet `also`, and going down the counter must be
+/// above 0.
+fn step_counter(key: Item, counter: Counter, way: Step, also: Option<Expr>) -> Write {
+    let change = step(counter.attribute(), way, "");
+    let condition = match way {
         Step::Up => Expr::item_exists(),
-        Step::Down => Expr::item_exists()
-            .and("#counter > :zero")
-            .name("#counter", counter.attribute())
-            .value(":zero", n(0)),
+        Step::Down => Expr::item_exists().and_expr(above_zero(counter.attribute())),
     };
     let condition = match also {
         None => condition,
@@ -402,248 +384,40 @@ impl Requests<'_> {
     }
 }
 
-/// How often the fan-out reads the post again when another batch added its
-/// shards' counts in between.
-const SUM_ATTEMPTS: usize = 8;
+/// A hot post's shard counter, as the fan-out adds it onto the post: its
+/// likes and comments onto `likeCount` and `commentCount`, what it added of
+/// each shard kept in `shardCounts` (`{"l", "c", "v"}`, [`Added`](crate::store::items::post::Added)).
+impl ShardCounter for ShardCounterItem {
+    const ADDED: &'static str = ADDED_ATTRIBUTE;
+    const TALLIES: &'static [Tally] = &[
+        Tally {
+            total: Counter::Likes.attribute(),
+            letter: "l",
+        },
+        Tally {
+            total: Counter::Comments.attribute(),
+            letter: "c",
+        },
+    ];
+    const MOVES_VERSION: bool = true;
 
-/// What adding a batch's shard counts onto a post did.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Summed {
-    /// The post's counts changed.
-    Written,
-    /// The post held these versions of the shards already.
-    Stale,
-    /// The post is gone.
-    Gone,
-}
-
-impl FanOut<'_> {
-    /// Fan-out of shard counter changes (their newest images in a batch, of
-    /// one post): adds to the post's counts what each shard counted since the
-    /// version the post holds of it, in one conditional update, and records
-    /// the versions added. A shard already added at that version or a newer
-    /// one adds nothing, so a record delivered twice or late adds nothing
-    /// twice; another batch adding other shards at once makes the condition
-    /// fail, and the post is read again.
-    pub async fn add_shard_counts(
-        &self,
-        post: &PostId,
-        counters: &[ShardCounterItem],
-    ) -> Result<Summed, StoreError> {
-        for _ in 0..SUM_ATTEMPTS {
-            let found = self.post_shards(post);
-            let Some(found) = found.await? else {
-                return Ok(Summed::Gone);
-            };
-            let added = found.shard_counts.clone().unwrap_or_default();
-            let updates = shard_updates(&added, counters);
-            if updates.is_empty() {
-                return Ok(Summed::Stale);
-            }
-            // In turn: one refused (another batch added some of these shards
-            // meanwhile) sends the loop back to read the post again.
-            let mut refused = false;
-            for update in &updates {
-                if let Outcome::ConditionFailed { .. } =
-                    self.db.write("add shard counts", update).await?
-                {
-                    refused = true;
-                    break;
-                }
-            }
-            if !refused {
-                return Ok(Summed::Written);
-            }
-        }
-        Err(StoreError::busy(
-            Busy::Conflict,
-            "other batches kept adding the post's shard counts",
-        ))
-    }
-}
-
-/// How many shards one update of a post adds at most: each shard names
-/// itself in the update (`#added.#s127 = :s127`, about 22 bytes) and in the
-/// condition (`attribute_not_exists(#added.#s127)`, about 40), and DynamoDB
-/// takes expressions of 4 KB at most: 32 shards keep the condition near
-/// 1.3 KB, so the widest post (128 shards, all new at once) takes 4 updates.
-const SHARDS_PER_UPDATE: usize = 32;
-
-/// The post updates that add `counters` (each shard's newest) onto a post
-/// that holds `added`, [`SHARDS_PER_UPDATE`] shards an update; none when
-/// every one of them is added already. Each update adds its own shards'
-/// changes and conditions on their versions alone, so each is right on its
-/// own: one that lands before another fails leaves nothing to undo (the
-/// post is read again, and the shards it added are added already).
-fn shard_updates(added: &BTreeMap<String, Added>, counters: &[ShardCounterItem]) -> Vec<Write> {
-    let Some(post) = counters.first().map(|c| c.post_id) else {
-        return Vec::new();
-    };
-    let mut newest: BTreeMap<u8, &ShardCounterItem> = BTreeMap::new();
-    for counter in counters {
-        let slot = newest.entry(counter.shard).or_insert(counter);
-        if counter.version > slot.version {
-            *slot = counter;
-        }
-    }
-    let changed: Vec<(u8, Option<Added>, &ShardCounterItem)> = newest
-        .into_iter()
-        .filter_map(|(shard, counter)| {
-            let before = added.get(&shard.to_string()).copied();
-            let stale = before.is_some_and(|b| b.version >= counter.version);
-            (!stale).then_some((shard, before, counter))
-        })
-        .collect();
-    changed
-        .chunks(SHARDS_PER_UPDATE)
-        .filter_map(|chunk| shard_update(post, chunk))
-        .collect()
-}
-
-/// One update adding `shards`' changes onto `post`.
-fn shard_update(post: PostId, shards: &[(u8, Option<Added>, &ShardCounterItem)]) -> Option<Write> {
-    let (mut likes, mut comments) = (0_i64, 0_i64);
-    let mut sets = Vec::new();
-    let mut conditions = Vec::new();
-    let mut values = Vec::new();
-    let mut checks = Vec::new();
-    let mut names = Vec::new();
-    for &(shard, before, counter) in shards {
-        let was = before.unwrap_or_default();
-        likes += signed_difference(counter.like_count, was.like_count);
-        comments += signed_difference(counter.comment_count, was.comment_count);
-        let now = Added {
-            like_count: counter.like_count,
-            comment_count: counter.comment_count,
-            version: counter.version,
-        };
-        names.push((format!("#s{shard}"), shard.to_string()));
-        sets.push(format!("#added.#s{shard} = :s{shard}"));
-        values.push((
-            format!(":s{shard}"),
-            serde_dynamo::to_attribute_value(now).ok()?,
-        ));
-        conditions.push(match before {
-            Some(b) => {
-                checks.push((format!(":was{shard}"), n(b.version)));
-                format!("#added.#s{shard}.v = :was{shard}")
-            }
-            None => format!("attribute_not_exists(#added.#s{shard})"),
-        });
-    }
-    if sets.is_empty() {
-        return None;
-    }
-    let mut change = Expr::new(format!(
-        "SET #likes = #likes + :likes, #comments = #comments + :comments, \
-         version = version + :one, {}",
-        sets.join(", ")
-    ))
-    .with_counters()
-    .name("#added", ADDED_ATTRIBUTE)
-    .value(":likes", signed(likes))
-    .value(":comments", signed(comments))
-    .value(":one", n(1));
-    let mut condition = Expr::item_exists()
-        .and(&conditions.join(" AND "))
-        .name("#added", ADDED_ATTRIBUTE);
-    for (placeholder, name) in &names {
-        change = change.name(placeholder, name);
-        condition = condition.name(placeholder, name);
-    }
-    for (placeholder, value) in values {
-        change = change.value(&placeholder, value);
-    }
-    for (placeholder, value) in checks {
-        condition = condition.value(&placeholder, value);
-    }
-    // A lost answer's write shows as a failed condition: the caller reads the
-    // post again and finds its shards' counts added.
-    let update = Write::update(keys::post_item(&post).item(), change, Landed::Untold);
-    Some(update.when(condition))
-}
-
-fn signed_difference(now: u64, was: u64) -> i64 {
-    i64::try_from(now).unwrap_or(i64::MAX) - i64::try_from(was).unwrap_or(i64::MAX)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::ids::PostId;
-
-    fn counter(shard: u8, likes: u64, comments: u64, version: u64) -> ShardCounterItem {
-        ShardCounterItem {
-            post_id: PostId::parse("01J00000000000000000000000").expect("id"),
-            shard,
-            like_count: likes,
-            comment_count: comments,
-            version,
-        }
+    fn owner(&self) -> Key {
+        keys::post_item(&self.post_id)
     }
 
-    #[test]
-    fn a_shard_adds_what_it_counted_since_the_version_the_post_holds() {
-        let mut added = BTreeMap::new();
-        added.insert(
-            "3".to_owned(),
-            Added {
-                like_count: 5,
-                comment_count: 1,
-                version: 6,
-            },
-        );
-        // Shard 3 at an older and a newer version in one batch, shard 4 new.
-        let updates = shard_updates(
-            &added,
-            &[
-                counter(3, 4, 1, 5),
-                counter(3, 9, 2, 11),
-                counter(4, 2, 0, 2),
-            ],
-        );
-        assert_eq!(updates.len(), 1);
-        let text = format!("{:?}", updates[0]);
-        assert!(text.contains("N(\"6\")"), "{text}"); // 9 - 5 + 2 likes
-        assert!(text.contains("N(\"1\")"), "{text}"); // 2 - 1 comments
-        // Everything added already: no write.
-        assert!(shard_updates(&added, &[counter(3, 5, 1, 6)]).is_empty());
+    fn shard(&self) -> u8 {
+        self.shard
     }
 
-    #[test]
-    fn the_widest_post_adds_its_shards_in_updates_dynamodb_takes() {
-        // 128 shards, all new at once (a post just widened to its most), and
-        // 128 more seen before: each expression within 4 KB.
-        let fresh: Vec<ShardCounterItem> = (0..128).map(|k| counter(k, 1, 1, 1)).collect();
-        let updates = shard_updates(&BTreeMap::new(), &fresh);
-        assert_eq!(updates.len(), 128 / SHARDS_PER_UPDATE);
-        let seen: BTreeMap<String, Added> = (0..128_u8)
-            .map(|k| {
-                let added = Added {
-                    like_count: 1,
-                    comment_count: 1,
-                    version: 1,
-                };
-                (k.to_string(), added)
-            })
-            .collect();
-        let newer: Vec<ShardCounterItem> = (0..128).map(|k| counter(k, 2, 2, 2)).collect();
-        let again = shard_updates(&seen, &newer);
-        assert_eq!(again.len(), 128 / SHARDS_PER_UPDATE);
-        for update in updates.iter().chain(&again) {
-            assert!(
-                update.longest_expression() <= crate::store::table::MAX_EXPRESSION_BYTES,
-                "{} bytes",
-                update.longest_expression()
-            );
-        }
-        // All in one update, the condition alone is over 4 KB: the limit
-        // binds at this width.
-        let one = shard_update(
-            fresh[0].post_id,
-            &fresh.iter().map(|c| (c.shard, None, c)).collect::<Vec<_>>(),
-        )
-        .expect("an update");
-        assert!(one.longest_expression() > crate::store::table::MAX_EXPRESSION_BYTES);
+    fn version(&self) -> u64 {
+        self.version
+    }
+
+    fn counts(&self) -> Vec<u64> {
+        vec![self.like_count, self.comment_count]
+    }
+
+    fn entry(shard: u8) -> String {
+        shard.to_string()
     }
 }

@@ -94,6 +94,12 @@ impl ShardCounterItem {
         Key::new(PostPartition::shard(post, shard).pk(), SHARD_COUNTS_SK)
     }
 
+    /// The keys of a post's first `shards` counters: what its deletion
+    /// closes.
+    pub fn keys_of(post: PostId, shards: u8) -> impl Iterator<Item = Key> {
+        (0..shards).map(move |shard| Self::key_of(post, shard))
+    }
+
     /// The audit's repair: the counts (likes, comments) set to what the shard
     /// holds, if its `version` is still `seen`.
     #[cfg(feature = "admin")]

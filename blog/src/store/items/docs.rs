@@ -10,7 +10,7 @@ use serde::de::{self, DeserializeOwned, Visitor};
 use super::{
     comment::CommentItem,
     counter::{CommentShardsItem, LikeShardsItem, ShardCounterItem},
-    feed::FeedEntryItem,
+    feed::{FeedEntryItem, TagEntryItem},
     follow::{FollowItem, FollowerCountItem, FollowerItem},
     home::{DeliveryItem, HomeEntryItem},
     like::{LikeItem, LikedMarker, LikerMarker},
@@ -19,7 +19,6 @@ use super::{
     rename::RenameProgress,
     request_record::{Created, RequestRecordItem},
     schedule::ScheduledItem,
-    tag::TagEntryItem,
     user::{ErasureMark, UserItem, UsernameClaim},
 };
 use crate::{

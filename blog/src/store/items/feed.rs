@@ -1,5 +1,6 @@
-//! The feed's items (Q6): a post's entry in the `FEED` partition and the
-//! floor below which entries are trimmed.
+//! The lists of posts' items: a post's entry in the feed (Q6, the `FEED`
+//! partition) and the floor below which its entries are trimmed, and a
+//! post's entry in a tag's list (`TAG#<tag>`), the same short form.
 
 use serde::{Deserialize, Serialize};
 
@@ -11,6 +12,7 @@ use crate::{
     ids::PostId,
     keys::{self, Entity, FEED_FLOOR_SK, FEED_PK, Key, TYPE},
     model::PostSummary,
+    text::Tag,
 };
 
 /// A feed entry: the short form of a post (its attributes are the short
@@ -130,4 +132,60 @@ pub fn feed_slack(capacity: usize) -> usize {
 /// between (there is no index of all posts by time to refill it from).
 pub fn feed_reserve(capacity: usize) -> usize {
     capacity / 5
+}
+
+/// A post's entry in one of its tags' lists: its short form (the
+/// attributes side by side, as the list reads them), as of the post's
+/// `version` and `userVersion` (both only grow: a copy is older than a post
+/// image exactly when either is lower), and the tag it is listed under.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TagEntryItem {
+    #[serde(flatten)]
+    pub post: PostSummary,
+    pub tag: Tag,
+    pub version: u64,
+    pub user_version: u64,
+    /// Where the list holds it, when that is not its post id (a draft
+    /// published after it was created: [`PostId::listed_at`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub listed_id: Option<PostId>,
+    /// The post's `updatedAt` (its last edit), for the Atom feed's entry
+    /// `updated`; absent from entries written before it was kept.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub updated_at: Option<String>,
+}
+
+impl TagEntryItem {
+    pub fn of(post: &PostItem, tag: &Tag) -> Self {
+        Self {
+            post: PostSummary::from(post),
+            tag: tag.clone(),
+            version: post.version,
+            user_version: post.user_version,
+            listed_id: post.listed_id().filter(|listed| *listed != post.post_id),
+            updated_at: Some(post.updated_at.clone()),
+        }
+    }
+
+    /// The entry under `tag` of the post listed under `listed`.
+    pub fn key_of(tag: &Tag, listed: &PostId) -> Key {
+        Key::new(keys::tag_pk(tag), keys::tag_sk(listed))
+    }
+
+    /// Where the list holds it.
+    pub fn listed(&self) -> PostId {
+        self.listed_id.unwrap_or(self.post.post_id)
+    }
+}
+
+impl Entity for TagEntryItem {
+    const TYPE: ItemType = ItemType::TagEntry;
+    /// A copy of the post at these versions: another delivery of the same
+    /// record writes the same.
+    const OWN: &'static [&'static str] = &["version", "userVersion"];
+
+    fn key(&self) -> Key {
+        Self::key_of(&self.tag, &self.listed())
+    }
 }

@@ -16,6 +16,8 @@ pub(crate) const FOLLOWING_COUNT: &str = "followingCount";
 pub(crate) const PULLS: &str = "pulls";
 /// The profile's map of its follower shards' counts as copied.
 pub(crate) const FOLLOWER_SHARDS_ATTRIBUTE: &str = "followerShards";
+/// The profile's attribute that holds the sum of its `followerShards`.
+pub(crate) const FOLLOWER_COUNT_ATTRIBUTE: &str = "followerCount";
 
 /// The follower shard that holds `follower`'s entry in any user's followers:
 /// one of the [`PUSH_SHARDS`] by their id's hash, that plus [`PUSH_SHARDS`]

@@ -18,5 +18,4 @@ pub mod post;
 pub mod rename;
 pub mod request_record;
 pub mod schedule;
-pub mod tag;
 pub mod user;

@@ -31,11 +31,20 @@ pub struct UserItem {
     /// (absent until the first).
     #[serde(default, skip_serializing_if = "is_zero")]
     pub following_count: u64,
-    /// Each follower shard's count as the fan-out last copied it, by shard
-    /// (`"00"`..): their sum is the follower count
-    /// ([`crate::store::follows`]). Absent until the first follower.
+    /// Each follower shard's count as the fan-out last added it, by shard
+    /// (`"00"`..), with the counter's version
+    /// ([`crate::store::counts`]). Absent until the first follower.
     #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
     pub follower_shards: std::collections::BTreeMap<String, ShardCount>,
+    /// Their follower count: the sum of `follower_shards`, moved by each of
+    /// the fan-out's adds. Absent until the first (on a profile the fan-out
+    /// added to before it was kept, until its next add: then the map's sum).
+    #[serde(
+        rename = "followerCount",
+        default,
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub follower_total: Option<u64>,
     /// The authors they pull (their pull follows, [`crate::store::follows`]):
     /// their home read merges these authors' posts. A string set, at most
     /// [`crate::store::follows::PULL_LIMIT`]; absent while empty. Written by the
@@ -93,6 +102,7 @@ impl UserItem {
             first_version: 1,
             following_count: 0,
             follower_shards: std::collections::BTreeMap::new(),
+            follower_total: None,
             pulls: Vec::new(),
         }
     }
@@ -110,10 +120,11 @@ impl UserItem {
         keys::profile(user).item()
     }
 
-    /// Their follower count: the shards' counts as the fan-out last copied
+    /// Their follower count: the shards' counts as the fan-out last added
     /// them.
     pub fn follower_count(&self) -> u64 {
-        self.follower_shards.values().map(|c| c.count).sum()
+        self.follower_total
+            .unwrap_or_else(|| self.follower_shards.values().map(|c| c.count).sum())
     }
 }
 
