@@ -271,8 +271,20 @@ pub fn comment_sk(comment: &CommentId) -> String {
     format!("{COMMENT_PREFIX}{comment}")
 }
 
+/// The comment whose sort key `sk` is; `None` for any other sort key,
+/// the comment shards' pointer ([`COMMENT_SHARDS_SK`]) among them.
+pub fn comment_of_sk(sk: &str) -> Option<CommentId> {
+    CommentId::parse(sk.strip_prefix(COMMENT_PREFIX)?).ok()
+}
+
 pub fn like_sk(like: &LikeId) -> String {
     format!("{LIKE_PREFIX}{like}")
+}
+
+/// The like whose sort key `sk` is; `None` for any other sort key, the
+/// like shards' pointer ([`LIKE_SHARDS_SK`]) and liker markers among them.
+pub fn like_of_sk(sk: &str) -> Option<LikeId> {
+    LikeId::parse(sk.strip_prefix(LIKE_PREFIX)?).ok()
 }
 
 /// One marker per (post, user): its conditional put is what makes a like unique.
@@ -759,6 +771,31 @@ mod tests {
             );
         }
         assert_eq!(user_of_pk("FEED"), None);
+    }
+
+    #[test]
+    fn post_partition_sort_keys_give_their_ids_back() {
+        let comment = CommentId::generate();
+        let like = LikeId::generate();
+        assert_eq!(comment_of_sk(&comment_sk(&comment)), Some(comment));
+        assert_eq!(like_of_sk(&like_sk(&like)), Some(like));
+        let user = UserId::parse("u1").unwrap();
+        for foreign in [
+            like_sk(&like),
+            COMMENT_SHARDS_SK.to_owned(),
+            POST_SK.to_owned(),
+            format!("{COMMENT_PREFIX}{comment}#1"),
+        ] {
+            assert_eq!(comment_of_sk(&foreign), None, "{foreign}");
+        }
+        for foreign in [
+            comment_sk(&comment),
+            LIKE_SHARDS_SK.to_owned(),
+            liker_sk(&user),
+            SHARD_COUNTS_SK.to_owned(),
+        ] {
+            assert_eq!(like_of_sk(&foreign), None, "{foreign}");
+        }
     }
 
     #[test]
