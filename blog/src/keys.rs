@@ -331,6 +331,15 @@ pub fn user_post_sk(listed: &PostId) -> String {
     post_pk(listed)
 }
 
+/// The place ([`PostId::listed_at`]) that a published post's GSI1 sort
+/// key `sk` names; `None` for a draft's key or any other.
+pub fn listed_of_user_post_sk(sk: &str) -> Option<PostId> {
+    match UserItemsKind::of_sk(sk)? {
+        (UserItemsKind::Post, id) => PostId::parse(id).ok(),
+        _ => None,
+    }
+}
+
 /// An unpublished post's GSI1 sort key prefix (its author's drafts list):
 /// after `POST#` in key order, and outside `begins_with(GSI1SK, "POST#")`.
 pub const DRAFT_PREFIX: &str = "POSTDRAFT#";
@@ -401,6 +410,63 @@ pub const FOLLOW_PREFIX: &str = "FOLLOW#";
 
 pub fn user_follow_sk(follow: &FollowId) -> String {
     format!("{FOLLOW_PREFIX}{follow}")
+}
+
+/// The follow whose GSI1 sort key `sk` is; `None` for any other key.
+pub fn follow_of_user_follow_sk(sk: &str) -> Option<FollowId> {
+    match UserItemsKind::of_sk(sk)? {
+        (UserItemsKind::Follow, id) => FollowId::parse(id).ok(),
+        _ => None,
+    }
+}
+
+/// What a GSI1 sort key of a user's partition ([`user_items_pk`]) lists,
+/// told by its prefix: the one parse of those keys, for the readers of the
+/// whole partition (the export, the audit) and the typed parsers above.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum UserItemsKind {
+    /// A published post, by where it is listed ([`user_post_sk`]).
+    Post,
+    /// An unpublished post, by its id ([`user_draft_sk`]).
+    Draft,
+    /// A comment ([`user_comment_sk`]).
+    Comment,
+    /// A like ([`user_like_sk`]).
+    Like,
+    /// A follow of another user ([`user_follow_sk`]).
+    Follow,
+}
+
+impl UserItemsKind {
+    pub const ALL: [UserItemsKind; 5] = [
+        UserItemsKind::Post,
+        UserItemsKind::Draft,
+        UserItemsKind::Comment,
+        UserItemsKind::Like,
+        UserItemsKind::Follow,
+    ];
+
+    /// The prefix its sort keys begin with. No prefix begins another
+    /// (`POST#` and `POSTDRAFT#` part at their fifth letter), so a key is
+    /// of one kind at most.
+    pub const fn prefix(self) -> &'static str {
+        match self {
+            UserItemsKind::Post => POST_PREFIX,
+            UserItemsKind::Draft => DRAFT_PREFIX,
+            UserItemsKind::Comment => COMMENT_PREFIX,
+            UserItemsKind::Like => LIKE_PREFIX,
+            UserItemsKind::Follow => FOLLOW_PREFIX,
+        }
+    }
+
+    /// The kind of the GSI1 sort key `sk` and the id text after its
+    /// prefix, unparsed (the caller says what an id that does not parse
+    /// means); `None` for a key of no kind this version knows.
+    pub fn of_sk(sk: &str) -> Option<(Self, &str)> {
+        Self::ALL
+            .into_iter()
+            .find_map(|kind| Some((kind, sk.strip_prefix(kind.prefix())?)))
+    }
 }
 
 /// How many partitions hold one user's followers: a follower's entry and
@@ -796,6 +862,56 @@ mod tests {
         ] {
             assert_eq!(like_of_sk(&foreign), None, "{foreign}");
         }
+    }
+
+    #[test]
+    fn user_items_sort_keys_give_their_kind_and_id_back() {
+        let post = PostId::generate();
+        let listed = post.listed_at(post.timestamp_ms() + 1_000);
+        let comment = CommentId::generate();
+        let like = LikeId::generate();
+        let follow = FollowId::generate();
+        let cases = [
+            (
+                user_post_sk(&listed),
+                UserItemsKind::Post,
+                listed.to_string(),
+            ),
+            (user_draft_sk(&post), UserItemsKind::Draft, post.to_string()),
+            (
+                user_comment_sk(&comment),
+                UserItemsKind::Comment,
+                comment.to_string(),
+            ),
+            (user_like_sk(&like), UserItemsKind::Like, like.to_string()),
+            (
+                user_follow_sk(&follow),
+                UserItemsKind::Follow,
+                follow.to_string(),
+            ),
+        ];
+        for (sk, kind, id) in &cases {
+            assert_eq!(UserItemsKind::of_sk(sk), Some((*kind, id.as_str())), "{sk}");
+        }
+        // Every kind is in `ALL` once, and no prefix begins another.
+        for kind in UserItemsKind::ALL {
+            for other in UserItemsKind::ALL {
+                assert_eq!(kind.prefix().starts_with(other.prefix()), kind == other);
+            }
+        }
+        assert_eq!(UserItemsKind::of_sk(PROFILE_SK), None);
+        assert_eq!(UserItemsKind::of_sk(&format!("{FOLLOWS_PREFIX}u2")), None);
+
+        assert_eq!(listed_of_user_post_sk(&user_post_sk(&listed)), Some(listed));
+        assert_eq!(listed_of_user_post_sk(&user_draft_sk(&post)), None);
+        assert_eq!(listed_of_user_post_sk(&user_comment_sk(&comment)), None);
+        assert_eq!(listed_of_user_post_sk(&format!("{POST_PREFIX}x")), None);
+        assert_eq!(
+            follow_of_user_follow_sk(&user_follow_sk(&follow)),
+            Some(follow)
+        );
+        assert_eq!(follow_of_user_follow_sk(&user_like_sk(&like)), None);
+        assert_eq!(follow_of_user_follow_sk(&format!("{FOLLOW_PREFIX}x")), None);
     }
 
     #[test]
