@@ -521,10 +521,18 @@ pub const FOLLOWER_WINDOW_PREFIX: &str = "W#";
 
 /// The window of `follow`'s time, zero-padded: key order is time order.
 pub fn follower_window_sk(follow: &FollowId) -> String {
-    format!(
-        "{FOLLOWER_WINDOW_PREFIX}{:015}",
-        follow.millis() / FOLLOWER_WINDOW_MS
-    )
+    follower_window_sk_at(follow.millis() / FOLLOWER_WINDOW_MS)
+}
+
+/// The sort key of window number `window` (follow time in milliseconds
+/// over [`FOLLOWER_WINDOW_MS`]), zero-padded to 15 digits.
+pub fn follower_window_sk_at(window: u64) -> String {
+    format!("{FOLLOWER_WINDOW_PREFIX}{window:015}")
+}
+
+/// The window number whose sort key `sk` is; `None` for any other key.
+pub fn window_of_follower_window_sk(sk: &str) -> Option<u64> {
+    sk.strip_prefix(FOLLOWER_WINDOW_PREFIX)?.parse().ok()
 }
 
 /// The follower window that holds `follow` of `followed`.
@@ -912,6 +920,25 @@ mod tests {
         );
         assert_eq!(follow_of_user_follow_sk(&user_like_sk(&like)), None);
         assert_eq!(follow_of_user_follow_sk(&format!("{FOLLOW_PREFIX}x")), None);
+    }
+
+    #[test]
+    fn follower_window_sort_keys_give_their_window_back() {
+        let follow = FollowId::generate();
+        let window = follow.millis() / FOLLOWER_WINDOW_MS;
+        let sk = follower_window_sk(&follow);
+        assert_eq!(follower_window_sk_at(window), sk);
+        assert_eq!(window_of_follower_window_sk(&sk), Some(window));
+        assert_eq!(
+            window_of_follower_window_sk(&follower_window_sk_at(0)),
+            Some(0)
+        );
+        assert_eq!(window_of_follower_window_sk(FOLLOWER_COUNT_SK), None);
+        assert_eq!(window_of_follower_window_sk(&follower_sk(&follow)), None);
+        assert_eq!(
+            window_of_follower_window_sk(&format!("{FOLLOWER_WINDOW_PREFIX}x")),
+            None
+        );
     }
 
     #[test]
