@@ -271,8 +271,20 @@ pub fn comment_sk(comment: &CommentId) -> String {
     format!("{COMMENT_PREFIX}{comment}")
 }
 
+/// The comment whose sort key `sk` is; `None` for any other sort key,
+/// the comment shards' pointer ([`COMMENT_SHARDS_SK`]) among them.
+pub fn comment_of_sk(sk: &str) -> Option<CommentId> {
+    CommentId::parse(sk.strip_prefix(COMMENT_PREFIX)?).ok()
+}
+
 pub fn like_sk(like: &LikeId) -> String {
     format!("{LIKE_PREFIX}{like}")
+}
+
+/// The like whose sort key `sk` is; `None` for any other sort key, the
+/// like shards' pointer ([`LIKE_SHARDS_SK`]) and liker markers among them.
+pub fn like_of_sk(sk: &str) -> Option<LikeId> {
+    LikeId::parse(sk.strip_prefix(LIKE_PREFIX)?).ok()
 }
 
 /// One marker per (post, user): its conditional put is what makes a like unique.
@@ -317,6 +329,15 @@ pub fn user_items_pk(user: &UserId) -> String {
 /// ([`PostId::listed_at`]).
 pub fn user_post_sk(listed: &PostId) -> String {
     post_pk(listed)
+}
+
+/// The place ([`PostId::listed_at`]) that a published post's GSI1 sort
+/// key `sk` names; `None` for a draft's key or any other.
+pub fn listed_of_user_post_sk(sk: &str) -> Option<PostId> {
+    match UserItemsKind::of_sk(sk)? {
+        (UserItemsKind::Post, id) => PostId::parse(id).ok(),
+        _ => None,
+    }
 }
 
 /// An unpublished post's GSI1 sort key prefix (its author's drafts list):
@@ -391,6 +412,63 @@ pub fn user_follow_sk(follow: &FollowId) -> String {
     format!("{FOLLOW_PREFIX}{follow}")
 }
 
+/// The follow whose GSI1 sort key `sk` is; `None` for any other key.
+pub fn follow_of_user_follow_sk(sk: &str) -> Option<FollowId> {
+    match UserItemsKind::of_sk(sk)? {
+        (UserItemsKind::Follow, id) => FollowId::parse(id).ok(),
+        _ => None,
+    }
+}
+
+/// What a GSI1 sort key of a user's partition ([`user_items_pk`]) lists,
+/// told by its prefix: the one parse of those keys, for the readers of the
+/// whole partition (the export, the audit) and the typed parsers above.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum UserItemsKind {
+    /// A published post, by where it is listed ([`user_post_sk`]).
+    Post,
+    /// An unpublished post, by its id ([`user_draft_sk`]).
+    Draft,
+    /// A comment ([`user_comment_sk`]).
+    Comment,
+    /// A like ([`user_like_sk`]).
+    Like,
+    /// A follow of another user ([`user_follow_sk`]).
+    Follow,
+}
+
+impl UserItemsKind {
+    pub const ALL: [UserItemsKind; 5] = [
+        UserItemsKind::Post,
+        UserItemsKind::Draft,
+        UserItemsKind::Comment,
+        UserItemsKind::Like,
+        UserItemsKind::Follow,
+    ];
+
+    /// The prefix its sort keys begin with. No prefix begins another
+    /// (`POST#` and `POSTDRAFT#` part at their fifth letter), so a key is
+    /// of one kind at most.
+    pub const fn prefix(self) -> &'static str {
+        match self {
+            UserItemsKind::Post => POST_PREFIX,
+            UserItemsKind::Draft => DRAFT_PREFIX,
+            UserItemsKind::Comment => COMMENT_PREFIX,
+            UserItemsKind::Like => LIKE_PREFIX,
+            UserItemsKind::Follow => FOLLOW_PREFIX,
+        }
+    }
+
+    /// The kind of the GSI1 sort key `sk` and the id text after its
+    /// prefix, unparsed (the caller says what an id that does not parse
+    /// means); `None` for a key of no kind this version knows.
+    pub fn of_sk(sk: &str) -> Option<(Self, &str)> {
+        Self::ALL
+            .into_iter()
+            .find_map(|kind| Some((kind, sk.strip_prefix(kind.prefix())?)))
+    }
+}
+
 /// How many partitions hold one user's followers: a follower's entry and
 /// the count it is in go to the shard its id hashes to, so that an account
 /// gaining followers fast spreads their writes (4 WCU a follow in the
@@ -443,10 +521,18 @@ pub const FOLLOWER_WINDOW_PREFIX: &str = "W#";
 
 /// The window of `follow`'s time, zero-padded: key order is time order.
 pub fn follower_window_sk(follow: &FollowId) -> String {
-    format!(
-        "{FOLLOWER_WINDOW_PREFIX}{:015}",
-        follow.millis() / FOLLOWER_WINDOW_MS
-    )
+    follower_window_sk_at(follow.millis() / FOLLOWER_WINDOW_MS)
+}
+
+/// The sort key of window number `window` (follow time in milliseconds
+/// over [`FOLLOWER_WINDOW_MS`]), zero-padded to 15 digits.
+pub fn follower_window_sk_at(window: u64) -> String {
+    format!("{FOLLOWER_WINDOW_PREFIX}{window:015}")
+}
+
+/// The window number whose sort key `sk` is; `None` for any other key.
+pub fn window_of_follower_window_sk(sk: &str) -> Option<u64> {
+    sk.strip_prefix(FOLLOWER_WINDOW_PREFIX)?.parse().ok()
 }
 
 /// The follower window that holds `follow` of `followed`.
@@ -759,6 +845,100 @@ mod tests {
             );
         }
         assert_eq!(user_of_pk("FEED"), None);
+    }
+
+    #[test]
+    fn post_partition_sort_keys_give_their_ids_back() {
+        let comment = CommentId::generate();
+        let like = LikeId::generate();
+        assert_eq!(comment_of_sk(&comment_sk(&comment)), Some(comment));
+        assert_eq!(like_of_sk(&like_sk(&like)), Some(like));
+        let user = UserId::parse("u1").unwrap();
+        for foreign in [
+            like_sk(&like),
+            COMMENT_SHARDS_SK.to_owned(),
+            POST_SK.to_owned(),
+            format!("{COMMENT_PREFIX}{comment}#1"),
+        ] {
+            assert_eq!(comment_of_sk(&foreign), None, "{foreign}");
+        }
+        for foreign in [
+            comment_sk(&comment),
+            LIKE_SHARDS_SK.to_owned(),
+            liker_sk(&user),
+            SHARD_COUNTS_SK.to_owned(),
+        ] {
+            assert_eq!(like_of_sk(&foreign), None, "{foreign}");
+        }
+    }
+
+    #[test]
+    fn user_items_sort_keys_give_their_kind_and_id_back() {
+        let post = PostId::generate();
+        let listed = post.listed_at(post.timestamp_ms() + 1_000);
+        let comment = CommentId::generate();
+        let like = LikeId::generate();
+        let follow = FollowId::generate();
+        let cases = [
+            (
+                user_post_sk(&listed),
+                UserItemsKind::Post,
+                listed.to_string(),
+            ),
+            (user_draft_sk(&post), UserItemsKind::Draft, post.to_string()),
+            (
+                user_comment_sk(&comment),
+                UserItemsKind::Comment,
+                comment.to_string(),
+            ),
+            (user_like_sk(&like), UserItemsKind::Like, like.to_string()),
+            (
+                user_follow_sk(&follow),
+                UserItemsKind::Follow,
+                follow.to_string(),
+            ),
+        ];
+        for (sk, kind, id) in &cases {
+            assert_eq!(UserItemsKind::of_sk(sk), Some((*kind, id.as_str())), "{sk}");
+        }
+        // Every kind is in `ALL` once, and no prefix begins another.
+        for kind in UserItemsKind::ALL {
+            for other in UserItemsKind::ALL {
+                assert_eq!(kind.prefix().starts_with(other.prefix()), kind == other);
+            }
+        }
+        assert_eq!(UserItemsKind::of_sk(PROFILE_SK), None);
+        assert_eq!(UserItemsKind::of_sk(&format!("{FOLLOWS_PREFIX}u2")), None);
+
+        assert_eq!(listed_of_user_post_sk(&user_post_sk(&listed)), Some(listed));
+        assert_eq!(listed_of_user_post_sk(&user_draft_sk(&post)), None);
+        assert_eq!(listed_of_user_post_sk(&user_comment_sk(&comment)), None);
+        assert_eq!(listed_of_user_post_sk(&format!("{POST_PREFIX}x")), None);
+        assert_eq!(
+            follow_of_user_follow_sk(&user_follow_sk(&follow)),
+            Some(follow)
+        );
+        assert_eq!(follow_of_user_follow_sk(&user_like_sk(&like)), None);
+        assert_eq!(follow_of_user_follow_sk(&format!("{FOLLOW_PREFIX}x")), None);
+    }
+
+    #[test]
+    fn follower_window_sort_keys_give_their_window_back() {
+        let follow = FollowId::generate();
+        let window = follow.millis() / FOLLOWER_WINDOW_MS;
+        let sk = follower_window_sk(&follow);
+        assert_eq!(follower_window_sk_at(window), sk);
+        assert_eq!(window_of_follower_window_sk(&sk), Some(window));
+        assert_eq!(
+            window_of_follower_window_sk(&follower_window_sk_at(0)),
+            Some(0)
+        );
+        assert_eq!(window_of_follower_window_sk(FOLLOWER_COUNT_SK), None);
+        assert_eq!(window_of_follower_window_sk(&follower_sk(&follow)), None);
+        assert_eq!(
+            window_of_follower_window_sk(&format!("{FOLLOWER_WINDOW_PREFIX}x")),
+            None
+        );
     }
 
     #[test]

@@ -8,7 +8,7 @@ use super::{AuditOptions, Finding, Report, Sink, kind, projection, shown, text};
 use crate::store::Admin;
 use crate::{
     ids::{PostId, UserId},
-    keys::{self, Entity},
+    keys::{self, Entity, UserItemsKind},
     store::{
         Item, ItemType, StoreError, from_item, items::feed::FeedEntryItem, items::post::PostItem,
         items::user::UserItem, table::Query,
@@ -101,16 +101,17 @@ impl Admin<'_> {
                 items_read += 1;
                 // Only what this version knows to carry a copy: posts,
                 // comments and likes.
-                let written = text(&item, keys::GSI1SK).is_some_and(|sk| {
-                    [
-                        keys::POST_PREFIX,
-                        keys::DRAFT_PREFIX,
-                        keys::COMMENT_PREFIX,
-                        keys::LIKE_PREFIX,
-                    ]
-                    .iter()
-                    .any(|prefix| sk.starts_with(prefix))
-                });
+                let written = text(&item, keys::GSI1SK)
+                    .and_then(UserItemsKind::of_sk)
+                    .is_some_and(|(kind, _)| {
+                        matches!(
+                            kind,
+                            UserItemsKind::Post
+                                | UserItemsKind::Draft
+                                | UserItemsKind::Comment
+                                | UserItemsKind::Like
+                        )
+                    });
                 let (Some(pk), Some(sk), Some(stored)) = (
                     text(&item, keys::PK),
                     text(&item, keys::SK),

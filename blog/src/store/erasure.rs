@@ -133,11 +133,10 @@ impl Written {
         if key.sk == keys::POST_SK {
             return Some(Self::Post(post));
         }
-        if let Some(id) = key.sk.strip_prefix(keys::COMMENT_PREFIX) {
-            return CommentId::parse(id).ok().map(|c| Self::Comment(place, c));
+        if let Some(comment) = keys::comment_of_sk(&key.sk) {
+            return Some(Self::Comment(place, comment));
         }
-        let id = key.sk.strip_prefix(keys::LIKE_PREFIX)?;
-        LikeId::parse(id).ok().map(|l| Self::Like(place, l))
+        keys::like_of_sk(&key.sk).map(|like| Self::Like(place, like))
     }
 }
 

@@ -17,10 +17,7 @@ use super::{
 };
 use crate::{
     ids::{CommentId, FollowId, LikeId, PostId, UserId},
-    keys::{
-        self, COMMENT_PREFIX, DRAFT_PREFIX, Entity, FOLLOW_PREFIX, Key, LIKE_PREFIX, POST_PREFIX,
-        PostPartition,
-    },
+    keys::{self, Entity, Key, PostPartition, UserItemsKind},
     model::{ExportPage, Exported, Follow, Post},
     store::items::{comment::CommentItem, follow::FollowItem, like::LikeItem},
 };
@@ -52,23 +49,24 @@ impl Entry {
         let bad = |_| StoreError::Internal(format!("bad GSI1SK {sk}"));
         // A post is under where it is listed (a published one) or its own
         // id (a draft): its projected `postId` is its own either way.
-        let entry = if let Some(id) = sk
-            .strip_prefix(POST_PREFIX)
-            .or_else(|| sk.strip_prefix(DRAFT_PREFIX))
-        {
-            PostId::parse(id).map_err(bad)?;
-            Entry::Post(post()?)
-        } else if let Some(id) = sk.strip_prefix(COMMENT_PREFIX) {
-            Entry::Comment(post()?, CommentId::parse(id).map_err(bad)?)
-        } else if let Some(id) = sk.strip_prefix(LIKE_PREFIX) {
-            let pk = text(keys::PK).ok_or_else(|| StoreError::Internal(format!("{sk}: no PK")))?;
-            Entry::Like(pk.clone(), LikeId::parse(id).map_err(bad)?)
-        } else if let Some(id) = sk.strip_prefix(FOLLOW_PREFIX) {
-            FollowId::parse(id).map_err(bad)?;
-            let key = Key::of(item)?;
-            Entry::Follow(key)
-        } else {
-            return Err(StoreError::Internal(format!("unexpected GSI1SK {sk}")));
+        let (kind, id) = UserItemsKind::of_sk(sk)
+            .ok_or_else(|| StoreError::Internal(format!("unexpected GSI1SK {sk}")))?;
+        let entry = match kind {
+            UserItemsKind::Post | UserItemsKind::Draft => {
+                PostId::parse(id).map_err(bad)?;
+                Entry::Post(post()?)
+            }
+            UserItemsKind::Comment => Entry::Comment(post()?, CommentId::parse(id).map_err(bad)?),
+            UserItemsKind::Like => {
+                let pk =
+                    text(keys::PK).ok_or_else(|| StoreError::Internal(format!("{sk}: no PK")))?;
+                Entry::Like(pk.clone(), LikeId::parse(id).map_err(bad)?)
+            }
+            UserItemsKind::Follow => {
+                FollowId::parse(id).map_err(bad)?;
+                let key = Key::of(item)?;
+                Entry::Follow(key)
+            }
         };
         Ok((sk.clone(), entry))
     }
@@ -107,19 +105,7 @@ fn index_query(user: &UserId, cursor: Option<&str>) -> Result<Query, StoreError>
     };
     let after = cursor::decode(cursor, &list(user))?;
     // Validated as any client id: a GSI1 sort key of one of the kinds.
-    let valid = [
-        POST_PREFIX,
-        DRAFT_PREFIX,
-        COMMENT_PREFIX,
-        LIKE_PREFIX,
-        FOLLOW_PREFIX,
-    ]
-    .iter()
-    .any(|prefix| {
-        after
-            .strip_prefix(prefix)
-            .is_some_and(|id| !id.contains('#'))
-    });
+    let valid = UserItemsKind::of_sk(&after).is_some_and(|(_, id)| !id.contains('#'));
     if !valid {
         return Err(StoreError::BadCursor(cursor::CursorError::Malformed));
     }

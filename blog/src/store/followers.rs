@@ -270,15 +270,6 @@ impl Place {
         let window = window.parse().map_err(|_| bad())?;
         Ok(Self { window, shown })
     }
-
-    fn window_sk(window: u64) -> String {
-        format!("{}{window:015}", keys::FOLLOWER_WINDOW_PREFIX)
-    }
-}
-
-/// A window's number from its sort key.
-fn window_of_sk(sk: &str) -> Option<u64> {
-    sk.strip_prefix(keys::FOLLOWER_WINDOW_PREFIX)?.parse().ok()
 }
 
 impl Requests<'_> {
@@ -306,12 +297,12 @@ impl Requests<'_> {
             Some(Place {
                 window,
                 shown: Some(_),
-            }) => Place::window_sk(window),
+            }) => keys::follower_window_sk_at(window),
             // The cursor's window was read whole: the ones before it.
             Some(Place {
                 window,
                 shown: None,
-            }) => Place::window_sk(window.saturating_sub(1)),
+            }) => keys::follower_window_sk_at(window.saturating_sub(1)),
             None => format!("{}~", keys::FOLLOWER_WINDOW_PREFIX),
         };
         let query = Query::partition(keys::followed_pk(user))
@@ -352,7 +343,7 @@ impl Requests<'_> {
                 let window = item
                     .get(keys::SK)
                     .and_then(|sk| sk.as_s().ok())
-                    .and_then(|sk| window_of_sk(sk))
+                    .and_then(|sk| keys::window_of_follower_window_sk(sk))
                     .ok_or_else(|| StoreError::Internal("a follower window's key".into()))?;
                 windows_read += 1;
                 last_window = Some(window);
@@ -454,6 +445,5 @@ mod tests {
         for bad in ["", "x", "1234567890123456", "12.x", "-1", "1.2.3"] {
             assert!(Place::parse(bad).is_err(), "{bad}");
         }
-        assert_eq!(Place::window_sk(window), keys::follower_window_sk(&follow));
     }
 }

@@ -375,8 +375,7 @@ struct FollowRow {
 
 fn follow_of_gsi1sk<'de, D: serde::Deserializer<'de>>(raw: D) -> Result<FollowId, D::Error> {
     let sk = String::deserialize(raw)?;
-    sk.strip_prefix(FOLLOW_PREFIX)
-        .and_then(|id| FollowId::parse(id).ok())
+    keys::follow_of_user_follow_sk(&sk)
         .ok_or_else(|| serde::de::Error::custom(format!("not a follow's index key: {sk}")))
 }
 

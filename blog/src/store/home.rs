@@ -238,11 +238,7 @@ impl Requests<'_> {
                 post_id: PostId,
             }
             let row: Listed = from_item(row)?;
-            let listed = row
-                .gsi1sk
-                .strip_prefix(POST_PREFIX)
-                .and_then(|l| PostId::parse(l).ok())
-                .unwrap_or(row.post_id);
+            let listed = keys::listed_of_user_post_sk(&row.gsi1sk).unwrap_or(row.post_id);
             if Some(listed) != before {
                 posts.push(Pointer {
                     post_id: row.post_id,

@@ -433,19 +433,17 @@ impl Listed {
     /// Where it is listed ([`PostId::listed_at`]); its own id if the index
     /// key were ever unreadable.
     fn listed_id(&self) -> PostId {
-        self.gsi1sk
-            .strip_prefix(keys::POST_PREFIX)
-            .and_then(|listed| PostId::parse(listed).ok())
-            .unwrap_or(self.post.post_id)
+        keys::listed_of_user_post_sk(&self.gsi1sk).unwrap_or(self.post.post_id)
     }
 
     /// The cursor's id of it: where it is listed and its own id
-    /// (`<listedId>.<postId>`, [`listed_and_post`]).
+    /// (`<listedId>.<postId>`, [`listed_and_post`]). An index key of
+    /// another shape (none is written) goes into the cursor whole.
     fn listed(&self) -> String {
-        let listed = self
-            .gsi1sk
-            .strip_prefix(keys::POST_PREFIX)
-            .unwrap_or(&self.gsi1sk);
+        let listed = match keys::UserItemsKind::of_sk(&self.gsi1sk) {
+            Some((keys::UserItemsKind::Post, listed)) => listed,
+            _ => &self.gsi1sk,
+        };
         format!("{listed}.{}", self.post.post_id)
     }
 }
