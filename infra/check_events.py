@@ -47,6 +47,9 @@ SEQUENCE = [
     ("list-tag-posts", 200, lambda b: isinstance(b["items"], list) and "nextCursor" in b),
     ("list-tag-posts-atom", 200, lambda b: "<title>Posts tagged rust</title>" in b),
     ("list-user-posts-atom", 200, lambda b: "<title>Posts by alice_2</title>" in b and b.count("<entry>") == 2),
+    # Alice's own notifications: none of her own doing tells her anything.
+    ("list-notifications", 200, lambda b: b["items"] == [] and b["unreadCount"] == 0),
+    ("mark-notifications-seen", 200, lambda b: b["seenAt"] == "2026-11-22T08:59:00.000Z"),
     ("fan-out", None, lambda b: b["batchItemFailures"] == []),
     # Nothing scheduled in the samples: a run that publishes nothing.
     ("publish-scheduled", None, lambda b: b == {"published": 0, "dropped": 0}),

@@ -29,6 +29,9 @@
 //! | follower count  | `FOLLOWERS#<followedId>#<k>` | `COUNT`    | –             | –                   |
 //! | home entry      | `HOME#<userId>`     | `POST#<listedId>`   | –             | –                   |
 //! | delivery        | `DELIVERY#<postId>#<listedId>#<k>` | `DELIVERY` | –             | –                   |
+//! | notification group | `NOTIFY#<userId>` | `GROUP#<kind>#<postId>`, `GROUP#follow` | `NOTIFY#<userId>` (once it has an actor) | `<lastAt>#<SK>` |
+//! | notification    | `NOTIFY#<userId>`   | `NOTE#<kind>#<postId>[#<commentId>]` | `NOTIFY#<userId>` | `<at>#<SK>` |
+//! | notifications seen | `NOTIFY#<userId>` | `SEEN`            | –             | –                   |
 //!
 //! A post's `listedId` is its id with its publication time in place of its
 //! creation time ([`PostId::listed_at`]): the post id itself for a post
@@ -554,6 +557,11 @@ pub fn follow_of_attribute(name: &str) -> Option<FollowId> {
 
 const FOLLOWER_ATTRIBUTE_PREFIX: &str = "f";
 
+/// A user's notifications ([`crate::store::notifications`]).
+pub fn notify_pk(user: &UserId) -> String {
+    format!("NOTIFY#{user}")
+}
+
 /// A reader's home: the posts of the people they follow, newest first.
 pub fn home_pk(reader: &UserId) -> String {
     format!("HOME#{reader}")
@@ -666,6 +674,15 @@ item_types! {
     /// A stream record the fan-out gave up on, kept until replayed
     /// (`PARKED / RECORD#…`, [`crate::store::parked`]).
     ParkedRecord,
+    /// A group of a user's notifications: a post's likes, a hot post's
+    /// comments, new followers (`NOTIFY#u / GROUP#…`,
+    /// [`crate::store::notifications`]).
+    NotificationGroup,
+    /// One notification of a user's: a comment, a mention
+    /// (`NOTIFY#u / NOTE#…`).
+    Notification,
+    /// Until when a user has read their notifications (`NOTIFY#u / SEEN`).
+    NotificationsSeen,
     /// A type this version does not know (written by a newer one).
     #[serde(other)]
     Other,

@@ -33,7 +33,7 @@ const fn route(
     }
 }
 
-pub const ROUTES: [Route; 28] = [
+pub const ROUTES: [Route; 30] = [
     route("POST", "/users", "create-user", true),
     route("GET", "/users", "find-user", false),
     route("PUT", "/users/{userId}", "update-user", true),
@@ -71,6 +71,13 @@ pub const ROUTES: [Route; 28] = [
     route("GET", "/users/{userId}/followers", "list-followers", false),
     route("GET", "/users/{userId}/following", "list-following", false),
     route("GET", "/home", "get-home", true),
+    route("GET", "/notifications", "list-notifications", true),
+    route(
+        "POST",
+        "/notifications/seen",
+        "mark-notifications-seen",
+        true,
+    ),
     route(
         "GET",
         "/tags/{tag}/posts.atom",
@@ -132,6 +139,8 @@ pub async fn dispatch(function: &str, app: &App, req: Request) -> Option<ApiResu
         "list-followers" => api::follows::list_followers(app, req).await,
         "list-following" => api::follows::list_following(app, req).await,
         "get-home" => api::home::home(app, req).await,
+        "list-notifications" => api::notifications::list_notifications(app, req).await,
+        "mark-notifications-seen" => api::notifications::mark_notifications_seen(app, req).await,
         _ => return None,
     };
     Some(result)

@@ -10,6 +10,7 @@ pub mod feed;
 pub mod follows;
 pub mod home;
 pub mod likes;
+pub mod notifications;
 pub mod posts;
 mod request;
 pub mod tags;

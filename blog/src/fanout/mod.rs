@@ -32,6 +32,7 @@ use crate::{
     store::{Store, StoreError, deadline::Deadline},
 };
 
+mod notify;
 pub mod rules;
 
 use rules::Rule;
@@ -97,6 +98,17 @@ pub async fn handle_until(
     let mut failures = Failures::default();
     for (index, applied) in applied {
         failures.note(index, &records[index], applied, &mut stats);
+    }
+    // The batch's notifications, once a group: a failure comes again from
+    // its first record.
+    let seed = format!(
+        "{}/{}/notify",
+        store.table(),
+        records.first().map_or("", |r| r.event_id.as_str())
+    );
+    let notified = crate::store::request_scope(seed, notify::apply_batch(store, records)).await;
+    if let Err(index) = notified {
+        failures.report_notification(index, &records[index]);
     }
     failures.report_uncarried(records, &superseded);
     stats.log();
@@ -186,6 +198,15 @@ impl Failures {
                     self.report(index, record);
                 }
             }
+        }
+    }
+
+    /// A record whose notification failed, unless it or one before it is
+    /// reported already (Lambda comes again from the lowest).
+    fn report_notification(&mut self, index: usize, record: &EventRecord) {
+        if self.first.is_none_or(|first| index < first) {
+            self.report(index, record);
+            self.first = Some(index);
         }
     }
 

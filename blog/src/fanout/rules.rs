@@ -104,6 +104,9 @@ pub(super) enum Rule {
     FollowerCount,
     FollowerCopy,
     Deliver,
+    /// A like or comment taken back: its notification, which the batch's
+    /// notifications step takes back ([`super::notify`]).
+    RemovedReply,
 }
 
 impl Rule {
@@ -123,7 +126,8 @@ impl Rule {
             // in the same transaction (a post MODIFY).
             ItemType::Comment | ItemType::Like => match change {
                 Change::Insert => Some(Rule::NewReply),
-                Change::Modify | Change::Remove => None,
+                Change::Remove => Some(Rule::RemovedReply),
+                Change::Modify => None,
             },
             // A profile is created with nothing to copy yet.
             ItemType::User => match change {
@@ -178,6 +182,9 @@ impl Rule {
             | ItemType::Erasure
             | ItemType::RequestRecord
             | ItemType::ParkedRecord
+            | ItemType::NotificationGroup
+            | ItemType::Notification
+            | ItemType::NotificationsSeen
             | ItemType::Other => None,
         }
     }
@@ -247,6 +254,8 @@ pub(super) async fn apply_record(
         }
         Some(Rule::FollowerCopy) => Box::pin(copy_followers(store, record, carried)).await,
         Some(Rule::Deliver) => Box::pin(deliver(store, record, deadline)).await,
+        // Its notification is the batch's notifications step's.
+        Some(Rule::RemovedReply) => Ok(Outcome::Ignored),
         None => Ok(Outcome::Ignored),
     }
 }
@@ -327,6 +336,18 @@ async fn removed_user(
     deadline: &Deadline,
 ) -> Result<Outcome, FanoutError> {
     let old: UserItem = decode(&record.change.old_image, "old")?;
+    // Their notifications first: a page of keys at a time, at most a few
+    // pages a call (what is left comes with the record again).
+    let mut cleared = false;
+    for _ in 0..NOTIFICATION_PAGES {
+        if store.fanout().erase_notifications(&old.user_id).await? {
+            cleared = true;
+            break;
+        }
+    }
+    if !cleared {
+        return Ok(Outcome::Paused { writes: 0 });
+    }
     let step = store.fanout().erase_items(&old.user_id, deadline).await?;
     let (erased, paused, finished) = match step {
         ErasureStep::Paused(e) => (e.total(), 1.0, 0.0),
@@ -349,6 +370,10 @@ async fn removed_user(
         ErasureStep::Stale => Outcome::Stale { writes: 0 },
     })
 }
+
+/// How many pages of an erased user's notifications one application of
+/// its record deletes before it pauses.
+const NOTIFICATION_PAGES: usize = 8;
 
 /// A post MODIFY: its feed entry and its tag lists' entries, when what
 /// they show changed (or `Always`, for the last of a batch's coalesced
@@ -397,6 +422,12 @@ async fn changed_post(
             }
         }
     }
+    // Taken back to a draft: its notifications' groups go.
+    let notified = if listed.is_none() && !unlisted.is_empty() {
+        super::notify::post_taken_back(store, &new).await?
+    } else {
+        0
+    };
     let mut left = 0;
     for was in &unlisted {
         left += 1 + usize::from(store.fanout().leave_feed(was).await?);
@@ -423,7 +454,7 @@ async fn changed_post(
         });
     }
     if listed.is_none() {
-        return Ok(match left {
+        return Ok(match left + notified {
             0 => Outcome::Ignored,
             writes => Outcome::Written { writes },
         });
@@ -439,7 +470,10 @@ async fn changed_post(
     }
     if refresh == Refresh::WhenChanged && short_form(&old) == short_form(&new) && !retagged {
         return Ok(match finished {
-            Some(Moving::Done { moved }) => Outcome::Written { writes: moved + 1 },
+            Some(Moving::Done { moved }) => Outcome::Written {
+                writes: moved + 1 + notified,
+            },
+            _ if notified > 0 => Outcome::Written { writes: notified },
             _ => Outcome::Ignored,
         });
     }
@@ -610,6 +644,7 @@ async fn removed_post(
     deadline: &Deadline,
 ) -> Result<Outcome, FanoutError> {
     let old: PostItem = decode(&record.change.old_image, "old")?;
+    super::notify::post_removed(store, &old).await?;
     let mut left = 0;
     if let Some(at) = &old.publish_at {
         left += usize::from(store.fanout().unschedule(&old.post_id, at).await?);
@@ -673,7 +708,7 @@ fn short_form(post: &PostItem) -> FeedEntryItem {
     }
 }
 
-fn decode<T: DeserializeOwned>(
+pub(super) fn decode<T: DeserializeOwned>(
     image: &serde_dynamo::Item,
     which: &'static str,
 ) -> Result<T, FanoutError> {

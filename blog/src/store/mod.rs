@@ -56,6 +56,7 @@ pub mod memory;
 pub mod meter;
 #[cfg(feature = "admin")]
 pub mod migrate;
+pub mod notifications;
 mod pages;
 pub mod parked;
 pub mod posts;

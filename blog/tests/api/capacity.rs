@@ -542,18 +542,27 @@ async fn the_fan_out_costs_what_the_data_model_says() {
         "and trims it"
     );
 
-    // The liker's profile, then the feed copy of the post's new count.
+    // The liker's profile, then the feed copy of the post's new count; and
+    // the author's notification: the post read (eventually: its author),
+    // then the likes group read (strongly) and its actors written with its
+    // GSI1 place, or the comment's note put with its GSI1 entry.
     let refresh = [("GetItem", 1.0, 0.0), ("UpdateItem", 1.0, 0.0)];
+    let liked = [
+        ("GetItem", 0.5, 0.0),
+        ("GetItem", 1.0, 0.0),
+        ("UpdateItem", 1.0, 1.0),
+    ];
     api.like(&fan, &post).await;
     assert_eq!(
         fan_out_calls(&api, &mut poller).await,
-        sorted(calls(&refresh)),
-        "a like refreshes the feed copy"
+        sorted(calls(&[&refresh[..], &liked[..]].concat())),
+        "a like refreshes the feed copy and tells the author"
     );
+    let commented = [("GetItem", 0.5, 0.0), ("PutItem", 1.0, 1.0)];
     api.comment(&fan, &post, "c").await;
     assert_eq!(
         fan_out_calls(&api, &mut poller).await,
-        sorted(calls(&refresh)),
+        sorted(calls(&[&refresh[..], &commented[..]].concat())),
         "so does a comment"
     );
 
@@ -613,10 +622,19 @@ async fn the_fan_out_costs_what_the_data_model_says() {
     // A deletion: the feed entry out and the feed's count down; then one page
     // of the partition's keys, a delete per item (the post's content, the
     // like and its GSI1 entry, its marker, the comment and its GSI1 entry),
-    // and a last page that finds nothing.
+    // and a last page that finds nothing. Its author's notifications: the
+    // post's two groups deleted (one batch: the likes group and its GSI1
+    // entry, and the comments group a hot post would have), a page of its
+    // comments' notes and their batch (the one note and its GSI1 entry);
+    // the like's and the comment's REMOVEs read the post (once, eventually)
+    // and find it gone.
     let (status, reply) = api.delete_post(&author, &post).await;
     assert_eq!(status, 204, "{reply}");
     let deletion = [
+        ("BatchWriteItem", 3.0, 1.0),
+        ("Query", 0.5, 0.0),
+        ("BatchWriteItem", 1.0, 1.0),
+        ("GetItem", 0.5, 0.0),
         ("DeleteItem", 1.0, 0.0),
         ("UpdateItem", 1.0, 0.0),
         ("Query", 1.0, 0.0),
@@ -804,7 +822,9 @@ async fn a_hot_post_costs_what_the_data_model_says() {
 
     // The fan-out of one hot like: the liker's profile (the INSERT rule);
     // the post read and its counts added (the post and its GSI1 entry); then
-    // the post's MODIFY refreshes its feed copy.
+    // the post's MODIFY refreshes its feed copy. The batch's notification:
+    // the post read (eventually: its author), the author's likes group
+    // read (strongly) and its actors written, its GSI1 place moved (2).
     fan_out_calls(&api, &mut poller).await;
     let another = api.user("another").await;
     api.like(&another, &post).await;
@@ -815,6 +835,9 @@ async fn a_hot_post_costs_what_the_data_model_says() {
             ("GetItem", 1.0, 0.0),
             ("UpdateItem", 1.0, 1.0),
             ("UpdateItem", 1.0, 0.0),
+            ("GetItem", 0.5, 0.0),
+            ("GetItem", 1.0, 0.0),
+            ("UpdateItem", 1.0, 2.0),
         ]))
     );
 }

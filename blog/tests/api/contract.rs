@@ -210,7 +210,8 @@ fn route_codes(function: &str) -> &'static [ErrorCode] {
         "list-user-posts" | "list-tag-posts" => &[BadId, BadLimit, BadCursor],
         // The feed takes no cursor (400 `bad_cursor`).
         "get-feed" => &[BadLimit, BadCursor],
-        "get-home" => &[Unauthorized, BadLimit, BadCursor],
+        "get-home" | "list-notifications" => &[Unauthorized, BadLimit, BadCursor],
+        "mark-notifications-seen" => &[Unauthorized, BadJson, PayloadTooLarge, InvalidField],
         "create-comment" => &[
             Unauthorized,
             BadId,

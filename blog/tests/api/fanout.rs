@@ -412,8 +412,9 @@ async fn a_batch_refreshes_each_feed_copy_once_however_many_counts_changed() {
         .collect();
     assert_eq!(
         writes.len(),
-        10,
-        "one feed entry write per post: {:?}",
+        20,
+        "one feed entry write per post, and one of its author's likes group \
+         (its actors): {:?}",
         writes
     );
     let (_, feed) = api.get_feed().await;

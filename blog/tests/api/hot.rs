@@ -249,8 +249,9 @@ async fn an_erased_account_takes_its_likes_and_comments_out_of_a_hot_post() {
 /// Part of the point of a hot post: a batch of the stream writes each post
 /// once, however many of its likes the batch holds. 1,000 likes on 10 hot
 /// posts, delivered as one batch, write 10 post items (each with its GSI1
-/// entry, Q3's copy) and nothing else; the 10 post changes that makes then
-/// write 10 feed entries.
+/// entry, Q3's copy) and their authors' 10 likes groups (their newest
+/// actors) and nothing else; the 10 post changes that makes then write 10
+/// feed entries.
 #[tokio::test]
 async fn a_batch_of_likes_on_hot_posts_writes_each_post_and_its_copies_once() {
     use futures::StreamExt;
@@ -305,8 +306,10 @@ async fn a_batch_of_likes_on_hot_posts_writes_each_post_and_its_copies_once() {
         .collect();
     assert_eq!(
         writes,
-        vec![("UpdateItem".to_owned(), 1.0, 1.0); 10],
-        "each post once, with its GSI1 entry (Q3's copy)"
+        vec![("UpdateItem".to_owned(), 1.0, 1.0); 20],
+        "each post once, with its GSI1 entry (Q3's copy), and its author's \
+         likes group once, however many of its likes the batch holds (its \
+         newest actors, with its GSI1 place in the author's notifications)"
     );
 
     api.meter.take();

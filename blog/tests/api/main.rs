@@ -28,6 +28,7 @@ mod identity;
 mod likes;
 mod load;
 mod migration;
+mod notifications;
 mod pages;
 mod poller;
 mod posts;

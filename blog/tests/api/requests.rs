@@ -187,6 +187,21 @@ impl TestApi {
         self.call("GET", &path, Some(caller), None).await
     }
 
+    /// `user`'s notifications, first page (GET /notifications), with `query`
+    /// (`limit=…`, `cursor=…`, or nothing).
+    pub async fn notifications(&self, user: &str, query: &str) -> (u16, Value) {
+        let path = with_query("/notifications", query);
+        self.call("GET", &path, Some(user), None).await
+    }
+
+    /// `user` has read their notifications up to `seen_at` (now when
+    /// `None`: POST /notifications/seen).
+    pub async fn mark_seen(&self, user: &str, seen_at: Option<&str>) -> (u16, Value) {
+        let body = seen_at.map(|at| json!({ "seenAt": at }));
+        self.call("POST", "/notifications/seen", Some(user), body)
+            .await
+    }
+
     /// The list at `path` (with its query, if any), read page by page:
     /// see [`Listing`].
     pub fn list(&self, path: impl Into<String>) -> Listing<'_> {

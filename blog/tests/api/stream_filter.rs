@@ -105,8 +105,9 @@ fn every_item_type_and_event_kind_is_filtered_as_the_rules_decide() {
     // A filter that let nothing through would agree with rules that apply to
     // nothing: the fan-out has its rules.
     assert_eq!(
-        delivered, 14,
-        "a post's three changes, a profile's change and removal, new comments and likes, \
+        delivered, 16,
+        "a post's three changes, a profile's change and removal, comments and likes made \
+         and taken back (their notifications), \
          a hot post's shard counter changes, a follower shard's count made and changed, \
          a follower's entry made and deleted, a delivery started and handed off"
     );

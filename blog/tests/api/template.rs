@@ -518,8 +518,9 @@ fn every_role_allows_only_what_its_function_calls() {
                 assert!(!action.contains('*'), "{name}: wildcard action {action}");
                 assert_ne!(action, "dynamodb:Scan", "{name} may not Scan");
                 // Batches only where a page needs them: the export's, the
-                // drafts list's, the follow lists', the home's and a user's
-                // Atom feed's reads, a follow's backfill of the home, and the
+                // drafts list's, the follow lists', the home's, the
+                // notifications' and a user's Atom feed's reads, a follow's
+                // backfill of the home, and the
                 // fan-out's delivery (the follower counts read, the home
                 // entries written).
                 if action.starts_with("dynamodb:Batch") {
@@ -532,6 +533,7 @@ fn every_role_allows_only_what_its_function_calls() {
                                     | "list-followers"
                                     | "list-following"
                                     | "get-home"
+                                    | "list-notifications"
                                     | "list-user-posts-atom",
                                 "dynamodb:BatchGetItem"
                             ) | ("follow-user", "dynamodb:BatchWriteItem")
@@ -1043,6 +1045,19 @@ async fn every_call_a_function_makes_is_allowed_by_its_role() {
     .await;
     run("GET", format!("/users/{fan}/export"), Some(&fan), None).await;
     run("GET", format!("/users/{fan}/drafts"), Some(&fan), None).await;
+    // The fan-out's notifications of the like and the comments, then the
+    // author's list of them (its items and their actors read) and its mark.
+    let mut poller = api.poller();
+    api.settle(&mut poller).await;
+    api.meter.take();
+    run("GET", "/notifications".to_owned(), Some(&author), None).await;
+    run(
+        "POST",
+        "/notifications/seen".to_owned(),
+        Some(&author),
+        Some(serde_json::json!({})),
+    )
+    .await;
     run("DELETE", format!("/posts/{post}/likes"), Some(&fan), None).await;
     run(
         "PUT",

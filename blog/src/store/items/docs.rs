@@ -14,6 +14,9 @@ use super::{
     follow::{FollowItem, FollowerCountItem, FollowerItem},
     home::{DeliveryItem, HomeEntryItem},
     like::{LikeItem, LikedMarker, LikerMarker},
+    notification::{
+        NotificationGroupItem, NotificationItem, NotificationKind, NotificationsSeenItem,
+    },
     parked::ParkedRecordItem,
     post::{PostContentItem, PostItem},
     rename::RenameProgress,
@@ -290,6 +293,33 @@ fn every_item() -> Result<Vec<Described>, Box<dyn std::error::Error>> {
             ItemType::Delivery,
             keys::delivery(&post, &post, 3),
             attributes::<DeliveryItem>(),
+        ),
+        Described {
+            gsi1: Some(Key::new(
+                keys::notify_pk(&user),
+                format!("{at}#GROUP#like#{post}"),
+            )),
+            ..described(
+                ItemType::NotificationGroup,
+                NotificationGroupItem::key_of(&user, NotificationKind::Like, Some(&post)),
+                attributes::<NotificationGroupItem>(),
+            )
+        },
+        Described {
+            gsi1: Some(Key::new(
+                keys::notify_pk(&user),
+                format!("{at}#NOTE#comment#{comment}"),
+            )),
+            ..described(
+                ItemType::Notification,
+                NotificationItem::key_of(&user, NotificationKind::Comment, &post, Some(&comment)),
+                attributes::<NotificationItem>(),
+            )
+        },
+        described(
+            ItemType::NotificationsSeen,
+            NotificationsSeenItem::key_of(&user),
+            attributes::<NotificationsSeenItem>(),
         ),
         described(
             ItemType::ParkedRecord,

@@ -13,6 +13,7 @@ pub mod feed;
 pub mod follow;
 pub mod home;
 pub mod like;
+pub mod notification;
 pub mod parked;
 pub mod post;
 pub mod rename;

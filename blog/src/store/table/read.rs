@@ -99,6 +99,11 @@ impl Query {
         self.and_sort_key("#sk > :after", &[(":after", sk)])
     }
 
+    /// Only sort keys before `sk` (a newest-first list's next page).
+    pub fn before(self, sk: String) -> Self {
+        self.and_sort_key("#sk < :before", &[(":before", sk)])
+    }
+
     pub fn newest_first(mut self) -> Self {
         self.forward = false;
         self

@@ -1,0 +1,265 @@
+//! The fan-out's notifications ([`crate::store::notifications`]): what each
+//! record tells a post's author, a followed user or a mentioned one.
+//!
+//! A group holds no count (the list reads its target's own); its actors and
+//! the notes come from the like, comment and follower records themselves,
+//! applied once a batch by [`apply_batch`] after the rules: one write a
+//! group a batch, so a viral post's thousands of likes a second make a
+//! bounded number of writes on its author's partition: one a batch of each
+//! stream shard its records are on (the mapping's batching window of 1 s
+//! holds a shard to about one batch a second until its batches fill at
+//! 1,000 records).
+
+use std::collections::HashMap;
+
+use aws_lambda_events::event::dynamodb::EventRecord;
+
+use super::{Change, FanoutError, rules::decode};
+use crate::{
+    ids::{PostId, UserId},
+    keys::ItemType,
+    store::{
+        Store,
+        items::comment::CommentItem,
+        items::follow::FollowerItem,
+        items::like::LikeItem,
+        items::notification::{NotificationItem, NotificationKind},
+        items::post::PostItem,
+        notifications::{ActorChange, GroupOf},
+    },
+    timestamp,
+};
+
+/// How many characters of a comment a note previews.
+const PREVIEW_CHARS: usize = 140;
+
+/// A post taken back to a draft (a post MODIFY): its groups out of its
+/// author's notifications, as its deletion takes them.
+pub(super) async fn post_taken_back(store: &Store, post: &PostItem) -> Result<usize, FanoutError> {
+    post_removed(store, post).await?;
+    Ok(2)
+}
+
+/// A deleted post's groups out of its author's notifications.
+pub(super) async fn post_removed(store: &Store, post: &PostItem) -> Result<(), FanoutError> {
+    store
+        .fanout()
+        .drop_post_groups(&post.user_id, &post.post_id)
+        .await?;
+    Ok(())
+}
+
+/// What one record tells, before the post's author is known.
+enum Told {
+    Like {
+        post: PostId,
+        actor: UserId,
+        like: String,
+        at: String,
+        added: bool,
+    },
+    Comment {
+        item: CommentItem,
+        added: bool,
+    },
+    Follower {
+        item: FollowerItem,
+        added: bool,
+    },
+}
+
+/// What a record tells, if it is a like's, a comment's or a follower's
+/// INSERT or REMOVE.
+fn told(record: &EventRecord) -> Result<Option<Told>, FanoutError> {
+    let Some(change) = Change::of(record) else {
+        return Ok(None);
+    };
+    let (image, which) = match change {
+        Change::Insert => (&record.change.new_image, "new"),
+        Change::Remove => (&record.change.old_image, "old"),
+        Change::Modify => return Ok(None),
+    };
+    let added = change == Change::Insert;
+    let kind = image
+        .get(crate::keys::TYPE)
+        .and_then(|v| serde_dynamo::from_attribute_value::<_, ItemType>(v.clone()).ok());
+    Ok(match kind {
+        Some(ItemType::Like) => {
+            let like: LikeItem = decode(image, which)?;
+            Some(Told::Like {
+                post: like.post_id,
+                actor: like.user_id,
+                like: like.like_id.to_string(),
+                at: like.created_at,
+                added,
+            })
+        }
+        Some(ItemType::Comment) => Some(Told::Comment {
+            item: decode(image, which)?,
+            added,
+        }),
+        Some(ItemType::Follower) => Some(Told::Follower {
+            item: decode(image, which)?,
+            added,
+        }),
+        _ => None,
+    })
+}
+
+/// The batch's notifications from its like, comment and follower records:
+/// each group's actor changes in one write, each note put or taken out,
+/// the author's own likes and comments kept apart. The posts the records
+/// are about are read once each (their authors; a post gone or not
+/// published notifies no one). On a failure, the index of the first record
+/// whose notification failed: reported, it and every record after it come
+/// again (each write here is idempotent).
+pub(super) async fn apply_batch(store: &Store, records: &[EventRecord]) -> Result<usize, usize> {
+    let mut groups: HashMap<GroupOf, (usize, Vec<ActorChange>)> = HashMap::new();
+    let mut authors: HashMap<PostId, Option<PostItem>> = HashMap::new();
+    let mut writes = 0;
+    let fanout = store.fanout();
+    for (index, record) in records.iter().enumerate() {
+        let told = match told(record) {
+            Ok(Some(told)) => told,
+            Ok(None) => continue,
+            Err(error) => {
+                tracing::error!(%error, "a notification's record does not decode");
+                return Err(index);
+            }
+        };
+        let post = match &told {
+            Told::Like { post, .. } => Some(*post),
+            Told::Comment { item, .. } => Some(item.post_id),
+            Told::Follower { .. } => None,
+        };
+        let author = match post {
+            Some(post) => {
+                if let std::collections::hash_map::Entry::Vacant(slot) = authors.entry(post) {
+                    let read = fanout.published_post(&post).await.map_err(|error| {
+                        tracing::error!(%error, "a notified post could not be read");
+                        index
+                    })?;
+                    slot.insert(read);
+                }
+                match authors.get(&post) {
+                    Some(Some(post)) => Some(post.user_id.clone()),
+                    // Gone or not published: nobody is told.
+                    _ => continue,
+                }
+            }
+            None => None,
+        };
+        let done = match told {
+            Told::Like {
+                post,
+                actor,
+                like,
+                at,
+                added,
+            } => {
+                let Some(author) = author else { continue };
+                let group = GroupOf {
+                    recipient: author.clone(),
+                    kind: NotificationKind::Like,
+                    post: Some(post),
+                };
+                if actor == author {
+                    fanout.own_like(&group, &like, added).await.map(|_| 1)
+                } else {
+                    let slot = groups.entry(group).or_insert((index, Vec::new()));
+                    slot.1.push(ActorChange { actor, at, added });
+                    Ok(0)
+                }
+            }
+            Told::Comment { item, added } => {
+                let Some(author) = author else { continue };
+                if item.counted_in.is_some() {
+                    let group = GroupOf {
+                        recipient: author.clone(),
+                        kind: NotificationKind::Comment,
+                        post: Some(item.post_id),
+                    };
+                    if item.user_id == author {
+                        fanout
+                            .own_comment(&group, &item.comment_id, added)
+                            .await
+                            .map(|_| 1)
+                    } else {
+                        let slot = groups.entry(group).or_insert((index, Vec::new()));
+                        slot.1.push(ActorChange {
+                            actor: item.user_id,
+                            at: item.created_at,
+                            added,
+                        });
+                        Ok(0)
+                    }
+                } else if item.user_id == author {
+                    continue;
+                } else if added {
+                    fanout
+                        .put_note(&comment_note(&author, &item))
+                        .await
+                        .map(|()| 1)
+                } else {
+                    let key = NotificationItem::key_of(
+                        &author,
+                        NotificationKind::Comment,
+                        &item.post_id,
+                        Some(&item.comment_id),
+                    );
+                    fanout.delete_note(key).await.map(|()| 1)
+                }
+            }
+            Told::Follower { item, added } => {
+                let group = GroupOf {
+                    recipient: item.user_id.clone(),
+                    kind: NotificationKind::Follow,
+                    post: None,
+                };
+                let slot = groups.entry(group).or_insert((index, Vec::new()));
+                slot.1.push(ActorChange {
+                    actor: item.follower_id,
+                    at: item.created_at,
+                    added,
+                });
+                Ok(0)
+            }
+        };
+        match done {
+            Ok(n) => writes += n,
+            Err(error) => {
+                tracing::error!(%error, "a notification could not be written");
+                return Err(index);
+            }
+        }
+    }
+    // The groups in the order of their first record: the first to fail is
+    // the lowest reported.
+    let mut pending: Vec<(GroupOf, (usize, Vec<ActorChange>))> = groups.into_iter().collect();
+    pending.sort_by_key(|(_, (first, _))| *first);
+    for (group, (first, changes)) in pending {
+        match fanout.change_actors(&group, &changes).await {
+            Ok(written) => writes += usize::from(written),
+            Err(error) => {
+                tracing::error!(%error, "a notification group could not be written");
+                return Err(first);
+            }
+        }
+    }
+    Ok(writes)
+}
+
+/// The note of a comment on a quiet post, for its post's author.
+fn comment_note(author: &UserId, comment: &CommentItem) -> NotificationItem {
+    NotificationItem {
+        user_id: author.clone(),
+        kind: NotificationKind::Comment,
+        actor: comment.user_id.clone(),
+        post_id: comment.post_id,
+        comment_id: Some(comment.comment_id),
+        preview: comment.content.chars().take(PREVIEW_CHARS).collect(),
+        at: comment.created_at.clone(),
+        expires_at: timestamp::parse(&comment.created_at).map_or(0, |at| at.unix_timestamp())
+            + crate::store::items::notification::KEEP_DAYS * 86_400,
+    }
+}
