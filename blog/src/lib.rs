@@ -10,6 +10,8 @@
 //! - [`keys`]: every key format of the table, in one place, and the `Entity`
 //!   trait through which items know their keys.
 //! - [`ids`], [`text`], [`model`]: validated identifiers, text rules and the JSON shapes;
+//!   [`markdown`]: a post's content rendered; [`mentions`]: `@username` in a
+//!   post or comment and the users it names;
 //!   [`revision`]: what an edit's `If-Match` compares.
 //! - [`fanout`]: the DynamoDB Streams consumer that keeps denormalised copies true.
 //! - `audit` (the `admin` feature): the offline check (and repair) of every
@@ -28,6 +30,7 @@ pub mod fanout;
 pub mod ids;
 pub mod keys;
 pub mod markdown;
+pub mod mentions;
 pub mod metrics;
 pub mod model;
 pub mod recovery;

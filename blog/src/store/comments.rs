@@ -18,11 +18,21 @@ use super::{
 use crate::{
     ids::{CommentId, PostId, UserId},
     keys::{COMMENT_PREFIX, Counter, Entity, PostPartition},
+    mentions::{self, Mentions},
     model::{Comment, Page},
 };
 
 /// How often a comment is tried again when its post turned hot under it.
 const COMMENT_ATTEMPTS: usize = 3;
+
+/// A comment to write: its author's profile, its text and the users it
+/// mentions.
+#[derive(Debug, Clone, Copy)]
+struct NewComment<'a> {
+    profile: &'a UserItem,
+    content: &'a str,
+    mentions: &'a Mentions,
+}
 
 impl Requests<'_> {
     /// C3 taken back (request): removes `comment` from `post` and one from
@@ -72,7 +82,8 @@ impl Requests<'_> {
     /// (the seeds' stored procedure, as one single-partition transaction).
     /// On a hot post the count goes to a shard's counter instead ([`hot`](super::hot));
     /// a quiet post's partition refusing the comment for capacity makes the
-    /// post hot.
+    /// post hot. A comment that mentions anyone costs one BatchGetItem
+    /// first (`Requests::find_mentioned`): the users go onto its item.
     pub async fn create_comment(
         &self,
         post: &PostId,
@@ -103,8 +114,15 @@ impl Requests<'_> {
         // The caller's profile (403 for an erased account, or without one):
         // its name goes onto the item.
         let profile = self.writer(author).await?.profile()?;
+        // The users it mentions, found once whatever the attempts.
+        let mentions = self.find_mentioned(&mentions::in_comment(content)).await?;
+        let comment = NewComment {
+            profile: &profile,
+            content,
+            mentions: &mentions,
+        };
         let commented = self.count_up(post, COMMENT_ATTEMPTS, |counting| {
-            self.comment_once(post, &profile, content, keyed, counting)
+            self.comment_once(post, comment, keyed, counting)
         });
         commented.await?.ok_or_else(|| {
             StoreError::busy(
@@ -119,12 +137,16 @@ impl Requests<'_> {
     async fn comment_once(
         &self,
         post: &PostId,
-        profile: &UserItem,
-        content: &str,
+        comment: NewComment<'_>,
         keyed: Option<&Idempotency>,
         counting: Counting,
     ) -> Result<Tried<Answer<Comment>>, StoreError> {
-        let item = match counting.shards {
+        let NewComment {
+            profile,
+            content,
+            mentions,
+        } = comment;
+        let mut item = match counting.shards {
             // A hot post's comment lives and counts in a shard its id names.
             Some(shards) if counting.comments_sharded => {
                 let id = CommentId::generate_spread(shards);
@@ -143,6 +165,7 @@ impl Requests<'_> {
             }
             None => CommentItem::new(*post, CommentId::generate_in(None), profile, content),
         };
+        item.mentions = mentions.clone();
         let mut tx = self.db.transaction("comment");
         let comment = tx.add("comment", Write::create(&item)?);
         let count = counts::counted_up(post, item.counted_in, Counter::Comments);

@@ -1,6 +1,8 @@
 //! Posts (C2, Q2) and a user's list of posts (Q3, through GSI1).
 
-use crate::store::items::post::{PostContentItem, PostItem, STATUS, StoredPost, Unpublished};
+use crate::store::items::post::{
+    MENTIONS_ATTRIBUTE, PostContentItem, PostItem, STATUS, StoredPost, Unpublished,
+};
 use serde::Deserialize;
 
 #[cfg(feature = "admin")]
@@ -21,6 +23,7 @@ use crate::{
     ids::{PostId, UserId},
     keys::{self, Entity, GSI1PK, GSI1SK, Key, PK, POST_CONTENT_SK, POST_SK, SK},
     markdown,
+    mentions::Mentions,
     model::{Page, Post, PostSummary, Status},
     revision::Expected,
     text::Tag,
@@ -110,7 +113,9 @@ impl Requests<'_> {
 
     /// [`crate::store::Requests::create_post`], with an `Idempotency-Key` if the request had
     /// one ([`super::idempotency`]): its record goes in the same transaction,
-    /// and a retry gets the first answer.
+    /// and a retry gets the first answer (its `contentHtml` rendered from the
+    /// post item's mentions, as found by the first). Content that mentions
+    /// anyone costs one BatchGetItem first (`Requests::find_mentioned`).
     pub async fn create_post_keyed(
         &self,
         author: &UserId,
@@ -127,12 +132,16 @@ impl Requests<'_> {
         // The caller's profile (403 for an erased account, or without one):
         // its name goes onto the item.
         let profile = self.writer(author).await?.profile()?;
+        // The users it mentions, a draft's too (its notifications wait for
+        // its publication).
+        let mentions = self.find_mentioned(&markdown::mentioned(content)).await?;
         let post_id = PostId::generate();
         let now = post_id.created_at();
         let mut item = PostItem::new(post_id, &profile, title, content, tags, status, &now);
         item.publish_at = publish_at
             .filter(|_| status == Status::Scheduled)
             .map(str::to_owned);
+        item.mentions = mentions;
         let text = PostContentItem::new(post_id, content, &now);
         let mut tx = self.db.transaction("create post");
         tx.add("post", Write::create(&item)?);
@@ -186,7 +195,10 @@ impl Requests<'_> {
     /// author, and the title and summary as read) makes concurrent edits take
     /// turns, so the summary is always the content's; likes and comments
     /// meanwhile do not disturb it. An erased account's edit is refused
-    /// before the post is read ([`crate::store::Requests::writer`]).
+    /// before the post is read ([`crate::store::Requests::writer`]). An
+    /// edit of the content writes the users it mentions onto the post item
+    /// (one BatchGetItem of the names not found before, when there are
+    /// any: `Requests::find_mentioned`).
     pub async fn edit_post(
         &self,
         post: &PostId,
@@ -207,7 +219,18 @@ impl Requests<'_> {
                 return Err(StoreError::PreconditionFailed);
             }
             let at = timestamp::after(current.updated_at());
-            let plan = EditPlan::new(&current, editor, &edit, &at)?;
+            // New content mentions anew: the users its names were found for
+            // stay (no read, whatever renames since), the others are looked
+            // up. The map is written with the content, in its transaction.
+            let mentions = match edit.content {
+                Some(content) => {
+                    let names = markdown::mentioned(content);
+                    let (kept, missing) = current.item.mentions.kept_for(&names);
+                    Some(kept.and(self.find_mentioned(&missing).await?))
+                }
+                None => None,
+            };
+            let plan = EditPlan::new(&current, editor, &edit, mentions, &at)?;
             let mut tx = self.db.transaction("edit post");
             let mut content_guard = None;
             if let Some(content) = &plan.content {
@@ -557,10 +580,13 @@ struct EditPlan {
 }
 
 impl EditPlan {
+    /// `mentions`: the users new content mentions (`None`: the content is
+    /// not edited, and neither is its map).
     fn new(
         current: &StoredPost,
         editor: &UserId,
         edit: &PostEdit<'_>,
+        mentions: Option<Mentions>,
         now: &str,
     ) -> Result<Self, StoreError> {
         let post = current.item.post_id;
@@ -573,6 +599,9 @@ impl EditPlan {
         item.title = edit.title.unwrap_or(&current.item.title).to_owned();
         item.summary = markdown::summary(&text);
         item.tags = edit.tags.unwrap_or(&current.item.tags).to_vec();
+        if let Some(mentions) = &mentions {
+            item.mentions = mentions.clone();
+        }
         match edit.status {
             // Published now (a draft or a scheduled post): listed from now
             // on, in every list.
@@ -686,6 +715,21 @@ impl EditPlan {
             }
             None => remove.push("publishAt"),
         }
+        // An edit of the content writes its mentions (none: the attribute
+        // goes); another edit leaves them as they are.
+        match &mentions {
+            Some(mentions) if mentions.is_empty() => {
+                remove.push("#mentions");
+                change = change.name("#mentions", MENTIONS_ATTRIBUTE);
+            }
+            Some(mentions) => {
+                set.push("#mentions = :mentions");
+                change = change
+                    .name("#mentions", MENTIONS_ATTRIBUTE)
+                    .value(":mentions", mentions_value(mentions)?);
+            }
+            None => {}
+        }
         let change = change.with_text(format!(
             "SET {} REMOVE {}",
             set.join(", "),
@@ -704,6 +748,14 @@ impl EditPlan {
             stale_marker,
         })
     }
+}
+
+/// A post's [`Mentions`] as the item holds them: a map of strings.
+fn mentions_value(
+    mentions: &Mentions,
+) -> Result<aws_sdk_dynamodb::types::AttributeValue, StoreError> {
+    serde_dynamo::to_attribute_value(mentions)
+        .map_err(|e| StoreError::Internal(format!("cannot encode mentions: {e}")))
 }
 
 fn status_value(

@@ -13,6 +13,7 @@ use super::{FanOut, Requests};
 use crate::{
     ids::UserId,
     keys::{self, ERASED_SK, Entity, Key, PROFILE_SK},
+    mentions::Mentions,
     model::User,
     revision::{Expected, Revision},
     text::Username,
@@ -160,6 +161,30 @@ impl Requests<'_> {
         // The claim's copy of the profile has no counts (the fan-out keeps
         // the follower count on the profile alone): the profile is read.
         self.get_user(&claim.user_id).await
+    }
+
+    /// The users `names` mention (request: C2, its edit, C3): one
+    /// BatchGetItem of the names' claims (`USERNAME#<folded>/USERNAME`),
+    /// eventually consistent: half a unit a name, found or not (a claim is a
+    /// few hundred bytes), where a strong read would cost twice that for
+    /// what a second's lag can change (a name claimed or released that very
+    /// second: the mention is plain text, or names whoever held it a moment
+    /// ago). A name no one holds is left out. No names, no call: a post or
+    /// comment without a mention costs what it did.
+    pub(super) async fn find_mentioned(&self, names: &[Username]) -> Result<Mentions, StoreError> {
+        if names.is_empty() {
+            return Ok(Mentions::default());
+        }
+        // The parse keeps at most MAX_MENTIONS names: one call.
+        let keys = names.iter().map(UsernameClaim::key).collect();
+        let (found, _) = self.db.batch_get_with("mentions", keys, false).await?;
+        let claims: Vec<UsernameClaim> = super::from_items(found)?;
+        Ok(Mentions::resolved(claims.into_iter().filter_map(|claim| {
+            let name = names
+                .iter()
+                .find(|name| name.folded() == claim.username.folded())?;
+            Some((name, claim.user_id))
+        })))
     }
 
     /// C1 (edit; request): renames a user. The profile change, the release of the old

@@ -405,6 +405,96 @@ async fn every_request_costs_what_the_data_model_says() {
     assert_eq!((status, made), (200, expected), "followers");
 }
 
+/// A post, an edit of its content and a comment that mention users: one
+/// BatchGetItem of the names' claims before the transaction, eventually
+/// consistent, 0.5 a name found (DynamoDB Local reports nothing for a name
+/// no one holds, which DynamoDB bills 0.5 too); an edit reads only the
+/// names the post did not hold (an edit of the content writes the content
+/// and the post: 8 + 4 on Local). Without a mention, no such call (the
+/// figures above).
+#[tokio::test]
+async fn mentions_cost_one_batch_get_of_their_names() {
+    let api = TestApi::start().await;
+    let author = api.user("author").await;
+    for name in ["ann", "bob", "cyd"] {
+        api.user(name).await;
+    }
+    let post = api.post(&author, "title", "for @ann").await;
+    let author = Some(author.as_str());
+    let write = |name, method, path: String, body: Value, status, calls| Case {
+        name,
+        method,
+        path,
+        user: author,
+        body: Some(body),
+        status,
+        calls,
+        at_once: false,
+    };
+    let cases = [
+        write(
+            "C2 create, mentioning two users and no one",
+            "POST",
+            "/posts".into(),
+            json!({ "title": "t", "content": "@ann @Bob @ghost" }),
+            201,
+            &[
+                WRITER,
+                ("BatchGetItem", 1.0, 0.0),
+                ("TransactWriteItems", 8.0, 4.0),
+            ],
+        ),
+        write(
+            "C2 edit, a name new to the post",
+            "PUT",
+            format!("/posts/{post}"),
+            json!({ "content": "for @ann and @cyd" }),
+            200,
+            &[
+                WRITER,
+                ("Query", 1.0, 0.0),
+                ("BatchGetItem", 0.5, 0.0),
+                ("TransactWriteItems", 8.0, 4.0),
+            ],
+        ),
+        write(
+            "C2 edit, names the post holds",
+            "PUT",
+            format!("/posts/{post}"),
+            json!({ "content": "@CYD, for @ann" }),
+            200,
+            &[
+                WRITER,
+                ("Query", 1.0, 0.0),
+                ("TransactWriteItems", 8.0, 4.0),
+            ],
+        ),
+        write(
+            "C3, mentioning one",
+            "POST",
+            format!("/posts/{post}/comments"),
+            json!({ "content": "thanks @bob" }),
+            201,
+            &[
+                WRITER,
+                ("BatchGetItem", 0.5, 0.0),
+                ("TransactWriteItems", 4.0, 4.0),
+            ],
+        ),
+        write(
+            "C3, an address",
+            "POST",
+            format!("/posts/{post}/comments"),
+            json!({ "content": "mail bob@example.com" }),
+            201,
+            &[WRITER, ("TransactWriteItems", 4.0, 4.0)],
+        ),
+    ];
+    for case in cases {
+        case.check(&api).await;
+    }
+}
+
 /// The same user, post, comments and likes, in a table that holds only them
 /// or also `crowd` other users' activity.
 async fn scenario(crowd: usize) -> (TestApi, String, String) {

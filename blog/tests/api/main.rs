@@ -27,6 +27,7 @@ mod idempotency;
 mod identity;
 mod likes;
 mod load;
+mod mentions;
 mod migration;
 mod notifications;
 mod pages;

@@ -7,6 +7,7 @@ use crate::keys::ItemType;
 use crate::{
     ids::{CommentId, PostId, UserId},
     keys::{self, Entity, Key, PostPartition},
+    mentions::Mentions,
     model::Comment,
     text::Username,
 };
@@ -32,6 +33,13 @@ pub struct CommentItem {
     /// made while the post was quiet, or before hot posts sharded comments).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub shard: Option<u8>,
+    /// The users its content mentions, found when it was written: each
+    /// folded name → the user's id, at most 10; absent when none
+    /// ([`super::post::MENTIONS_ATTRIBUTE`]). Kept for the notifications,
+    /// which read it from the stream's images; a comment is shown as
+    /// plain text, so nothing renders them.
+    #[serde(default, skip_serializing_if = "Mentions::is_empty")]
+    pub mentions: Mentions,
 }
 
 impl CommentItem {
@@ -47,6 +55,7 @@ impl CommentItem {
             created_at: comment_id.created_at(),
             counted_in: None,
             shard: None,
+            mentions: Mentions::default(),
         }
     }
 

@@ -9,6 +9,7 @@ use crate::{
     ids::{PostId, UserId},
     keys::{self, Counter, Entity, Item, ItemType, Key},
     markdown,
+    mentions::Mentions,
     model::{Post, PostSummary, Status},
     revision::Revision,
     store::error::StoreError,
@@ -97,6 +98,13 @@ pub struct PostItem {
     /// likes and comments: [`super::post::CLOSING_ATTRIBUTE`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub closing: Option<u64>,
+    /// The users its content mentions, found when the content was written
+    /// (created or edited): each folded name → the user's id, at most 10;
+    /// absent when none ([`MENTIONS_ATTRIBUTE`]). Q2's `contentHtml` links
+    /// them; the notifications read them from the stream's images. Not
+    /// projected into GSI1 nor copied into the feed.
+    #[serde(default, skip_serializing_if = "Mentions::is_empty")]
+    pub mentions: Mentions,
 }
 
 impl PostItem {
@@ -130,6 +138,7 @@ impl PostItem {
             shards: None,
             shard_counts: None,
             closing: None,
+            mentions: Mentions::default(),
         }
     }
 
@@ -328,7 +337,7 @@ impl From<StoredPost> for Post {
             publish_at,
             title: item.title,
             tags: item.tags,
-            content_html: markdown::to_html(&content),
+            content_html: markdown::to_html_mentioning(&content, &item.mentions),
             content,
             comment_count: item.comment_count,
             like_count: item.like_count,
@@ -337,6 +346,10 @@ impl From<StoredPost> for Post {
         }
     }
 }
+
+/// The post item's and the comment item's attribute that holds the users
+/// the text mentions ([`Mentions`]): what the notifications read.
+pub const MENTIONS_ATTRIBUTE: &str = "mentions";
 
 /// The post item's attribute for [`Unpublished`] (a reserved word in
 /// DynamoDB's expressions: always through a name placeholder).

@@ -160,7 +160,7 @@ impl From<UserItem> for User {
 #[serde(rename_all = "camelCase")]
 pub(crate) struct UsernameClaim {
     pub(crate) user_id: UserId,
-    username: Username,
+    pub(crate) username: Username,
     /// The profile's copy; absent from claims written before it existed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     created_at: Option<String>,
