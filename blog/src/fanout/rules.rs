@@ -162,6 +162,8 @@ impl Rule {
             // a home entry and a follower window are written only by the
             // fan-out.
             ItemType::Follow
+            | ItemType::Block
+            | ItemType::BlockedBy
             | ItemType::FollowerWindow
             | ItemType::HomeEntry
             | ItemType::Username
