@@ -239,6 +239,11 @@ ulid_id!(
     FollowId,
     "followId"
 );
+ulid_id!(
+    /// Identifies a block; it orders a user's blocks by time.
+    BlockId,
+    "blockId"
+);
 
 #[cfg(test)]
 mod tests {

@@ -25,6 +25,8 @@
 //! | request record  | `USER#<userId>`     | `REQUEST#<key>`     | –             | –                   |
 //! | parked record   | `PARKED`            | `RECORD#<seq>#<shardId>` | –        | –                   |
 //! | follow          | `USER#<userId>`     | `~FOLLOWS#<followedId>` | `USER#<userId>` | `FOLLOW#<followId>` |
+//! | block           | `USER#<userId>`     | `~BLOCKS#<blockedId>` | `USER#<userId>` | `BLOCK#<blockId>`  |
+//! | blocked-by mark | `USER#<userId>`     | `~BLOCKEDBY#<blockerId>` | –          | –                   |
 //! | follower entry  | `FOLLOWERS#<followedId>#<k>` | `FOLLOWER#<followId>` | – | –             |
 //! | follower count  | `FOLLOWERS#<followedId>#<k>` | `COUNT`    | –             | –                   |
 //! | home entry      | `HOME#<userId>`     | `POST#<listedId>`   | –             | –                   |
@@ -66,7 +68,7 @@ use aws_sdk_dynamodb::types::AttributeValue;
 use serde::{Deserialize, Serialize, de::DeserializeOwned};
 
 use crate::{
-    ids::{CommentId, FollowId, IdempotencyKey, LikeId, PostId, UserId},
+    ids::{BlockId, CommentId, FollowId, IdempotencyKey, LikeId, PostId, UserId},
     text::{Tag, Username},
 };
 
@@ -423,6 +425,52 @@ pub fn follow_of_user_follow_sk(sk: &str) -> Option<FollowId> {
     }
 }
 
+/// A user's block of another, in the blocker's partition
+/// ([`crate::store::blocks`]): `~` sorts it after `PROFILE`, `RENAME` and
+/// `REQUEST#…`, so the writer read never meets it, and `~BLOCKS#` is no
+/// prefix of `~BLOCKEDBY#`, `~FOLLOWS#` or `~LIKED#` (nor they of it), so no
+/// Query of those lists meets it. Its key makes a block unique.
+pub const BLOCKS_PREFIX: &str = "~BLOCKS#";
+
+/// `blocker`'s block of `blocked`.
+pub fn block(blocker: &UserId, blocked: &UserId) -> Key {
+    Key::new(user_pk(blocker), format!("{BLOCKS_PREFIX}{blocked}"))
+}
+
+/// Whom a block item (its table sort key) blocks.
+pub fn blocked_of_sk(sk: &str) -> Option<UserId> {
+    sk.strip_prefix(BLOCKS_PREFIX)
+        .and_then(|id| UserId::parse(id).ok())
+}
+
+/// The mark a block leaves in the blocked user's own partition, which every
+/// write of theirs that the block forbids checks in its transaction (a
+/// ConditionCheck in the writer's own partition, never in the blocker's):
+/// after `PROFILE`, `RENAME` and `REQUEST#…`, outside every other list's
+/// prefix.
+pub const BLOCKED_BY_PREFIX: &str = "~BLOCKEDBY#";
+
+/// The mark that `blocker` blocked `blocked`, in `blocked`'s partition.
+pub fn blocked_by(blocked: &UserId, blocker: &UserId) -> Key {
+    Key::new(user_pk(blocked), format!("{BLOCKED_BY_PREFIX}{blocker}"))
+}
+
+/// A block under its blocker in GSI1 (whom they block, newest first):
+/// before `COMMENT#`, outside every other list's prefix.
+pub const BLOCK_PREFIX: &str = "BLOCK#";
+
+pub fn user_block_sk(block: &BlockId) -> String {
+    format!("{BLOCK_PREFIX}{block}")
+}
+
+/// The block whose GSI1 sort key `sk` is; `None` for any other key.
+pub fn block_of_user_block_sk(sk: &str) -> Option<BlockId> {
+    match UserItemsKind::of_sk(sk)? {
+        (UserItemsKind::Block, id) => BlockId::parse(id).ok(),
+        _ => None,
+    }
+}
+
 /// What a GSI1 sort key of a user's partition ([`user_items_pk`]) lists,
 /// told by its prefix: the one parse of those keys, for the readers of the
 /// whole partition (the export, the audit) and the typed parsers above.
@@ -438,15 +486,18 @@ pub enum UserItemsKind {
     Like,
     /// A follow of another user ([`user_follow_sk`]).
     Follow,
+    /// A block of another user ([`user_block_sk`]).
+    Block,
 }
 
 impl UserItemsKind {
-    pub const ALL: [UserItemsKind; 5] = [
+    pub const ALL: [UserItemsKind; 6] = [
         UserItemsKind::Post,
         UserItemsKind::Draft,
         UserItemsKind::Comment,
         UserItemsKind::Like,
         UserItemsKind::Follow,
+        UserItemsKind::Block,
     ];
 
     /// The prefix its sort keys begin with. No prefix begins another
@@ -459,6 +510,7 @@ impl UserItemsKind {
             UserItemsKind::Comment => COMMENT_PREFIX,
             UserItemsKind::Like => LIKE_PREFIX,
             UserItemsKind::Follow => FOLLOW_PREFIX,
+            UserItemsKind::Block => BLOCK_PREFIX,
         }
     }
 
@@ -660,6 +712,11 @@ item_types! {
     /// A follower's entry in a shard of the followed user's followers
     /// (`FOLLOWERS#v#k / FOLLOWER#<followId>`).
     Follower,
+    /// A block (`USER#u / ~BLOCKS#v`, [`crate::store::blocks`]).
+    Block,
+    /// A block's mark in the blocked user's partition (`USER#v /
+    /// ~BLOCKEDBY#u`): what their writes against the blocker check.
+    BlockedBy,
     /// A follower shard's count (`FOLLOWERS#v#k / COUNT`).
     FollowerCount,
     /// The fan-out's copy of a user's followers of one window of time

@@ -32,6 +32,16 @@ pub struct Followed {
     pub followed_at: String,
 }
 
+/// A user in the caller's list of blocks: whom (named as they are now),
+/// and since when.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Blocked {
+    pub user_id: UserId,
+    pub username: Username,
+    pub blocked_at: String,
+}
+
 /// Whether a post is out: a draft is its author's alone (every other read
 /// of it answers 404, it is in no list and takes no likes or comments).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -154,7 +164,8 @@ pub struct Feed {
 }
 
 /// One thing a user wrote, in their export: `{"post": {...}}`,
-/// `{"comment": {...}}`, `{"like": {...}}` or `{"follow": {...}}`.
+/// `{"comment": {...}}`, `{"like": {...}}`, `{"follow": {...}}` or
+/// `{"block": {...}}`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub enum Exported {
@@ -162,6 +173,15 @@ pub enum Exported {
     Comment(Comment),
     Like(Like),
     Follow(Follow),
+    Block(Block),
+}
+
+/// A block, in its blocker's export: whom, and when.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Block {
+    pub user_id: UserId,
+    pub blocked_at: String,
 }
 
 /// A follow, in its follower's export: whom, and when.
@@ -173,8 +193,8 @@ pub struct Follow {
 }
 
 /// One page of a user's export: their profile on every page, then what
-/// they wrote (comments, then follows, then likes, then posts, each oldest
-/// first).
+/// they wrote (blocks, then comments, then follows, then likes, then posts,
+/// each oldest first).
 /// `next_cursor` is `null` on the last page.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]

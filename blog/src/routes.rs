@@ -33,7 +33,7 @@ const fn route(
     }
 }
 
-pub const ROUTES: [Route; 30] = [
+pub const ROUTES: [Route; 33] = [
     route("POST", "/users", "create-user", true),
     route("GET", "/users", "find-user", false),
     route("PUT", "/users/{userId}", "update-user", true),
@@ -84,6 +84,9 @@ pub const ROUTES: [Route; 30] = [
         "list-tag-posts-atom",
         false,
     ),
+    route("PUT", "/blocks/{userId}", "block-user", true),
+    route("DELETE", "/blocks/{userId}", "unblock-user", true),
+    route("GET", "/blocks", "list-blocks", true),
 ];
 
 /// Functions that serve no route and read the table's stream: the fan-out,
@@ -141,6 +144,9 @@ pub async fn dispatch(function: &str, app: &App, req: Request) -> Option<ApiResu
         "get-home" => api::home::home(app, req).await,
         "list-notifications" => api::notifications::list_notifications(app, req).await,
         "mark-notifications-seen" => api::notifications::mark_notifications_seen(app, req).await,
+        "block-user" => api::blocks::block_user(app, req).await,
+        "unblock-user" => api::blocks::unblock_user(app, req).await,
+        "list-blocks" => api::blocks::list_blocks(app, req).await,
         _ => return None,
     };
     Some(result)

@@ -67,6 +67,8 @@ error_codes! {
     BadPrecondition = "bad_precondition" => BAD_REQUEST,
     PostIsHot = "post_is_hot" => CONFLICT,
     FollowingLimit = "following_limit" => UNPROCESSABLE_ENTITY,
+    Blocked = "blocked" => FORBIDDEN,
+    BlockLimit = "block_limit" => UNPROCESSABLE_ENTITY,
     PayloadTooLarge = "payload_too_large" => PAYLOAD_TOO_LARGE,
     Unavailable = "unavailable" => SERVICE_UNAVAILABLE,
     OutcomeUnknown = "outcome_unknown" => SERVICE_UNAVAILABLE,
@@ -90,6 +92,10 @@ pub enum ApiError {
     /// The caller's account was erased: it can write nothing (403).
     #[error("this account was erased (DELETE /users/{{userId}}): it can write nothing")]
     AccountErased,
+    /// The user the write is aimed at blocks the caller (403 `blocked`):
+    /// nothing was written.
+    #[error("{0}")]
+    Blocked(String),
     #[error("{0}")]
     NotFound(&'static str),
     #[error("{message}")]
@@ -143,6 +149,7 @@ impl ApiError {
             Self::Unauthorized => ErrorCode::Unauthorized,
             Self::Forbidden(_) => ErrorCode::Forbidden,
             Self::AccountErased => ErrorCode::AccountErased,
+            Self::Blocked(_) => ErrorCode::Blocked,
             Self::NotFound(_) => ErrorCode::NotFound,
             Self::PayloadTooLarge { .. } => ErrorCode::PayloadTooLarge,
             Self::PreconditionFailed(_) => ErrorCode::PreconditionFailed,
@@ -195,6 +202,12 @@ impl From<StoreError> for ApiError {
             StoreError::FollowSelf => Self::bad_request(ErrorCode::InvalidField, message),
             StoreError::FollowingLimit => Self::Unprocessable {
                 code: ErrorCode::FollowingLimit,
+                message,
+            },
+            StoreError::Blocked => Self::Blocked(message),
+            StoreError::BlockSelf => Self::bad_request(ErrorCode::InvalidField, message),
+            StoreError::BlockLimit => Self::Unprocessable {
+                code: ErrorCode::BlockLimit,
                 message,
             },
             StoreError::PreconditionFailed => Self::PreconditionFailed(

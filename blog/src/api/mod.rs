@@ -3,6 +3,7 @@
 //! either into the HTTP response.
 
 pub mod atom;
+pub mod blocks;
 pub mod comments;
 pub mod conditional;
 mod error;

@@ -33,6 +33,70 @@ use crate::{
 /// How many characters of a comment a note previews.
 const PREVIEW_CHARS: usize = 140;
 
+/// The mentions of a post, between its image `before` a change (`None`: it
+/// is new) and `after` it (`None`: deleted): a user it mentions once it is
+/// published (or mentions anew in an edit of a published post) gets a
+/// note; one it no longer mentions, or all of them when it is deleted or
+/// taken back, loses it. The author never notifies themselves.
+pub(super) async fn post_mentions(
+    store: &Store,
+    before: Option<&PostItem>,
+    after: Option<&PostItem>,
+) -> Result<usize, FanoutError> {
+    let told = |post: Option<&PostItem>| -> Vec<UserId> {
+        post.filter(|p| p.listed_id().is_some())
+            .map(|p| {
+                p.mentions
+                    .iter()
+                    .map(|(_, user)| user.clone())
+                    .filter(|user| *user != p.user_id)
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    let (was, now) = (told(before), told(after));
+    let fanout = store.fanout();
+    let mut writes = 0;
+    if let Some(post) = after {
+        for user in now.iter().filter(|u| !was.contains(u)) {
+            fanout.put_note(&mention_note(user, post)).await?;
+            writes += 1;
+        }
+    }
+    if let Some(post) = before.or(after) {
+        for user in was.iter().filter(|u| !now.contains(u)) {
+            let key =
+                NotificationItem::key_of(user, NotificationKind::Mention, &post.post_id, None);
+            fanout.delete_note(key).await?;
+            writes += 1;
+        }
+    }
+    Ok(writes)
+}
+
+/// The note of a mention of `user` in `post`, with the start of its title.
+fn mention_note(user: &UserId, post: &PostItem) -> NotificationItem {
+    let at = post
+        .published_at()
+        .map_or_else(|| post.created_at.clone(), str::to_owned);
+    NotificationItem {
+        user_id: user.clone(),
+        kind: NotificationKind::Mention,
+        actor: post.user_id.clone(),
+        post_id: post.post_id,
+        comment_id: None,
+        preview: post.title.chars().take(PREVIEW_CHARS).collect(),
+        expires_at: expires(&at),
+        at,
+    }
+}
+
+/// Seconds since the Unix epoch, 30 days after `at`.
+fn expires(at: &str) -> i64 {
+    timestamp::parse(at).map_or(0, |at| at.unix_timestamp())
+        + crate::store::items::notification::KEEP_DAYS * 86_400
+}
+
 /// A post taken back to a draft (a post MODIFY): its groups out of its
 /// author's notifications, as its deletion takes them.
 pub(super) async fn post_taken_back(store: &Store, post: &PostItem) -> Result<usize, FanoutError> {
@@ -127,6 +191,28 @@ pub(super) async fn apply_batch(store: &Store, records: &[EventRecord]) -> Resul
                 return Err(index);
             }
         };
+        // A comment's mentions, whatever became of its post: a note each
+        // for the users it names (not the commenter), taken back with it.
+        if let Told::Comment { item, added } = &told {
+            for (_, user) in item.mentions.iter().filter(|(_, u)| **u != item.user_id) {
+                let done = if *added {
+                    fanout.put_note(&comment_mention_note(user, item)).await
+                } else {
+                    let key = NotificationItem::key_of(
+                        user,
+                        NotificationKind::Mention,
+                        &item.post_id,
+                        Some(&item.comment_id),
+                    );
+                    fanout.delete_note(key).await
+                };
+                if let Err(error) = done {
+                    tracing::error!(%error, "a mention's notification could not be written");
+                    return Err(index);
+                }
+                writes += 1;
+            }
+        }
         let post = match &told {
             Told::Like { post, .. } => Some(*post),
             Told::Comment { item, .. } => Some(item.post_id),
@@ -252,14 +338,21 @@ pub(super) async fn apply_batch(store: &Store, records: &[EventRecord]) -> Resul
 /// The note of a comment on a quiet post, for its post's author.
 fn comment_note(author: &UserId, comment: &CommentItem) -> NotificationItem {
     NotificationItem {
-        user_id: author.clone(),
         kind: NotificationKind::Comment,
+        ..comment_mention_note(author, comment)
+    }
+}
+
+/// The note of a mention of `user` in `comment`.
+fn comment_mention_note(user: &UserId, comment: &CommentItem) -> NotificationItem {
+    NotificationItem {
+        user_id: user.clone(),
+        kind: NotificationKind::Mention,
         actor: comment.user_id.clone(),
         post_id: comment.post_id,
         comment_id: Some(comment.comment_id),
         preview: comment.content.chars().take(PREVIEW_CHARS).collect(),
         at: comment.created_at.clone(),
-        expires_at: timestamp::parse(&comment.created_at).map_or(0, |at| at.unix_timestamp())
-            + crate::store::items::notification::KEEP_DAYS * 86_400,
+        expires_at: expires(&comment.created_at),
     }
 }

@@ -166,6 +166,8 @@ impl Rule {
             // a home entry and a follower window are written only by the
             // fan-out.
             ItemType::Follow
+            | ItemType::Block
+            | ItemType::BlockedBy
             | ItemType::FollowerWindow
             | ItemType::HomeEntry
             | ItemType::Username
@@ -291,7 +293,9 @@ async fn new_post(store: &Store, record: &EventRecord) -> Result<Outcome, Fanout
     let tagged = store.fanout().enter_tags(&post).await?;
     // Into its author's followers' homes: a delivery a follower shard.
     let deliveries = store.fanout().start_deliveries(&post).await?;
-    let writes = 2 + trimmed + tagged + deliveries + usize::from(renamed.is_some());
+    // The users it mentions are told.
+    let mentioned = super::notify::post_mentions(store, None, Some(&post)).await?;
+    let writes = 2 + trimmed + tagged + deliveries + mentioned + usize::from(renamed.is_some());
     Ok(match (entered, renamed) {
         (Copied::Written, _) | (_, Some(_)) => Outcome::Written { writes },
         _ if !post.tags.is_empty() || deliveries > 0 => Outcome::Written { writes },
@@ -422,12 +426,19 @@ async fn changed_post(
             }
         }
     }
-    // Taken back to a draft: its notifications' groups go.
+    // Taken back to a draft: its notifications' groups go; the users it
+    // mentions (as published, before the batch's first change and now) are
+    // told or untold.
     let notified = if listed.is_none() && !unlisted.is_empty() {
         super::notify::post_taken_back(store, &new).await?
     } else {
         0
     };
+    let first: PostItem = match carried.first() {
+        Some(earliest) => decode(&earliest.change.old_image, "old")?,
+        None => old.clone(),
+    };
+    let notified = notified + super::notify::post_mentions(store, Some(&first), Some(&new)).await?;
     let mut left = 0;
     for was in &unlisted {
         left += 1 + usize::from(store.fanout().leave_feed(was).await?);
@@ -645,6 +656,7 @@ async fn removed_post(
 ) -> Result<Outcome, FanoutError> {
     let old: PostItem = decode(&record.change.old_image, "old")?;
     super::notify::post_removed(store, &old).await?;
+    super::notify::post_mentions(store, Some(&old), None).await?;
     let mut left = 0;
     if let Some(at) = &old.publish_at {
         left += usize::from(store.fanout().unschedule(&old.post_id, at).await?);

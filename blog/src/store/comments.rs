@@ -83,7 +83,10 @@ impl Requests<'_> {
     /// On a hot post the count goes to a shard's counter instead ([`hot`](super::hot));
     /// a quiet post's partition refusing the comment for capacity makes the
     /// post hot. A comment that mentions anyone costs one BatchGetItem
-    /// first (`Requests::find_mentioned`): the users go onto its item.
+    /// first (`Requests::find_mentioned`): the users go onto its item. A
+    /// commenter the post's author blocks is refused
+    /// ([`StoreError::Blocked`], nothing written), as a like is
+    /// ([`Requests::like_post`]).
     pub async fn create_comment(
         &self,
         post: &PostId,
@@ -121,8 +124,12 @@ impl Requests<'_> {
             content,
             mentions: &mentions,
         };
+        // Refused if the post's author blocks the caller: the block's mark
+        // in the caller's own partition, checked in the transaction.
+        let owner = self.post_author(post).await?;
+        let check = super::blocks::not_blocked(author, &owner);
         let commented = self.count_up(post, COMMENT_ATTEMPTS, |counting| {
-            self.comment_once(post, comment, keyed, counting)
+            self.comment_once(post, comment, keyed, check.clone(), counting)
         });
         commented.await?.ok_or_else(|| {
             StoreError::busy(
@@ -139,6 +146,7 @@ impl Requests<'_> {
         post: &PostId,
         comment: NewComment<'_>,
         keyed: Option<&Idempotency>,
+        check: Option<Write>,
         counting: Counting,
     ) -> Result<Tried<Answer<Comment>>, StoreError> {
         let NewComment {
@@ -176,6 +184,7 @@ impl Requests<'_> {
             comment_id: item.comment_id,
         };
         let record = Idempotency::add_record(keyed, &mut tx, profile.account(), &answer, created)?;
+        let unblocked = check.map(|check| tx.add("not blocked", check));
         let sharded = item.shard.is_some() && item.shard == item.counted_in;
         let room = counting
             .shards
@@ -199,6 +208,9 @@ impl Requests<'_> {
             let replay = self.replay(profile.account(), keyed).await?;
             return Ok(Tried::Done(Answer::Replayed(replay)));
         }
+        if unblocked.is_some_and(|check| failed.failed(check)) {
+            return Err(StoreError::Blocked);
+        }
         if !failed.failed(counted) {
             return Err(failed.unexpected("comment"));
         }
@@ -206,7 +218,8 @@ impl Requests<'_> {
         Ok(Tried::Refused)
     }
 
-    /// Q4 (request): one Query in the post's partition, oldest first. A hot
+    /// Q4 (request): one Query in the post's partition, oldest first, and
+    /// for a page with comments what `Requests::shown_comments` reads. A hot
     /// post's comments pointer sorts after its comments: met, the page goes
     /// on in each of its shards (one Query each, at once, after the same
     /// comment), and the pages are merged oldest first. The cursor is the
@@ -242,10 +255,49 @@ impl Requests<'_> {
             Some(last) if more => Some(super::cursor::encode(&list, &last.comment_id.to_string())),
             _ => None,
         };
+        if !comments.is_empty() {
+            comments = self.shown_comments(post, comments).await?;
+        }
         Ok(Page {
             items: comments.into_iter().map(Comment::from).collect(),
             next_cursor,
         })
+    }
+
+    /// What a page of comments shows of `comments` (not empty): the post
+    /// item read, eventually consistent (a post taken back to a draft shows
+    /// no one what it had: 404); then, if someone other than its author
+    /// commented, whom the author blocks ([`Store::blocked_users`]: one
+    /// Query of their blocks, at most
+    /// [`MAX_BLOCKS`](super::items::block::MAX_BLOCKS) of them), whose
+    /// comments are left out from the moment of the block until it is taken
+    /// back. The cursor is the last comment read, shown or not, so a page may
+    /// hold fewer than `limit` while `nextCursor` goes on.
+    async fn shown_comments(
+        &self,
+        post: &PostId,
+        comments: Vec<CommentItem>,
+    ) -> Result<Vec<CommentItem>, StoreError> {
+        let found = self.db.get(PostItem::key(post), false).await?;
+        let Some(found) = found else {
+            // Deleted meanwhile: its walk takes the rest.
+            return Ok(comments);
+        };
+        let head: ShownPost = super::from_item(found)?;
+        if head.status.is_some() {
+            return Err(StoreError::PostNotFound);
+        }
+        if comments
+            .iter()
+            .all(|comment| comment.user_id == head.user_id)
+        {
+            return Ok(comments);
+        }
+        let blocked = self.blocked_users(&head.user_id).await?;
+        Ok(comments
+            .into_iter()
+            .filter(|comment| !blocked.contains(&comment.user_id))
+            .collect())
     }
 
     /// Up to `limit + 1` comments (and a hot post's pointer, after them) of
@@ -262,6 +314,16 @@ impl Requests<'_> {
             .query_up_to("comments", &query, start, limit.saturating_add(1))
             .await
     }
+}
+
+/// What a page of comments reads of its post item: its author, and whether
+/// it is a draft.
+#[derive(serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct ShownPost {
+    user_id: UserId,
+    #[serde(default)]
+    status: Option<crate::store::items::post::Unpublished>,
 }
 
 impl Store {

@@ -10,7 +10,11 @@
 //! - a post as `DELETE /posts/{id}` deletes it (its REMOVE then clears its
 //!   partition and its feed entry, and the feed's reserve shows the next);
 //! - a comment or a like on someone's post with that post's count one down,
-//!   in one transaction, as deleting the comment or unliking does.
+//!   in one transaction, as deleting the comment or unliking does;
+//! - a follow as unfollowing does, a block with its mark in the blocked
+//!   user's partition (the blocks others made of the account stay: they are
+//!   the blockers' own, and still hold against a new account of the same
+//!   identity).
 //!
 //! Each page it deletes is gone from the next Query, so the walk needs no
 //! saved place: stopped near the deadline (the record is reported failed) or
@@ -84,11 +88,12 @@ pub struct Erasing {
     pub comments: usize,
     pub likes: usize,
     pub follows: usize,
+    pub blocks: usize,
 }
 
 impl Erasing {
     pub fn total(&self) -> usize {
-        self.posts + self.comments + self.likes + self.follows
+        self.posts + self.comments + self.likes + self.follows + self.blocks
     }
 }
 
@@ -98,6 +103,7 @@ impl std::ops::AddAssign for Erasing {
         self.comments += other.comments;
         self.likes += other.likes;
         self.follows += other.follows;
+        self.blocks += other.blocks;
     }
 }
 
@@ -120,6 +126,8 @@ pub enum Written {
     Like(PostPartition, LikeId),
     /// Their follow of another user.
     Follow(UserId),
+    /// Their block of another user.
+    Block(UserId),
 }
 
 impl Written {
@@ -127,6 +135,9 @@ impl Written {
     pub fn of(key: &Key) -> Option<Self> {
         if let Some(followed) = keys::followed_of_sk(&key.sk) {
             return keys::user_of_pk(&key.pk).map(|_| Self::Follow(followed));
+        }
+        if let Some(blocked) = keys::blocked_of_sk(&key.sk) {
+            return keys::user_of_pk(&key.pk).map(|_| Self::Block(blocked));
         }
         let place = PostPartition::of_pk(&key.pk)?;
         let post = place.post;
@@ -323,6 +334,9 @@ impl FanOut<'_> {
             }
             Written::Follow(followed) => {
                 done.follows += usize::from(self.erase_follow(user, &followed).await?);
+            }
+            Written::Block(blocked) => {
+                done.blocks += usize::from(self.erase_block(user, &blocked).await?);
             }
         }
         Ok(done)

@@ -62,6 +62,14 @@ pub enum StoreError {
     FollowSelf,
     #[error("a user may follow at most 5,000 others; unfollow someone first")]
     FollowingLimit,
+    /// The user the write is aimed at (the followed, the post's author)
+    /// blocks the caller: nothing was written.
+    #[error("this user has blocked you")]
+    Blocked,
+    #[error("a user cannot block themselves")]
+    BlockSelf,
+    #[error("a user may block at most 1,000 others; unblock someone first")]
+    BlockLimit,
     #[error("no such comment")]
     CommentNotFound,
     #[error("a viral (hot) post cannot go back to a draft; delete it instead")]

@@ -3,7 +3,7 @@
 //! calls whatever the account's size: GetItem the profile, Query their GSI1
 //! partition (`USER#u`, everything they wrote) after the cursor, and one
 //! BatchGetItem of the table items behind that page (a post's item and its
-//! content, a comment, a like, a follow), so that every field is the table's own
+//! content, a comment, a like, a follow, a block), so that every field is the table's own
 //! (GSI1 projects no content and may lag).
 
 use std::collections::HashMap;
@@ -16,10 +16,10 @@ use super::{
     table::Query,
 };
 use crate::{
-    ids::{CommentId, FollowId, LikeId, PostId, UserId},
+    ids::{BlockId, CommentId, FollowId, LikeId, PostId, UserId},
     keys::{self, Entity, Key, PostPartition, UserItemsKind},
-    model::{ExportPage, Exported, Follow, Post},
-    store::items::{comment::CommentItem, follow::FollowItem, like::LikeItem},
+    model::{Block, ExportPage, Exported, Follow, Post},
+    store::items::{block::BlockItem, comment::CommentItem, follow::FollowItem, like::LikeItem},
 };
 
 /// What a GSI1 entry of the user's partition stands for.
@@ -31,6 +31,8 @@ enum Entry {
     Like(String, LikeId),
     /// A follow: its table key (the follower's partition, whom).
     Follow(Key),
+    /// A block: its table key (the blocker's partition, whom).
+    Block(Key),
 }
 
 impl Entry {
@@ -67,6 +69,10 @@ impl Entry {
                 let key = Key::of(item)?;
                 Entry::Follow(key)
             }
+            UserItemsKind::Block => {
+                BlockId::parse(id).map_err(bad)?;
+                Entry::Block(Key::of(item)?)
+            }
         };
         Ok((sk.clone(), entry))
     }
@@ -79,7 +85,7 @@ impl Entry {
                 CommentItem::key_of(PostPartition::own(*post), comment)
             }
             Entry::Like(pk, like) => Key::new(pk.clone(), keys::like_sk(like)),
-            Entry::Follow(key) => key.clone(),
+            Entry::Follow(key) | Entry::Block(key) => key.clone(),
         }
     }
 
@@ -87,7 +93,7 @@ impl Entry {
     fn content_key(&self) -> Option<Key> {
         match self {
             Entry::Post(post) => Some(PostContentItem::key_of(post)),
-            Entry::Comment(..) | Entry::Like(..) | Entry::Follow(..) => None,
+            Entry::Comment(..) | Entry::Like(..) | Entry::Follow(..) | Entry::Block(..) => None,
         }
     }
 }
@@ -142,6 +148,13 @@ fn exported(
                 Exported::Follow(Follow {
                     user_id: follow.followed_id,
                     followed_at: follow.created_at,
+                })
+            }
+            Entry::Block(..) => {
+                let block = BlockItem::decode(item)?;
+                Exported::Block(Block {
+                    user_id: block.blocked_id,
+                    blocked_at: block.created_at,
                 })
             }
         });

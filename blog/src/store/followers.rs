@@ -374,7 +374,7 @@ impl Requests<'_> {
         };
         let follows = follows
             .into_iter()
-            .map(|(_, follow, follower)| (follower, follow, follow.created_at()))
+            .map(|(_, follow, follower)| (follower, follow.created_at()))
             .collect();
         self.named_page(user, &list, follows, next.map(|place| place.encode()))
             .await

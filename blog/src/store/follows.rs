@@ -132,7 +132,11 @@ impl Requests<'_> {
     /// that the next home read shows them; if the follow then fails they are
     /// entries of an author the caller does not follow, which the home read
     /// leaves out. A pull follow needs none: the home read merges the
-    /// author's posts.
+    /// author's posts. A caller the followed user blocks is refused
+    /// ([`StoreError::Blocked`]) by a strongly consistent read of the block's
+    /// mark in their own partition before the backfill, and by a
+    /// ConditionCheck of it in the transaction (a block made meanwhile):
+    /// [`super::blocks`].
     pub async fn follow(
         &self,
         follower: &UserId,
@@ -169,6 +173,11 @@ impl Requests<'_> {
         if let Some(existing) = self.follow_of(follower, followed).await? {
             return Ok(Follows::Already(answer(&existing)));
         }
+        // Blocked by them: refused before the backfill writes anything (the
+        // transaction checks the mark again, for a block made meanwhile).
+        if self.is_blocked_by(follower, followed).await? {
+            return Err(StoreError::Blocked);
+        }
         let famous = target.follower_count() >= self.pull_threshold;
         let mut backfilled = false;
         for _ in 0..ATTEMPTS {
@@ -193,8 +202,15 @@ impl Requests<'_> {
                 "follower count",
                 counted_open(followed, follow.entry().shard(), target.first_version)?,
             );
+            let unblocked = super::blocks::not_blocked(follower, followed)
+                .map(|check| tx.add("not blocked", check));
             match tx.commit().await? {
                 TxOutcome::Committed => return Ok(Follows::New(answer(&follow))),
+                TxOutcome::ConditionFailed(failed)
+                    if unblocked.is_some_and(|check| failed.failed(check)) =>
+                {
+                    return Err(StoreError::Blocked);
+                }
                 TxOutcome::ConditionFailed(failed) if failed.failed(made) => {
                     match self.follow_of(follower, followed).await? {
                         Some(existing) => return Ok(Follows::Already(answer(&existing))),
@@ -229,6 +245,18 @@ impl Requests<'_> {
     /// does not follow them (taking back twice is taking back once).
     pub async fn unfollow(&self, follower: &UserId, followed: &UserId) -> Result<(), StoreError> {
         self.writer(follower).await?.profile()?;
+        self.end_follow(follower, followed).await
+    }
+
+    /// [`Requests::unfollow`] after its writer read: `follower`'s follow of
+    /// `followed` taken back as the unfollow takes it (nothing when there is
+    /// none). A block ([`super::blocks`]) ends the follows either way with
+    /// it, so that counts, follower entries and homes stay right.
+    pub(super) async fn end_follow(
+        &self,
+        follower: &UserId,
+        followed: &UserId,
+    ) -> Result<(), StoreError> {
         for _ in 0..ATTEMPTS {
             let Some(follow) = self.follow_of(follower, followed).await? else {
                 return Ok(());
@@ -292,25 +320,27 @@ impl Requests<'_> {
             Some((followed, follow, _)) if more => Some(format!("{follow}.{followed}")),
             _ => None,
         };
-        self.named_page(user, &list, follows, next).await
+        let follows = follows.into_iter().map(|(other, _, at)| (other, at));
+        self.named_page(user, &list, follows.collect(), next).await
     }
 
-    /// A page of `follows`, named from their profiles, read in one
-    /// BatchGetItem with `owner`'s (404 without it); its cursor names `next`
-    /// when more follow.
+    /// A page of `follows` (whom, and since when), named from their
+    /// profiles, read in one BatchGetItem with `owner`'s (404 without it);
+    /// its cursor names `next` when more follow. A block list's page too
+    /// ([`super::blocks`]).
     pub(super) async fn named_page(
         &self,
         owner: &UserId,
         list: &str,
-        follows: Vec<(UserId, FollowId, String)>,
+        follows: Vec<(UserId, String)>,
         next: Option<String>,
     ) -> Result<Page<Followed>, StoreError> {
         let mut wanted: Vec<Item> = vec![UserItem::key(owner)];
         wanted.extend(
             follows
                 .iter()
-                .filter(|(other, _, _)| other != owner)
-                .map(|(other, _, _)| UserItem::key(other)),
+                .filter(|(other, _)| other != owner)
+                .map(|(other, _)| UserItem::key(other)),
         );
         wanted.dedup();
         let (found, _) = self
@@ -328,7 +358,7 @@ impl Requests<'_> {
         let next_cursor = next.map(|next| super::cursor::encode(list, &next));
         let items = follows
             .into_iter()
-            .filter_map(|(other, _, at)| {
+            .filter_map(|(other, at)| {
                 profiles.get(&other).map(|p| Followed {
                     user_id: other,
                     username: p.username.clone(),

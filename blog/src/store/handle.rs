@@ -45,6 +45,9 @@ pub struct Store {
     pub(super) pulled: std::sync::Arc<super::memory::PulledLists>,
     /// The hot posts this process has met ([`super::hot`]).
     pub(super) hot: std::sync::Arc<super::memory::HotPosts>,
+    /// The authors of the posts this process liked or commented on
+    /// ([`super::memory::PostAuthors`]).
+    pub(super) authors: std::sync::Arc<super::memory::PostAuthors>,
     /// Whether a throttled quiet post is made hot (always, but in the
     /// viral benchmark's run of the design before hot posts).
     pub(super) hot_switch: bool,
@@ -60,6 +63,7 @@ impl Store {
             pull_threshold: PULL_FOLLOWERS,
             pulled: std::sync::Arc::default(),
             hot: std::sync::Arc::default(),
+            authors: std::sync::Arc::default(),
             hot_switch: true,
         }
     }

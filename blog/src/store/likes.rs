@@ -81,14 +81,23 @@ impl Requests<'_> {
     /// partition refusing the like for capacity makes the post hot. The like
     /// copies the liker's username as read; a rename racing with it is
     /// caught up by the fan-out's INSERT rule.
+    ///
+    /// A liker the post's author blocks is refused ([`StoreError::Blocked`],
+    /// nothing written): both ways (quiet and hot) check the block's mark in
+    /// the liker's own partition in their transaction
+    /// (`blocks::not_blocked`, 2 WCU; none on the author's own
+    /// like). The author comes from this process's memory, or one read of
+    /// the post item the first time (`Requests::post_author`).
     pub async fn like_post(&self, post: &PostId, liker: &UserId) -> Result<Liked, StoreError> {
         // The caller's profile (403 for an erased account, or without one):
         // its name goes onto the item.
         let profile = self.writer(liker).await?.profile()?;
+        let author = self.post_author(post).await?;
+        let check = super::blocks::not_blocked(liker, &author);
         // A like taken back between the refused put and the read of the
         // existing one: like again.
         let liked = self.count_up(post, UNLIKE_ATTEMPTS, |counting| {
-            self.like_once(post, &profile, counting)
+            self.like_once(post, &profile, check.clone(), counting)
         });
         liked.await?.ok_or_else(|| {
             StoreError::busy(Busy::Conflict, "the like kept being given and taken back")
@@ -105,11 +114,12 @@ impl Requests<'_> {
         &self,
         post: &PostId,
         profile: &UserItem,
+        check: Option<Write>,
         counting: Counting,
     ) -> Result<Tried<Liked>, StoreError> {
         let liker = &profile.user_id;
         let Some(shards) = counting.shards else {
-            return self.like_quiet(post, profile, counting.watch).await;
+            return self.like_quiet(post, profile, check, counting.watch).await;
         };
         if !counting.likers_moved
             && let Some(existing) = self.unmoved_like(post, liker, shards).await?
@@ -133,6 +143,7 @@ impl Requests<'_> {
             "count",
             counts::counted_up(post, Some(shard), Counter::Likes),
         );
+        let unblocked = check.map(|check| tx.add("not blocked", check));
         if counting.watch && shards < crate::store::items::counter::MAX_SHARDS {
             // The like and the count share the shard's partition (the like's
             // index entry is in the liker's): throttled together, that
@@ -146,6 +157,11 @@ impl Requests<'_> {
         };
         match outcome {
             TxOutcome::Committed => Ok(Tried::Done(Liked::New(like.into()))),
+            TxOutcome::ConditionFailed(failed)
+                if unblocked.is_some_and(|check| failed.failed(check)) =>
+            {
+                Err(StoreError::Blocked)
+            }
             // Gone (its counters are closed first).
             TxOutcome::ConditionFailed(failed) if failed.failed(counted) => Ok(Tried::Refused),
             TxOutcome::ConditionFailed(failed) if failed.failed(marked) => {
@@ -166,6 +182,7 @@ impl Requests<'_> {
         &self,
         post: &PostId,
         profile: &UserItem,
+        check: Option<Write>,
         watch: bool,
     ) -> Result<Tried<Liked>, StoreError> {
         let place = PostPartition::own(*post);
@@ -177,6 +194,7 @@ impl Requests<'_> {
         );
         tx.add("like", Write::create(&like)?);
         let counted = tx.add("count", counts::counted_up(post, None, Counter::Likes));
+        let unblocked = check.map(|check| tx.add("not blocked", check));
         if watch {
             // The marker touches no index: throttled with the count, it is
             // the post's partition that is at its limit.
@@ -190,7 +208,9 @@ impl Requests<'_> {
             Committing::Done(TxOutcome::ConditionFailed(failed)) => failed,
             Committing::Held => return Err(StoreError::Internal("like: held".into())),
         };
-        if failed.failed(counted) {
+        if unblocked.is_some_and(|check| failed.failed(check)) {
+            Err(StoreError::Blocked)
+        } else if failed.failed(counted) {
             // Gone, or (quiet as far as this process knew) hot meanwhile.
             Ok(Tried::Refused)
         } else if failed.failed(marker) {

@@ -1,6 +1,7 @@
 //! What a function instance keeps between the requests it serves (process
 //! memory, never shared between instances): what it knows of the posts it
-//! met hot, turning hot or gone ([`HotPosts`], one map), and a `get-home`
+//! met hot, turning hot or gone ([`HotPosts`], one map), the authors of the
+//! posts it liked or commented on ([`PostAuthors`]), and a `get-home`
 //! instance's lists of the pulled authors' newest posts ([`PulledLists`]).
 //! Below every operation: the store's handle holds both, `hot` and `home`
 //! read through them.
@@ -366,6 +367,34 @@ impl PulledLists {
         }
         lists.insert(author.clone(), (now, list.clone()));
         list
+    }
+}
+
+/// The authors of the posts a process has liked or commented on: what a
+/// like's or a comment's block check needs ([`super::blocks`]). A post's
+/// author never changes and a post id is never used again, so what is kept
+/// is never stale; past `REMEMBERED` posts it forgets them all (one read
+/// of a post item each to learn them again).
+#[derive(Debug, Default)]
+pub struct PostAuthors {
+    known: Mutex<HashMap<PostId, UserId>>,
+}
+
+impl PostAuthors {
+    fn known(&self) -> std::sync::MutexGuard<'_, HashMap<PostId, UserId>> {
+        self.known.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    pub(super) fn get(&self, post: &PostId) -> Option<UserId> {
+        self.known().get(post).cloned()
+    }
+
+    pub(super) fn remember(&self, post: PostId, author: UserId) {
+        let mut known = self.known();
+        if known.len() >= REMEMBERED && !known.contains_key(&post) {
+            known.clear();
+        }
+        known.insert(post, author);
     }
 }
 

@@ -2,7 +2,7 @@
 //! below it:
 //!
 //! - the operations: a module per entity or protocol (`users`, `posts`,
-//!   `comments`, `likes`, `feed`, `tags`, `follows`, `followers`, `home`,
+//!   `comments`, `likes`, `feed`, `tags`, `follows`, `followers`, `blocks`, `home`,
 //!   `schedule`, `hot`, `counts` (counts kept by shards: a post's likes and
 //!   comments, a user's followers), `idempotency`, `parked`, the walks
 //!   `rename`, `deletion` and `erasure`, `export`), each describing its
@@ -32,6 +32,7 @@
 //! here; neither they nor `keys.rs` import `handle.rs` or an operation, so
 //! no import runs back up.
 
+pub mod blocks;
 #[cfg(feature = "bulk")]
 pub mod bulk;
 mod client;

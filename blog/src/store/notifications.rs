@@ -471,12 +471,13 @@ enum Listed {
 
 impl Requests<'_> {
     /// `GET /notifications`: a page of `user`'s notifications, newest first.
-    /// Calls: one Query of GSI1 (`NOTIFY#u`, newest first, `limit + 1`)
-    /// and the seen mark (GetItem) at once, then the count of the unread (a
+    /// Calls: one Query of GSI1 (`NOTIFY#u`, newest first, `limit + 1`),
+    /// the seen mark (GetItem) and whom the caller blocks (a Query of their
+    /// partition, at most 1,000 keys) at once, then the count of the unread (a
     /// Query of GSI1, `Select: COUNT`, at most [`MAX_UNREAD`]), one
     /// BatchGetItem of the page's items, and one of their actors' profiles,
     /// the caller's own and the grouped posts (their counts now: at most
-    /// 1 + 300 + 100 keys, up to 5 calls of 100): at most 9.
+    /// 1 + 300 + 100 keys, up to 5 calls of 100): at most 10.
     pub async fn notifications(
         &self,
         user: &UserId,
@@ -497,10 +498,11 @@ impl Requests<'_> {
             query = query.before(before.clone());
         }
         let seen_key = NotificationsSeenItem::key_of(user).item();
-        let (places, seen) = futures::try_join!(
+        let (places, seen, blocked) = futures::try_join!(
             self.db
                 .query_up_to("notifications", &query, None, limit.saturating_add(1)),
             self.db.get_entity::<NotificationsSeenItem>(seen_key, false),
+            self.blocked_users(user),
         )?;
         let seen_at = seen.map(|s| s.seen_at);
         let unread_count = self.unread(user, seen_at.as_deref()).await?;
@@ -588,7 +590,12 @@ impl Requests<'_> {
                 _ => {}
             }
         }
+        // Someone the caller blocks tells them nothing (what they did before
+        // the block stays in the counts it is part of).
         let named = |id: &UserId| {
+            if blocked.contains(id) {
+                return None;
+            }
             names.get(id).map(|username| NamedActor {
                 user_id: id.clone(),
                 username: username.clone(),

@@ -782,6 +782,7 @@ mod tests {
             version: 1,
             first_version: 1,
             following_count: 0,
+            block_count: 0,
             follower_shards: Default::default(),
             follower_total: None,
             pulls: Default::default(),

@@ -126,6 +126,20 @@ async fn every_write_route_admits_only_its_owner() {
             None,
             [(None, 401), (Some(other), 403), (Some(owner), 204)],
         ),
+        // A block is the caller's own: the stranger (now with a profile)
+        // blocks someone of theirs, never on the owner's behalf.
+        (
+            "PUT",
+            format!("/blocks/{other}"),
+            None,
+            [(None, 401), (Some(other), 400), (Some(owner), 201)],
+        ),
+        (
+            "DELETE",
+            format!("/blocks/{other}"),
+            None,
+            [(None, 401), (Some(other), 204), (Some(owner), 204)],
+        ),
         // Last: an account goes; only its owner may erase it.
         (
             "DELETE",

@@ -221,19 +221,33 @@ fn route_codes(function: &str) -> &'static [ErrorCode] {
             BadIdempotencyKey,
             Forbidden,
             AccountErased,
+            // The post's author blocks the caller.
+            Blocked,
             NotFound,
             IdempotencyKeyInFlight,
             IdempotencyKeyReused,
             OutcomeUnknown,
         ],
         // Not the comment's or the post's author; no profile (a like).
-        "delete-comment" | "like-post" => &[
+        "delete-comment" => &[
             Unauthorized,
             BadId,
             BadJson,
             PayloadTooLarge,
             Forbidden,
             AccountErased,
+            NotFound,
+            OutcomeUnknown,
+        ],
+        // No profile; the post's author blocks the caller.
+        "like-post" => &[
+            Unauthorized,
+            BadId,
+            BadJson,
+            PayloadTooLarge,
+            Forbidden,
+            AccountErased,
+            Blocked,
             NotFound,
             OutcomeUnknown,
         ],
@@ -256,6 +270,30 @@ fn route_codes(function: &str) -> &'static [ErrorCode] {
         "list-user-posts-atom" | "list-tag-posts-atom" => {
             &[BadId, BadLimit, BadCursor, BadPrecondition]
         }
+        "block-user" => &[
+            Unauthorized,
+            BadId,
+            BadJson,
+            PayloadTooLarge,
+            // Blocking yourself.
+            InvalidField,
+            Forbidden,
+            AccountErased,
+            NotFound,
+            BlockLimit,
+            OutcomeUnknown,
+        ],
+        "unblock-user" => &[
+            Unauthorized,
+            BadId,
+            BadJson,
+            PayloadTooLarge,
+            Forbidden,
+            AccountErased,
+            OutcomeUnknown,
+        ],
+        // The caller's own list: 404 without a profile.
+        "list-blocks" => &[Unauthorized, BadLimit, BadCursor, NotFound],
         "follow-user" => &[
             Unauthorized,
             BadId,
@@ -267,6 +305,8 @@ fn route_codes(function: &str) -> &'static [ErrorCode] {
             AccountErased,
             NotFound,
             FollowingLimit,
+            // The followed user blocks the caller.
+            Blocked,
             OutcomeUnknown,
         ],
         "unfollow-user" => &[

@@ -5,6 +5,7 @@ mod atom;
 mod audit;
 mod authz;
 mod billed;
+mod blocks;
 mod capacity;
 mod comments;
 mod conditional;

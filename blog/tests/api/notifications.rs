@@ -287,3 +287,81 @@ async fn a_hot_posts_comments_are_grouped_and_posts_taken_back_take_their_groups
     api.settle(&mut poller).await;
     assert_eq!(told(&api, &author).await["items"], json!([]));
 }
+
+#[tokio::test]
+async fn a_mention_is_one_notification_once_published_and_leaves_with_its_post_or_comment() {
+    let api = TestApi::start().await;
+    let mut poller = api.poller();
+    let author = api.user("writer").await;
+    let ann = api.user("ann").await;
+    let bob = api.user("bob").await;
+    let (status, draft) = api
+        .create_post(
+            &author,
+            json!({"title": "Thanks", "content": "hello @Ann and @nobody", "status": "draft"}),
+        )
+        .await;
+    assert_eq!(status, 201, "{draft}");
+    let post = draft["postId"].as_str().unwrap_or_default().to_owned();
+    api.settle(&mut poller).await;
+    assert_eq!(
+        told(&api, &ann).await["items"],
+        json!([]),
+        "a draft tells no one"
+    );
+
+    let (status, body) = api
+        .edit_post(&author, &post, json!({ "status": "published" }))
+        .await;
+    assert_eq!(status, 200, "{body}");
+    let comment = api.comment(&bob, &post, "see @ann, and @writer").await;
+    api.settle(&mut poller).await;
+    let mentions = of_kind(&told(&api, &ann).await, "mention");
+    assert_eq!(mentions.len(), 2, "the post and the comment");
+    assert_eq!(mentions[0]["commentId"], comment.as_str());
+    assert_eq!(names(&mentions[0]), ["bob"]);
+    assert_eq!(mentions[1]["preview"], "Thanks");
+    assert_eq!(names(&mentions[1]), ["writer"]);
+    let author_page = told(&api, &author).await;
+    assert_eq!(of_kind(&author_page, "mention").len(), 1, "{author_page}");
+    assert_eq!(of_kind(&author_page, "comment").len(), 1, "{author_page}");
+
+    // An edit that drops the mention takes its note; the comment taken
+    // back takes its own.
+    let (status, body) = api
+        .edit_post(&author, &post, json!({ "content": "hello all" }))
+        .await;
+    assert_eq!(status, 200, "{body}");
+    let (status, _) = api.take_back_comment(&bob, &post, &comment).await;
+    assert_eq!(status, 204);
+    api.settle(&mut poller).await;
+    assert_eq!(told(&api, &ann).await["items"], json!([]));
+    assert_eq!(of_kind(&told(&api, &author).await, "mention").len(), 0);
+}
+
+#[tokio::test]
+async fn someone_blocked_tells_the_blocker_nothing() {
+    let api = TestApi::start().await;
+    let mut poller = api.poller();
+    let author = api.user("writer").await;
+    let post = api.post(&author, "Hello", "text").await;
+    let ann = api.user("ann").await;
+    let troll = api.user("troll").await;
+    api.like(&ann, &post).await;
+    api.like(&troll, &post).await;
+    api.comment(&troll, &post, "mean words").await;
+    api.settle(&mut poller).await;
+    assert_eq!(
+        names(&of_kind(&told(&api, &author).await, "like")[0]),
+        ["troll", "ann"]
+    );
+
+    let (status, body) = api.block(&author, &troll).await;
+    assert_eq!(status, 201, "{body}");
+    let page = told(&api, &author).await;
+    assert_eq!(names(&of_kind(&page, "like")[0]), ["ann"], "{page}");
+    assert!(of_kind(&page, "comment").is_empty(), "{page}");
+    // Blocked, they cannot like, comment or follow: nothing new to tell.
+    let (status, _) = api.follow_user(&troll, &author).await;
+    assert_eq!(status, 403);
+}

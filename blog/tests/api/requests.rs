@@ -127,6 +127,25 @@ impl TestApi {
         self.call("DELETE", &path, Some(follower), None).await
     }
 
+    /// `blocker` blocks `blocked`, whatever the answer (PUT
+    /// /blocks/{blocked}).
+    pub async fn block(&self, blocker: &str, blocked: &str) -> (u16, Value) {
+        let path = format!("/blocks/{blocked}");
+        self.call("PUT", &path, Some(blocker), None).await
+    }
+
+    /// `blocker` takes back their block of `blocked` (DELETE
+    /// /blocks/{blocked}).
+    pub async fn unblock(&self, blocker: &str, blocked: &str) -> (u16, Value) {
+        let path = format!("/blocks/{blocked}");
+        self.call("DELETE", &path, Some(blocker), None).await
+    }
+
+    /// Whom `caller` blocks, first page (GET /blocks, their own list).
+    pub async fn blocks(&self, caller: &str) -> (u16, Value) {
+        self.call("GET", "/blocks", Some(caller), None).await
+    }
+
     /// The front page's feed, first page (GET /feed).
     pub async fn get_feed(&self) -> (u16, Value) {
         self.get("/feed").await

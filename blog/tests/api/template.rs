@@ -518,7 +518,7 @@ fn every_role_allows_only_what_its_function_calls() {
                 assert!(!action.contains('*'), "{name}: wildcard action {action}");
                 assert_ne!(action, "dynamodb:Scan", "{name} may not Scan");
                 // Batches only where a page needs them: the export's, the
-                // drafts list's, the follow lists', the home's, the
+                // drafts list's, the follow and block lists', the home's, the
                 // notifications' and a user's Atom feed's reads, a follow's
                 // backfill of the home, and the
                 // fan-out's delivery (the follower counts read, the home
@@ -532,6 +532,7 @@ fn every_role_allows_only_what_its_function_calls() {
                                     | "list-drafts"
                                     | "list-followers"
                                     | "list-following"
+                                    | "list-blocks"
                                     | "get-home"
                                     | "list-notifications"
                                     | "list-user-posts-atom",
@@ -1043,6 +1044,9 @@ async fn every_call_a_function_makes_is_allowed_by_its_role() {
         None,
     )
     .await;
+    run("PUT", format!("/blocks/{author}"), Some(&fan), None).await;
+    run("GET", "/blocks".to_owned(), Some(&fan), None).await;
+    run("DELETE", format!("/blocks/{author}"), Some(&fan), None).await;
     run("GET", format!("/users/{fan}/export"), Some(&fan), None).await;
     run("GET", format!("/users/{fan}/drafts"), Some(&fan), None).await;
     // The fan-out's notifications of the like and the comments, then the

@@ -8,6 +8,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use serde::de::{self, DeserializeOwned, Visitor};
 
 use super::{
+    block::{BlockItem, BlockedByItem},
     comment::CommentItem,
     counter::{CommentShardsItem, LikeShardsItem, ShardCounterItem},
     feed::{FeedEntryItem, TagEntryItem},
@@ -25,7 +26,7 @@ use super::{
     user::{ErasureMark, UserItem, UsernameClaim},
 };
 use crate::{
-    ids::{CommentId, FollowId, IdempotencyKey, LikeId, PostId, UserId},
+    ids::{BlockId, CommentId, FollowId, IdempotencyKey, LikeId, PostId, UserId},
     keys::{self, ItemType, Key, PostPartition},
     model::PostSummary,
     text::{Tag, Username},
@@ -117,6 +118,7 @@ fn every_item() -> Result<Vec<Described>, Box<dyn std::error::Error>> {
     let comment = CommentId::parse("01J00000000000000000000001")?;
     let like = LikeId::parse("01J00000000000000000000002")?;
     let follow = FollowId::parse("01J00000000000000000000003")?;
+    let block = BlockId::parse("01J00000000000000000000004")?;
     let tag = Tag::parse("rust")?;
     let username = Username::parse("Alice")?;
     let request = IdempotencyKey::parse("0b3f1e2a-8c1d-4f5e-9a7b-2c3d4e5f6a7b")?;
@@ -258,13 +260,26 @@ fn every_item() -> Result<Vec<Described>, Box<dyn std::error::Error>> {
             }),
         ),
         Described {
-            gsi1: Some(Key::new(items_pk, keys::user_follow_sk(&follow))),
+            gsi1: Some(Key::new(items_pk.clone(), keys::user_follow_sk(&follow))),
             ..described(
                 ItemType::Follow,
                 keys::follow(&user, &user),
                 attributes::<FollowItem>(),
             )
         },
+        Described {
+            gsi1: Some(Key::new(items_pk.clone(), keys::user_block_sk(&block))),
+            ..described(
+                ItemType::Block,
+                BlockItem::key_of(&user, &user),
+                attributes::<BlockItem>(),
+            )
+        },
+        described(
+            ItemType::BlockedBy,
+            BlockedByItem::key_of(&user, &user),
+            attributes::<BlockedByItem>(),
+        ),
         described(
             ItemType::Follower,
             Key::new(keys::followers_pk(&user, 3), keys::follower_sk(&follow)),

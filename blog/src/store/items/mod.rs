@@ -5,6 +5,7 @@
 //! other's shapes; an item file imports only `keys`, the table layer's
 //! expression types and, where one item names another's shard, `counter`.
 
+pub mod block;
 pub mod comment;
 pub mod counter;
 #[cfg(test)]

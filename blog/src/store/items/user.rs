@@ -31,6 +31,11 @@ pub struct UserItem {
     /// (absent until the first).
     #[serde(default, skip_serializing_if = "is_zero")]
     pub following_count: u64,
+    /// How many users they block, changed in each block's transaction
+    /// (absent until the first; at most
+    /// [`MAX_BLOCKS`](super::block::MAX_BLOCKS)).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub block_count: u64,
     /// Each follower shard's count as the fan-out last added it, by shard
     /// (`"00"`..), with the counter's version
     /// ([`crate::store::counts`]). Absent until the first follower.
@@ -101,6 +106,7 @@ impl UserItem {
             version: 1,
             first_version: 1,
             following_count: 0,
+            block_count: 0,
             follower_shards: std::collections::BTreeMap::new(),
             follower_total: None,
             pulls: Vec::new(),
