@@ -33,10 +33,12 @@ use crate::{
 };
 
 mod notify;
+mod record;
 pub mod rules;
 
+pub use record::Change;
 use rules::Rule;
-pub use rules::{Change, applies_to, apply};
+pub use rules::{applies_to, apply};
 
 /// Items whose records a batch applies at once, at most.
 const CONCURRENT_ITEMS: usize = 16;

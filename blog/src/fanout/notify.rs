@@ -14,7 +14,10 @@ use std::collections::HashMap;
 
 use aws_lambda_events::event::dynamodb::EventRecord;
 
-use super::{Change, FanoutError, rules::decode};
+use super::{
+    FanoutError,
+    record::{Change, decode},
+};
 use crate::{
     ids::{PostId, UserId},
     keys::ItemType,

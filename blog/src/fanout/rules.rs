@@ -36,9 +36,12 @@
 //! application gives.
 
 use aws_lambda_events::event::dynamodb::EventRecord;
-use serde::{Deserialize, de::DeserializeOwned};
+use serde::Deserialize;
 
-use super::{FanoutError, Outcome};
+use super::{
+    FanoutError, Outcome,
+    record::{Change, decode},
+};
 use crate::{
     ids::UserId,
     keys::{self, Key},
@@ -69,26 +72,6 @@ use crate::{
 enum Refresh {
     WhenChanged,
     Always,
-}
-
-/// What happened to the item of a stream record (its `eventName`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Change {
-    Insert,
-    Modify,
-    Remove,
-}
-
-impl Change {
-    /// The record's change; `None` for a name DynamoDB Streams does not use.
-    pub fn of(record: &EventRecord) -> Option<Change> {
-        match record.event_name.as_str() {
-            "INSERT" => Some(Change::Insert),
-            "MODIFY" => Some(Change::Modify),
-            "REMOVE" => Some(Change::Remove),
-            _ => None,
-        }
-    }
 }
 
 /// The rule a record falls under (the table above), if any.
@@ -718,14 +701,4 @@ fn short_form(post: &PostItem) -> FeedEntryItem {
         user_version: 0,
         ..FeedEntryItem::from(post)
     }
-}
-
-pub(super) fn decode<T: DeserializeOwned>(
-    image: &serde_dynamo::Item,
-    which: &'static str,
-) -> Result<T, FanoutError> {
-    serde_dynamo::from_item(image.clone()).map_err(|e| FanoutError::Malformed {
-        image: which,
-        reason: e.to_string(),
-    })
 }

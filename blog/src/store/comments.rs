@@ -118,7 +118,9 @@ impl Requests<'_> {
         // its name goes onto the item.
         let profile = self.writer(author).await?.profile()?;
         // The users it mentions, found once whatever the attempts.
-        let mentions = self.find_mentioned(&mentions::in_comment(content)).await?;
+        let mentions = self
+            .find_mentioned(author, &mentions::in_comment(content))
+            .await?;
         let comment = NewComment {
             profile: &profile,
             content,

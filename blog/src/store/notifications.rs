@@ -32,8 +32,8 @@ use aws_sdk_dynamodb::types::AttributeValue;
 use serde::Serialize;
 
 use super::items::notification::{
-    Actor, GROUP_ACTORS, KEEP_DAYS, NotificationGroupItem, NotificationItem, NotificationKind,
-    NotificationsSeenItem, attributes as a,
+    Actor, GROUP_ACTORS, KEEP_DAYS, KEPT_ACTORS, NotificationGroupItem, NotificationItem,
+    NotificationKind, NotificationsSeenItem, attributes as a,
 };
 use super::items::user::UserItem;
 use super::{
@@ -163,6 +163,22 @@ impl FanOut<'_> {
                 // No actor yet and none added: nothing to list.
                 return Ok(false);
             };
+            let unchanged = match &last_at {
+                Some(held) => Expr::new("#last = :held")
+                    .name("#last", a::LAST_AT)
+                    .value(":held", s(held.clone()))
+                    .and_expr(same_actors(&actors)?),
+                None => Expr::new("attribute_not_exists(#last)").name("#last", a::LAST_AT),
+            };
+            // Every actor it kept took back what they did, and the recipient
+            // has no part of their own in it: it goes.
+            if merged.is_empty() && held.as_ref().is_none_or(|h| h.own() == 0) {
+                let delete = Write::delete(group.key().item(), Deleted::Untold).when(unchanged);
+                match self.db.write("drop notification group", &delete).await? {
+                    Outcome::ConditionFailed { .. } => continue,
+                    _ => return Ok(true),
+                }
+            }
             // The earliest actor's time, whatever order the batches came in.
             let held_first = held.as_ref().and_then(|h| h.first_at.clone());
             let first = changes
@@ -203,13 +219,6 @@ impl FanOut<'_> {
                  #gpk = :gpk, #gsk = :gsk, #expires = :expires, {}",
                 group_whole_sets(group)
             ));
-            let unchanged = match &last_at {
-                Some(held) => Expr::new("#last = :held")
-                    .name("#last", a::LAST_AT)
-                    .value(":held", s(held.clone()))
-                    .and_expr(same_actors(&actors)?),
-                None => Expr::new("attribute_not_exists(#last)").name("#last", a::LAST_AT),
-            };
             let write = Write::update(group.key().item(), change, Landed::Untold).when(unchanged);
             match self.db.write("change notification actors", &write).await? {
                 Outcome::ConditionFailed { .. } => continue,
@@ -257,7 +266,26 @@ impl FanOut<'_> {
                     .value(":like", s(like)),
             )
         };
-        Ok(self.db.write("own like", &write).await?.done())
+        let done = self.db.write("own like", &write).await?.done();
+        if done && !present {
+            self.drop_group_if_empty(group).await?;
+        }
+        Ok(done)
+    }
+
+    /// `group` out if nothing is left in it: no actor, no part of the
+    /// recipient's own.
+    async fn drop_group_if_empty(&self, group: &GroupOf) -> Result<(), StoreError> {
+        let empty = Expr::new(
+            "attribute_not_exists(#actors) AND attribute_not_exists(#like) \
+             AND attribute_not_exists(#comments)",
+        )
+        .name("#actors", a::ACTORS)
+        .name("#like", a::OWN_LIKE)
+        .name("#comments", a::OWN_COMMENTS);
+        let delete = Write::delete(group.key().item(), Deleted::Untold).when(empty);
+        self.db.write("drop notification group", &delete).await?;
+        Ok(())
     }
 
     /// The recipient's own comment on their hot post, which the comment
@@ -284,7 +312,11 @@ impl FanOut<'_> {
             )
             .when(Expr::item_exists())
         };
-        Ok(self.db.write("own comment", &write).await?.done())
+        let done = self.db.write("own comment", &write).await?.done();
+        if done && !present {
+            self.drop_group_if_empty(group).await?;
+        }
+        Ok(done)
     }
 
     /// A note (a comment, a mention) put: the same comment or mention is the
@@ -368,7 +400,7 @@ impl FanOut<'_> {
 /// `held` actors with `changes` applied: each added one in (once, at its
 /// newest time), each taken back out unless it acted again since (a like
 /// taken back and given again are two records, of two items, which may come
-/// in either order), newest first, at most [`GROUP_ACTORS`]; and the newest
+/// in either order), newest first, at most [`KEPT_ACTORS`]; and the newest
 /// time added.
 fn merge_actors(held: &[Actor], changes: &[ActorChange]) -> (Vec<Actor>, Option<String>) {
     let mut actors: Vec<Actor> = held.to_vec();
@@ -394,7 +426,7 @@ fn merge_actors(held: &[Actor], changes: &[ActorChange]) -> (Vec<Actor>, Option<
         }
     }
     actors.sort_by(|x, y| y.at.cmp(&x.at));
-    actors.truncate(GROUP_ACTORS);
+    actors.truncate(KEPT_ACTORS);
     (actors, newest)
 }
 
@@ -638,6 +670,7 @@ impl Requests<'_> {
                             .actors
                             .iter()
                             .filter_map(|a| named(&a.user_id))
+                            .take(GROUP_ACTORS)
                             .collect(),
                         preview: None,
                         first_at: group.first_at.clone().unwrap_or_else(|| last_at.clone()),

@@ -134,7 +134,9 @@ impl Requests<'_> {
         let profile = self.writer(author).await?.profile()?;
         // The users it mentions, a draft's too (its notifications wait for
         // its publication).
-        let mentions = self.find_mentioned(&markdown::mentioned(content)).await?;
+        let mentions = self
+            .find_mentioned(author, &markdown::mentioned(content))
+            .await?;
         let post_id = PostId::generate();
         let now = post_id.created_at();
         let mut item = PostItem::new(post_id, &profile, title, content, tags, status, &now);
@@ -226,7 +228,7 @@ impl Requests<'_> {
                 Some(content) => {
                     let names = markdown::mentioned(content);
                     let (kept, missing) = current.item.mentions.kept_for(&names);
-                    Some(kept.and(self.find_mentioned(&missing).await?))
+                    Some(kept.and(self.find_mentioned(editor, &missing).await?))
                 }
                 None => None,
             };

@@ -170,8 +170,15 @@ impl Requests<'_> {
     /// what a second's lag can change (a name claimed or released that very
     /// second: the mention is plain text, or names whoever held it a moment
     /// ago). A name no one holds is left out. No names, no call: a post or
-    /// comment without a mention costs what it did.
-    pub(super) async fn find_mentioned(&self, names: &[Username]) -> Result<Mentions, StoreError> {
+    /// comment without a mention costs what it did. A user who blocks
+    /// `author` may not be mentioned by them: [`StoreError::Blocked`] (the
+    /// marks of their blocks in `author`'s partition, one more
+    /// BatchGetItem, strongly consistent: a block takes effect at once).
+    pub(super) async fn find_mentioned(
+        &self,
+        author: &UserId,
+        names: &[Username],
+    ) -> Result<Mentions, StoreError> {
         if names.is_empty() {
             return Ok(Mentions::default());
         }
@@ -179,6 +186,20 @@ impl Requests<'_> {
         let keys = names.iter().map(UsernameClaim::key).collect();
         let (found, _) = self.db.batch_get_with("mentions", keys, false).await?;
         let claims: Vec<UsernameClaim> = super::from_items(found)?;
+        let marks: Vec<Item> = claims
+            .iter()
+            .filter(|claim| claim.user_id != *author)
+            .map(|claim| keys::blocked_by(author, &claim.user_id).item())
+            .collect();
+        if !marks.is_empty() {
+            let (blocking, _) = self
+                .db
+                .batch_get_with("mention blocks", marks, true)
+                .await?;
+            if !blocking.is_empty() {
+                return Err(StoreError::Blocked);
+            }
+        }
         Ok(Mentions::resolved(claims.into_iter().filter_map(|claim| {
             let name = names
                 .iter()

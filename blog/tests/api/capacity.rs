@@ -495,6 +495,9 @@ async fn mentions_cost_one_batch_get_of_their_names() {
             &[
                 WRITER,
                 ("BatchGetItem", 1.0, 0.0),
+                // Whether any of them blocks the author: their marks in the
+                // author's partition (none: DynamoDB Local reports 0).
+                ("BatchGetItem", 0.0, 0.0),
                 ("TransactWriteItems", 8.0, 4.0),
             ],
         ),
@@ -508,6 +511,7 @@ async fn mentions_cost_one_batch_get_of_their_names() {
                 WRITER,
                 ("Query", 1.0, 0.0),
                 ("BatchGetItem", 0.5, 0.0),
+                ("BatchGetItem", 0.0, 0.0),
                 ("TransactWriteItems", 8.0, 4.0),
             ],
         ),
@@ -532,6 +536,9 @@ async fn mentions_cost_one_batch_get_of_their_names() {
             &[
                 WRITER,
                 ("BatchGetItem", 0.5, 0.0),
+                ("BatchGetItem", 0.0, 0.0),
+                // The post's author, once a process (whom blocks refuse).
+                ("GetItem", 0.5, 0.0),
                 ("TransactWriteItems", 4.0, 4.0),
             ],
         ),

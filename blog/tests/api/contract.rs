@@ -174,6 +174,8 @@ fn route_codes(function: &str) -> &'static [ErrorCode] {
             BadIdempotencyKey,
             Forbidden,
             AccountErased,
+            // Mentioning someone who blocks the author.
+            Blocked,
             // A create sent again with its key after the post was deleted.
             NotFound,
             IdempotencyKeyInFlight,
@@ -189,6 +191,7 @@ fn route_codes(function: &str) -> &'static [ErrorCode] {
             BadPrecondition,
             AccountErased,
             Forbidden,
+            Blocked,
             NotFound,
             PreconditionFailed,
             PostIsHot,

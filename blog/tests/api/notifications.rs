@@ -73,7 +73,7 @@ async fn a_posts_likes_are_one_group_and_what_is_taken_back_leaves_it() {
     api.settle(&mut poller).await;
     let group = &of_kind(&told(&api, &author).await, "like")[0];
     assert_eq!(group["count"], 3, "{group}");
-    assert_eq!(names(group), ["cat", "bob"], "{group}");
+    assert_eq!(names(group), ["cat", "bob", "ann"], "{group}");
 
     // The author taking back their own like changes nothing shown.
     let (status, _) = api.unlike(&author, &post).await;
@@ -361,7 +361,29 @@ async fn someone_blocked_tells_the_blocker_nothing() {
     let page = told(&api, &author).await;
     assert_eq!(names(&of_kind(&page, "like")[0]), ["ann"], "{page}");
     assert!(of_kind(&page, "comment").is_empty(), "{page}");
-    // Blocked, they cannot like, comment or follow: nothing new to tell.
+    // Blocked, they cannot follow or mention the blocker: nothing new to
+    // tell, nothing written.
     let (status, _) = api.follow_user(&troll, &author).await;
     assert_eq!(status, 403);
+    let (status, body) = api
+        .create_post(&troll, json!({"title": "t", "content": "hey @writer"}))
+        .await;
+    assert_eq!(
+        (status, &body["error"]["code"]),
+        (403, &json!("blocked")),
+        "{body}"
+    );
+    let (status, body) = api.comment_on(&troll, &post, "cc @writer").await;
+    assert_eq!(status, 403, "{body}");
+    let other = api.post(&ann, "Ann's", "text").await;
+    let (status, body) = api.comment_on(&troll, &other, "cc @Writer").await;
+    assert_eq!(
+        (status, &body["error"]["code"]),
+        (403, &json!("blocked")),
+        "{body}"
+    );
+    api.settle(&mut poller).await;
+    assert!(of_kind(&told(&api, &author).await, "mention").is_empty());
+    let (_, posts) = api.user_posts(&troll).await;
+    assert_eq!(posts["items"], json!([]), "nothing written");
 }

@@ -241,9 +241,15 @@ async fn a_probe_says_which_limit_refused_a_write_and_changes_nothing() {
     assert_eq!(probe(&post).await, Room::Now, "a quiet partition has room");
     assert_eq!(table_snapshot(&api).await, before);
 
-    // One unit a second a partition: a like spends the post's.
-    proxy.set_partition_limits(Some(PartitionLimits::scaled(0.001).expect("scale")));
+    // One unit a second a partition: a like spends the post's. (An earlier
+    // like first, without limits: the process learns the post's author,
+    // which a like reads once per post, whom blocks refuse.)
+    // The fan signs up before the limits too: a like checks the block
+    // mark in the liker's partition, which the sign-up has spent.
+    let early = api.user("early").await;
+    api.like(&early, &post).await;
     let fan = api.user("fan").await;
+    proxy.set_partition_limits(Some(PartitionLimits::scaled(0.001).expect("scale")));
     let _ = api.like_post(&fan, &post).await;
     let before = table_snapshot(&api).await;
     assert_eq!(probe(&post).await, Room::Refused(Throttle::KeyRange));

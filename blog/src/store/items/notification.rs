@@ -38,8 +38,12 @@ impl NotificationKind {
     }
 }
 
-/// How many actors a group keeps, newest first: what the list shows by name.
+/// How many actors the list shows of a group, newest first, by name.
 pub const GROUP_ACTORS: usize = 3;
+
+/// How many a group keeps, newest first: those shown and a reserve that
+/// takes the place of those who take back what they did.
+pub const KEPT_ACTORS: usize = 8;
 
 /// How long a notification is kept after its last activity (TTL).
 pub const KEEP_DAYS: i64 = 30;
@@ -68,7 +72,7 @@ pub struct NotificationGroupItem {
     /// The post a like or comment group is about; `None` for followers.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub post_id: Option<PostId>,
-    /// Newest first, at most [`GROUP_ACTORS`].
+    /// Newest first, at most [`KEPT_ACTORS`].
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub actors: Vec<Actor>,
     /// When the first other actor acted, and the newest: absent while only
