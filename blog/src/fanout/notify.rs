@@ -28,9 +28,8 @@ use crate::{
         items::like::LikeItem,
         items::notification::{NotificationItem, NotificationKind},
         items::post::PostItem,
-        notifications::{ActorChange, GroupOf},
+        notifications::{ActorChange, GroupOf, expires_after},
     },
-    timestamp,
 };
 
 /// How many characters of a comment a note previews.
@@ -89,15 +88,9 @@ fn mention_note(user: &UserId, post: &PostItem) -> NotificationItem {
         post_id: post.post_id,
         comment_id: None,
         preview: post.title.chars().take(PREVIEW_CHARS).collect(),
-        expires_at: expires(&at),
+        expires_at: expires_after(&at),
         at,
     }
-}
-
-/// Seconds since the Unix epoch, 30 days after `at`.
-fn expires(at: &str) -> i64 {
-    timestamp::parse(at).map_or(0, |at| at.unix_timestamp())
-        + crate::store::items::notification::KEEP_DAYS * 86_400
 }
 
 /// A post taken back to a draft (a post MODIFY): its groups out of its
@@ -356,6 +349,6 @@ fn comment_mention_note(user: &UserId, comment: &CommentItem) -> NotificationIte
         comment_id: Some(comment.comment_id),
         preview: comment.content.chars().take(PREVIEW_CHARS).collect(),
         at: comment.created_at.clone(),
-        expires_at: expires(&comment.created_at),
+        expires_at: expires_after(&comment.created_at),
     }
 }

@@ -82,8 +82,8 @@ impl GroupOf {
 }
 
 /// Seconds since the Unix epoch, [`KEEP_DAYS`] after `at` (now if `at` does
-/// not parse).
-fn expires_after(at: &str) -> i64 {
+/// not parse): when a notification of `at` expires (TTL).
+pub fn expires_after(at: &str) -> i64 {
     let from = timestamp::parse(at).unwrap_or_else(time::OffsetDateTime::now_utc);
     from.unix_timestamp() + KEEP_DAYS * 86_400
 }
@@ -355,23 +355,31 @@ impl FanOut<'_> {
             );
         let mut start = None;
         loop {
-            let page = self
-                .db
-                .query_page("drop post notes", &notes, start, Some(500))
-                .await?;
-            let keys: Vec<Item> = page
-                .items
-                .iter()
-                .map(|item| Key::of(item).map(|k| k.item()))
-                .collect::<Result<_, _>>()?;
-            if !keys.is_empty() {
-                self.db.delete_all("drop post notes", keys, 4).await?;
-            }
-            start = page.next;
+            start = self.delete_page("drop post notes", &notes, start).await?;
             if start.is_none() {
                 return Ok(());
             }
         }
+    }
+
+    /// One page of `query`'s keys (at most 500) from `start`, deleted;
+    /// where the next page starts, if one does.
+    async fn delete_page(
+        &self,
+        what: &'static str,
+        query: &Query,
+        start: Option<Item>,
+    ) -> Result<Option<Item>, StoreError> {
+        let page = self.db.query_page(what, query, start, Some(500)).await?;
+        let keys: Vec<Item> = page
+            .items
+            .iter()
+            .map(|item| Key::of(item).map(|k| k.item()))
+            .collect::<Result<_, _>>()?;
+        if !keys.is_empty() {
+            self.db.delete_all(what, keys, 4).await?;
+        }
+        Ok(page.next)
     }
 
     /// `user`'s notifications, all of them out (their erasure): a page of
@@ -382,18 +390,10 @@ impl FanOut<'_> {
                 .name("#pk", keys::PK)
                 .name("#sk", keys::SK),
         );
-        let page = self
-            .db
-            .query_page("erase notifications", &query, None, Some(500))
+        let next = self
+            .delete_page("erase notifications", &query, None)
             .await?;
-        let keys: Vec<Item> = page
-            .items
-            .iter()
-            .map(|item| Key::of(item).map(|k| k.item()))
-            .collect::<Result<_, _>>()?;
-        let done = page.next.is_none();
-        self.db.delete_all("erase notifications", keys, 4).await?;
-        Ok(done)
+        Ok(next.is_none())
     }
 }
 
