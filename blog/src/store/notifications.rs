@@ -116,15 +116,21 @@ fn group_whole_sets(group: &GroupOf) -> &'static str {
 
 impl FanOut<'_> {
     /// `post`'s item if it is published (what tells its author of its likes
-    /// and comments): one GetItem, eventually consistent.
+    /// and comments): one GetItem, eventually consistent; read again
+    /// strongly when that finds it gone or unpublished (a post made or
+    /// published a moment before the like or comment the record is of may
+    /// not have reached the replica read).
     pub async fn published_post(
         &self,
         post: &PostId,
     ) -> Result<Option<super::items::post::PostItem>, StoreError> {
-        let found: Option<super::items::post::PostItem> = self
-            .db
-            .get_entity(keys::post_item(post).item(), false)
-            .await?;
+        let key = keys::post_item(post).item();
+        let found: Option<super::items::post::PostItem> =
+            self.db.get_entity(key.clone(), false).await?;
+        if let Some(post) = found.filter(|p| p.listed_id().is_some()) {
+            return Ok(Some(post));
+        }
+        let found: Option<super::items::post::PostItem> = self.db.get_entity(key, true).await?;
         Ok(found.filter(|p| p.listed_id().is_some()))
     }
 

@@ -780,8 +780,8 @@ async fn the_fan_out_costs_what_the_data_model_says() {
     // post's two groups deleted (one batch: the likes group and its GSI1
     // entry, and the comments group a hot post would have), a page of its
     // comments' notes and their batch (the one note and its GSI1 entry);
-    // the like's and the comment's REMOVEs read the post (once, eventually)
-    // and find it gone.
+    // the like's and the comment's REMOVEs read the post (once a batch:
+    // eventually, then strongly, as it is not found) and find it gone.
     let (status, reply) = api.delete_post(&author, &post).await;
     assert_eq!(status, 204, "{reply}");
     let deletion = [
@@ -789,6 +789,7 @@ async fn the_fan_out_costs_what_the_data_model_says() {
         ("Query", 0.5, 0.0),
         ("BatchWriteItem", 1.0, 1.0),
         ("GetItem", 0.5, 0.0),
+        ("GetItem", 1.0, 0.0),
         ("DeleteItem", 1.0, 0.0),
         ("UpdateItem", 1.0, 0.0),
         ("Query", 1.0, 0.0),
