@@ -19,6 +19,11 @@
 #                                           one post liked at rising rates on
 #                                           a DynamoDB that enforces its
 #                                           per-partition limits (scaled)
+#   ./infra/bench.sh --notifications [--scale 0.01] [--seconds 10] [--rates 1000,5000,10000]
+#                                           the same, hot design, with what
+#                                           the author's notifications
+#                                           partition takes, and a quiet
+#                                           post's like's notification latency
 #   ./infra/bench.sh --stream [--likes 3000] [--quiet] [--memory MB]
 #                                           the local stream poller and the
 #                                           fan-out draining one post's likes
@@ -114,6 +119,11 @@ case "${1:-}" in
     fi
     exit ;;
   --viral) shift; run_alone blog-viral-bench "$@"; exit ;;
+  --notifications)
+    shift
+    run_alone blog-viral-bench --notifications --designs hot --scale 0.01 \
+      --rates 1000,5000,10000 --seconds 10 "$@"
+    exit ;;
   --account) shift; run_alone blog-account-bench "$@"; exit ;;
   --rename) shift; run_alone blog-rename-bench "$@"; exit ;;
   --home)

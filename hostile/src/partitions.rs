@@ -461,6 +461,8 @@ pub struct Charged {
     pub hottest_write: Option<(String, f64)>,
     /// The partition charged the most read units, and the units.
     pub hottest_read: Option<(String, f64)>,
+    /// Every partition's write units, named as `hottest_write` names one.
+    pub writes: Vec<(String, f64)>,
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -613,11 +615,14 @@ impl Buckets {
                 Kind::Write => (&mut totals.write_units, &mut totals.hottest_write),
             };
             *total += units;
+            let name = match &partition.index {
+                Some(index) => format!("{}/{index}/{}", partition.table, partition.key),
+                None => format!("{}/{}", partition.table, partition.key),
+            };
+            if kind == Kind::Write {
+                totals.writes.push((name.clone(), units));
+            }
             if hottest.as_ref().is_none_or(|(_, most)| units > *most) {
-                let name = match &partition.index {
-                    Some(index) => format!("{}/{index}/{}", partition.table, partition.key),
-                    None => format!("{}/{}", partition.table, partition.key),
-                };
                 *hottest = Some((name, units));
             }
         }

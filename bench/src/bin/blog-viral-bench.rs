@@ -27,6 +27,13 @@
 //! With `--tags N` the post has N tags (0–5), and settled means its entry in
 //! each tag's list counts every like and comment too.
 //!
+//! With `--notifications` each row also says what the author's notifications
+//! partition (`NOTIFY#<author>`, table and GSI1) was charged a second, and
+//! whether the author's list shows the post's likes group with its exact
+//! count once settled; then, without limits, how long a like of a quiet post
+//! takes to show in its author's list (its liker first in the group), p50
+//! and p99 over 30 likes, the fan-out running as the local stack runs it.
+//!
 //! Rates are DynamoDB's real ones: at `--scale 0.1` a rate of 1,000 likes a
 //! second is offered as 100 against partitions that take 100 WCU a second.
 //! `infra/bench.sh --viral` runs it against its own DynamoDB Local.
@@ -47,6 +54,7 @@ use blog::{
     api::ApiError,
     fanout,
     ids::{PostId, UserId},
+    keys,
     store::{
         Store, StoreError, bulk, idempotency::Answer, items::user::UserItem, likes::Liked,
         posts::NewPost, table,
@@ -83,6 +91,10 @@ struct Row {
     hottest_read: String,
     hottest_read_per_second: f64,
     exact_after: Option<f64>,
+    /// With `--notifications`: the author's notifications partition's write
+    /// units a second (table and GSI1), and whether their list showed the
+    /// likes group at the post's exact count.
+    notified: Option<(f64, bool)>,
 }
 
 #[tokio::main]
@@ -98,6 +110,7 @@ async fn main() -> Result<(), Error> {
     let mut rates = vec![50.0, 100.0, 200.0, 500.0, 1000.0, 2000.0];
     let mut designs = vec!["today", "hot"];
     let mut tag_count = 0usize;
+    let mut notifications = false;
     let mut args = std::env::args().skip(1);
     while let Some(arg) = args.next() {
         let mut value = || args.next().ok_or_else(|| format!("{arg} needs a value"));
@@ -112,6 +125,7 @@ async fn main() -> Result<(), Error> {
                     .collect::<Result<_, _>>()?;
             }
             "--tags" => tag_count = value()?.parse()?,
+            "--notifications" => notifications = true,
             "--designs" => {
                 let given = value()?;
                 designs = ["today", "hot"]
@@ -151,7 +165,8 @@ async fn main() -> Result<(), Error> {
         * rates
             .iter()
             .map(|rate| (rate * scale * seconds).ceil() as usize)
-            .sum::<usize>();
+            .sum::<usize>()
+        + QUIET_LIKES;
     let likers = load_likers(&direct, &name, likers_needed).await?;
     println!("{likers_needed} likers loaded into {name}");
 
@@ -232,6 +247,19 @@ async fn main() -> Result<(), Error> {
             let charged = proxy.take_charged().unwrap_or_default();
             let (hottest, units) = charged.hottest_write.clone().unwrap_or_default();
             let (hottest_read, read_units) = charged.hottest_read.clone().unwrap_or_default();
+            let notified = if notifications {
+                let units: f64 = charged
+                    .writes
+                    .iter()
+                    .filter(|(name, _)| name.contains(&keys::notify_pk(&author)))
+                    .map(|(_, units)| units)
+                    .sum();
+                let shown = likes_shown(&setup, &author, &post).await;
+                let likes = offered.counts.likes;
+                Some((units / span / scale, shown == Some(likes)))
+            } else {
+                None
+            };
             let row = Row {
                 design,
                 offered: *rate,
@@ -257,11 +285,18 @@ async fn main() -> Result<(), Error> {
                     .join("/"),
                 hottest_read_per_second: read_units / span / scale,
                 exact_after: exact.then(|| settled.elapsed().as_secs_f64()),
+                notified,
             };
             println!("  {}", table_row(&row, scale));
             rows.push(row);
         }
     }
+    let quiet = if notifications {
+        proxy.set_partition_limits(None);
+        Some(quiet_latency(&setup, &author, &likers[next_liker..]).await?)
+    } else {
+        None
+    };
     let _ = stop.send(());
     running.await?;
     println!();
@@ -275,7 +310,97 @@ async fn main() -> Result<(), Error> {
     println!(
         "(rates at DynamoDB's real limits: measured at {scale} of them, divided by {scale}; a rate is per second from the first like sent to the last answered)"
     );
+    if notifications {
+        println!();
+        println!(
+            "| design | offered likes/s | the author's notifications partition, WCU/s (table and GSI1) | the likes group at the post's exact count once settled |"
+        );
+        println!("|---|---|---|---|");
+        for row in &rows {
+            if let Some((units, exact)) = row.notified {
+                println!(
+                    "| {} | {:.0} | {units:.1} | {} |",
+                    row.design,
+                    row.offered,
+                    if exact { "yes" } else { "no" }
+                );
+            }
+        }
+    }
+    if let Some((p50, p99)) = quiet {
+        println!(
+            "a quiet post's like in its author's notifications (its liker first in the group), over {QUIET_LIKES} likes: p50 {:.0} ms, p99 {:.0} ms",
+            p50 * 1000.0,
+            p99 * 1000.0
+        );
+    }
     Ok(())
+}
+
+/// How many likes of a quiet post the notification latency is taken over.
+const QUIET_LIKES: usize = 30;
+
+/// The count the author's list shows for `post`'s likes group, if it lists
+/// one (its first page of 100).
+async fn likes_shown(store: &Store, author: &UserId, post: &PostId) -> Option<u64> {
+    let page = store
+        .requests()
+        .notifications(author, 100, None)
+        .await
+        .ok()?;
+    page.items
+        .iter()
+        .find(|n| {
+            n.post_id == Some(*post)
+                && n.kind == blog::store::items::notification::NotificationKind::Like
+        })
+        .map(|n| n.count)
+}
+
+/// Each of `likers` (the first [`QUIET_LIKES`]) likes a new quiet post in
+/// turn; the seconds until the author's list shows them first in its likes
+/// group (polled every 20 ms, 10 s at most each): p50 and p99.
+async fn quiet_latency(
+    store: &Store,
+    author: &UserId,
+    likers: &[UserId],
+) -> Result<(f64, f64), Error> {
+    let new = NewPost {
+        title: "quiet",
+        content: "a post a few like",
+        tags: &[],
+        status: blog::model::Status::Published,
+        publish_at: None,
+    };
+    let post = match store
+        .requests()
+        .create_post_keyed(author, new, None)
+        .await?
+    {
+        Answer::New(post) => post.post_id,
+        Answer::Replayed(_) => return Err("a replay without a key".into()),
+    };
+    let mut seconds = Vec::with_capacity(QUIET_LIKES);
+    for liker in likers.iter().take(QUIET_LIKES) {
+        store.requests().like_post(&post, liker).await?;
+        let liked = Instant::now();
+        while liked.elapsed() < Duration::from_secs(10) {
+            let page = store.requests().notifications(author, 20, None).await?;
+            let first = page
+                .items
+                .iter()
+                .find(|n| n.post_id == Some(post))
+                .and_then(|n| n.actors.first())
+                .map(|a| a.user_id.clone());
+            if first.as_ref() == Some(liker) {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        seconds.push(liked.elapsed().as_secs_f64());
+    }
+    seconds.sort_by(f64::total_cmp);
+    Ok((percentile(&seconds, 0.5), percentile(&seconds, 0.99)))
 }
 
 /// `count` users with profiles, loaded in bulk past the proxy.
