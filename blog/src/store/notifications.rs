@@ -135,11 +135,12 @@ impl FanOut<'_> {
     }
 
     /// A batch's changes of one group's actors, in one write: each added
-    /// actor among the newest [`GROUP_ACTORS`] (once), each taken back out,
+    /// actor among the newest [`KEPT_ACTORS`] (once), each taken back out,
     /// `lastAt` the newest time (which lists the group, at the top), and
     /// `firstAt` the first. Read (strongly) and written on the condition that
     /// no other batch changed the actors in between; nothing is written when
-    /// nothing changes. `false` when nothing was written.
+    /// nothing changes; a group left with no actor and no part of the
+    /// recipient's own is deleted. `false` when nothing was written.
     pub async fn change_actors(
         &self,
         group: &GroupOf,
