@@ -208,8 +208,7 @@ def main():
         return got["contentHtml"], None
 
     # As many at once as watch runs functions at once (WATCH_CONCURRENCY,
-    # 4 by default): one after another, the 105 entries' 210 requests took
-    # about five minutes of the test command.
+    # 4 by default).
     rendered = []
     with concurrent.futures.ThreadPoolExecutor(max_workers=4) as pool:
         for html_text, failure in pool.map(post_and_read, enumerate(corpus)):

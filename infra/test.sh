@@ -269,8 +269,8 @@ set +e
 browser_status=${PIPESTATUS[0]}
 set -e
 
-# In the background beside the README's commands and the fuzzer (minutes of
-# posting through watch; its own user, its own proxy for Chromium).
+# In the background beside the README's commands and the fuzzer (its own
+# user, its own proxy for Chromium).
 log "the hostile Markdown corpus, posted and read back, loaded in headless Chromium (in the background)"
 "$TOOLS_VENV/bin/python" infra/check_xss.py "$api_port" "$pool_file" >"$LOCAL/xss.log" 2>&1 &
 xss_pid=$!
