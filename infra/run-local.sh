@@ -41,7 +41,9 @@
 #                  its options, e.g. "--seed 7 --rate throttle=0.2
 #                  --gsi-lag-ms 2000" (default: hostile::Faults::hostile()),
 #                  or "--faults none --partition-scale 0.1" for DynamoDB's
-#                  per-partition limits (scaled) and no faults
+#                  per-partition limits (scaled) and no faults; the rate
+#                  that turns a post hot (HOT_WRITES_PER_SECOND, 25 an
+#                  instance) is scaled with them unless set
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 cd "$ROOT"
@@ -110,6 +112,15 @@ if [ "${BLOG_HOSTILE_DYNAMODB:-0}" = 1 ]; then
   wait_for_http "http://127.0.0.1:$hostile_port" "${pids[-1]}"
   export DYNAMODB_ENDPOINT="http://127.0.0.1:$hostile_port"
   log "hostile DynamoDB proxy on $DYNAMODB_ENDPOINT in front of DynamoDB Local"
+  # Partition limits scaled down: the rate that turns a post hot scales with
+  # them (25 likes and comments a second an instance at DynamoDB's own).
+  for i in "${!hostile_args[@]}"; do
+    if [ "${hostile_args[$i]}" = --partition-scale ] && [ -z "${HOT_WRITES_PER_SECOND:-}" ]; then
+      HOT_WRITES_PER_SECOND=$(awk -v s="${hostile_args[$((i + 1))]:-1}" 'BEGIN { print 25 * s }')
+      export HOT_WRITES_PER_SECOND
+      log "a post turns hot at $HOT_WRITES_PER_SECOND likes and comments a second an instance"
+    fi
+  done
 fi
 ./target/debug/blog-admin create-table
 

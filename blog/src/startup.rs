@@ -9,6 +9,10 @@
 //! - `HOME_CACHE_SECONDS` (optional, default 2; 0 turns it off): how long a
 //!   `get-home` instance serves a pulled author's newest posts it read
 //!   ([`crate::store::memory::PulledLists`]).
+//! - `HOT_WRITES_PER_SECOND` (optional, default 25; 0 turns it off): the
+//!   likes and comments a second one instance writes on one quiet post that
+//!   turn it hot ([`crate::store::memory::WriteRates`]); scaled down with
+//!   the partition limits of the local stack's proxy.
 //! - `RUST_LOG`, else `AWS_LAMBDA_LOG_LEVEL` (what the template's
 //!   `LoggingConfig.ApplicationLogLevel` sets), else `info`: the log level.
 //!
@@ -33,7 +37,7 @@ use crate::{
     store::{
         self, Store,
         deadline::Deadline,
-        memory::{PULLED_CACHE_TTL, PulledLists},
+        memory::{HOT_WRITES_PER_SECOND, PULLED_CACHE_TTL, PulledLists},
         meter::CapacityMeter,
     },
 };
@@ -93,6 +97,22 @@ fn cache_ttl(name: &str, setting: Option<&str>, default: Duration) -> Result<Dur
         .ok_or_else(|| format!("{name} must be from 0 to 60, not {setting:?}").into())
 }
 
+/// The rate that turns a quiet post hot, from `HOT_WRITES_PER_SECOND`
+/// (absent: [`HOT_WRITES_PER_SECOND`]; 0: off); anything but a number from 0
+/// to 10,000 is refused at start-up.
+fn hot_rate(setting: Option<&str>) -> Result<Option<f64>, Error> {
+    let Some(setting) = setting else {
+        return Ok(Some(HOT_WRITES_PER_SECOND));
+    };
+    let rate = setting
+        .trim()
+        .parse::<f64>()
+        .ok()
+        .filter(|r| (0.0..=10_000.0).contains(r))
+        .ok_or_else(|| format!("HOT_WRITES_PER_SECOND must be from 0 to 10000, not {setting:?}"))?;
+    Ok((rate > 0.0).then_some(rate))
+}
+
 /// The cache setting `name` as the environment has it.
 fn cache_ttl_from_env(name: &str, default: Duration) -> Result<Duration, Error> {
     cache_ttl(name, std::env::var(name).ok().as_deref(), default)
@@ -130,7 +150,10 @@ fn build_app(sdk: &aws_config::SdkConfig, meter: Option<CapacityMeter>) -> Resul
     let pulled = cache_ttl_from_env("HOME_CACHE_SECONDS", PULLED_CACHE_TTL)?;
     Ok(App {
         store: Store::new(client, table)
-            .with_pulled_lists(PulledLists::new(pulled, Clock::default())),
+            .with_pulled_lists(PulledLists::new(pulled, Clock::default()))
+            .with_hot_rate(hot_rate(
+                std::env::var("HOT_WRITES_PER_SECOND").ok().as_deref(),
+            )?),
         feed_cache: FeedCache::new(cache_ttl_from_env("FEED_CACHE_SECONDS", FEED_CACHE_TTL)?),
     })
 }
@@ -298,5 +321,15 @@ mod tests {
             Some(PULLED_CACHE_TTL)
         );
         assert!(cache_ttl("HOME_CACHE_SECONDS", Some("x"), PULLED_CACHE_TTL).is_err());
+    }
+
+    #[test]
+    fn the_hot_rate_is_a_number_of_writes_a_second_or_off() {
+        assert_eq!(hot_rate(None).ok(), Some(Some(HOT_WRITES_PER_SECOND)));
+        assert_eq!(hot_rate(Some("0")).ok(), Some(None));
+        assert_eq!(hot_rate(Some(" 0.25 ")).ok(), Some(Some(0.25)));
+        for bad in ["", "-1", "10001", "fast", "NaN", "inf"] {
+            assert!(hot_rate(Some(bad)).is_err(), "{bad:?}");
+        }
     }
 }

@@ -61,7 +61,8 @@ async fn main() -> Result<(), Error> {
         ulid::Ulid::generate().to_string().to_lowercase()
     );
     table::create_if_missing(&clients.plain, &name).await?;
-    let store = Store::new(clients.plain.clone(), &name);
+    // The post stays quiet or hot as asked, however fast it is liked.
+    let store = Store::new(clients.plain.clone(), &name).with_hot_rate(None);
     let author = UserId::parse("stream-author")?;
     store
         .requests()

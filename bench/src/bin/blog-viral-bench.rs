@@ -149,7 +149,10 @@ async fn main() -> Result<(), Error> {
     );
     table::create_if_missing(&direct.plain, &name).await?;
     let setup = Store::new(direct.plain.clone(), &name);
-    let hot = Store::new(limited.plain.clone(), &name);
+    // One process sends every request: it sees the post's whole rate, and
+    // turns it hot at the rate a deployed instance would, scaled.
+    let hot = Store::new(limited.plain.clone(), &name)
+        .with_hot_rate(Some(blog::store::memory::HOT_WRITES_PER_SECOND * scale));
     let today = hot.clone().never_hot();
     let fan_out = Store::new(limited.fanout.clone(), &name);
 

@@ -51,6 +51,10 @@ pub struct Store {
     /// Whether a throttled quiet post is made hot (always, but in the
     /// viral benchmark's run of the design before hot posts).
     pub(super) hot_switch: bool,
+    /// The likes and comments a second this process writes on each quiet
+    /// post, which turn it hot at their threshold
+    /// ([`super::memory::WriteRates`]).
+    pub(super) rates: std::sync::Arc<super::memory::WriteRates>,
 }
 
 impl Store {
@@ -65,7 +69,18 @@ impl Store {
             hot: std::sync::Arc::default(),
             authors: std::sync::Arc::default(),
             hot_switch: true,
+            rates: std::sync::Arc::default(),
         }
+    }
+
+    /// Turns a quiet post hot once this process writes `threshold` likes
+    /// and comments a second on it, instead of
+    /// [`HOT_WRITES_PER_SECOND`](super::memory::HOT_WRITES_PER_SECOND)
+    /// (`None`: only a throttle of its partition does). Scaled with the
+    /// partition limits a benchmark or test enforces.
+    pub fn with_hot_rate(mut self, threshold: Option<f64>) -> Self {
+        self.rates = std::sync::Arc::new(super::memory::WriteRates::new(threshold));
+        self
     }
 
     /// The design before hot posts: a throttled post stays quiet, its

@@ -370,6 +370,80 @@ impl PulledLists {
     }
 }
 
+/// How many likes and comments a second one process writes on one quiet
+/// post before it turns the post hot, unless set otherwise
+/// (`HOT_WRITES_PER_SECOND`, [`crate::startup`]): a quiet like writes 6 WCU in
+/// the post's partition (its marker, the like and the post's count, each
+/// twice in the transaction), a comment 4, and the partition takes about
+/// 1,000 a second, so 25 from one process is about 15 % of it: the switch
+/// runs while the partition still has room, before any request meets its
+/// limit. A throttle of the partition still turns it hot (the fallback:
+/// likes spread over many instances, each below the rate).
+pub const HOT_WRITES_PER_SECOND: f64 = 25.0;
+
+/// The likes and comments a second this process has written on each quiet
+/// post it met, as a decaying estimate: each write adds `1 / tau` to the
+/// post's rate, which decays by `e^(-t / tau)`, so at a steady rate `r` the
+/// estimate tends to `r` (within `tau`). `tau` is a second, or longer when
+/// the threshold is below 3 a second (at DynamoDB's limits scaled down, in
+/// the benchmarks and the local stack's partition-limiting proxy): three
+/// writes within `tau` at least, so one like never turns a post hot.
+#[derive(Debug)]
+pub struct WriteRates {
+    /// The rate that turns a post hot; `None`: none does.
+    threshold: Option<f64>,
+    rates: Mutex<HashMap<PostId, (Instant, f64)>>,
+}
+
+impl Default for WriteRates {
+    fn default() -> Self {
+        Self::new(Some(HOT_WRITES_PER_SECOND))
+    }
+}
+
+impl WriteRates {
+    /// Turns a post hot at `threshold` writes a second (`None`, or not
+    /// above 0: never by its rate).
+    pub fn new(threshold: Option<f64>) -> Self {
+        Self {
+            threshold: threshold.filter(|t| t.is_finite() && *t > 0.0),
+            rates: Mutex::default(),
+        }
+    }
+
+    /// The time constant of the estimate, in seconds.
+    fn tau(threshold: f64) -> f64 {
+        (2.0 / threshold).max(1.0)
+    }
+
+    /// Notes one write on quiet `post` now; whether the post's rate has
+    /// reached the threshold (then it is forgotten: the caller turns it
+    /// hot, and a post that stays quiet starts counting again).
+    pub(super) fn note(&self, post: &PostId) -> bool {
+        self.note_at(post, Instant::now())
+    }
+
+    fn note_at(&self, post: &PostId, now: Instant) -> bool {
+        let Some(threshold) = self.threshold else {
+            return false;
+        };
+        let tau = Self::tau(threshold);
+        let mut rates = self.rates.lock().unwrap_or_else(PoisonError::into_inner);
+        if rates.len() >= REMEMBERED && !rates.contains_key(post) {
+            rates.clear();
+        }
+        let (at, rate) = rates.entry(*post).or_insert((now, 0.0));
+        let elapsed = now.saturating_duration_since(*at).as_secs_f64();
+        *rate = *rate * (-elapsed / tau).exp() + 1.0 / tau;
+        *at = now;
+        if *rate >= threshold {
+            rates.remove(post);
+            return true;
+        }
+        false
+    }
+}
+
 /// The authors of the posts a process has liked or commented on: what a
 /// like's or a comment's block check needs ([`super::blocks`]). A post's
 /// author never changes and a post id is never used again, so what is kept
@@ -404,6 +478,37 @@ mod tests {
 
     fn post(n: u8) -> PostId {
         PostId::parse(&format!("01J0000000000000000000000{n}")).expect("an id")
+    }
+
+    #[test]
+    fn a_post_turns_hot_at_its_rate_and_not_below() {
+        let p = post(3);
+        let start = Instant::now();
+        let at = |ms: u64| start + Duration::from_millis(ms);
+        // 25 a second: 20 a second for ten seconds never reaches it.
+        let rates = WriteRates::new(Some(25.0));
+        assert!((0..200).all(|i| !rates.note_at(&p, at(i * 50))));
+        // 50 a second reaches it within a second of starting.
+        let rates = WriteRates::new(Some(25.0));
+        let first = (0..100).find(|i| rates.note_at(&p, at(i * 20)));
+        assert!(
+            matches!(first, Some(i) if (20..50).contains(&i)),
+            "{first:?}"
+        );
+        // Reached, it is forgotten: the count starts again.
+        assert!(!rates.note_at(&p, at(2_000)));
+        // Scaled down (0.25 a second, tau 8 s): one like is not a rate,
+        // three within seconds are.
+        let rates = WriteRates::new(Some(0.25));
+        assert!(!rates.note_at(&p, at(0)));
+        assert!(!rates.note_at(&p, at(60_000)), "a minute later");
+        assert!(!rates.note_at(&p, at(61_000)));
+        assert!(rates.note_at(&p, at(62_000)));
+        // Off: never.
+        let rates = WriteRates::new(None);
+        assert!((0..1_000).all(|i| !rates.note_at(&p, at(i))));
+        assert!(WriteRates::new(Some(0.0)).threshold.is_none());
+        assert!(WriteRates::new(Some(f64::NAN)).threshold.is_none());
     }
 
     #[test]

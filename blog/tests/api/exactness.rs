@@ -130,7 +130,7 @@ async fn metered_copy_of(items: &[Item], meter: &CapacityMeter) -> Store {
             pending.retain(|_, w| !w.is_empty());
         }
     }
-    Store::new(client, name).with_feed_capacity(CAPACITY)
+    crate::support::quiet_store(client, name).with_feed_capacity(CAPACITY)
 }
 
 /// Applies batches in order, as deliveries of the fan-out function.

@@ -99,6 +99,27 @@ pub async fn proxy(faults: hostile::Faults) -> hostile::Proxy {
 
 /// A test app whose DynamoDB is behind a fault-injecting proxy (no faults
 /// yet), its calls retried by `backoff`.
+/// The suite's store on `client` and `table`: as deployed, but no post turns
+/// hot by the rate its likes and comments come at (the suite likes posts far
+/// faster than anyone would, on a DynamoDB that takes any rate on one key);
+/// the viral tests turn it on ([`behind_proxy_with`]), scaled with the
+/// partition limits they enforce.
+pub fn quiet_store(client: Client, table: impl Into<String>) -> Store {
+    Store::new(client, table).with_hot_rate(None)
+}
+
+/// [`behind_proxy`], its store then set up by `settings`.
+pub async fn behind_proxy_with(
+    backoff: blog::store::Backoff,
+    settings: impl FnOnce(Store) -> Store,
+) -> (hostile::Proxy, TestApi) {
+    let proxy = proxy(hostile::Faults::none()).await;
+    let api =
+        TestApi::start_behind_with(&proxy.url(), backoff, std::time::Duration::ZERO, settings)
+            .await;
+    (proxy, api)
+}
+
 pub async fn behind_proxy(backoff: blog::store::Backoff) -> (hostile::Proxy, TestApi) {
     let proxy = proxy(hostile::Faults::none()).await;
     let api = TestApi::start_behind(&proxy.url(), backoff, std::time::Duration::ZERO).await;
@@ -196,7 +217,7 @@ impl TestApi {
         let meter = CapacityMeter::default();
         let client = client(&endpoint(), &meter, http);
         let name = new_table(&client).await;
-        Self::serve(Store::new(client, name), meter).await
+        Self::serve(quiet_store(client, name), meter).await
     }
 
     /// A new table, its store set up by `settings` (a smaller feed, a
@@ -205,7 +226,7 @@ impl TestApi {
         let meter = CapacityMeter::default();
         let client = client(&endpoint(), &meter, None);
         let name = new_table(&client).await;
-        Self::serve(settings(Store::new(client, name)), meter).await
+        Self::serve(settings(quiet_store(client, name)), meter).await
     }
 
     /// A new table whose feed keeps only `capacity` posts.
@@ -223,7 +244,7 @@ impl TestApi {
         let meter = CapacityMeter::default();
         let client = client(endpoint, &meter, None);
         let name = new_table(&client).await;
-        Self::serve(Store::new(client, name), meter).await
+        Self::serve(quiet_store(client, name), meter).await
     }
 
     /// A new table in the DynamoDB at `endpoint` (a hostile proxy), through a
@@ -235,20 +256,30 @@ impl TestApi {
         backoff: blog::store::Backoff,
         gsi_lag_bound: std::time::Duration,
     ) -> Self {
+        Self::start_behind_with(endpoint, backoff, gsi_lag_bound, |store| store).await
+    }
+
+    /// [`TestApi::start_behind`], its store then set up by `settings`.
+    pub async fn start_behind_with(
+        endpoint: &str,
+        backoff: blog::store::Backoff,
+        gsi_lag_bound: std::time::Duration,
+        settings: impl FnOnce(Store) -> Store,
+    ) -> Self {
         let meter = CapacityMeter::default();
         let client = client(endpoint, &meter, None);
         let name = new_table(&client).await;
-        let store = Store::new(client, name)
+        let store = quiet_store(client, name)
             .with_backoff(backoff)
             .with_gsi_lag_bound(gsi_lag_bound);
-        Self::serve(store, meter).await
+        Self::serve(settings(store), meter).await
     }
 
     /// A gateway whose DynamoDB is at `endpoint`, with no table set up.
     pub async fn start_against(endpoint: &str) -> Self {
         let meter = CapacityMeter::default();
         Self::serve(
-            Store::new(client(endpoint, &meter, None), "unreachable"),
+            quiet_store(client(endpoint, &meter, None), "unreachable"),
             meter,
         )
         .await
@@ -260,7 +291,7 @@ impl TestApi {
         let meter = CapacityMeter::default();
         let client = client(&endpoint(), &meter, None);
         let name = new_table(&client).await;
-        Self::serve_with(Store::new(client, name), meter, cache).await
+        Self::serve_with(quiet_store(client, name), meter, cache).await
     }
 
     async fn serve(store: Store, meter: CapacityMeter) -> Self {

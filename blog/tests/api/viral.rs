@@ -14,7 +14,7 @@ use serde_json::json;
 
 use crate::{
     scene::{Cast, Scene},
-    support::{behind_proxy, table_snapshot},
+    support::{behind_proxy, behind_proxy_with, table_snapshot},
 };
 
 /// 50 WCU and 150 RCU a second per partition key value: a quiet post's
@@ -132,6 +132,119 @@ async fn a_post_liked_past_its_partitions_limit_answers_every_like_and_counts_it
     assert_eq!(feed["items"][0]["likeCount"], json!(expected_likes));
     let (_, listed) = api.user_posts(&author).await;
     assert_eq!(listed["items"][0]["likeCount"], json!(expected_likes));
+    let report = api.audit(false).await;
+    assert_eq!(report.findings, vec![], "the audit finds nothing");
+}
+
+/// A post whose likes come faster and faster, from half a like a second to
+/// 30 (3.6 times what its quiet partition takes at 0.05 of DynamoDB's
+/// limits) in 4 seconds, with a comment every fifth like and an unlike every
+/// tenth: the store sees the rate its likes and comments come at and turns
+/// the post hot while its partition still has room
+/// ([`blog::store::memory::WriteRates`], scaled with the limits), so no
+/// request meets a throttle, none answers 503, and every count ends exact.
+/// (Without the rate, the same run meets the partition's limit and turns
+/// the post hot at its first throttle.)
+#[tokio::test]
+async fn a_post_liked_ever_faster_turns_hot_before_its_partition_refuses_anything() {
+    const FROM: f64 = 0.5;
+    const TO: f64 = 30.0;
+    const RAMP: f64 = 4.0;
+    let hot_rate = blog::store::memory::HOT_WRITES_PER_SECOND * SCALE;
+    let (proxy, api) = behind_proxy_with(Backoff::default(), |store| {
+        store.with_hot_rate(Some(hot_rate))
+    })
+    .await;
+    let api = Arc::new(api);
+    let likes = ((FROM + TO) / 2.0 * RAMP) as usize;
+    let cast = Cast {
+        author: "rising",
+        title: "Catching on",
+        content: "slowly, then all at once",
+        crowd: "riser",
+        width: 4,
+    };
+    let Scene {
+        post,
+        users,
+        poller,
+        ..
+    } = Scene::new(&api, likes, cast).await;
+    let running = api.run_fan_out(poller);
+    proxy.set_partition_limits(Some(PartitionLimits::scaled(SCALE).expect("scale")));
+
+    // The i-th like when the rate, rising in a line from FROM to TO over
+    // RAMP, has given i likes.
+    let slope = (TO - FROM) / RAMP;
+    let at = |i: usize| (-FROM + (FROM * FROM + 2.0 * slope * i as f64).sqrt()) / slope;
+    let answers = Arc::new(Mutex::new(Answers::default()));
+    let started = Instant::now();
+    let mut tasks = Vec::new();
+    for (i, user) in users.into_iter().enumerate() {
+        let due = Duration::from_secs_f64(at(i));
+        tokio::time::sleep(due.saturating_sub(started.elapsed())).await;
+        let (api, answers, post) = (api.clone(), answers.clone(), post.clone());
+        tasks.push(tokio::spawn(async move {
+            let record = |what, status| answers.lock().expect("lock").statuses.push((what, status));
+            let (status, _) = api.like_post(&user, &post).await;
+            record("like", status);
+            if i % COMMENT_EVERY == 0 {
+                let (status, _) = api.comment_on(&user, &post, format!("comment {i}")).await;
+                record("comment", status);
+            }
+            if i % UNLIKE_EVERY == 0 {
+                let (status, _) = api.unlike(&user, &post).await;
+                record("unlike", status);
+                answers.lock().expect("lock").unliked += 1;
+            }
+        }));
+    }
+    for task in tasks {
+        task.await.expect("a request task");
+    }
+    let stats = proxy.stats();
+    proxy.set_partition_limits(None);
+    let answers = Arc::try_unwrap(answers)
+        .ok()
+        .expect("every task done")
+        .into_inner()
+        .expect("lock");
+    let refused: Vec<_> = answers
+        .statuses
+        .iter()
+        .filter(|(what, status)| match *what {
+            "unlike" => *status != 204,
+            _ => *status != 201,
+        })
+        .collect();
+    assert_eq!(
+        refused,
+        Vec::<&(&str, u16)>::new(),
+        "no request refused, none 503"
+    );
+    assert_eq!(
+        stats.partition_throttle, 0,
+        "turned hot before any partition refused a request: {stats:?}"
+    );
+    let sharded = table_snapshot(&api)
+        .await
+        .iter()
+        .filter_map(|item| item.get(PK).and_then(|pk| pk.as_s().ok()).cloned())
+        .filter(|pk| pk.starts_with(&format!("POST#{post}#")))
+        .count();
+    assert!(sharded > 0, "the post went hot: its likes are in shards");
+
+    running.stop().await;
+    api.settle(&mut api.poller()).await;
+    let (_, got) = api.get_post(&post).await;
+    assert_eq!(
+        (got["likeCount"].clone(), got["commentCount"].clone()),
+        (
+            json!(likes - answers.unliked),
+            json!(likes.div_ceil(COMMENT_EVERY))
+        ),
+        "{got}"
+    );
     let report = api.audit(false).await;
     assert_eq!(report.findings, vec![], "the audit finds nothing");
 }

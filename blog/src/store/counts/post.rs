@@ -152,7 +152,11 @@ pub(in crate::store) enum Tried<T> {
 
 impl Requests<'_> {
     /// The loop every like and comment counts up through (the module's
-    /// docs): `attempt` at most `attempts` times, each told where to count;
+    /// docs): first, on a post this process knows quiet, its write noted
+    /// in the process's rates ([`crate::store::memory::WriteRates`]), and
+    /// the post made hot once they reach their threshold (before its
+    /// partition refuses anything); then `attempt` at most `attempts`
+    /// times, each told where to count;
     /// `None` when they ran out. A hot post's shard throttled with its count
     /// is not retried by the table layer but here, after the table's
     /// backoff and within its attempts and budget (one retry layer): each
@@ -171,6 +175,11 @@ impl Requests<'_> {
         let backoff = *self.db.backoff();
         let started = std::time::Instant::now();
         let (mut tries, mut throttled, mut probed) = (0, 0_u32, false);
+        // Written fast by this process: hot before its partition refuses.
+        if self.hot_switch && self.known_hot(post).is_none() && self.rates.note(post) {
+            tracing::info!(post_id = %post, "a post written fast turns hot");
+            watch = self.switch_once(post, &mut true).await?;
+        }
         while tries < attempts {
             if self.hot.is_gone(post) {
                 return Err(StoreError::PostNotFound);
