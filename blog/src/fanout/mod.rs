@@ -33,6 +33,7 @@ use crate::{
 };
 
 mod notify;
+mod rate;
 mod record;
 pub mod rules;
 
@@ -89,6 +90,13 @@ pub async fn handle_until(
 ) -> DynamoDbEventResponse {
     let records = &event.records;
     let mut stats = BatchStats::of(records);
+    // Before the rules: a post turning hot spreads its next likes at once.
+    let seed = format!(
+        "{}/{}/rate",
+        store.table(),
+        records.first().map_or("", |r| r.event_id.as_str())
+    );
+    crate::store::request_scope(seed, rate::make_fast_posts_hot(store, records)).await;
     let superseded = superseded_post_changes(records);
     let carried = carried_records(records, &superseded, &mut stats);
     let lanes = item_lanes(records, &superseded);

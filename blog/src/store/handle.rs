@@ -144,6 +144,13 @@ impl Store {
         self
     }
 
+    /// The likes and comments a second one process writes on a quiet post
+    /// that turn it hot (`None`: none do); the fan-out, which sees all of
+    /// a post's, turns it hot at twice this.
+    pub fn hot_rate(&self) -> Option<f64> {
+        self.rates.threshold()
+    }
+
     /// The table layer, through which every operation reaches DynamoDB.
     pub fn db(&self) -> &Table {
         &self.db

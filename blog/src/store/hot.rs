@@ -516,6 +516,19 @@ const MOVED_TO_ATTRIBUTE: &str = "movedTo";
 const DONE: &str = "done";
 
 impl FanOut<'_> {
+    /// A quiet post the fan-out saw written fast (all its instances'
+    /// likes and comments together, `fanout::rate`) made hot as a request
+    /// would ([`Requests::make_hot`]); nothing if this process knows it hot
+    /// already.
+    pub async fn make_hot_by_rate(&self, post: &PostId) -> Result<(), StoreError> {
+        if self.known_hot(post).is_some() {
+            return Ok(());
+        }
+        self.requests().make_hot(post).await.map(|_| ())
+    }
+}
+
+impl FanOut<'_> {
     /// Fan-out of a hot post's MODIFY while its switch is unfinished (its
     /// likers not moved, or its comments not sharded): what the switch's
     /// request did not get to ([`Requests::make_hot`]): the likes pointer

@@ -381,8 +381,10 @@ impl PulledLists {
 /// likes spread over many instances, each below the rate).
 pub const HOT_WRITES_PER_SECOND: f64 = 25.0;
 
-/// The likes and comments a second this process has written on each quiet
-/// post it met, as a decaying estimate: each write adds `1 / tau` to the
+/// The likes and comments a second this process has written on each post it
+/// met, as a decaying estimate (a quiet post turns hot at the threshold; a
+/// hot one widens at the threshold times its shards, each shard a partition
+/// of its own): each write adds `1 / tau` to the
 /// post's rate, which decays by `e^(-t / tau)`, so at a steady rate `r` the
 /// estimate tends to `r` (within `tau`). `tau` is a second, or longer when
 /// the threshold is below 3 a second (at DynamoDB's limits scaled down, in
@@ -411,22 +413,30 @@ impl WriteRates {
         }
     }
 
+    /// The rate that turns a post hot, if any.
+    pub fn threshold(&self) -> Option<f64> {
+        self.threshold
+    }
+
     /// The time constant of the estimate, in seconds.
     fn tau(threshold: f64) -> f64 {
         (2.0 / threshold).max(1.0)
     }
 
-    /// Notes one write on quiet `post` now; whether the post's rate has
-    /// reached the threshold (then it is forgotten: the caller turns it
-    /// hot, and a post that stays quiet starts counting again).
-    pub(super) fn note(&self, post: &PostId) -> bool {
-        self.note_at(post, Instant::now())
+    /// Notes one write now on `post`, spread over `partitions` (1 while
+    /// it is quiet, its shard count once hot); whether the post's rate has
+    /// reached the threshold for that many partitions (then it is
+    /// forgotten: the caller turns it hot or widens it, and the count starts
+    /// again).
+    pub(super) fn note(&self, post: &PostId, partitions: u8) -> bool {
+        self.note_at(post, partitions, Instant::now())
     }
 
-    fn note_at(&self, post: &PostId, now: Instant) -> bool {
+    fn note_at(&self, post: &PostId, partitions: u8, now: Instant) -> bool {
         let Some(threshold) = self.threshold else {
             return false;
         };
+        let threshold = threshold * f64::from(partitions.max(1));
         let tau = Self::tau(threshold);
         let mut rates = self.rates.lock().unwrap_or_else(PoisonError::into_inner);
         if rates.len() >= REMEMBERED && !rates.contains_key(post) {
@@ -487,26 +497,34 @@ mod tests {
         let at = |ms: u64| start + Duration::from_millis(ms);
         // 25 a second: 20 a second for ten seconds never reaches it.
         let rates = WriteRates::new(Some(25.0));
-        assert!((0..200).all(|i| !rates.note_at(&p, at(i * 50))));
+        assert!((0..200).all(|i| !rates.note_at(&p, 1, at(i * 50))));
         // 50 a second reaches it within a second of starting.
         let rates = WriteRates::new(Some(25.0));
-        let first = (0..100).find(|i| rates.note_at(&p, at(i * 20)));
+        let first = (0..100).find(|i| rates.note_at(&p, 1, at(i * 20)));
         assert!(
             matches!(first, Some(i) if (20..50).contains(&i)),
             "{first:?}"
         );
         // Reached, it is forgotten: the count starts again.
-        assert!(!rates.note_at(&p, at(2_000)));
+        assert!(!rates.note_at(&p, 1, at(2_000)));
         // Scaled down (0.25 a second, tau 8 s): one like is not a rate,
         // three within seconds are.
         let rates = WriteRates::new(Some(0.25));
-        assert!(!rates.note_at(&p, at(0)));
-        assert!(!rates.note_at(&p, at(60_000)), "a minute later");
-        assert!(!rates.note_at(&p, at(61_000)));
-        assert!(rates.note_at(&p, at(62_000)));
+        assert!(!rates.note_at(&p, 1, at(0)));
+        assert!(!rates.note_at(&p, 1, at(60_000)), "a minute later");
+        assert!(!rates.note_at(&p, 1, at(61_000)));
+        assert!(rates.note_at(&p, 1, at(62_000)));
+        // Hot over 16 shards: 16 times the rate.
+        let rates = WriteRates::new(Some(25.0));
+        assert!(
+            (0..100).all(|i| !rates.note_at(&p, 16, at(i * 10))),
+            "100 a second"
+        );
+        let first = (0..1_000).find(|i| rates.note_at(&p, 16, at(1_000 + i * 2)));
+        assert!(first.is_some(), "500 a second");
         // Off: never.
         let rates = WriteRates::new(None);
-        assert!((0..1_000).all(|i| !rates.note_at(&p, at(i))));
+        assert!((0..1_000).all(|i| !rates.note_at(&p, 1, at(i))));
         assert!(WriteRates::new(Some(0.0)).threshold.is_none());
         assert!(WriteRates::new(Some(f64::NAN)).threshold.is_none());
     }

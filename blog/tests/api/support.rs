@@ -320,6 +320,11 @@ impl TestApi {
         }
     }
 
+    /// The store the requests are served with.
+    pub fn store(&self) -> &Store {
+        &self.app.store
+    }
+
     pub fn url(&self, path: &str) -> String {
         format!("{}{}", self.base, path)
     }
@@ -624,8 +629,13 @@ impl TestApi {
     /// Runs the fan-out in the background through `poller`, as Lambda would
     /// alongside the API, until [`RunningFanOut::stop`].
     pub fn run_fan_out(&self, poller: StreamPoller) -> RunningFanOut {
+        self.run_fan_out_on(poller, self.app.store.clone())
+    }
+
+    /// [`TestApi::run_fan_out`] with a store of its own (the fan-out's
+    /// Lambda, set up otherwise than the requests').
+    pub fn run_fan_out_on(&self, poller: StreamPoller, store: Store) -> RunningFanOut {
         let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-        let store = self.app.store.clone();
         let task = tokio::spawn(async move {
             let deliver = |event| {
                 let store = store.clone();

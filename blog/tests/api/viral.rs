@@ -27,6 +27,11 @@ const SECONDS: f64 = 5.0;
 const COMMENT_EVERY: usize = 5;
 const UNLIKE_EVERY: usize = 10;
 
+/// One viral test at a time: each offers a rate sized to this machine's two
+/// cores beside one other test, and two of them at once leave the requests
+/// of the post whose switch waits for a throttle out of their retries.
+static ONE_AT_A_TIME: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
 #[derive(Default)]
 struct Answers {
     statuses: Vec<(&'static str, u16)>,
@@ -35,6 +40,7 @@ struct Answers {
 
 #[tokio::test]
 async fn a_post_liked_past_its_partitions_limit_answers_every_like_and_counts_it_exactly() {
+    let _alone = ONE_AT_A_TIME.lock().await;
     // The deployed retry policy: what decides whether a request answers 503.
     let (proxy, api) = behind_proxy(Backoff::default()).await;
     let api = Arc::new(api);
@@ -138,9 +144,10 @@ async fn a_post_liked_past_its_partitions_limit_answers_every_like_and_counts_it
 
 /// A post whose likes come faster and faster, from half a like a second to
 /// 30 (3.6 times what its quiet partition takes at 0.05 of DynamoDB's
-/// limits) in 4 seconds, with a comment every fifth like and an unlike every
-/// tenth: the store sees the rate its likes and comments come at and turns
-/// the post hot while its partition still has room
+/// limits) in 4 seconds, then 30 a second for 2 more, with a comment every
+/// fifth like and an unlike every tenth: the store sees the rate its likes
+/// and comments come at, turns the post hot while its partition still has
+/// room and widens it past 16 shards at 16 times that rate
 /// ([`blog::store::memory::WriteRates`], scaled with the limits), so no
 /// request meets a throttle, none answers 503, and every count ends exact.
 /// (Without the rate, the same run meets the partition's limit and turns
@@ -150,13 +157,16 @@ async fn a_post_liked_ever_faster_turns_hot_before_its_partition_refuses_anythin
     const FROM: f64 = 0.5;
     const TO: f64 = 30.0;
     const RAMP: f64 = 4.0;
+    const HOLD: f64 = 2.0;
+    let _alone = ONE_AT_A_TIME.lock().await;
     let hot_rate = blog::store::memory::HOT_WRITES_PER_SECOND * SCALE;
     let (proxy, api) = behind_proxy_with(Backoff::default(), |store| {
         store.with_hot_rate(Some(hot_rate))
     })
     .await;
     let api = Arc::new(api);
-    let likes = ((FROM + TO) / 2.0 * RAMP) as usize;
+    let ramp_likes = (FROM + TO) / 2.0 * RAMP;
+    let likes = (ramp_likes + TO * HOLD) as usize;
     let cast = Cast {
         author: "rising",
         title: "Catching on",
@@ -174,9 +184,12 @@ async fn a_post_liked_ever_faster_turns_hot_before_its_partition_refuses_anythin
     proxy.set_partition_limits(Some(PartitionLimits::scaled(SCALE).expect("scale")));
 
     // The i-th like when the rate, rising in a line from FROM to TO over
-    // RAMP, has given i likes.
+    // RAMP, then TO, has given i likes.
     let slope = (TO - FROM) / RAMP;
-    let at = |i: usize| (-FROM + (FROM * FROM + 2.0 * slope * i as f64).sqrt()) / slope;
+    let at = |i: usize| match i as f64 {
+        i if i < ramp_likes => (-FROM + (FROM * FROM + 2.0 * slope * i).sqrt()) / slope,
+        i => RAMP + (i - ramp_likes) / TO,
+    };
     let answers = Arc::new(Mutex::new(Answers::default()));
     let started = Instant::now();
     let mut tasks = Vec::new();
@@ -236,6 +249,18 @@ async fn a_post_liked_ever_faster_turns_hot_before_its_partition_refuses_anythin
 
     running.stop().await;
     api.settle(&mut api.poller()).await;
+    let shards = table_snapshot(&api)
+        .await
+        .into_iter()
+        .find(|item| {
+            item.get(PK).and_then(|v| v.as_s().ok()) == Some(&format!("POST#{post}"))
+                && item.get("type").and_then(|v| v.as_s().ok()) == Some(&"post".to_owned())
+        })
+        .and_then(|item| item.get("shards")?.as_n().ok()?.parse::<u8>().ok());
+    assert!(
+        shards.is_some_and(|n| n > blog::store::items::counter::HOT_SHARDS),
+        "widened by its rate: {shards:?}"
+    );
     let (_, got) = api.get_post(&post).await;
     assert_eq!(
         (got["likeCount"].clone(), got["commentCount"].clone()),
@@ -243,6 +268,78 @@ async fn a_post_liked_ever_faster_turns_hot_before_its_partition_refuses_anythin
             json!(likes - answers.unliked),
             json!(likes.div_ceil(COMMENT_EVERY))
         ),
+        "{got}"
+    );
+    let report = api.audit(false).await;
+    assert_eq!(report.findings, vec![], "the audit finds nothing");
+}
+
+/// A post liked 5 times a second (with a comment every fifth like), below
+/// what its quiet partition takes at 0.05 of DynamoDB's limits (about 8),
+/// by instances that each see too little of it to turn it hot (here: the
+/// requests' store never does): the fan-out, which sees every like's count
+/// in the post's MODIFY records, finds it written at its rate (twice the
+/// instance's, scaled: 2.5 a second) and turns it hot
+/// ([`blog::store::memory::WriteRates`], `fanout::rate`); every count exact.
+#[tokio::test]
+async fn a_post_liked_through_many_instances_is_turned_hot_by_the_fan_out() {
+    let _alone = ONE_AT_A_TIME.lock().await;
+    const PER_SECOND: f64 = 5.0;
+    const LIKES: usize = 25;
+    let hot_rate = blog::store::memory::HOT_WRITES_PER_SECOND * SCALE;
+    let (proxy, api) = behind_proxy_with(Backoff::default(), |store| store.never_hot()).await;
+    let api = Arc::new(api);
+    let cast = Cast {
+        author: "spread",
+        title: "Liked everywhere",
+        content: "a little from each",
+        crowd: "far",
+        width: 4,
+    };
+    let Scene { post, users, .. } = Scene::new(&api, LIKES, cast).await;
+    let fan_out = api.store().clone().with_hot_rate(Some(hot_rate));
+    let running = api.run_fan_out_on(api.poller_as_deployed(), fan_out);
+    proxy.set_partition_limits(Some(PartitionLimits::scaled(SCALE).expect("scale")));
+    let started = Instant::now();
+    let mut tasks = Vec::new();
+    for (i, user) in users.into_iter().enumerate() {
+        let due = Duration::from_secs_f64(i as f64 / PER_SECOND);
+        tokio::time::sleep(due.saturating_sub(started.elapsed())).await;
+        let (api, post) = (api.clone(), post.clone());
+        tasks.push(tokio::spawn(async move {
+            let mut answers = vec![("like", api.like_post(&user, &post).await.0)];
+            if i % COMMENT_EVERY == 0 {
+                let comment = format!("comment {i}");
+                answers.push(("comment", api.comment_on(&user, &post, comment).await.0));
+            }
+            answers
+        }));
+    }
+    let mut statuses = Vec::new();
+    for task in tasks {
+        statuses.extend(task.await.expect("a user's requests"));
+    }
+    proxy.set_partition_limits(None);
+    assert!(
+        statuses.iter().all(|(_, status)| *status == 201),
+        "every like and comment made: {statuses:?}"
+    );
+    running.stop().await;
+    api.settle(&mut api.poller()).await;
+    let post_item = table_snapshot(&api).await.into_iter().find(|item| {
+        item.get(PK).and_then(|v| v.as_s().ok()) == Some(&format!("POST#{post}"))
+            && item.get("type").and_then(|v| v.as_s().ok()) == Some(&"post".to_owned())
+    });
+    assert!(
+        post_item
+            .as_ref()
+            .is_some_and(|item| item.contains_key("shards")),
+        "turned hot by the fan-out: {post_item:?}"
+    );
+    let (_, got) = api.get_post(&post).await;
+    assert_eq!(
+        (got["likeCount"].clone(), got["commentCount"].clone()),
+        (json!(LIKES), json!(LIKES.div_ceil(COMMENT_EVERY))),
         "{got}"
     );
     let report = api.audit(false).await;
@@ -302,6 +399,7 @@ async fn posts_liked_once(limits: PartitionLimits) -> (Vec<u16>, u64, usize) {
 
 #[tokio::test]
 async fn the_tables_ceiling_turns_no_post_hot() {
+    let _alone = ONE_AT_A_TIME.lock().await;
     // Each post's partition takes 50 WCU a second; the table as a whole
     // 60: 20 likes a second (120 WCU a second in all), each post liked once,
     // stay far below each post's own partition's limit.
@@ -317,6 +415,7 @@ async fn the_tables_ceiling_turns_no_post_hot() {
 
 #[tokio::test]
 async fn an_authors_index_partition_throttled_turns_no_post_hot() {
+    let _alone = ONE_AT_A_TIME.lock().await;
     // 10 WCU a second a partition: each post takes one like (6 WCU in its
     // own partition), but every like changes the count its author's GSI1
     // partition lists: 20 WCU a second there.
@@ -339,6 +438,7 @@ async fn throttled_elsewhere_turns_no_post_hot(limits: PartitionLimits, what: &s
 
 #[tokio::test]
 async fn a_probe_says_which_limit_refused_a_write_and_changes_nothing() {
+    let _alone = ONE_AT_A_TIME.lock().await;
     use blog::store::table::{Room, Throttle};
     let (proxy, api) = behind_proxy(Backoff::default()).await;
     let author = api.user("probed").await;
@@ -396,6 +496,7 @@ struct Sent {
 
 #[tokio::test]
 async fn a_hot_post_is_deleted_under_its_load_and_takes_nothing_after() {
+    let _alone = ONE_AT_A_TIME.lock().await;
     // 20 WCU a second a partition: the hot post's likes (about 14 a
     // second) and comments (about 5) spread over its shards, its comments
     // in its own partition.
@@ -499,6 +600,7 @@ async fn a_hot_post_is_deleted_under_its_load_and_takes_nothing_after() {
 /// the contract says and counted once.
 #[tokio::test]
 async fn a_hot_post_liked_past_its_shards_widens_and_answers_every_like() {
+    let _alone = ONE_AT_A_TIME.lock().await;
     const PER_SECOND: f64 = 50.0;
     const LIKES: usize = 150;
     const QUIET: usize = 20;

@@ -29,7 +29,7 @@ use std::future::Future;
 use super::{ShardCounter, Step, Tally, above_zero, step};
 use crate::store::{
     Busy, Item, Requests, StoreError,
-    items::counter::ShardCounterItem,
+    items::counter::{MAX_SHARDS, ShardCounterItem},
     items::post::{ADDED_ATTRIBUTE, CLOSING_ATTRIBUTE, SHARDS_ATTRIBUTE},
     table::{Expr, Landed, Room, Throttle, Write},
 };
@@ -152,10 +152,10 @@ pub(in crate::store) enum Tried<T> {
 
 impl Requests<'_> {
     /// The loop every like and comment counts up through (the module's
-    /// docs): first, on a post this process knows quiet, its write noted
-    /// in the process's rates ([`crate::store::memory::WriteRates`]), and
-    /// the post made hot once they reach their threshold (before its
-    /// partition refuses anything); then `attempt` at most `attempts`
+    /// docs): first its write noted in the process's rates
+    /// ([`crate::store::memory::WriteRates`]), and the post made hot (or,
+    /// hot, widened) once they reach their threshold (before its partitions
+    /// refuse anything); then `attempt` at most `attempts`
     /// times, each told where to count;
     /// `None` when they ran out. A hot post's shard throttled with its count
     /// is not retried by the table layer but here, after the table's
@@ -175,10 +175,19 @@ impl Requests<'_> {
         let backoff = *self.db.backoff();
         let started = std::time::Instant::now();
         let (mut tries, mut throttled, mut probed) = (0, 0_u32, false);
-        // Written fast by this process: hot before its partition refuses.
-        if self.hot_switch && self.known_hot(post).is_none() && self.rates.note(post) {
-            tracing::info!(post_id = %post, "a post written fast turns hot");
-            watch = self.switch_once(post, &mut true).await?;
+        // Written fast by this process: hot, or wider, before its
+        // partitions refuse anything.
+        if self.hot_switch {
+            match self.known_hot(post) {
+                None if self.rates.note(post, 1) => {
+                    tracing::info!(post_id = %post, "a post written fast turns hot");
+                    watch = self.switch_once(post, &mut true).await?;
+                }
+                Some(hot) if hot.shards < MAX_SHARDS && self.rates.note(post, hot.shards) => {
+                    self.widen_once(post, hot.shards).await?;
+                }
+                _ => {}
+            }
         }
         while tries < attempts {
             if self.hot.is_gone(post) {

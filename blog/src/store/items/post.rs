@@ -107,6 +107,36 @@ pub struct PostItem {
     pub mentions: Mentions,
 }
 
+/// What the fan-out reads of a post's stream images to see how fast its
+/// likes and comments come while it is quiet (`fanout::rate`): its counts,
+/// and whether it is hot, turning hot or unpublished.
+#[derive(Debug, Clone, Copy, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PostCountsImage {
+    #[serde(default, deserialize_with = "crate::model::count")]
+    pub like_count: u64,
+    #[serde(default, deserialize_with = "crate::model::count")]
+    pub comment_count: u64,
+    #[serde(default)]
+    pub shards: Option<u8>,
+    #[serde(default)]
+    pub closing: Option<u64>,
+    #[serde(default)]
+    pub status: Option<Unpublished>,
+}
+
+impl PostCountsImage {
+    /// Published, neither hot nor turning hot.
+    pub fn quiet(&self) -> bool {
+        self.shards.is_none() && self.closing.is_none() && self.status.is_none()
+    }
+
+    /// Likes and comments together.
+    pub fn counted(&self) -> u64 {
+        self.like_count.saturating_add(self.comment_count)
+    }
+}
+
 impl PostItem {
     /// A new post by `author` (as of the profile's version), made at `at`.
     pub fn new(
