@@ -388,20 +388,6 @@ impl FanOut<'_> {
         }
         Ok(page.next)
     }
-
-    /// `user`'s notifications, all of them out (their erasure): a page of
-    /// keys at a time. `true` when none is left.
-    pub async fn erase_notifications(&self, user: &UserId) -> Result<bool, StoreError> {
-        let query = Query::partition(keys::notify_pk(user)).project(
-            Expr::new("#pk, #sk")
-                .name("#pk", keys::PK)
-                .name("#sk", keys::SK),
-        );
-        let next = self
-            .delete_page("erase notifications", &query, None)
-            .await?;
-        Ok(next.is_none())
-    }
 }
 
 /// `held` actors with `changes` applied: each added one in (once, at its
