@@ -502,7 +502,7 @@ impl FanOut<'_> {
 
     /// `user`'s notifications (`NOTIFY#u`), all of them out (the erasure,
     /// before its walk of what they wrote): one page of keys (at most
-    /// [`NOTIFICATION_PAGE`]) a call. `true` when none is left.
+    /// 500) a call. `true` when none is left.
     pub async fn erase_notifications(&self, user: &UserId) -> Result<bool, StoreError> {
         let query = Query::partition(keys::notify_pk(user))
             .project(Expr::new("#k1, #k2").name("#k1", PK).name("#k2", SK));
@@ -510,13 +510,11 @@ impl FanOut<'_> {
             .db
             .query_page("erase notifications", &query, None, Some(NOTIFICATION_PAGE))
             .await?;
-        let keys: Vec<Item> = page
-            .items
-            .iter()
-            .map(|item| Key::of(item).map(|k| k.item()))
-            .collect::<Result<_, _>>()?;
-        if !keys.is_empty() {
-            self.db.delete_all("erase notifications", keys, 4).await?;
+        // Keys only (the projection): deleted as read.
+        if !page.items.is_empty() {
+            self.db
+                .delete_all("erase notifications", page.items, 4)
+                .await?;
         }
         Ok(page.next.is_none())
     }

@@ -3,9 +3,10 @@
 //! each tag's list. Their entries are one shape ([`FeedEntryItem`],
 //! [`TagEntryItem`]), kept by the same rules: a new post in, a changed
 //! post's entry refreshed where it is older (once a batch, so a like adds no
-//! write of its own), out with the post; each checked against the post item
-//! as it is after the write ([`Store::post_item`]), so that a record
-//! delivered again or late never brings back what a newer change took out.
+//! write of its own), out with the post. An entry put is checked against
+//! the post item as it is after the put (`Store::post_item`, which a home
+//! delivery reads too), so that a record delivered again or late never
+//! brings back what a newer change took out.
 //!
 //! **The feed** (Q6): one partition holding the short form of the newest
 //! posts, capped at [`FEED_CAPACITY`] posts (the seeds' V3 feed container
