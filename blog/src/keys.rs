@@ -683,7 +683,7 @@ item_types! {
     FeedEntry,
     FeedFloor,
     /// A post's entry in a tag's list (`TAG#t / POST#p`,
-    /// [`crate::store::tags`]).
+    /// [`crate::store::feed`]).
     TagEntry,
     /// A scheduled post's marker (`SCHEDULED / <publishAt>#<postId>`,
     /// [`crate::store::schedule`]).

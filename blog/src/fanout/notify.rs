@@ -28,12 +28,9 @@ use crate::{
         items::like::LikeItem,
         items::notification::{NotificationItem, NotificationKind},
         items::post::PostItem,
-        notifications::{ActorChange, GroupOf, expires_after},
+        notifications::{ActorChange, GroupOf},
     },
 };
-
-/// How many characters of a comment a note previews.
-const PREVIEW_CHARS: usize = 140;
 
 /// The mentions of a post, between its image `before` a change (`None`: it
 /// is new) and `after` it (`None`: deleted): a user it mentions once it is
@@ -61,36 +58,21 @@ pub(super) async fn post_mentions(
     let mut writes = 0;
     if let Some(post) = after {
         for user in now.iter().filter(|u| !was.contains(u)) {
-            fanout.put_note(&mention_note(user, post)).await?;
+            fanout
+                .put_note(&NotificationItem::mention_in_post(user, post))
+                .await?;
             writes += 1;
         }
     }
     if let Some(post) = before.or(after) {
         for user in was.iter().filter(|u| !now.contains(u)) {
-            let key =
-                NotificationItem::key_of(user, NotificationKind::Mention, &post.post_id, None);
-            fanout.delete_note(key).await?;
+            fanout
+                .delete_note(&NotificationItem::mention_in_post(user, post))
+                .await?;
             writes += 1;
         }
     }
     Ok(writes)
-}
-
-/// The note of a mention of `user` in `post`, with the start of its title.
-fn mention_note(user: &UserId, post: &PostItem) -> NotificationItem {
-    let at = post
-        .published_at()
-        .map_or_else(|| post.created_at.clone(), str::to_owned);
-    NotificationItem {
-        user_id: user.clone(),
-        kind: NotificationKind::Mention,
-        actor: post.user_id.clone(),
-        post_id: post.post_id,
-        comment_id: None,
-        preview: post.title.chars().take(PREVIEW_CHARS).collect(),
-        expires_at: expires_after(&at),
-        at,
-    }
 }
 
 /// A post taken back to a draft (a post MODIFY): its groups out of its
@@ -191,16 +173,11 @@ pub(super) async fn apply_batch(store: &Store, records: &[EventRecord]) -> Resul
         // for the users it names (not the commenter), taken back with it.
         if let Told::Comment { item, added } = &told {
             for (_, user) in item.mentions.iter().filter(|(_, u)| **u != item.user_id) {
+                let note = NotificationItem::mention_in_comment(user, item);
                 let done = if *added {
-                    fanout.put_note(&comment_mention_note(user, item)).await
+                    fanout.put_note(&note).await
                 } else {
-                    let key = NotificationItem::key_of(
-                        user,
-                        NotificationKind::Mention,
-                        &item.post_id,
-                        Some(&item.comment_id),
-                    );
-                    fanout.delete_note(key).await
+                    fanout.delete_note(&note).await
                 };
                 if let Err(error) = done {
                     tracing::error!(%error, "a mention's notification could not be written");
@@ -277,19 +254,14 @@ pub(super) async fn apply_batch(store: &Store, records: &[EventRecord]) -> Resul
                     }
                 } else if item.user_id == author {
                     continue;
-                } else if added {
-                    fanout
-                        .put_note(&comment_note(&author, &item))
-                        .await
-                        .map(|()| 1)
                 } else {
-                    let key = NotificationItem::key_of(
-                        &author,
-                        NotificationKind::Comment,
-                        &item.post_id,
-                        Some(&item.comment_id),
-                    );
-                    fanout.delete_note(key).await.map(|()| 1)
+                    let note = NotificationItem::comment_on_post(&author, &item);
+                    let done = if added {
+                        fanout.put_note(&note).await
+                    } else {
+                        fanout.delete_note(&note).await
+                    };
+                    done.map(|()| 1)
                 }
             }
             Told::Follower { item, added } => {
@@ -329,26 +301,4 @@ pub(super) async fn apply_batch(store: &Store, records: &[EventRecord]) -> Resul
         }
     }
     Ok(writes)
-}
-
-/// The note of a comment on a quiet post, for its post's author.
-fn comment_note(author: &UserId, comment: &CommentItem) -> NotificationItem {
-    NotificationItem {
-        kind: NotificationKind::Comment,
-        ..comment_mention_note(author, comment)
-    }
-}
-
-/// The note of a mention of `user` in `comment`.
-fn comment_mention_note(user: &UserId, comment: &CommentItem) -> NotificationItem {
-    NotificationItem {
-        user_id: user.clone(),
-        kind: NotificationKind::Mention,
-        actor: comment.user_id.clone(),
-        post_id: comment.post_id,
-        comment_id: Some(comment.comment_id),
-        preview: comment.content.chars().take(PREVIEW_CHARS).collect(),
-        at: comment.created_at.clone(),
-        expires_at: expires_after(&comment.created_at),
-    }
 }

@@ -11,7 +11,9 @@
 //!   while it is there, `b`'s follow of `a`, likes of `a`'s posts and
 //!   comments on them fail a ConditionCheck of it inside their own
 //!   transaction, so a block takes effect at once, even against a write
-//!   already in flight. The check sits in the writer's own partition, never
+//!   already in flight (each builds its check with its item:
+//!   `FollowItem::not_blocked`, `LikeItem::not_blocked`,
+//!   `CommentItem::not_blocked`). The check sits in the writer's own partition, never
 //!   in the blocker's: the likes of a viral post (10,000 a second, from as
 //!   many users) would otherwise all check items of its author's one
 //!   partition, 2 WCU each, twenty times what a partition takes.
@@ -31,8 +33,8 @@ use std::collections::HashSet;
 use serde::Deserialize;
 
 use super::{
-    Busy, FanOut, Requests, Store, StoreError, from_item,
-    items::block::{BLOCK_COUNT, BLOCK_ID, BlockItem, BlockedByItem, MAX_BLOCKS},
+    Busy, Requests, Store, StoreError, from_item,
+    items::block::{BLOCK_COUNT, BLOCK_ID, BlockItem, MAX_BLOCKS},
     items::user::UserItem,
     n, s, signed,
     table::{Deleted, Expr, Landed, Query, TxOutcome, Write},
@@ -68,19 +70,6 @@ fn block_counted(blocker: &UserId, step: i64) -> Write {
             .value(":max", n(MAX_BLOCKS));
     }
     Write::update(UserItem::key(blocker), change, Landed::Untold).when(condition)
-}
-
-/// The check a write of `actor`'s against `owner` (a follow of them, a like
-/// of or a comment on their post) adds to its transaction: no mark of a
-/// block of `owner`'s in `actor`'s own partition. `None` when the two are one
-/// (no one blocks themselves): then it costs nothing. DynamoDB bills a
-/// ConditionCheck as a transactional write of the item it reads: 2 WCU (the
-/// mark is absent, or a hundred bytes).
-pub(in crate::store) fn not_blocked(actor: &UserId, owner: &UserId) -> Option<Write> {
-    (actor != owner).then(|| {
-        let mark = BlockedByItem::key_of(actor, owner).item();
-        Write::check(mark, Expr::item_absent())
-    })
 }
 
 impl Requests<'_> {
@@ -183,7 +172,7 @@ impl Requests<'_> {
     /// Query of GSI1 `USER#u` under `BLOCK#`, then one BatchGetItem of their
     /// profiles and the caller's own (usernames as they are now; a user
     /// whose account was erased is left out, the block kept: see
-    /// `FanOut::erase_block`).
+    /// `FanOut::erase_block`, in the erasure's walk).
     pub async fn list_blocks(
         &self,
         blocker: &UserId,
@@ -267,18 +256,6 @@ impl Store {
         self.db
             .get_entity(BlockItem::key_of(blocker, blocked).item(), true)
             .await
-    }
-
-    /// Whether `owner` blocks `actor`: their mark in `actor`'s partition,
-    /// strongly consistent (a follow reads it before its backfill, which a
-    /// refused follow must not write).
-    pub(crate) async fn is_blocked_by(
-        &self,
-        actor: &UserId,
-        owner: &UserId,
-    ) -> Result<bool, StoreError> {
-        let mark = BlockedByItem::key_of(actor, owner).item();
-        Ok(self.db.get(mark, true).await?.is_some())
     }
 
     /// Whom `blocker` blocks (Q4 leaves their comments on `blocker`'s posts
@@ -366,30 +343,4 @@ fn block_of_gsi1sk<'de, D: serde::Deserializer<'de>>(raw: D) -> Result<BlockId, 
 #[serde(rename_all = "camelCase")]
 struct PostHead {
     user_id: UserId,
-}
-
-impl FanOut<'_> {
-    /// An erased account's block out (the erasure's walk): the block and its
-    /// mark; the profile (and its count) is gone. `false` when it was gone
-    /// already. The blocks others made of the erased account stay: they are
-    /// the blockers' own (their lists leave the erased account out while it
-    /// has no profile, and a new account of the same identity is still
-    /// blocked by them).
-    pub(super) async fn erase_block(
-        &self,
-        blocker: &UserId,
-        blocked: &UserId,
-    ) -> Result<bool, StoreError> {
-        let Some(block) = self.block_of(blocker, blocked).await? else {
-            return Ok(false);
-        };
-        let mut tx = self.db.transaction("erase block");
-        let taken = tx.add("block", block_taken_back(&block));
-        tx.add("blocked-by mark", mark_taken_back(&block));
-        match tx.commit().await? {
-            TxOutcome::Committed => Ok(true),
-            TxOutcome::ConditionFailed(failed) if failed.failed(taken) => Ok(false),
-            TxOutcome::ConditionFailed(failed) => Err(failed.unexpected("erase block")),
-        }
-    }
 }

@@ -129,7 +129,7 @@ impl Requests<'_> {
         // Refused if the post's author blocks the caller: the block's mark
         // in the caller's own partition, checked in the transaction.
         let owner = self.post_author(post).await?;
-        let check = super::blocks::not_blocked(author, &owner);
+        let check = CommentItem::not_blocked(author, &owner);
         let commented = self.count_up(post, COMMENT_ATTEMPTS, |counting| {
             self.comment_once(post, comment, keyed, check.clone(), counting)
         });

@@ -16,6 +16,9 @@
 //!   the blockers' own, and still hold against a new account of the same
 //!   identity).
 //!
+//! Before the walk, the user's notifications go (`NOTIFY#u`, a page of keys
+//! at a time).
+//!
 //! Each page it deletes is gone from the next Query, so the walk needs no
 //! saved place: stopped near the deadline (the record is reported failed) or
 //! killed, it goes on from what is left when the record comes again. Once
@@ -32,11 +35,14 @@
 //! is known for what it is, and so that a second `DELETE` is a no-op.
 //!
 //! This module holds the erasure's own writes: the request's transaction, the
-//! mark, the walk, the transactions that take out a comment or a like, and
-//! the deletion of the rename's place and of the request records. Two it
-//! borrows: a post goes by `Store::delete_post_by` (`deletion.rs`), as its
-//! author's `DELETE /posts/{id}` does; a count goes one down by the write
-//! `hot.rs` builds for wherever it was counted (the post item or a shard).
+//! mark, the walk, the transactions that take out a comment, a like or a
+//! block, and the deletion of the notifications, the rename's place and the
+//! request records. What it borrows: a post goes by
+//! `Store::delete_post_by` (`deletion.rs`), as its author's
+//! `DELETE /posts/{id}` does; a count goes one down by the write
+//! `counts/post.rs` builds for wherever it was counted (the post item or a
+//! shard); a follow, and the account's followers and home, go by the
+//! unfollow's take-back (`follows.rs`).
 
 use aws_sdk_dynamodb::types::AttributeValue;
 use futures::StreamExt;
@@ -47,6 +53,7 @@ use super::{
     Busy, Item, StoreError,
     counts::post as counts,
     deadline::Deadline,
+    items::block::{BLOCK_ID, BlockItem},
     items::comment::CommentItem,
     items::request_record::USER_VERSION,
     items::user::{ErasureMark, UserItem, UsernameClaim},
@@ -68,6 +75,9 @@ const ATTEMPTS: usize = 5;
 const PAGE: i32 = 100;
 /// How many items the walk deletes at once.
 const CONCURRENCY: usize = 16;
+/// How many of the user's notifications one call deletes (keys read in one
+/// Query page).
+const NOTIFICATION_PAGE: i32 = 500;
 /// How often erasing a comment reads it again when it was counted elsewhere
 /// than its transaction took it to be (its post turned hot meanwhile).
 const COMMENT_ATTEMPTS: usize = 3;
@@ -461,6 +471,52 @@ impl FanOut<'_> {
                 TxOutcome::ConditionFailed(failed) => return Err(failed.unexpected("erase like")),
             }
         }
+    }
+
+    /// An erased account's block out (the walk): the block (while it is the
+    /// one read) and its mark in the blocked user's partition, in one
+    /// transaction; the profile (and its `blockCount`) is gone. `false` when
+    /// it was gone already. The blocks others made of the erased account
+    /// stay: they are the blockers' own (their lists leave the erased
+    /// account out while it has no profile, and a new account of the same
+    /// identity is still blocked by them).
+    async fn erase_block(&self, blocker: &UserId, blocked: &UserId) -> Result<bool, StoreError> {
+        let key = keys::block(blocker, blocked).item();
+        let found = self.db.get_entity::<BlockItem>(key.clone(), true).await?;
+        let Some(block) = found else {
+            return Ok(false);
+        };
+        let still = Expr::new("#block = :block")
+            .name("#block", BLOCK_ID)
+            .value(":block", s(block.block_id.to_string()));
+        let mut tx = self.db.transaction("erase block");
+        let taken = tx.add("block", Write::delete(key, Deleted::IfGone).when(still));
+        let mark = keys::blocked_by(blocked, blocker).item();
+        tx.add("blocked-by mark", Write::delete(mark, Deleted::Untold));
+        match tx.commit().await? {
+            TxOutcome::Committed => Ok(true),
+            TxOutcome::ConditionFailed(failed) if failed.failed(taken) => Ok(false),
+            TxOutcome::ConditionFailed(failed) => Err(failed.unexpected("erase block")),
+        }
+    }
+
+    /// `user`'s notifications (`NOTIFY#u`), all of them out (the erasure,
+    /// before its walk of what they wrote): one page of keys (at most
+    /// 500) a call. `true` when none is left.
+    pub async fn erase_notifications(&self, user: &UserId) -> Result<bool, StoreError> {
+        let query = Query::partition(keys::notify_pk(user))
+            .project(Expr::new("#k1, #k2").name("#k1", PK).name("#k2", SK));
+        let page = self
+            .db
+            .query_page("erase notifications", &query, None, Some(NOTIFICATION_PAGE))
+            .await?;
+        // Keys only (the projection): deleted as read.
+        if !page.items.is_empty() {
+            self.db
+                .delete_all("erase notifications", page.items, 4)
+                .await?;
+        }
+        Ok(page.next.is_none())
     }
 
     /// The request records of an erased account of `user`'s (fan-out: the

@@ -135,8 +135,8 @@ impl Requests<'_> {
     /// author's posts. A caller the followed user blocks is refused
     /// ([`StoreError::Blocked`]) by a strongly consistent read of the block's
     /// mark in their own partition before the backfill, and by a
-    /// ConditionCheck of it in the transaction (a block made meanwhile):
-    /// [`super::blocks`].
+    /// ConditionCheck of it in the transaction (a block made meanwhile:
+    /// `FollowItem::not_blocked`; the block itself is [`super::blocks`]'s).
     pub async fn follow(
         &self,
         follower: &UserId,
@@ -175,7 +175,8 @@ impl Requests<'_> {
         }
         // Blocked by them: refused before the backfill writes anything (the
         // transaction checks the mark again, for a block made meanwhile).
-        if self.is_blocked_by(follower, followed).await? {
+        let mark = FollowItem::block_mark_of(follower, followed).item();
+        if self.db.get(mark, true).await?.is_some() {
             return Err(StoreError::Blocked);
         }
         let famous = target.follower_count() >= self.pull_threshold;
@@ -202,13 +203,10 @@ impl Requests<'_> {
                 "follower count",
                 counted_open(followed, follow.entry().shard(), target.first_version)?,
             );
-            let unblocked = super::blocks::not_blocked(follower, followed)
-                .map(|check| tx.add("not blocked", check));
+            let unblocked = tx.add("not blocked", follow.not_blocked());
             match tx.commit().await? {
                 TxOutcome::Committed => return Ok(Follows::New(answer(&follow))),
-                TxOutcome::ConditionFailed(failed)
-                    if unblocked.is_some_and(|check| failed.failed(check)) =>
-                {
+                TxOutcome::ConditionFailed(failed) if failed.failed(unblocked) => {
                     return Err(StoreError::Blocked);
                 }
                 TxOutcome::ConditionFailed(failed) if failed.failed(made) => {

@@ -85,7 +85,7 @@ impl Requests<'_> {
     /// A liker the post's author blocks is refused ([`StoreError::Blocked`],
     /// nothing written): both ways (quiet and hot) check the block's mark in
     /// the liker's own partition in their transaction
-    /// (`blocks::not_blocked`, 2 WCU; none on the author's own
+    /// (`LikeItem::not_blocked`, 2 WCU; none on the author's own
     /// like). The author comes from this process's memory, or one read of
     /// the post item the first time (`Requests::post_author`).
     pub async fn like_post(&self, post: &PostId, liker: &UserId) -> Result<Liked, StoreError> {
@@ -93,7 +93,7 @@ impl Requests<'_> {
         // its name goes onto the item.
         let profile = self.writer(liker).await?.profile()?;
         let author = self.post_author(post).await?;
-        let check = super::blocks::not_blocked(liker, &author);
+        let check = LikeItem::not_blocked(liker, &author);
         // A like taken back between the refused put and the read of the
         // existing one: like again.
         let liked = self.count_up(post, UNLIKE_ATTEMPTS, |counting| {

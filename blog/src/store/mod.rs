@@ -2,7 +2,8 @@
 //! below it:
 //!
 //! - the operations: a module per entity or protocol (`users`, `posts`,
-//!   `comments`, `likes`, `feed`, `tags`, `follows`, `followers`, `blocks`, `home`,
+//!   `comments`, `likes`, `feed` (the feed and the tag lists), `follows`,
+//!   `followers`, `blocks`, `home`,
 //!   `schedule`, `hot`, `counts` (counts kept by shards: a post's likes and
 //!   comments, a user's followers), `idempotency`, `parked`, the walks
 //!   `rename`, `deletion` and `erasure`, `export`), each describing its
@@ -66,7 +67,6 @@ pub mod schedule;
 #[cfg(feature = "admin")]
 pub mod size;
 pub mod table;
-pub mod tags;
 pub mod users;
 
 pub use crate::keys::{Item, ItemType};

@@ -23,7 +23,7 @@
 //! erased account's partition goes, and its likes, comments and follows,
 //! which its erasure takes out, leave every count; the list reads actors'
 //! names as they are now, and an erased actor's profile is gone, so its
-//! name never shows. A notification is kept [`KEEP_DAYS`] after its last
+//! name never shows. A notification is kept [`KEEP_DAYS`](super::items::notification::KEEP_DAYS) after its last
 //! activity (TTL).
 
 use std::collections::{HashMap, HashSet};
@@ -32,8 +32,8 @@ use aws_sdk_dynamodb::types::AttributeValue;
 use serde::Serialize;
 
 use super::items::notification::{
-    Actor, GROUP_ACTORS, KEEP_DAYS, KEPT_ACTORS, NotificationGroupItem, NotificationItem,
-    NotificationKind, NotificationsSeenItem, attributes as a,
+    Actor, GROUP_ACTORS, KEPT_ACTORS, NotificationGroupItem, NotificationItem, NotificationKind,
+    NotificationsSeenItem, attributes as a, expires_after,
 };
 use super::items::user::UserItem;
 use super::{
@@ -79,13 +79,6 @@ impl GroupOf {
     pub fn key(&self) -> Key {
         NotificationGroupItem::key_of(&self.recipient, self.kind, self.post.as_ref())
     }
-}
-
-/// Seconds since the Unix epoch, [`KEEP_DAYS`] after `at` (now if `at` does
-/// not parse): when a notification of `at` expires (TTL).
-pub fn expires_after(at: &str) -> i64 {
-    let from = timestamp::parse(at).unwrap_or_else(time::OffsetDateTime::now_utc);
-    from.unix_timestamp() + KEEP_DAYS * 86_400
 }
 
 /// The attributes every write of a group sets, so that the first makes it
@@ -334,9 +327,10 @@ impl FanOut<'_> {
         Ok(())
     }
 
-    /// A note taken out (its comment or mention taken back).
-    pub async fn delete_note(&self, key: Key) -> Result<(), StoreError> {
-        let write = Write::delete(key.item(), Deleted::IfGone);
+    /// A note taken out (its comment or mention taken back): `note` as it
+    /// was put names it.
+    pub async fn delete_note(&self, note: &NotificationItem) -> Result<(), StoreError> {
+        let write = Write::delete(note.key().item(), Deleted::IfGone);
         self.db.write("delete a notification", &write).await?;
         Ok(())
     }
@@ -387,20 +381,6 @@ impl FanOut<'_> {
             self.db.delete_all(what, keys, 4).await?;
         }
         Ok(page.next)
-    }
-
-    /// `user`'s notifications, all of them out (their erasure): a page of
-    /// keys at a time. `true` when none is left.
-    pub async fn erase_notifications(&self, user: &UserId) -> Result<bool, StoreError> {
-        let query = Query::partition(keys::notify_pk(user)).project(
-            Expr::new("#pk, #sk")
-                .name("#pk", keys::PK)
-                .name("#sk", keys::SK),
-        );
-        let next = self
-            .delete_page("erase notifications", &query, None)
-            .await?;
-        Ok(next.is_none())
     }
 }
 

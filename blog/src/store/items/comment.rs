@@ -9,6 +9,7 @@ use crate::{
     keys::{self, Entity, Key, PostPartition},
     mentions::Mentions,
     model::Comment,
+    store::table::{Expr, Write},
     text::Username,
 };
 
@@ -61,6 +62,16 @@ impl CommentItem {
 
     pub(crate) fn key_of(place: PostPartition, comment: &CommentId) -> Key {
         keys::comment(place, comment)
+    }
+
+    /// The check a comment adds to its transaction: no mark of a block by
+    /// the post's `owner` in the commenter's (`author`'s) own partition
+    /// (`USER#author / ~BLOCKEDBY#owner`, [`super::block::BlockedByItem`]).
+    /// `None` on a comment on one's own post: then it costs nothing; else
+    /// 2 WCU.
+    pub(crate) fn not_blocked(author: &UserId, owner: &UserId) -> Option<Write> {
+        let mark = (author != owner).then(|| keys::blocked_by(author, owner));
+        mark.map(|mark| Write::check(mark.item(), Expr::item_absent()))
     }
 
     /// The partition it lives in.

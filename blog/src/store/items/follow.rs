@@ -7,6 +7,7 @@ use crate::keys::ItemType;
 use crate::{
     ids::{FollowId, UserId},
     keys::{self, Entity, Key, PUSH_SHARDS},
+    store::table::{Expr, Write},
 };
 
 /// The profile's attribute counting whom they follow.
@@ -51,6 +52,23 @@ impl FollowItem {
             follow_id,
             pull,
         }
+    }
+
+    /// Where a block of `follower` by `followed` is marked: in the
+    /// follower's own partition (`USER#follower / ~BLOCKEDBY#followed`,
+    /// [`super::block::BlockedByItem`]). A follow reads it before its
+    /// backfill, and checks it again in its transaction ([`Self::not_blocked`]).
+    pub(crate) fn block_mark_of(follower: &UserId, followed: &UserId) -> Key {
+        keys::blocked_by(follower, followed)
+    }
+
+    /// The check the follow adds to its transaction: no mark of a block of
+    /// the follower by the followed user (one made since it was read).
+    /// 2 WCU: a ConditionCheck is billed as a transactional write of the
+    /// item it reads.
+    pub(crate) fn not_blocked(&self) -> Write {
+        let mark = Self::block_mark_of(&self.user_id, &self.followed_id);
+        Write::check(mark.item(), Expr::item_absent())
     }
 
     /// The follower's entry it comes with.

@@ -9,7 +9,10 @@ use crate::{
     ids::{LikeId, PostId, UserId},
     keys::{self, Entity, Item, ItemType, Key, KeyError, PostPartition},
     model::Like,
-    store::{s, table::Expr},
+    store::{
+        s,
+        table::{Expr, Write},
+    },
     text::Username,
 };
 
@@ -55,6 +58,18 @@ impl LikeItem {
 
     pub(crate) fn key_of(place: PostPartition, like: &LikeId) -> Key {
         keys::like(place, like)
+    }
+
+    /// The check a like adds to its transaction: no mark of a block by the
+    /// post's `author` in the `liker`'s own partition (`USER#liker /
+    /// ~BLOCKEDBY#author`, [`super::block::BlockedByItem`]), so that a block
+    /// holds even against a like already in flight. `None` on the author's
+    /// own like (no one blocks themselves): then it costs nothing; else 2 WCU
+    /// (a ConditionCheck is billed as a transactional write of the item it
+    /// reads).
+    pub(crate) fn not_blocked(liker: &UserId, author: &UserId) -> Option<Write> {
+        let mark = (liker != author).then(|| keys::blocked_by(liker, author));
+        mark.map(|mark| Write::check(mark.item(), Expr::item_absent()))
     }
 }
 

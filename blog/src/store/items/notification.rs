@@ -7,9 +7,11 @@
 
 use serde::{Deserialize, Serialize};
 
+use super::{comment::CommentItem, post::PostItem};
 use crate::{
     ids::{CommentId, PostId, UserId},
     keys::{self, Entity, ItemType, Key},
+    timestamp,
 };
 
 /// What a notification tells of: the kinds `GET /notifications` answers.
@@ -47,6 +49,16 @@ pub const KEPT_ACTORS: usize = 8;
 
 /// How long a notification is kept after its last activity (TTL).
 pub const KEEP_DAYS: i64 = 30;
+
+/// How many characters of a comment (or of a post's title) a note previews.
+const PREVIEW_CHARS: usize = 140;
+
+/// Seconds since the Unix epoch, [`KEEP_DAYS`] after `at` (now if `at` does
+/// not parse): when a notification of `at` expires (TTL).
+pub fn expires_after(at: &str) -> i64 {
+    let from = timestamp::parse(at).unwrap_or_else(time::OffsetDateTime::now_utc);
+    from.unix_timestamp() + KEEP_DAYS * 86_400
+}
 
 /// One of a group's newest actors, and when they acted.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -165,6 +177,46 @@ impl NotificationItem {
             None => format!("{NOTE_PREFIX}{}#{post}", kind.name()),
         };
         Key::new(keys::notify_pk(user), sk)
+    }
+
+    /// The note telling `user` of a mention of them in `post`, with the
+    /// start of its title, at its publication.
+    pub fn mention_in_post(user: &UserId, post: &PostItem) -> Self {
+        let at = post
+            .published_at()
+            .map_or_else(|| post.created_at.clone(), str::to_owned);
+        Self {
+            user_id: user.clone(),
+            kind: NotificationKind::Mention,
+            actor: post.user_id.clone(),
+            post_id: post.post_id,
+            comment_id: None,
+            preview: post.title.chars().take(PREVIEW_CHARS).collect(),
+            expires_at: expires_after(&at),
+            at,
+        }
+    }
+
+    /// The note telling `user` of a mention of them in `comment`.
+    pub fn mention_in_comment(user: &UserId, comment: &CommentItem) -> Self {
+        Self {
+            user_id: user.clone(),
+            kind: NotificationKind::Mention,
+            actor: comment.user_id.clone(),
+            post_id: comment.post_id,
+            comment_id: Some(comment.comment_id),
+            preview: comment.content.chars().take(PREVIEW_CHARS).collect(),
+            at: comment.created_at.clone(),
+            expires_at: expires_after(&comment.created_at),
+        }
+    }
+
+    /// The note telling a quiet post's `author` of `comment` on it.
+    pub fn comment_on_post(author: &UserId, comment: &CommentItem) -> Self {
+        Self {
+            kind: NotificationKind::Comment,
+            ..Self::mention_in_comment(author, comment)
+        }
     }
 
     /// The sort-key prefix of the notes of `kind` about the comments of

@@ -68,7 +68,7 @@ pub struct PostItem {
     pub updated_at: String,
     pub version: u64,
     /// 0–5 tags (absent when none): the fan-out keeps the post's entry in
-    /// each tag's list ([`tags`](crate::store::tags)).
+    /// each tag's list ([`feed`](crate::store::feed)).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub tags: Vec<Tag>,
     /// `draft` while unpublished; absent once published (and on every post
