@@ -92,9 +92,10 @@ struct Row {
     hottest_read_per_second: f64,
     exact_after: Option<f64>,
     /// With `--notifications`: the author's notifications partition's write
-    /// units a second (table and GSI1), and whether their list showed the
-    /// likes group at the post's exact count.
-    notified: Option<(f64, bool)>,
+    /// units a second (table and GSI1), whether their list showed the
+    /// likes group at the post's exact count, and its units per request
+    /// answered 2xx (what the notifications add to each).
+    notified: Option<(f64, bool, f64)>,
 }
 
 #[tokio::main]
@@ -259,7 +260,12 @@ async fn main() -> Result<(), Error> {
                     .sum();
                 let shown = likes_shown(&setup, &author, &post).await;
                 let likes = offered.counts.likes;
-                Some((units / span / scale, shown == Some(likes)))
+                let per_request = if accepted > 0 {
+                    units / accepted as f64
+                } else {
+                    0.0
+                };
+                Some((units / span / scale, shown == Some(likes), per_request))
             } else {
                 None
             };
@@ -316,16 +322,18 @@ async fn main() -> Result<(), Error> {
     if notifications {
         println!();
         println!(
-            "| design | offered likes/s | the author's notifications partition, WCU/s (table and GSI1) | the likes group at the post's exact count once settled |"
+            "| design | offered likes/s | the author's notifications partition, WCU/s (table and GSI1) | the likes group at the post's exact count once settled | WCU billed per request | of them the notifications' | without them |"
         );
-        println!("|---|---|---|---|");
+        println!("|---|---|---|---|---|---|---|");
         for row in &rows {
-            if let Some((units, exact)) = row.notified {
+            if let Some((units, exact, per_request)) = row.notified {
                 println!(
-                    "| {} | {:.0} | {units:.1} | {} |",
+                    "| {} | {:.0} | {units:.1} | {} | {:.2} | {per_request:.2} | {:.2} |",
                     row.design,
                     row.offered,
-                    if exact { "yes" } else { "no" }
+                    if exact { "yes" } else { "no" },
+                    row.write_units_per_request,
+                    row.write_units_per_request - per_request
                 );
             }
         }
