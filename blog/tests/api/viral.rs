@@ -38,6 +38,76 @@ struct Answers {
     unliked: usize,
 }
 
+impl Answers {
+    /// What every task recorded, once they are all done.
+    fn all(answers: Arc<Mutex<Answers>>) -> Answers {
+        Arc::try_unwrap(answers)
+            .ok()
+            .expect("every task done")
+            .into_inner()
+            .expect("lock")
+    }
+
+    /// The answers the contract does not give: an unlike's but 204, a
+    /// like's or a comment's but 201.
+    fn refused(&self) -> Vec<(&'static str, u16)> {
+        self.statuses
+            .iter()
+            .filter(|(what, status)| match *what {
+                "unlike" => *status != 204,
+                _ => *status != 201,
+            })
+            .copied()
+            .collect()
+    }
+}
+
+/// The `i`-th user's requests in a run: a like, a comment every
+/// [`COMMENT_EVERY`]th, an unlike every [`UNLIKE_EVERY`]th, each answer
+/// recorded in `answers`.
+async fn like_and_more(
+    api: &crate::support::TestApi,
+    answers: &Mutex<Answers>,
+    user: &str,
+    post: &str,
+    i: usize,
+) {
+    let record = |what, status| answers.lock().expect("lock").statuses.push((what, status));
+    record("like", api.like_post(user, post).await.0);
+    if i.is_multiple_of(COMMENT_EVERY) {
+        record(
+            "comment",
+            api.comment_on(user, post, format!("comment {i}")).await.0,
+        );
+    }
+    if i.is_multiple_of(UNLIKE_EVERY) {
+        record("unlike", api.unlike(user, post).await.0);
+        answers.lock().expect("lock").unliked += 1;
+    }
+}
+
+/// How many items `post` has in its shards' partitions (`POST#p#k`).
+async fn in_shards(api: &crate::support::TestApi, post: &str) -> usize {
+    table_snapshot(api)
+        .await
+        .iter()
+        .filter_map(|item| item.get(PK).and_then(|pk| pk.as_s().ok()).cloned())
+        .filter(|pk| pk.starts_with(&format!("POST#{post}#")))
+        .count()
+}
+
+/// The shards `post`'s item says it has (`None`: quiet).
+async fn shards_of(api: &crate::support::TestApi, post: &str) -> Option<u8> {
+    table_snapshot(api)
+        .await
+        .into_iter()
+        .find(|item| {
+            item.get(PK).and_then(|v| v.as_s().ok()) == Some(&format!("POST#{post}"))
+                && item.get("type").and_then(|v| v.as_s().ok()) == Some(&"post".to_owned())
+        })
+        .and_then(|item| item.get("shards")?.as_n().ok()?.parse::<u8>().ok())
+}
+
 #[tokio::test]
 async fn a_post_liked_past_its_partitions_limit_answers_every_like_and_counts_it_exactly() {
     let _alone = ONE_AT_A_TIME.lock().await;
@@ -69,20 +139,7 @@ async fn a_post_liked_past_its_partitions_limit_answers_every_like_and_counts_it
         tokio::time::sleep(at.saturating_sub(started.elapsed())).await;
         let (api, answers, post) = (api.clone(), answers.clone(), post.clone());
         tasks.push(tokio::spawn(async move {
-            let (status, body) = api.like_post(&user, &post).await;
-            let record = |what, status| answers.lock().expect("lock").statuses.push((what, status));
-            record("like", status);
-            assert_ne!(status, 503, "{body}");
-            if i % COMMENT_EVERY == 0 {
-                let comment = format!("comment {i}");
-                let (status, _) = api.comment_on(&user, &post, comment).await;
-                record("comment", status);
-            }
-            if i % UNLIKE_EVERY == 0 {
-                let (status, _) = api.unlike(&user, &post).await;
-                record("unlike", status);
-                answers.lock().expect("lock").unliked += 1;
-            }
+            like_and_more(&api, &answers, &user, &post, i).await;
         }));
     }
     for task in tasks {
@@ -91,19 +148,8 @@ async fn a_post_liked_past_its_partitions_limit_answers_every_like_and_counts_it
     let throttled = proxy.stats().partition_throttle;
     proxy.set_partition_limits(None);
 
-    let answers = Arc::try_unwrap(answers)
-        .ok()
-        .expect("every task done")
-        .into_inner()
-        .expect("lock");
-    let refused: Vec<_> = answers
-        .statuses
-        .iter()
-        .filter(|(what, status)| match *what {
-            "unlike" => *status != 204,
-            _ => *status != 201,
-        })
-        .collect();
+    let answers = Answers::all(answers);
+    let refused = answers.refused();
     assert!(
         refused.is_empty(),
         "every request answered as the contract says: {refused:?}"
@@ -112,14 +158,8 @@ async fn a_post_liked_past_its_partitions_limit_answers_every_like_and_counts_it
         throttled > 0,
         "the load went past the quiet post's partition (it was throttled)"
     );
-    let partitions: std::collections::HashSet<String> = table_snapshot(&api)
-        .await
-        .iter()
-        .filter_map(|item| item.get(PK).and_then(|pk| pk.as_s().ok()).cloned())
-        .filter(|pk| pk.starts_with(&format!("POST#{post}#")))
-        .collect();
     assert!(
-        !partitions.is_empty(),
+        in_shards(&api, &post).await > 0,
         "the post went hot: its likes are in shards"
     );
 
@@ -198,18 +238,7 @@ async fn a_post_liked_ever_faster_turns_hot_before_its_partition_refuses_anythin
         tokio::time::sleep(due.saturating_sub(started.elapsed())).await;
         let (api, answers, post) = (api.clone(), answers.clone(), post.clone());
         tasks.push(tokio::spawn(async move {
-            let record = |what, status| answers.lock().expect("lock").statuses.push((what, status));
-            let (status, _) = api.like_post(&user, &post).await;
-            record("like", status);
-            if i % COMMENT_EVERY == 0 {
-                let (status, _) = api.comment_on(&user, &post, format!("comment {i}")).await;
-                record("comment", status);
-            }
-            if i % UNLIKE_EVERY == 0 {
-                let (status, _) = api.unlike(&user, &post).await;
-                record("unlike", status);
-                answers.lock().expect("lock").unliked += 1;
-            }
+            like_and_more(&api, &answers, &user, &post, i).await;
         }));
     }
     for task in tasks {
@@ -217,46 +246,21 @@ async fn a_post_liked_ever_faster_turns_hot_before_its_partition_refuses_anythin
     }
     let stats = proxy.stats();
     proxy.set_partition_limits(None);
-    let answers = Arc::try_unwrap(answers)
-        .ok()
-        .expect("every task done")
-        .into_inner()
-        .expect("lock");
-    let refused: Vec<_> = answers
-        .statuses
-        .iter()
-        .filter(|(what, status)| match *what {
-            "unlike" => *status != 204,
-            _ => *status != 201,
-        })
-        .collect();
-    assert_eq!(
-        refused,
-        Vec::<&(&str, u16)>::new(),
-        "no request refused, none 503"
-    );
+    let answers = Answers::all(answers);
+    let refused = answers.refused();
+    assert_eq!(refused, vec![], "no request refused, none 503");
     assert_eq!(
         stats.partition_throttle, 0,
         "turned hot before any partition refused a request: {stats:?}"
     );
-    let sharded = table_snapshot(&api)
-        .await
-        .iter()
-        .filter_map(|item| item.get(PK).and_then(|pk| pk.as_s().ok()).cloned())
-        .filter(|pk| pk.starts_with(&format!("POST#{post}#")))
-        .count();
-    assert!(sharded > 0, "the post went hot: its likes are in shards");
+    assert!(
+        in_shards(&api, &post).await > 0,
+        "the post went hot: its likes are in shards"
+    );
 
     running.stop().await;
     api.settle(&mut api.poller()).await;
-    let shards = table_snapshot(&api)
-        .await
-        .into_iter()
-        .find(|item| {
-            item.get(PK).and_then(|v| v.as_s().ok()) == Some(&format!("POST#{post}"))
-                && item.get("type").and_then(|v| v.as_s().ok()) == Some(&"post".to_owned())
-        })
-        .and_then(|item| item.get("shards")?.as_n().ok()?.parse::<u8>().ok());
+    let shards = shards_of(&api, &post).await;
     assert!(
         shards.is_some_and(|n| n > blog::store::items::counter::HOT_SHARDS),
         "widened by its rate: {shards:?}"
@@ -308,7 +312,7 @@ async fn a_post_liked_through_many_instances_is_turned_hot_by_the_fan_out() {
         let (api, post) = (api.clone(), post.clone());
         tasks.push(tokio::spawn(async move {
             let mut answers = vec![("like", api.like_post(&user, &post).await.0)];
-            if i % COMMENT_EVERY == 0 {
+            if i.is_multiple_of(COMMENT_EVERY) {
                 let comment = format!("comment {i}");
                 answers.push(("comment", api.comment_on(&user, &post, comment).await.0));
             }
@@ -326,16 +330,8 @@ async fn a_post_liked_through_many_instances_is_turned_hot_by_the_fan_out() {
     );
     running.stop().await;
     api.settle(&mut api.poller()).await;
-    let post_item = table_snapshot(&api).await.into_iter().find(|item| {
-        item.get(PK).and_then(|v| v.as_s().ok()) == Some(&format!("POST#{post}"))
-            && item.get("type").and_then(|v| v.as_s().ok()) == Some(&"post".to_owned())
-    });
-    assert!(
-        post_item
-            .as_ref()
-            .is_some_and(|item| item.contains_key("shards")),
-        "turned hot by the fan-out: {post_item:?}"
-    );
+    let shards = shards_of(&api, &post).await;
+    assert!(shards.is_some(), "turned hot by the fan-out");
     let (_, got) = api.get_post(&post).await;
     assert_eq!(
         (got["likeCount"].clone(), got["commentCount"].clone()),
@@ -636,7 +632,7 @@ async fn a_hot_post_liked_past_its_shards_widens_and_answers_every_like() {
             // The first 20 liked while the post was quiet: 200, the like
             // they gave.
             answers.push(("like", status, if i < QUIET { 200 } else { 201 }, body));
-            if i % COMMENT_EVERY == 0 {
+            if i.is_multiple_of(COMMENT_EVERY) {
                 let comment = format!("comment {i}");
                 let (status, body) = api.comment_on(&user, &post, comment).await;
                 answers.push(("comment", status, 201, body));
@@ -671,13 +667,7 @@ async fn a_hot_post_liked_past_its_shards_widens_and_answers_every_like() {
 
     running.stop().await;
     api.settle(&mut api.poller()).await;
-    let post_item = table_snapshot(&api).await.into_iter().find(|item| {
-        item.get(PK).and_then(|v| v.as_s().ok()) == Some(&format!("POST#{post}"))
-            && item.get("type").and_then(|v| v.as_s().ok()) == Some(&"post".to_owned())
-    });
-    let shards = post_item
-        .as_ref()
-        .and_then(|item| item.get("shards")?.as_n().ok()?.parse::<u8>().ok());
+    let shards = shards_of(&api, &post).await;
     assert!(
         shards.is_some_and(|n| n > blog::store::items::counter::HOT_SHARDS),
         "widened: {shards:?}"
