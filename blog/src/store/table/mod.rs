@@ -38,6 +38,20 @@
 //! | `InternalServerError`, `ServiceUnavailable`, a timeout, a dropped connection: **the outcome is unknown** | yes | the same |
 //! | `ConditionalCheckFailedException`, or a cancellation with a `ConditionalCheckFailed` reason | no | the caller's domain answer |
 //!
+//! # DynamoDB's limits
+//!
+//! DynamoDB refuses a request over its limits with a `ValidationException`,
+//! and DynamoDB Local takes some of them: this layer refuses them first,
+//! before sending, with [`StoreError::OverLimit`](super::StoreError::OverLimit)
+//! (a bug in the operation that built the request: a 500, never retried):
+//!
+//! | limit | held at |
+//! |---|---|
+//! | 4 KB an expression (update, condition) | every write, on its own or a transaction's item |
+//! | 100 items a TransactWriteItems | [`Transaction::commit`] |
+//! | 25 writes a BatchWriteItem | each call of `Table::put_all` and `Table::delete_all` (which send any number in calls of 25) |
+//! | 100 keys a BatchGetItem | each call of [`Table::batch_get`] (which sends any number in calls of 100) |
+//!
 //! # Unknown outcomes
 //!
 //! An attempt whose answer was lost may have taken effect. From then on:

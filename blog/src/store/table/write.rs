@@ -29,11 +29,11 @@ use super::{
         after_unknown_outcome, busy_item, busy_transaction, classify, describe, failed_conditions,
         lost, throttled_item,
     },
-    expr::{Expr, MAX_EXPRESSION_BYTES, Names, Values, merged},
+    expr::{Expr, Names, Values, merged},
     retry::{Failed, Failure},
     tokens::{Tokens, resolve_until},
 };
-use crate::store::error::Busy;
+use crate::store::error::{Busy, Limit};
 use crate::{
     keys::{Entity, Item, PK, SK},
     store::error::StoreError,
@@ -199,7 +199,7 @@ impl Write {
     /// Its condition, and the placeholders of its change and condition.
     /// The longest of its expressions (its update's, its condition's), in
     /// bytes: DynamoDB refuses a write with one over
-    /// [`MAX_EXPRESSION_BYTES`] (a `ValidationException`), and so does this
+    /// [`MAX_EXPRESSION_BYTES`](super::MAX_EXPRESSION_BYTES) (a `ValidationException`), and so does this
     /// layer, before sending it (DynamoDB Local takes longer ones).
     pub fn longest_expression(&self) -> usize {
         let change = match &self.op {
@@ -211,13 +211,7 @@ impl Write {
 
     /// Refuses it as DynamoDB would, with an expression over 4 KB.
     fn within_limits(&self, what: &str) -> Result<(), StoreError> {
-        let longest = self.longest_expression();
-        if longest > MAX_EXPRESSION_BYTES {
-            return Err(StoreError::Internal(format!(
-                "{what}: an expression of {longest} bytes, over DynamoDB's {MAX_EXPRESSION_BYTES}"
-            )));
-        }
-        Ok(())
+        StoreError::within(what, Limit::ExpressionBytes, self.longest_expression())
     }
 
     pub(super) fn parts(&self) -> (Option<String>, Names, Values) {
@@ -395,7 +389,7 @@ impl Table {
             batches.push(
                 items
                     .by_ref()
-                    .take(25)
+                    .take(Limit::BatchWriteItems.max())
                     .map(|item| {
                         PutRequest::builder()
                             .set_item(Some(item))
@@ -422,7 +416,7 @@ impl Table {
         while keys.peek().is_some() {
             batches.push(
                 keys.by_ref()
-                    .take(25)
+                    .take(Limit::BatchWriteItems.max())
                     .map(|key| {
                         DeleteRequest::builder()
                             .set_key(Some(key))
@@ -452,12 +446,13 @@ impl Table {
     }
 
     /// One BatchWriteItem of at most 25 `requests`, resent until none is
-    /// left unprocessed.
-    async fn write_batch(
+    /// left unprocessed; more are refused before sending, as DynamoDB would.
+    pub(super) async fn write_batch(
         &self,
         what: &'static str,
         mut requests: Vec<aws_sdk_dynamodb::types::WriteRequest>,
     ) -> Result<(), StoreError> {
+        StoreError::within(what, Limit::BatchWriteItems, requests.len())?;
         let mut round = 0;
         while !requests.is_empty() {
             let batch = self
@@ -578,7 +573,10 @@ impl Transaction<'_> {
         Slot(self.slots.len() - 1)
     }
 
+    /// Its items as the SDK takes them; more than 100 (or one with an
+    /// expression over 4 KB) are refused before sending, as DynamoDB would.
     fn items(&self) -> Result<Vec<TransactWriteItem>, StoreError> {
+        StoreError::within(self.what, Limit::TransactionItems, self.slots.len())?;
         self.slots
             .iter()
             .map(|(_, write)| transact_item(&self.table.name, write))
