@@ -36,7 +36,7 @@ impl Busy {
 /// answers with a `ValidationException` (DynamoDB Local takes some of them):
 /// the table layer holds every request it sends to them first
 /// ([`StoreError::OverLimit`]).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Limit {
     /// An expression (an update, a condition, a key condition, a filter),
     /// in bytes.
@@ -50,6 +50,14 @@ pub enum Limit {
 }
 
 impl Limit {
+    /// Every limit, each at its index (`limit as usize`).
+    pub const ALL: [Limit; 4] = [
+        Limit::ExpressionBytes,
+        Limit::TransactionItems,
+        Limit::BatchWriteItems,
+        Limit::BatchGetKeys,
+    ];
+
     /// The most DynamoDB takes.
     pub const fn max(self) -> usize {
         match self {

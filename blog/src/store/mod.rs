@@ -79,5 +79,5 @@ pub use error::{Busy, Limit, StoreError};
 #[cfg(feature = "admin")]
 pub use handle::Admin;
 pub use handle::{DELIVERY_PAGE, FanOut, GSI_LAG_BOUND, PULL_FOLLOWERS, Requests, Store};
-pub use table::{Backoff, classify, request_scope, request_scope_until};
+pub use table::{Backoff, Sizes, classify, request_scope, request_scope_until};
 pub(crate) use table::{n, s, signed};

@@ -367,7 +367,7 @@ impl Table {
         keys: Vec<Item>,
         consistent: bool,
     ) -> Result<(Vec<Item>, f64), StoreError> {
-        StoreError::within(what, Limit::BatchGetKeys, keys.len())?;
+        self.sizes.hold(what, Limit::BatchGetKeys, keys.len())?;
         if keys.is_empty() {
             return Ok((Vec::new(), 0.0));
         }

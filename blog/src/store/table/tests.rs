@@ -400,6 +400,10 @@ async fn a_transaction_of_more_than_100_items_is_refused_before_sending() {
         err.to_string(),
         "test: 101 items in a transaction, over DynamoDB's 100"
     );
+    // The table counts what it refused, and the largest it was asked for.
+    assert_eq!(table.sizes().refused(), 2);
+    assert_eq!(table.sizes().peak(Limit::TransactionItems), 101);
+    assert_eq!(table.sizes().peak(Limit::BatchWriteItems), 0);
 }
 
 /// A BatchWriteItem of 26 writes is refused before sending; `put_all` and
@@ -428,6 +432,7 @@ async fn a_batch_write_of_more_than_25_is_refused_and_the_writers_split() {
     let sent = table.delete_all("test", keys, 1).await;
     assert!(matches!(sent, Err(StoreError::Config(_))), "{sent:?}");
     assert_eq!(asked.load(Ordering::SeqCst), 1, "the first call of 25 sent");
+    assert_eq!(table.sizes().refused(), 1);
 }
 
 /// A BatchGetItem of 101 keys is refused before sending; `batch_get` sends

@@ -30,6 +30,7 @@ use super::{
         lost, throttled_item,
     },
     expr::{Expr, Names, Values, merged},
+    limits::Sizes,
     retry::{Failed, Failure},
     tokens::{Tokens, resolve_until},
 };
@@ -210,8 +211,8 @@ impl Write {
     }
 
     /// Refuses it as DynamoDB would, with an expression over 4 KB.
-    fn within_limits(&self, what: &str) -> Result<(), StoreError> {
-        StoreError::within(what, Limit::ExpressionBytes, self.longest_expression())
+    fn within_limits(&self, what: &str, sizes: &Sizes) -> Result<(), StoreError> {
+        sizes.hold(what, Limit::ExpressionBytes, self.longest_expression())
     }
 
     pub(super) fn parts(&self) -> (Option<String>, Names, Values) {
@@ -314,7 +315,7 @@ impl Table {
     /// Sends `write` as the one call its op is, answering the attributes it
     /// returned.
     async fn send_write(&self, what: &'static str, write: &Write) -> Result<Option<Item>, Failed> {
-        write.within_limits(what)?;
+        write.within_limits(what, &self.sizes)?;
         let (client, table) = (&self.client, &self.name);
         match &write.op {
             Op::Put(item) => {
@@ -452,7 +453,8 @@ impl Table {
         what: &'static str,
         mut requests: Vec<aws_sdk_dynamodb::types::WriteRequest>,
     ) -> Result<(), StoreError> {
-        StoreError::within(what, Limit::BatchWriteItems, requests.len())?;
+        self.sizes
+            .hold(what, Limit::BatchWriteItems, requests.len())?;
         let mut round = 0;
         while !requests.is_empty() {
             let batch = self
@@ -576,10 +578,11 @@ impl Transaction<'_> {
     /// Its items as the SDK takes them; more than 100 (or one with an
     /// expression over 4 KB) are refused before sending, as DynamoDB would.
     fn items(&self) -> Result<Vec<TransactWriteItem>, StoreError> {
-        StoreError::within(self.what, Limit::TransactionItems, self.slots.len())?;
+        let sizes = &self.table.sizes;
+        sizes.hold(self.what, Limit::TransactionItems, self.slots.len())?;
         self.slots
             .iter()
-            .map(|(_, write)| transact_item(&self.table.name, write))
+            .map(|(_, write)| transact_item(&self.table.name, sizes, write))
             .collect()
     }
 
@@ -758,8 +761,12 @@ impl Transaction<'_> {
 }
 
 /// `write` as an item of a TransactWriteItems on `table`.
-fn transact_item(table: &str, write: &Write) -> Result<TransactWriteItem, StoreError> {
-    write.within_limits("transaction item")?;
+fn transact_item(
+    table: &str,
+    sizes: &Sizes,
+    write: &Write,
+) -> Result<TransactWriteItem, StoreError> {
+    write.within_limits("transaction item", sizes)?;
     let item = TransactWriteItem::builder();
     Ok(match &write.op {
         Op::Put(put) => {
