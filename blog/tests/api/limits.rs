@@ -179,3 +179,52 @@ async fn an_account_with_every_follower_shard_is_erased_within_dynamodbs_limits(
         "100 followers' entries go in full batches: {peaks:?}"
     );
 }
+
+/// A quiet post's comments each leave a note in its author's notifications:
+/// deleting the post takes 40 of them out in full batch writes of 25 (a
+/// page of keys at a time), and erasing the author takes out the rest.
+#[tokio::test]
+async fn a_posts_notifications_go_in_batches_within_dynamodbs_limits() {
+    let api = TestApi::start().await;
+    let mut poller = api.poller();
+    let author = api.user("author").await;
+    let post = api.post(&author, "Talked about", "a lot").await;
+    let kept = api.post(&author, "Also talked about", "a bit").await;
+    let readers: Vec<String> =
+        futures::future::join_all((0..40).map(|i| api.user_named(format!("reader{i:02}")))).await;
+    for reader in &readers {
+        api.comment(reader, &post, "a thought").await;
+    }
+    for reader in &readers[..30] {
+        api.comment(reader, &kept, "another").await;
+        api.like(reader, &kept).await;
+    }
+    api.settle(&mut poller).await;
+    let notes = || async {
+        crate::support::table_snapshot(&api)
+            .await
+            .into_iter()
+            .filter(|item| {
+                item.get("PK").and_then(|pk| pk.as_s().ok()) == Some(&format!("NOTIFY#{author}"))
+            })
+            .count()
+    };
+    // 70 comment notes and the likes' group.
+    assert_eq!(notes().await, 71);
+
+    let (status, _) = api.delete_post(&author, &post).await;
+    assert_eq!(status, 204);
+    api.settle(&mut poller).await;
+    assert_eq!(notes().await, 31, "the deleted post's 40 notes out");
+    let (status, _) = api.erase(&author).await;
+    assert_eq!(status, 204);
+    api.settle(&mut poller).await;
+    assert_eq!(notes().await, 0, "the erased author's notifications out");
+
+    let peaks = within_limits(api.app.store.db().sizes());
+    assert_eq!(
+        peak(&peaks, Limit::BatchWriteItems),
+        Limit::BatchWriteItems.max(),
+        "full batches: {peaks:?}"
+    );
+}
