@@ -23,7 +23,7 @@
 //! | rename progress | `USER#<userId>`     | `RENAME`            | –             | –                   |
 //! | erasure mark    | `USER#<userId>`     | `ERASED`            | –             | –                   |
 //! | request record  | `USER#<userId>`     | `REQUEST#<key>`     | –             | –                   |
-//! | parked record   | `PARKED`            | `RECORD#<seq>#<shardId>` | –        | –                   |
+//! | parked record   | `PARKED#<k>` (`k` in `00`..`15`, a hash of the record's shard and sequence number); `PARKED` for those the earlier version parked | `RECORD#<seq>#<shardId>` | –        | –                   |
 //! | follow          | `USER#<userId>`     | `~FOLLOWS#<followedId>` | `USER#<userId>` | `FOLLOW#<followId>` |
 //! | block           | `USER#<userId>`     | `~BLOCKS#<blockedId>` | `USER#<userId>` | `BLOCK#<blockId>`  |
 //! | blocked-by mark | `USER#<userId>`     | `~BLOCKEDBY#<blockerId>` | –          | –                   |
@@ -117,9 +117,14 @@ pub const FEED_PK: &str = "FEED";
 /// The feed's floor: the newest post id ever trimmed out of the feed.
 pub const FEED_FLOOR_SK: &str = "FLOOR";
 
-/// Stream records the fan-out gave up on, until `blog-admin replay` applies
-/// them: one partition, read by one Query (there are none while all is well).
-pub const PARKED_PK: &str = "PARKED";
+/// How many partitions hold the stream records the fan-out gave up on,
+/// until `blog-admin replay` applies them (there are none while all is
+/// well): a batch of 1,000 records parked at once writes about 63 to each
+/// (`PARKED#<k>`, [`ParkedPartition`]), where one partition took them all.
+pub const PARKED_PARTITIONS: u8 = 16;
+/// The one partition the earlier version parked every record in; the replay
+/// still reads it, and nothing writes to it any more.
+const LEGACY_PARKED_PK: &str = "PARKED";
 pub const PARKED_PREFIX: &str = "RECORD#";
 
 /// What a user's partition key (and GSI1's) begins with.
@@ -362,11 +367,82 @@ pub fn user_like_sk(like: &LikeId) -> String {
 }
 
 /// A parked record's sort key: its sequence number zero-padded to the 40
-/// digits DynamoDB Streams uses at most, so that the partition reads in
+/// digits DynamoDB Streams uses at most, so that a partition reads in
 /// sequence order, then its shard (sequence numbers are the stream's, but the
 /// shard keeps the key unique whatever the service does).
-pub fn parked_sk(sequence_number: &str, shard_id: &str) -> String {
+fn parked_sk(sequence_number: &str, shard_id: &str) -> String {
     format!("{PARKED_PREFIX}{sequence_number:0>40}#{shard_id}")
+}
+
+/// A partition of parked records: one of the [`PARKED_PARTITIONS`] that
+/// records are parked in (`PARKED#<k>`), or the single `PARKED` one the
+/// earlier version parked every record in (read by the replay, never
+/// written).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum ParkedPartition {
+    /// `PARKED`: what the earlier version parked, read first.
+    Legacy,
+    /// `PARKED#<k>`, `k` below [`PARKED_PARTITIONS`].
+    Spread(u8),
+}
+
+impl ParkedPartition {
+    /// The partition a record is parked in: a stable hash of its shard and
+    /// sequence number (FNV-1a, then MurmurHash3's 64-bit finalizer: FNV-1a
+    /// alone barely mixes its last bytes, and consecutive sequence numbers
+    /// differ only in their last digits), so that parking it again writes
+    /// the same item, in every build.
+    pub fn of(sequence_number: &str, shard_id: &str) -> Self {
+        let mut hash =
+            crate::revision::stable_hash(format!("{shard_id}#{sequence_number}").as_bytes());
+        hash ^= hash >> 33;
+        hash = hash.wrapping_mul(0xff51_afd7_ed55_8ccd);
+        hash ^= hash >> 33;
+        hash = hash.wrapping_mul(0xc4ce_b9fe_1a85_ec53);
+        hash ^= hash >> 33;
+        // The remainder is below `PARKED_PARTITIONS`, so it fits.
+        let k = u8::try_from(hash % u64::from(PARKED_PARTITIONS)).unwrap_or(0);
+        Self::Spread(k)
+    }
+
+    /// Every partition the replay reads, in the order it reads them: the
+    /// legacy one, then `PARKED#00`..`PARKED#15`.
+    pub fn all() -> impl Iterator<Item = Self> {
+        std::iter::once(Self::Legacy).chain((0..PARKED_PARTITIONS).map(Self::Spread))
+    }
+
+    /// The partition the replay reads after this one; `None` after the last.
+    pub fn next(self) -> Option<Self> {
+        match self {
+            Self::Legacy => Some(Self::Spread(0)),
+            Self::Spread(k) if k + 1 < PARKED_PARTITIONS => Some(Self::Spread(k + 1)),
+            Self::Spread(_) => None,
+        }
+    }
+
+    /// Its partition key.
+    pub fn pk(self) -> String {
+        match self {
+            Self::Legacy => LEGACY_PARKED_PK.to_owned(),
+            Self::Spread(k) => format!("{LEGACY_PARKED_PK}#{k:02}"),
+        }
+    }
+
+    /// The partition whose key is `pk`; `None` for any other key.
+    pub fn of_pk(pk: &str) -> Option<Self> {
+        if pk == LEGACY_PARKED_PK {
+            return Some(Self::Legacy);
+        }
+        let k = pk.strip_prefix(LEGACY_PARKED_PK)?.strip_prefix('#')?;
+        let k: u8 = k.parse().ok().filter(|_| k.len() == 2)?;
+        (k < PARKED_PARTITIONS).then_some(Self::Spread(k))
+    }
+
+    /// The key of the record of `sequence_number` in `shard_id` in this
+    /// partition.
+    pub fn key(self, sequence_number: &str, shard_id: &str) -> Key {
+        Key::new(self.pk(), parked_sk(sequence_number, shard_id))
+    }
 }
 
 pub fn feed_sk(post: &PostId) -> String {
@@ -729,7 +805,7 @@ item_types! {
     /// (`DELIVERY#p#listed#k / DELIVERY`).
     Delivery,
     /// A stream record the fan-out gave up on, kept until replayed
-    /// (`PARKED / RECORD#…`, [`crate::store::parked`]).
+    /// (`PARKED#<k> / RECORD#…`, [`crate::store::parked`]).
     ParkedRecord,
     /// A group of a user's notifications: a post's likes, a hot post's
     /// comments, new followers (`NOTIFY#u / GROUP#…`,

@@ -7,7 +7,8 @@
 //! 2. The `park-failures` function, fed by that queue, reads those records back
 //!    from the stream, which keeps them 24 hours (the mapping gives up after 6
 //!    at most, `MaximumRecordAgeInSeconds`), and parks in the table every one
-//!    the fan-out applies ([`crate::store::parked`]). A notice it cannot serve
+//!    the fan-out applies ([`crate::store::parked`]), spread over 16
+//!    partitions. A notice it cannot serve
 //!    (the records already gone, DynamoDB unavailable throughout) stays on the
 //!    queue and, after 5 receipts, moves to the queue's dead-letter queue,
 //!    which has an alarm: then `blog-admin audit --repair` is the way back.
@@ -35,7 +36,11 @@ use crate::{
     timestamp,
 };
 #[cfg(feature = "admin")]
-use crate::{fanout::Outcome, store::deadline::Deadline};
+use crate::{
+    fanout::Outcome,
+    keys::{Entity, ParkedPartition},
+    store::deadline::Deadline,
+};
 
 /// What the event source mapping sends to its on-failure destination for a
 /// DynamoDB stream (the SQS message's body).
@@ -111,22 +116,18 @@ pub async fn park_batch(
     let event = lambda_event(&batch.stream_arn, &region, &records)
         .map_err(|e| StoreError::Internal(format!("cannot read a stream record: {e}")))?;
     let parked_at = timestamp::now();
-    let mut done = Parked {
+    let items = event
+        .records
+        .iter()
+        .filter(|r| fanout::applies_to(r))
+        .map(|record| ParkedRecordItem::new(&batch.shard_id, record, parked_at.clone()))
+        .collect::<Result<Vec<_>, _>>()?;
+    // Spread over the parked partitions by their keys, 25 a call.
+    store.fanout().park_all(&items).await?;
+    Ok(Parked {
         read: event.records.len(),
-        parked: 0,
-    };
-    for record in event.records.iter().filter(|r| fanout::applies_to(r)) {
-        store
-            .fanout()
-            .park(&ParkedRecordItem::new(
-                &batch.shard_id,
-                record,
-                parked_at.clone(),
-            )?)
-            .await?;
-        done.parked += 1;
-    }
-    Ok(done)
+        parked: items.len(),
+    })
 }
 
 /// The `park-failures` function: parks each notice's batch and reports the
@@ -200,41 +201,120 @@ pub struct ReplayReport {
 }
 
 #[cfg(feature = "admin")]
-/// Applies every parked record through the fan-out, oldest first, and
-/// forgets each one that applied; with `dry_run`, only lists them. `each`
-/// hears of every record.
+/// Applies every parked record through the fan-out, in stream order
+/// (sequence number, then shard) across all the partitions they are parked
+/// in (the 16 `PARKED#<k>` and the earlier version's `PARKED`), as the one
+/// partition they were all once in read: the fan-out's rules need a post's
+/// INSERT before its MODIFYs (a MODIFY updates only a feed entry that
+/// exists). Forgets each one that applied; with `dry_run`, only lists them.
+/// `each` hears of every record.
+///
+/// It holds at most one page (100 records) a partition: the next page of a
+/// partition is read once its last record has gone by.
 pub async fn replay(
     store: &Store,
     dry_run: bool,
     mut each: impl FnMut(&ParkedRecordItem, &Replayed),
 ) -> Result<ReplayReport, StoreError> {
     let mut report = ReplayReport::default();
-    let mut start = None;
-    loop {
-        let (page, next) = store.admin().parked_page(start).await?;
-        for item in &page {
-            let replayed = if dry_run {
-                report.listed += 1;
-                Replayed::Listed
-            } else {
-                match apply_parked(store, item).await {
-                    Ok(outcome) => {
-                        report.applied += 1;
-                        Replayed::Applied(outcome)
-                    }
-                    Err(error) => {
-                        report.failed += 1;
-                        Replayed::Failed(error.to_string())
-                    }
+    let mut merge = Merge::start(store).await?;
+    while let Some(item) = merge.next(store).await? {
+        let replayed = if dry_run {
+            report.listed += 1;
+            Replayed::Listed
+        } else {
+            match apply_parked(store, &item).await {
+                Ok(outcome) => {
+                    report.applied += 1;
+                    Replayed::Applied(outcome)
                 }
+                Err(error) => {
+                    report.failed += 1;
+                    Replayed::Failed(error.to_string())
+                }
+            }
+        };
+        each(&item, &replayed);
+    }
+    Ok(report)
+}
+
+#[cfg(feature = "admin")]
+/// The parked partitions read side by side, each a page at a time, their
+/// records handed out in key order across them all.
+struct Merge {
+    partitions: Vec<Pages>,
+}
+
+#[cfg(feature = "admin")]
+/// One partition's page being handed out, and where its next page starts.
+struct Pages {
+    partition: ParkedPartition,
+    page: std::collections::VecDeque<ParkedRecordItem>,
+    /// `None`: the partition's last page has been read.
+    next: Option<crate::store::Item>,
+}
+
+#[cfg(feature = "admin")]
+impl Merge {
+    /// Every partition's first page.
+    async fn start(store: &Store) -> Result<Self, StoreError> {
+        let mut partitions = Vec::new();
+        for partition in ParkedPartition::all() {
+            let mut pages = Pages {
+                partition,
+                page: Default::default(),
+                next: None,
             };
-            each(item, &replayed);
+            pages.read(store, None).await?;
+            partitions.push(pages);
         }
-        // A failed record stays, so a page of them would come again: go on
-        // from where this page ended, whatever was forgotten.
-        match next {
-            Some(next) => start = Some(next),
-            None => return Ok(report),
+        Ok(Self { partitions })
+    }
+
+    /// The record with the lowest key left in any partition; `None` once
+    /// every partition is done. A failed record stays parked, so each
+    /// partition goes on from where its page ended, whatever was forgotten.
+    async fn next(&mut self, store: &Store) -> Result<Option<ParkedRecordItem>, StoreError> {
+        let lowest = self
+            .partitions
+            .iter_mut()
+            .filter_map(|p| Some((p.page.front()?.key().sk, p)))
+            .min_by(|(a, _), (b, _)| a.cmp(b))
+            .map(|(_, p)| p);
+        let Some(pages) = lowest else {
+            return Ok(None);
+        };
+        let item = pages.page.pop_front();
+        if pages.page.is_empty()
+            && let Some(start) = pages.next.take()
+        {
+            pages.read(store, Some(start)).await?;
+        }
+        Ok(item)
+    }
+}
+
+#[cfg(feature = "admin")]
+impl Pages {
+    /// Reads the partition from `start` until a page holds a record or the
+    /// partition ends (a full page may be followed by an empty one).
+    async fn read(
+        &mut self,
+        store: &Store,
+        mut start: Option<crate::store::Item>,
+    ) -> Result<(), StoreError> {
+        loop {
+            let (page, next) = store.admin().parked_page_of(self.partition, start).await?;
+            self.page = page.into();
+            self.next = next;
+            if !self.page.is_empty() {
+                return Ok(());
+            }
+            match self.next.take() {
+                Some(next) => start = Some(next),
+                None => return Ok(()),
+            }
         }
     }
 }

@@ -13,8 +13,10 @@
 //! blog-admin replay [--dry-run]
 //!     apply the stream records the fan-out gave up on (parked by the
 //!     `park-failures` function, or locally by the stream poller) through the
-//!     fan-out, oldest first, and forget each one that applied; --dry-run only
-//!     lists them. Exits 1 while any is left
+//!     fan-out, partition by partition (the earlier version's single `PARKED`
+//!     first, then `PARKED#00`..`PARKED#15`), oldest first in each, and forget
+//!     each one that applied; --dry-run only lists them. Exits 1 while any is
+//!     left
 //! blog-admin migrate
 //!     move every post stored in the old shape (its content on the post item)
 //!     into the current one (a post item and a content item); idempotent,

@@ -234,7 +234,10 @@ impl From<StoreError> for ApiError {
             },
             // A function without credentials is misdeployed: 500, not a
             // 503 that invites the client to send it again.
-            StoreError::Config(_) | StoreError::Internal(_) => Self::Internal(message),
+            // A request over DynamoDB's limits is the code's bug: 500.
+            StoreError::Config(_) | StoreError::Internal(_) | StoreError::OverLimit { .. } => {
+                Self::Internal(message)
+            }
         }
     }
 }

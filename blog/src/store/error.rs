@@ -32,6 +32,53 @@ impl Busy {
     }
 }
 
+/// One of DynamoDB's own limits on the size of a request, which DynamoDB
+/// answers with a `ValidationException` (DynamoDB Local takes some of them):
+/// the table layer holds every request it sends to them first
+/// ([`StoreError::OverLimit`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Limit {
+    /// An expression (an update, a condition, a key condition, a filter),
+    /// in bytes.
+    ExpressionBytes,
+    /// The items of one TransactWriteItems.
+    TransactionItems,
+    /// The puts and deletes of one BatchWriteItem.
+    BatchWriteItems,
+    /// The keys of one BatchGetItem.
+    BatchGetKeys,
+}
+
+impl Limit {
+    /// Every limit, each at its index (`limit as usize`).
+    pub const ALL: [Limit; 4] = [
+        Limit::ExpressionBytes,
+        Limit::TransactionItems,
+        Limit::BatchWriteItems,
+        Limit::BatchGetKeys,
+    ];
+
+    /// The most DynamoDB takes.
+    pub const fn max(self) -> usize {
+        match self {
+            Limit::ExpressionBytes => 4 * 1024,
+            Limit::TransactionItems => 100,
+            Limit::BatchWriteItems => 25,
+            Limit::BatchGetKeys => 100,
+        }
+    }
+
+    /// What it counts.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Limit::ExpressionBytes => "bytes in an expression",
+            Limit::TransactionItems => "items in a transaction",
+            Limit::BatchWriteItems => "writes in a batch write",
+            Limit::BatchGetKeys => "keys in a batch get",
+        }
+    }
+}
+
 /// What an operation can fail with, in the domain's words. The API maps these
 /// to HTTP statuses in one place (`api::error`).
 #[derive(Debug, Error)]
@@ -96,6 +143,16 @@ pub enum StoreError {
     Config(String),
     #[error("unexpected DynamoDB response: {0}")]
     Internal(String),
+    /// A request the code built that DynamoDB would refuse for its size
+    /// ([`Limit`]), refused before it was sent: a bug in the operation that
+    /// should have split it, never the client's doing (a 500, not a 4xx,
+    /// and not worth another try).
+    #[error("{what}: {size} {}, over DynamoDB's {}", limit.as_str(), limit.max())]
+    OverLimit {
+        what: String,
+        limit: Limit,
+        size: usize,
+    },
 }
 
 impl StoreError {
@@ -104,6 +161,21 @@ impl StoreError {
             cause,
             detail: detail.into(),
         }
+    }
+
+    /// `Ok` when `size` is within `limit`; [`StoreError::OverLimit`] (and an
+    /// error in the log: it is a bug) otherwise.
+    pub fn within(what: &str, limit: Limit, size: usize) -> Result<(), Self> {
+        if size <= limit.max() {
+            return Ok(());
+        }
+        let err = StoreError::OverLimit {
+            what: what.to_owned(),
+            limit,
+            size,
+        };
+        tracing::error!(%err, "a request over DynamoDB's limits, refused before sending");
+        Err(err)
     }
 }
 

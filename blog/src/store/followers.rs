@@ -446,4 +446,22 @@ mod tests {
             assert!(Place::parse(bad).is_err(), "{bad}");
         }
     }
+
+    /// The widest window update, [`PER_UPDATE`] follows set (or removed) at
+    /// once, is well within DynamoDB's 4 KB an expression.
+    #[test]
+    fn the_widest_window_update_is_within_4_kb() {
+        use crate::store::table::MAX_EXPRESSION_BYTES;
+        let followed = UserId::parse("user-followed").expect("id");
+        let follower = UserId::parse("user-follower").expect("id");
+        let follows: Vec<FollowId> = (0..PER_UPDATE).map(|_| FollowId::generate()).collect();
+        let window = keys::follower_window(&followed, &follows[0]);
+        let set: Vec<_> = follows.iter().map(|f| (*f, Some(&follower))).collect();
+        let removed: Vec<_> = follows.iter().map(|f| (*f, None)).collect();
+        for changes in [set, removed] {
+            let update = window_update(&window, &followed, &changes).expect("an update");
+            let bytes = update.longest_expression();
+            assert!(bytes <= MAX_EXPRESSION_BYTES / 2, "{bytes} bytes");
+        }
+    }
 }

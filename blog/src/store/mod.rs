@@ -75,9 +75,9 @@ pub use client::{
     dynamodb_client, dynamodb_client_metered, is_local_endpoint, sdk_config, streams_client,
     with_local_defaults,
 };
-pub use error::{Busy, StoreError};
+pub use error::{Busy, Limit, StoreError};
 #[cfg(feature = "admin")]
 pub use handle::Admin;
 pub use handle::{DELIVERY_PAGE, FanOut, GSI_LAG_BOUND, PULL_FOLLOWERS, Requests, Store};
-pub use table::{Backoff, classify, request_scope, request_scope_until};
+pub use table::{Backoff, Sizes, classify, request_scope, request_scope_until};
 pub(crate) use table::{n, s, signed};

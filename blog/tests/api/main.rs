@@ -27,6 +27,7 @@ mod hot;
 mod idempotency;
 mod identity;
 mod likes;
+mod limits;
 mod load;
 mod mentions;
 mod migration;

@@ -228,3 +228,175 @@ async fn park_failures_parks_a_notice_once_however_often_it_comes_and_refuses_wh
     assert!(err.to_string().contains("audit --repair"), "{err}");
     assert_eq!(parked(&api).await.len(), 5);
 }
+
+/// A record parked by the earlier version, under the single `PARKED`
+/// partition (written here as it wrote it), is replayed beside those parked
+/// now (spread over `PARKED#<k>`), and forgotten where it was.
+#[tokio::test]
+async fn records_parked_under_the_earlier_single_partition_are_replayed_too() {
+    let api = TestApi::start().await;
+    a_post_with_a_comment_and_a_like(&api).await;
+    let records = api.stream_records().await;
+    let applicable: Vec<_> = records.iter().filter(|r| fanout::applies_to(r)).collect();
+    assert_eq!(applicable.len(), 5);
+    let shard = "shardId-00000001573689847184-864758bb";
+    let at = "2026-01-01T00:00:00Z";
+    // One of the middle records, as the earlier version kept it: `PARKED /
+    // RECORD#<sequence number, 40 digits>#<shard>`.
+    let first = applicable[2];
+    let sequence = first
+        .change
+        .sequence_number
+        .clone()
+        .expect("a sequence number");
+    let legacy = json!({
+        "PK": "PARKED",
+        "SK": format!("RECORD#{sequence:0>40}#{shard}"),
+        "type": "parkedRecord",
+        "shardId": shard,
+        "sequenceNumber": sequence,
+        "eventName": first.event_name,
+        "record": serde_json::to_string(first).expect("a record as JSON"),
+        "parkedAt": at,
+    });
+    let store = &api.app.store;
+    store
+        .client()
+        .put_item()
+        .table_name(store.table())
+        .set_item(Some(serde_dynamo::to_item(legacy).expect("item")))
+        .send()
+        .await
+        .expect("put the legacy record");
+    // The others, parked now.
+    let items: Vec<_> = applicable
+        .iter()
+        .enumerate()
+        .filter(|(i, _)| *i != 2)
+        .map(|(_, r)| r)
+        .map(|r| ParkedRecordItem::new(shard, r, at.to_owned()).expect("parked"))
+        .collect();
+    store.fanout().park_all(&items).await.expect("park");
+
+    let kept = parked(&api).await;
+    assert_eq!(kept.len(), 5);
+    assert_eq!(
+        kept.iter().filter(|item| item.legacy).count(),
+        1,
+        "the legacy record, read first"
+    );
+    assert!(kept[0].legacy);
+    assert_eq!(kept[0].sequence_number, sequence);
+    // The replay takes them in stream order across the partitions, the
+    // legacy one among them: the post's INSERT before its MODIFYs.
+    let mut order = Vec::new();
+    recovery::replay(&api.app.store, true, |item, _| {
+        order.push(item.sequence_number.clone());
+    })
+    .await
+    .expect("dry run");
+    let in_stream: Vec<_> = applicable
+        .iter()
+        .filter_map(|r| r.change.sequence_number.clone())
+        .collect();
+    assert_eq!(order, in_stream);
+
+    let report = replay(&api).await;
+    assert_eq!((report.applied, report.failed), (5, 0));
+    let (_, feed) = api.get_feed().await;
+    assert_eq!(feed["items"][0]["title"], "Parked");
+    assert_eq!(feed["items"][0]["commentCount"], 1);
+    assert_eq!(feed["items"][0]["likeCount"], 1);
+    assert_eq!(
+        parked(&api).await,
+        vec![],
+        "each one forgotten where it was"
+    );
+    let old_key = blog::keys::ParkedPartition::Legacy.key(&sequence, shard);
+    let left = store
+        .client()
+        .get_item()
+        .table_name(store.table())
+        .set_key(Some(old_key.item()))
+        .consistent_read(true)
+        .send()
+        .await
+        .expect("get");
+    assert!(left.item.is_none(), "the legacy item is gone");
+}
+
+/// 1,600 records parked at once spread over all 16 partitions, and the
+/// replay's pages (one Query each, up to 100 records of one partition) walk
+/// them all, partitions that take more than one page included.
+#[tokio::test]
+async fn many_records_parked_at_once_spread_and_are_all_listed() {
+    use blog::keys::{PARKED_PARTITIONS, ParkedPartition};
+    use std::collections::BTreeMap;
+
+    let api = TestApi::start().await;
+    let author = api.user("author").await;
+    api.post(&author, "Parked", "text").await;
+    let records = api.stream_records().await;
+    let insert = records
+        .iter()
+        .find(|r| fanout::applies_to(r))
+        .expect("the post's INSERT");
+    let items: Vec<_> = (0..1_600_u64)
+        .map(|n| {
+            let mut record = insert.clone();
+            record.change.sequence_number = Some((900_000_000_000_000_000 + n).to_string());
+            ParkedRecordItem::new("shard", &record, "2026-01-01T00:00:00Z".into()).expect("parked")
+        })
+        .collect();
+    let fanout_store = api.app.store.fanout();
+    fanout_store.park_all(&items).await.expect("park");
+    fanout_store
+        .park_all(&items)
+        .await
+        .expect("park again: the same items");
+
+    let mut pages = 0;
+    let mut held: BTreeMap<ParkedPartition, usize> = BTreeMap::new();
+    let mut start = None;
+    loop {
+        let (page, next) = api
+            .app
+            .store
+            .admin()
+            .parked_page(start)
+            .await
+            .expect("a page");
+        pages += 1;
+        assert!(page.len() <= 100);
+        for item in &page {
+            *held.entry(item.partition()).or_default() += 1;
+        }
+        match next {
+            Some(next) => start = Some(next),
+            None => break,
+        }
+    }
+    assert_eq!(held.values().sum::<usize>(), 1_600, "each once: {held:?}");
+    assert_eq!(held.len(), usize::from(PARKED_PARTITIONS), "{held:?}");
+    assert!(
+        held.values().all(|&n| n <= 200),
+        "none over twice its share: {held:?}"
+    );
+    let over_a_page = held.values().filter(|&&n| n >= 100).count();
+    assert!(over_a_page > 0, "{held:?}");
+    // One page a partition (the legacy one empty), and one more for each
+    // partition of 100 or more (a full page says more may follow).
+    assert_eq!(pages, 17 + over_a_page, "{held:?}");
+
+    // The replay holds a page a partition and hands them out in sequence
+    // order across all 16.
+    let mut order = Vec::new();
+    let dry = recovery::replay(&api.app.store, true, |item, _| {
+        order.push(item.sequence_number.clone());
+    })
+    .await
+    .expect("dry run");
+    assert_eq!(dry.listed, 1_600);
+    let in_stream: Vec<_> = items.iter().map(|i| i.sequence_number.clone()).collect();
+    assert_eq!(order, in_stream);
+}

@@ -261,3 +261,74 @@ async fn the_records_a_real_workload_streams_are_filtered_as_the_rules_decide() 
         "every image read as DynamoDB JSON, as the filters see it: {seen:?}"
     );
 }
+
+/// Parked records' own stream records wake nothing in whichever partition
+/// they are (`PARKED#00`..`PARKED#15`, and the earlier version's single
+/// `PARKED`): the filters and the rules read the item's type, never its key.
+#[tokio::test]
+async fn parked_records_are_ignored_in_every_partition() {
+    use blog::keys::{PARKED_PARTITIONS, ParkedPartition};
+
+    let api = TestApi::start().await;
+    let author = api.user("author").await;
+    api.post(&author, "parked", "text").await;
+    let records = api.stream_records().await;
+    let insert = records
+        .iter()
+        .find(|r| fanout::applies_to(r))
+        .expect("the post's INSERT");
+    // One record in each partition: sequence numbers tried until each
+    // partition has one.
+    let mut items: Vec<ParkedRecordItem> = Vec::new();
+    let mut covered = BTreeSet::new();
+    for n in 1_000_u64.. {
+        if covered.len() == usize::from(PARKED_PARTITIONS) {
+            break;
+        }
+        let mut record = insert.clone();
+        record.change.sequence_number = Some(n.to_string());
+        let item = ParkedRecordItem::new("shard", &record, "2026-01-01T00:00:00Z".into())
+            .expect("a parked record");
+        if covered.insert(item.partition()) {
+            items.push(item);
+        }
+    }
+    let legacy = ParkedRecordItem {
+        legacy: true,
+        ..items[0].clone()
+    };
+    assert_eq!(legacy.partition(), ParkedPartition::Legacy);
+    let fanout_store = api.app.store.fanout();
+    fanout_store.park_all(&items).await.expect("park");
+    fanout_store
+        .park(&legacy)
+        .await
+        .expect("park the legacy one");
+    for item in items.iter().chain([&legacy]) {
+        api.app.store.admin().unpark(item).await.expect("unpark");
+    }
+
+    let mapping = deployed();
+    let mut seen = BTreeSet::new();
+    for record in api.stream_records().await {
+        let json = serde_json::to_value(&record).expect("a record as JSON");
+        if kind(&json) != "parkedRecord" {
+            continue;
+        }
+        let pk = json["dynamodb"]["Keys"]["PK"]["S"]
+            .as_str()
+            .unwrap_or_default()
+            .to_owned();
+        let partition = ParkedPartition::of_pk(&pk).expect("a parked partition's key");
+        assert!(
+            !mapping.filters.admits(&json),
+            "{pk}: the filters let it through"
+        );
+        assert!(!fanout::applies_to(&record), "{pk}: the rules apply to it");
+        seen.insert((partition, record.event_name.clone()));
+    }
+    let expected: BTreeSet<_> = ParkedPartition::all()
+        .flat_map(|p| [(p, "INSERT".to_owned()), (p, "REMOVE".to_owned())])
+        .collect();
+    assert_eq!(seen, expected, "every partition's put and delete, ignored");
+}

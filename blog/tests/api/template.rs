@@ -520,9 +520,9 @@ fn every_role_allows_only_what_its_function_calls() {
                 // Batches only where a page needs them: the export's, the
                 // drafts list's, the follow and block lists', the home's, the
                 // notifications' and a user's Atom feed's reads, a follow's
-                // backfill of the home, and the
+                // backfill of the home, the
                 // fan-out's delivery (the follower counts read, the home
-                // entries written).
+                // entries written), and park-failures' records parked.
                 if action.starts_with("dynamodb:Batch") {
                     assert!(
                         matches!(
@@ -537,7 +537,7 @@ fn every_role_allows_only_what_its_function_calls() {
                                     | "list-notifications"
                                     | "list-user-posts-atom",
                                 "dynamodb:BatchGetItem"
-                            ) | ("follow-user", "dynamodb:BatchWriteItem")
+                            ) | ("follow-user" | "park-failures", "dynamodb:BatchWriteItem")
                                 | (
                                     "fan-out",
                                     "dynamodb:BatchGetItem" | "dynamodb:BatchWriteItem"
@@ -1151,4 +1151,69 @@ async fn every_call_the_fan_out_makes_is_allowed_by_its_role() {
         .map(|call| call.operation.as_str())
         .collect();
     assert_eq!(missing, BTreeSet::new(), "calls FanOutRole does not allow");
+}
+
+/// Every DynamoDB call `park-failures` makes parking a notice's records (a
+/// BatchWriteItem spread over the parked partitions) is allowed by its role.
+#[tokio::test]
+async fn every_call_park_failures_makes_is_allowed_by_its_role() {
+    use aws_lambda_events::event::{
+        dynamodb::Event,
+        streams::{DynamoDbBatchItemFailure, DynamoDbEventResponse},
+    };
+    use blog::recovery::{self, FailureNotice};
+    use local::stream_poller::InvokeError;
+    use std::sync::{Arc, Mutex};
+
+    let api = TestApi::start().await;
+    let template = template();
+    let functions = functions_by_binary(&template);
+    let statements = statements(&template, functions["park-failures"]);
+    let author = api.user("author").await;
+    let fan = api.user("fan").await;
+    let post = api.post(&author, "parked", "text").await;
+    api.like(&fan, &post).await;
+    api.comment(&fan, &post, "hi").await;
+    api.wait_for_stream(5).await;
+    let notices = Arc::new(Mutex::new(Vec::<FailureNotice>::new()));
+    let sink = notices.clone();
+    let mut poller = api.poller().with_failure_sink(Box::new(move |notice| {
+        sink.lock().expect("lock").push(notice);
+        Box::pin(async { Ok(()) })
+    }));
+    let failing = |event: Event| {
+        let mut response = DynamoDbEventResponse::default();
+        for record in &event.records {
+            let mut failure = DynamoDbBatchItemFailure::default();
+            failure.item_identifier = record.change.sequence_number.clone();
+            response.batch_item_failures.push(failure);
+        }
+        std::future::ready(Ok::<_, InvokeError>(response))
+    };
+    poller.poll_once(&failing).await.expect("poll");
+    let notice = notices
+        .lock()
+        .expect("lock")
+        .first()
+        .cloned()
+        .expect("a notice");
+    api.meter.take();
+    let streams = crate::support::streams_client(&crate::support::endpoint());
+    let parked = recovery::park_batch(&api.app.store, &streams, &notice.batch)
+        .await
+        .expect("parked");
+    assert!(parked.parked > 0, "{parked:?}");
+    let calls = api.meter.take();
+    let operations: BTreeSet<&str> = calls.iter().map(|c| c.operation.as_str()).collect();
+    assert!(operations.contains("BatchWriteItem"), "{operations:?}");
+    let missing: BTreeSet<&str> = calls
+        .iter()
+        .filter(|call| !role_allows(&statements, call))
+        .map(|call| call.operation.as_str())
+        .collect();
+    assert_eq!(
+        missing,
+        BTreeSet::new(),
+        "calls ParkFailuresRole does not allow"
+    );
 }

@@ -338,10 +338,7 @@ fn every_item() -> Result<Vec<Described>, Box<dyn std::error::Error>> {
         ),
         described(
             ItemType::ParkedRecord,
-            Key::new(
-                keys::PARKED_PK.to_owned(),
-                keys::parked_sk("1".repeat(40).as_str(), "shard-1"),
-            ),
+            keys::ParkedPartition::of(&"1".repeat(40), "shard-1").key(&"1".repeat(40), "shard-1"),
             attributes::<ParkedRecordItem>(),
         ),
     ];

@@ -7,10 +7,11 @@ use std::collections::HashMap;
 use aws_sdk_dynamodb::types::AttributeValue;
 
 use crate::keys::{Counter, PK};
+use crate::store::error::Limit;
 
 /// The longest expression DynamoDB takes (each of a call's: its update,
 /// its condition, its key condition, its filter), in bytes.
-pub const MAX_EXPRESSION_BYTES: usize = 4 * 1024;
+pub const MAX_EXPRESSION_BYTES: usize = Limit::ExpressionBytes.max();
 
 /// An expression (condition, update or key condition) with its `#name` and
 /// `:value` placeholders.

@@ -21,6 +21,7 @@
 //! | `read.rs` | [`Table::get`], [`Table::batch_get`], [`Query`] and `Scan` (admin only) and their [`Page`]s |
 //! | `tokens.rs` | client request tokens, and the [`request_scope`] (and deadline) they come from |
 //! | `retry.rs` | [`Backoff`], and the one way a plain call is sent, retried and its failure classified |
+//! | `limits.rs` | [`Sizes`]: each request held to DynamoDB's limits before it is sent, and the largest of each kind |
 //! | `errors.rs` | what each of DynamoDB's errors means ([`Busy`](crate::store::error::Busy)), [`classify`] |
 //! | `schema.rs` | the table's definition (admin) |
 //!
@@ -37,6 +38,20 @@
 //! | `TransactionCanceledException` with `TransactionConflict`, `ThrottlingError` or `ProvisionedThroughputExceeded` reasons | yes | the same |
 //! | `InternalServerError`, `ServiceUnavailable`, a timeout, a dropped connection: **the outcome is unknown** | yes | the same |
 //! | `ConditionalCheckFailedException`, or a cancellation with a `ConditionalCheckFailed` reason | no | the caller's domain answer |
+//!
+//! # DynamoDB's limits
+//!
+//! DynamoDB refuses a request over its limits with a `ValidationException`,
+//! and DynamoDB Local takes some of them: this layer refuses them first,
+//! before sending, with [`StoreError::OverLimit`](super::StoreError::OverLimit)
+//! (a bug in the operation that built the request: a 500, never retried):
+//!
+//! | limit | held at |
+//! |---|---|
+//! | 4 KB an expression (update, condition) | every write, on its own or a transaction's item |
+//! | 100 items a TransactWriteItems | [`Transaction::commit`] |
+//! | 25 writes a BatchWriteItem | each call of `Table::put_all` and `Table::delete_all` (which send any number in calls of 25) |
+//! | 100 keys a BatchGetItem | each call of [`Table::batch_get`] (which sends any number in calls of 100) |
 //!
 //! # Unknown outcomes
 //!
@@ -62,6 +77,7 @@ mod schema;
 
 mod errors;
 mod expr;
+mod limits;
 mod probe;
 mod read;
 mod retry;
@@ -72,6 +88,7 @@ use aws_sdk_dynamodb::Client;
 
 pub use errors::{busy_call, classify};
 pub use expr::{Expr, MAX_EXPRESSION_BYTES, n, s, signed};
+pub use limits::Sizes;
 pub use probe::{Room, Throttle};
 #[cfg(feature = "admin")]
 pub use read::Scan;
@@ -92,6 +109,7 @@ pub struct Table {
     client: Client,
     name: String,
     backoff: Backoff,
+    sizes: std::sync::Arc<Sizes>,
 }
 
 impl Table {
@@ -100,6 +118,7 @@ impl Table {
             client,
             name: name.into(),
             backoff: Backoff::default(),
+            sizes: Default::default(),
         }
     }
 
@@ -118,6 +137,12 @@ impl Table {
 
     pub fn backoff(&self) -> &Backoff {
         &self.backoff
+    }
+
+    /// What its requests came to against DynamoDB's limits, and how many
+    /// were refused for passing one.
+    pub fn sizes(&self) -> &Sizes {
+        &self.sizes
     }
 }
 

@@ -16,7 +16,7 @@ use super::{
     Table,
     expr::{Expr, merged, s},
 };
-use crate::store::error::Busy;
+use crate::store::error::{Busy, Limit};
 use crate::{
     keys::{Entity, GSI1, GSI1PK, GSI1SK, Item, PK, SK},
     store::error::StoreError,
@@ -355,6 +355,19 @@ impl Table {
             }
             return Ok((found, units));
         }
+        self.batch_get_call(what, keys, consistent).await
+    }
+
+    /// One BatchGetItem of at most [`BATCH_GET`] distinct `keys`, resent
+    /// with what DynamoDB leaves unprocessed; more are refused before
+    /// sending, as DynamoDB would.
+    pub(super) async fn batch_get_call(
+        &self,
+        what: &'static str,
+        keys: Vec<Item>,
+        consistent: bool,
+    ) -> Result<(Vec<Item>, f64), StoreError> {
+        self.sizes.hold(what, Limit::BatchGetKeys, keys.len())?;
         if keys.is_empty() {
             return Ok((Vec::new(), 0.0));
         }
@@ -399,7 +412,7 @@ impl Table {
 }
 
 /// The most keys one BatchGetItem may name.
-pub const BATCH_GET: usize = 100;
+pub const BATCH_GET: usize = Limit::BatchGetKeys.max();
 
 /// `keys` with each key once, in the order first named.
 fn distinct(keys: Vec<Item>) -> Vec<Item> {

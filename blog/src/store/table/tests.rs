@@ -334,3 +334,150 @@ async fn missing_credentials_are_a_configuration_error_not_a_busy_database() {
         other => panic!("{other:?}"),
     }
 }
+
+/// A table whose client counts each time it is asked for credentials (once
+/// per call it tries to send) and has none: a request refused before
+/// sending never asks.
+fn unsendable() -> (Table, std::sync::Arc<AtomicUsize>) {
+    let asked = std::sync::Arc::new(AtomicUsize::new(0));
+    let config = aws_sdk_dynamodb::Config::builder()
+        .behavior_version(aws_sdk_dynamodb::config::BehaviorVersion::latest())
+        .region(aws_sdk_dynamodb::config::Region::new("us-east-1"))
+        .endpoint_url("http://127.0.0.1:9")
+        .credentials_provider(NoCredentials(asked.clone()))
+        .identity_cache(aws_sdk_dynamodb::config::IdentityCache::no_cache())
+        .build();
+    let client = aws_sdk_dynamodb::Client::from_conf(config);
+    (Table::new(client, "blog").with_backoff(fast(1)), asked)
+}
+
+fn key(n: usize) -> crate::keys::Item {
+    Key::new(format!("X#{n}"), "Y").item()
+}
+
+/// Whether `result` is the table layer's refusal of `limit` at `size`.
+fn over<T: std::fmt::Debug>(
+    result: Result<T, StoreError>,
+    limit: crate::store::error::Limit,
+    size: usize,
+) -> bool {
+    match result {
+        Err(StoreError::OverLimit {
+            limit: refused,
+            size: at,
+            ..
+        }) => refused == limit && at == size,
+        other => panic!("not refused for {limit:?}: {other:?}"),
+    }
+}
+
+/// A transaction of 101 items is refused before it is sent (a bug, not the
+/// client's doing); one of 100 is sent (here it fails for want of
+/// credentials).
+#[tokio::test]
+async fn a_transaction_of_more_than_100_items_is_refused_before_sending() {
+    use crate::store::error::Limit;
+    let (table, asked) = unsendable();
+    let transaction = |items: usize| {
+        let mut tx = table.transaction("test");
+        for n in 0..items {
+            tx.add("check", Write::check(key(n), Expr::item_exists()));
+        }
+        tx
+    };
+    assert!(over(
+        transaction(101).commit().await,
+        Limit::TransactionItems,
+        101
+    ));
+    assert_eq!(asked.load(Ordering::SeqCst), 0, "never sent");
+    let sent = transaction(100).commit().await;
+    assert!(matches!(sent, Err(StoreError::Config(_))), "{sent:?}");
+    assert_eq!(asked.load(Ordering::SeqCst), 1, "sent");
+    // The refusal is the API's 500, its message says what and how many.
+    let err = transaction(101).commit().await.expect_err("refused");
+    assert_eq!(
+        err.to_string(),
+        "test: 101 items in a transaction, over DynamoDB's 100"
+    );
+    // The table counts what it refused, and the largest it was asked for.
+    assert_eq!(table.sizes().refused(), 2);
+    assert_eq!(table.sizes().peak(Limit::TransactionItems), 101);
+    assert_eq!(table.sizes().peak(Limit::BatchWriteItems), 0);
+}
+
+/// A BatchWriteItem of 26 writes is refused before sending; `put_all` and
+/// `delete_all` send any number in calls of 25.
+#[tokio::test]
+async fn a_batch_write_of_more_than_25_is_refused_and_the_writers_split() {
+    use crate::store::error::Limit;
+    use aws_sdk_dynamodb::types::{DeleteRequest, WriteRequest};
+    let (table, asked) = unsendable();
+    let requests: Vec<WriteRequest> = (0..26)
+        .map(|n| {
+            let delete = DeleteRequest::builder()
+                .set_key(Some(key(n)))
+                .build()
+                .expect("a delete");
+            WriteRequest::builder().delete_request(delete).build()
+        })
+        .collect();
+    assert!(over(
+        table.write_batch("test", requests).await,
+        Limit::BatchWriteItems,
+        26
+    ));
+    assert_eq!(asked.load(Ordering::SeqCst), 0, "never sent");
+    let keys: Vec<_> = (0..26).map(key).collect();
+    let sent = table.delete_all("test", keys, 1).await;
+    assert!(matches!(sent, Err(StoreError::Config(_))), "{sent:?}");
+    assert_eq!(asked.load(Ordering::SeqCst), 1, "the first call of 25 sent");
+    assert_eq!(table.sizes().refused(), 1);
+}
+
+/// A BatchGetItem of 101 keys is refused before sending; `batch_get` sends
+/// any number in calls of 100.
+#[tokio::test]
+async fn a_batch_get_of_more_than_100_keys_is_refused_and_the_reader_splits() {
+    use crate::store::error::Limit;
+    let (table, asked) = unsendable();
+    let keys: Vec<_> = (0..101).map(key).collect();
+    assert!(over(
+        table.batch_get_call("test", keys.clone(), true).await,
+        Limit::BatchGetKeys,
+        101
+    ));
+    assert_eq!(asked.load(Ordering::SeqCst), 0, "never sent");
+    let sent = table.batch_get("test", keys).await;
+    assert!(matches!(sent, Err(StoreError::Config(_))), "{sent:?}");
+    assert_eq!(
+        asked.load(Ordering::SeqCst),
+        1,
+        "the first call of 100 sent"
+    );
+}
+
+/// A write with an expression over 4 KB is refused before sending, on its
+/// own or as a transaction's item; one of exactly 4 KB is sent.
+#[tokio::test]
+async fn an_expression_over_4_kb_is_refused_before_sending() {
+    use crate::store::error::Limit;
+    let (table, asked) = unsendable();
+    // `attribute_exists(PK)` (20 bytes), padded to `bytes`.
+    let condition =
+        |bytes: usize| Expr::new(format!("attribute_exists(PK){}", " ".repeat(bytes - 20)));
+    let long = Write::delete(key(0), Deleted::Untold).when(condition(4097));
+    assert!(over(
+        table.write("test", &long).await,
+        Limit::ExpressionBytes,
+        4097
+    ));
+    let mut tx = table.transaction("test");
+    tx.add("long", Write::check(key(0), condition(4097)));
+    assert!(over(tx.commit().await, Limit::ExpressionBytes, 4097));
+    assert_eq!(asked.load(Ordering::SeqCst), 0, "never sent");
+    let within = Write::delete(key(0), Deleted::Untold).when(condition(4096));
+    let sent = table.write("test", &within).await;
+    assert!(matches!(sent, Err(StoreError::Config(_))), "{sent:?}");
+    assert_eq!(asked.load(Ordering::SeqCst), 1, "sent");
+}

@@ -29,11 +29,12 @@ use super::{
         after_unknown_outcome, busy_item, busy_transaction, classify, describe, failed_conditions,
         lost, throttled_item,
     },
-    expr::{Expr, MAX_EXPRESSION_BYTES, Names, Values, merged},
+    expr::{Expr, Names, Values, merged},
+    limits::Sizes,
     retry::{Failed, Failure},
     tokens::{Tokens, resolve_until},
 };
-use crate::store::error::Busy;
+use crate::store::error::{Busy, Limit};
 use crate::{
     keys::{Entity, Item, PK, SK},
     store::error::StoreError,
@@ -199,7 +200,7 @@ impl Write {
     /// Its condition, and the placeholders of its change and condition.
     /// The longest of its expressions (its update's, its condition's), in
     /// bytes: DynamoDB refuses a write with one over
-    /// [`MAX_EXPRESSION_BYTES`] (a `ValidationException`), and so does this
+    /// [`MAX_EXPRESSION_BYTES`](super::MAX_EXPRESSION_BYTES) (a `ValidationException`), and so does this
     /// layer, before sending it (DynamoDB Local takes longer ones).
     pub fn longest_expression(&self) -> usize {
         let change = match &self.op {
@@ -210,14 +211,8 @@ impl Write {
     }
 
     /// Refuses it as DynamoDB would, with an expression over 4 KB.
-    fn within_limits(&self, what: &str) -> Result<(), StoreError> {
-        let longest = self.longest_expression();
-        if longest > MAX_EXPRESSION_BYTES {
-            return Err(StoreError::Internal(format!(
-                "{what}: an expression of {longest} bytes, over DynamoDB's {MAX_EXPRESSION_BYTES}"
-            )));
-        }
-        Ok(())
+    fn within_limits(&self, what: &str, sizes: &Sizes) -> Result<(), StoreError> {
+        sizes.hold(what, Limit::ExpressionBytes, self.longest_expression())
     }
 
     pub(super) fn parts(&self) -> (Option<String>, Names, Values) {
@@ -320,7 +315,7 @@ impl Table {
     /// Sends `write` as the one call its op is, answering the attributes it
     /// returned.
     async fn send_write(&self, what: &'static str, write: &Write) -> Result<Option<Item>, Failed> {
-        write.within_limits(what)?;
+        write.within_limits(what, &self.sizes)?;
         let (client, table) = (&self.client, &self.name);
         match &write.op {
             Op::Put(item) => {
@@ -395,7 +390,7 @@ impl Table {
             batches.push(
                 items
                     .by_ref()
-                    .take(25)
+                    .take(Limit::BatchWriteItems.max())
                     .map(|item| {
                         PutRequest::builder()
                             .set_item(Some(item))
@@ -422,7 +417,7 @@ impl Table {
         while keys.peek().is_some() {
             batches.push(
                 keys.by_ref()
-                    .take(25)
+                    .take(Limit::BatchWriteItems.max())
                     .map(|key| {
                         DeleteRequest::builder()
                             .set_key(Some(key))
@@ -452,12 +447,14 @@ impl Table {
     }
 
     /// One BatchWriteItem of at most 25 `requests`, resent until none is
-    /// left unprocessed.
-    async fn write_batch(
+    /// left unprocessed; more are refused before sending, as DynamoDB would.
+    pub(super) async fn write_batch(
         &self,
         what: &'static str,
         mut requests: Vec<aws_sdk_dynamodb::types::WriteRequest>,
     ) -> Result<(), StoreError> {
+        self.sizes
+            .hold(what, Limit::BatchWriteItems, requests.len())?;
         let mut round = 0;
         while !requests.is_empty() {
             let batch = self
@@ -578,10 +575,14 @@ impl Transaction<'_> {
         Slot(self.slots.len() - 1)
     }
 
+    /// Its items as the SDK takes them; more than 100 (or one with an
+    /// expression over 4 KB) are refused before sending, as DynamoDB would.
     fn items(&self) -> Result<Vec<TransactWriteItem>, StoreError> {
+        let sizes = &self.table.sizes;
+        sizes.hold(self.what, Limit::TransactionItems, self.slots.len())?;
         self.slots
             .iter()
-            .map(|(_, write)| transact_item(&self.table.name, write))
+            .map(|(_, write)| transact_item(&self.table.name, sizes, write))
             .collect()
     }
 
@@ -760,8 +761,12 @@ impl Transaction<'_> {
 }
 
 /// `write` as an item of a TransactWriteItems on `table`.
-fn transact_item(table: &str, write: &Write) -> Result<TransactWriteItem, StoreError> {
-    write.within_limits("transaction item")?;
+fn transact_item(
+    table: &str,
+    sizes: &Sizes,
+    write: &Write,
+) -> Result<TransactWriteItem, StoreError> {
+    write.within_limits("transaction item", sizes)?;
     let item = TransactWriteItem::builder();
     Ok(match &write.op {
         Op::Put(put) => {
