@@ -20,7 +20,7 @@
 //! | post INSERT, or MODIFY that publishes it | a delivery item for each of its author's follower shards with followers (`store::home`) | put only if absent |
 //! | delivery INSERT, or its MODIFY with `handoff` | its follower shard's followers' home entries, a page at a time from its saved place; near the deadline its place saved with `handoff`, whose MODIFY goes on | the place saved conditional on the place read: a record delivered again goes on from there; an entry put twice is the same entry |
 //! | follower shard count INSERT or MODIFY (the last of a batch's per followed user carries the others) | what each shard counted since the version the profile holds of it, added onto `followerCount`, the versions kept in `followerShards` | each shard's version held is still the one read |
-//! | a hot post's like or comment INSERT or REMOVE, and its first-page copy's MODIFY with `due` | once a batch per post and list, after the rules (`super::pages`): the copy of the keys of its likes' or comments' first page rebuilt by the exact merge, when the copy does not cover the batch's records and is at least 1 s old; a copy younger than that is marked `due` instead, and that MODIFY brings the post back (`store::first_pages`) | the copy is put only over an older one with no later rebuild due; a mark only where none as late is |
+//! | a hot post's like or comment INSERT or REMOVE, and its first-page copy's INSERT or MODIFY with `due` | once a batch per post and list, after the rules (`super::pages`): the copy of the keys of its likes' or comments' first page rebuilt by the exact merge, when the copy does not cover the batch's records and is at least 1 s old; a copy younger than that is marked `due` instead, and that MODIFY brings the post back (`store::first_pages`) | the copy is put only over an older one with no later rebuild due; a mark only where none as late is |
 //! | anything else | nothing | – |
 //!
 //! A quiet post's counts need no rule of their own: a comment or like changes
@@ -150,10 +150,12 @@ impl Rule {
                 Change::Modify if handed_off(record) => Some(Rule::Deliver),
                 Change::Modify | Change::Remove => None,
             },
-            // A hot post's first-page copy, the fan-out's own: only the
-            // MODIFY that marks a rebuild due comes back to it.
+            // A hot post's first-page copy, the fan-out's own: only a write
+            // of it that marks a rebuild due comes back to it.
             ItemType::FirstPage => match change {
-                Change::Modify if first_page_due(record) => Some(Rule::FirstPageDue),
+                Change::Insert | Change::Modify if first_page_due(record) => {
+                    Some(Rule::FirstPageDue)
+                }
                 Change::Insert | Change::Modify | Change::Remove => None,
             },
             // The copies the fan-out keeps and its own bookkeeping: nothing
@@ -187,9 +189,9 @@ impl Rule {
     }
 }
 
-/// Whether a first-page copy's MODIFY marked a rebuild due (its new image
-/// has `due`: template.yaml's filter lets only those through; the rebuild's
-/// own put has none).
+/// Whether a first-page copy's INSERT or MODIFY marked a rebuild due (its
+/// new image has `due`: template.yaml's filter lets only those through; a
+/// rebuild that covers what it was asked to puts none).
 fn first_page_due(record: &EventRecord) -> bool {
     record
         .change

@@ -75,7 +75,7 @@ pub use expr::{Expr, MAX_EXPRESSION_BYTES, n, s, signed};
 pub use probe::{Room, Throttle};
 #[cfg(feature = "admin")]
 pub use read::Scan;
-pub use read::{Page, Query};
+pub use read::{BATCH_GET, Page, Query};
 pub use retry::Backoff;
 #[cfg(feature = "admin")]
 pub use schema::{GSI1_PROJECTED, create_if_missing};
