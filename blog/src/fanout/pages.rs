@@ -167,3 +167,98 @@ pub(super) async fn apply_batch(
     }
     failed.map_or(Ok(writes), Err)
 }
+
+#[cfg(test)]
+mod tests {
+    use aws_lambda_events::event::dynamodb::EventRecord;
+    use serde_json::json;
+
+    use super::wanted;
+    use crate::{
+        ids::PostId,
+        keys::{Entity, PostPartition},
+        store::{
+            first_pages::Wanted,
+            items::first_page::{FirstPageItem, PageList},
+        },
+    };
+
+    fn record(event: &str, image: serde_json::Value) -> EventRecord {
+        let mut record = EventRecord::default();
+        record.event_name = event.to_owned();
+        let item: serde_dynamo::Item = serde_dynamo::to_item(image).expect("an image");
+        let keys: std::collections::HashMap<String, serde_dynamo::AttributeValue> = item
+            .iter()
+            .filter(|(name, _)| *name == "PK" || *name == "SK")
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect();
+        record.change.keys = keys.into();
+        if event == "REMOVE" {
+            record.change.old_image = item;
+        } else {
+            record.change.new_image = item;
+        }
+        record
+    }
+
+    fn like(post: PostId, shard: Option<u8>) -> serde_json::Value {
+        let place = PostPartition { post, shard };
+        let mut image = json!({
+            "PK": place.pk(), "SK": "LIKE#01J00000000000000000000002", "type": "like",
+            "likeId": "01J00000000000000000000002", "postId": post.to_string(),
+            "userId": "user-1", "username": "alice", "userVersion": 1,
+            "createdAt": "2026-11-28T12:00:00Z",
+        });
+        if let Some(k) = shard {
+            image["shard"] = json!(k);
+        }
+        image
+    }
+
+    fn copy(post: PostId, due: Option<u64>) -> serde_json::Value {
+        let copy = FirstPageItem {
+            due,
+            ..FirstPageItem::made(post, PageList::Likes, Vec::new(), false, 16, 5)
+        };
+        let item = copy.to_item().expect("an item");
+        serde_dynamo::from_item(item).expect("json")
+    }
+
+    #[test]
+    fn a_batch_asks_about_hot_posts_likes_and_comments_and_due_copies_only() {
+        let (hot, quiet, cooled, copied) = (
+            PostId::generate(),
+            PostId::generate(),
+            PostId::generate(),
+            PostId::generate(),
+        );
+        let post_modify = json!({
+            "PK": format!("POST#{cooled}"), "SK": "POST", "type": "post", "shards": 16,
+        });
+        let records = [
+            record("INSERT", like(quiet, None)),
+            record("INSERT", like(hot, Some(3))),
+            // A like given while `cooled` was quiet, taken back once hot:
+            // its count changed the post, whose MODIFY has `shards`.
+            record("REMOVE", like(cooled, None)),
+            record("MODIFY", post_modify),
+            record("MODIFY", copy(copied, None)),
+            record("MODIFY", copy(copied, Some(9_000))),
+        ];
+        let asked = wanted(&records, 7_000);
+        let at = |need, due, added| Wanted { need, due, added };
+        assert_eq!(
+            asked.into_iter().collect::<Vec<_>>(),
+            {
+                let mut expected = vec![
+                    ((hot, PageList::Likes), (1, at(7_000, false, true))),
+                    ((cooled, PageList::Likes), (2, at(7_000, false, false))),
+                    ((copied, PageList::Likes), (5, at(9_000, true, false))),
+                ];
+                expected.sort_by_key(|(key, _)| *key);
+                expected
+            },
+            "the quiet post's like and the copy without `due` ask nothing"
+        );
+    }
+}
