@@ -1119,6 +1119,11 @@ async fn every_call_the_fan_out_makes_is_allowed_by_its_role() {
     api.comment(&fan, &kept, "hi").await;
     api.like(&fan, &kept).await;
     api.like(&fan, &gone).await;
+    // A hot post's like and comment: its first pages copied.
+    api.make_hot(&kept).await;
+    let other = api.user("other").await;
+    api.like(&other, &kept).await;
+    api.comment(&other, &kept, "hot").await;
     api.meter.take();
     api.settle(&mut poller).await;
     let mut calls = api.meter.take();
