@@ -266,11 +266,12 @@ impl Requests<'_> {
     /// A hot post's first page of comments from the fan-out's copy
     /// ([`super::first_pages`]): the post item and the copy (one
     /// BatchGetItem, eventually consistent: `Store::post_and_copy`; a
-    /// draft's answer is 404, as `Requests::shown_comments` has it), then at once the comments the
-    /// copy names first (one BatchGetItem, eventually consistent, `limit +
-    /// 1` of them, at most 100) and the post's author's blocks (one Query).
-    /// A comment deleted since, or by someone the author blocks, is left
-    /// out. `None` when the post or the copy is missing: the merge reads it.
+    /// draft's answer is 404, as `Requests::shown_comments` has it), then
+    /// at once the comments the copy names first (one BatchGetItem,
+    /// eventually consistent, `limit + 1` of them, at most 100) and the
+    /// post's author's blocks (one Query). A comment deleted since, or by
+    /// someone the author blocks, is left out. `None` when the post or the
+    /// copy is missing: the merge reads it.
     async fn first_comments_page(
         &self,
         post: &PostId,

@@ -130,8 +130,10 @@ pub fn step(copy: Option<&FirstPageItem>, wanted: Wanted, now: u64) -> Step {
     if copy.covers(wanted.need) {
         return Step::Covered;
     }
-    // A rebuild due as late: its record brings it.
-    if !wanted.due && copy.due.is_some_and(|due| due >= wanted.need) {
+    // A rebuild due as late (later, for a due record: its own due is this
+    // one): the record that marked it brings it.
+    let later = |due: u64| due > wanted.need || (due == wanted.need && !wanted.due);
+    if copy.due.is_some_and(later) {
         return Step::Covered;
     }
     let old_enough = copy.made_at.saturating_add(rebuild_after_ms());
@@ -400,6 +402,18 @@ mod tests {
         assert_eq!(
             step(Some(&copy(9_500)), due, 10_900),
             Step::RebuildAt(11_000)
+        );
+        // A record that asks what a due rebuild will cover: nothing to do;
+        // the due copy's record leaves a later due to its own record.
+        let marked = |due| FirstPageItem {
+            due: Some(due),
+            ..copy(10_500)
+        };
+        assert_eq!(step(Some(&marked(11_000)), like, 11_100), Step::Covered);
+        assert_eq!(step(Some(&marked(12_000)), due, 11_100), Step::Covered);
+        assert_eq!(
+            step(Some(&marked(11_000)), due, 11_100),
+            Step::RebuildAt(11_500)
         );
         // No copy: made for a new like or comment, not for removals alone.
         assert_eq!(step(None, like, 10_900), Step::Rebuild);

@@ -523,8 +523,8 @@ impl Requests<'_> {
     /// (eventually consistent): a post back to a draft keeps what it had,
     /// shown to no one (404). A hot post's first page, once this process knows
     /// it is hot, reads the fan-out's copy of its keys instead
-    /// ([`super::first_pages`]: one GetItem, one BatchGetItem); its cursor
-    /// goes on through the merge.
+    /// ([`super::first_pages`]: two BatchGetItems); its cursor goes on
+    /// through the merge.
     pub async fn list_likes(
         &self,
         post: &PostId,
