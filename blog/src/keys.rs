@@ -152,6 +152,18 @@ pub const COMMENT_SHARDS_SK: &str = "COMMENT#~SHARDED";
 /// A hot post's shard counter, in each shard partition.
 pub const SHARD_COUNTS_SK: &str = "COUNTS";
 
+/// What ends the partition key of a hot post's first-page copies
+/// (`POST#<postId>#PAGES`): not a shard number, so [`PostPartition::of_pk`]
+/// and [`post_of_pk`] read no partition of the post in it, and nothing of
+/// the copies is written or read in the post's own partition.
+const FIRST_PAGES_SUFFIX: &str = "PAGES";
+/// The sort key of a hot post's copy of its likes' first page.
+pub const FIRST_LIKES_SK: &str = "LIKES";
+/// The sort key of a hot post's copy of its comments' first page.
+pub const FIRST_COMMENTS_SK: &str = "COMMENTS";
+/// Between an entry's id and its shard in a first-page copy (`<id>#<k>`).
+const ENTRY_SHARD_SEPARATOR: char = '#';
+
 /// A post's counters, and the attributes that hold them: the one place of
 /// their names: GSI1's projection and the audit's reads take them from
 /// here, and a test ties the post item's fields to them. Each is exact: it changes in the
@@ -274,6 +286,33 @@ impl PostPartition {
         };
         let post = PostId::parse(id).ok()?;
         Some(Self { post, shard })
+    }
+}
+
+/// The partition of a hot post's first-page copies (`POST#<postId>#PAGES`).
+pub fn first_pages_pk(post: &PostId) -> String {
+    format!("{POST_PREFIX}{post}#{FIRST_PAGES_SUFFIX}")
+}
+
+/// One entry of a first-page copy: the id of a like or a comment, and the
+/// shard that holds it (`<id>#<k>`; the id alone: the post's own
+/// partition).
+pub fn page_entry(id: &str, shard: Option<u8>) -> String {
+    match shard {
+        None => id.to_owned(),
+        Some(k) => format!("{id}{ENTRY_SHARD_SEPARATOR}{k}"),
+    }
+}
+
+/// The id and the shard of a first-page copy's entry ([`page_entry`]);
+/// `None` for text it does not write.
+pub fn page_entry_parts(entry: &str) -> Option<(&str, Option<u8>)> {
+    match entry.split_once(ENTRY_SHARD_SEPARATOR) {
+        None => Some((entry, None)),
+        Some((id, k)) => {
+            let shard = k.parse::<u8>().ok()?;
+            (shard.to_string() == k).then_some((id, Some(shard)))
+        }
     }
 }
 
@@ -816,6 +855,10 @@ item_types! {
     Notification,
     /// Until when a user has read their notifications (`NOTIFY#u / SEEN`).
     NotificationsSeen,
+    /// A hot post's copy of the keys of a list's first page, kept by the
+    /// fan-out (`POST#p#PAGES / LIKES` and `/ COMMENTS`,
+    /// [`crate::store::first_pages`]).
+    FirstPage,
     /// A type this version does not know (written by a newer one).
     #[serde(other)]
     Other,
@@ -995,6 +1038,21 @@ mod tests {
             );
         }
         assert_eq!(user_of_pk("FEED"), None);
+        // The first-page copies' partition is no partition of the post.
+        assert_eq!(PostPartition::of_pk(&first_pages_pk(&post)), None);
+        assert_eq!(post_of_pk(&first_pages_pk(&post)), None);
+    }
+
+    #[test]
+    fn a_first_page_entry_gives_its_id_and_shard_back() {
+        let like = LikeId::generate().to_string();
+        for shard in [None, Some(0), Some(7), Some(127)] {
+            let entry = page_entry(&like, shard);
+            assert_eq!(page_entry_parts(&entry), Some((like.as_str(), shard)));
+        }
+        for bad in ["a#", "a#07", "a#256", "a#-1", "a#1#2"] {
+            assert_eq!(page_entry_parts(bad), None, "{bad}");
+        }
     }
 
     #[test]

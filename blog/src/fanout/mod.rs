@@ -5,7 +5,9 @@
 //! the handler Lambda calls with a batch of records: it coalesces the post
 //! MODIFYs, shard counter MODIFYs and follower counts a later record carries,
 //! applies the rest in lanes, stops starting records once a walk pauses at
-//! the deadline, reports the failed records and logs what the batch did.
+//! the deadline, then runs the batch steps (the notifications, the hot
+//! posts' first-page copies), reports the failed records and logs what the
+//! batch did.
 //!
 //! A batch is applied in the order Lambda delivers a stream in: the records
 //! of one item one after another, those of different items at once (as
@@ -33,6 +35,7 @@ use crate::{
 };
 
 mod notify;
+mod pages;
 mod rate;
 mod record;
 pub mod rules;
@@ -88,6 +91,8 @@ pub async fn handle_until(
     event: Event,
     deadline: Deadline,
 ) -> DynamoDbEventResponse {
+    // Every record of the batch was written before this moment.
+    let received = crate::store::items::post::epoch_millis();
     let records = &event.records;
     let mut stats = BatchStats::of(records);
     // Before the rules: a post turning hot spreads its next likes at once.
@@ -116,9 +121,15 @@ pub async fn handle_until(
         store.table(),
         records.first().map_or("", |r| r.event_id.as_str())
     );
-    let notified = crate::store::request_scope(seed, notify::apply_batch(store, records)).await;
-    if let Err(index) = notified {
-        failures.report_notification(index, &records[index]);
+    let notified = crate::store::request_scope(seed, notify::apply_batch(store, records));
+    // And at once, the hot posts' first-page copies (each rebuild's
+    // transaction has a scope of its own).
+    let paged = pages::apply_batch(store, records, received);
+    let (notified, paged) = futures::join!(notified, paged);
+    for failed in [notified, paged] {
+        if let Err(index) = failed {
+            failures.report_batch_step(index, &records[index]);
+        }
     }
     failures.report_uncarried(records, &superseded);
     stats.log();
@@ -211,9 +222,10 @@ impl Failures {
         }
     }
 
-    /// A record whose notification failed, unless it or one before it is
-    /// reported already (Lambda comes again from the lowest).
-    fn report_notification(&mut self, index: usize, record: &EventRecord) {
+    /// A record whose batch step (its notification, its hot post's first
+    /// page) failed, unless it or one before it is reported already (Lambda
+    /// comes again from the lowest).
+    fn report_batch_step(&mut self, index: usize, record: &EventRecord) {
         if self.first.is_none_or(|first| index < first) {
             self.report(index, record);
             self.first = Some(index);

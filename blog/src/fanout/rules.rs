@@ -20,6 +20,7 @@
 //! | post INSERT, or MODIFY that publishes it | a delivery item for each of its author's follower shards with followers (`store::home`) | put only if absent |
 //! | delivery INSERT, or its MODIFY with `handoff` | its follower shard's followers' home entries, a page at a time from its saved place; near the deadline its place saved with `handoff`, whose MODIFY goes on | the place saved conditional on the place read: a record delivered again goes on from there; an entry put twice is the same entry |
 //! | follower shard count INSERT or MODIFY (the last of a batch's per followed user carries the others) | what each shard counted since the version the profile holds of it, added onto `followerCount`, the versions kept in `followerShards` | each shard's version held is still the one read |
+//! | a hot post's like or comment INSERT or REMOVE, and its first-page copy's INSERT or MODIFY with `due` | once a batch per post and list, after the rules (`super::pages`): the copy of the keys of its likes' or comments' first page rebuilt by the exact merge, when the copy does not cover the batch's records and is at least 1 s old; a copy younger than that is marked `due` instead, and that MODIFY brings the post back (`store::first_pages`) | the copy is put only over an older one with no later rebuild due; a mark only where none as late is |
 //! | anything else | nothing | – |
 //!
 //! A quiet post's counts need no rule of their own: a comment or like changes
@@ -88,8 +89,13 @@ pub(super) enum Rule {
     FollowerCopy,
     Deliver,
     /// A like or comment taken back: its notification, which the batch's
-    /// notifications step takes back ([`super::notify`]).
+    /// notifications step takes back ([`super::notify`]), and a hot post's
+    /// first-page copy, which the batch's first-pages step rebuilds
+    /// ([`super::pages`]).
     RemovedReply,
+    /// A hot post's first-page copy marked with a rebuild due (`due`): the
+    /// batch's first-pages step rebuilds it ([`super::pages`]).
+    FirstPageDue,
 }
 
 impl Rule {
@@ -144,6 +150,14 @@ impl Rule {
                 Change::Modify if handed_off(record) => Some(Rule::Deliver),
                 Change::Modify | Change::Remove => None,
             },
+            // A hot post's first-page copy, the fan-out's own: only a write
+            // of it that marks a rebuild due comes back to it.
+            ItemType::FirstPage => match change {
+                Change::Insert | Change::Modify if first_page_due(record) => {
+                    Some(Rule::FirstPageDue)
+                }
+                Change::Insert | Change::Modify | Change::Remove => None,
+            },
             // The copies the fan-out keeps and its own bookkeeping: nothing
             // is copied from them. A follow is counted in its transaction;
             // a home entry and a follower window are written only by the
@@ -173,6 +187,16 @@ impl Rule {
             | ItemType::Other => None,
         }
     }
+}
+
+/// Whether a first-page copy's INSERT or MODIFY marked a rebuild due (its
+/// new image has `due`: template.yaml's filter lets only those through; a
+/// rebuild that covers what it was asked to puts none).
+fn first_page_due(record: &EventRecord) -> bool {
+    record
+        .change
+        .new_image
+        .contains_key(crate::store::items::first_page::DUE_ATTRIBUTE)
 }
 
 /// Whether a delivery's MODIFY handed its walk off (its new image has
@@ -239,8 +263,10 @@ pub(super) async fn apply_record(
         }
         Some(Rule::FollowerCopy) => Box::pin(copy_followers(store, record, carried)).await,
         Some(Rule::Deliver) => Box::pin(deliver(store, record, deadline)).await,
-        // Its notification is the batch's notifications step's.
+        // Its notification is the batch's notifications step's, and a hot
+        // post's first page the first-pages step's.
         Some(Rule::RemovedReply) => Ok(Outcome::Ignored),
+        Some(Rule::FirstPageDue) => Ok(Outcome::Ignored),
         None => Ok(Outcome::Ignored),
     }
 }

@@ -4,17 +4,20 @@
 
 use crate::store::items::comment::CommentItem;
 
-use super::Requests;
+use std::collections::HashMap;
+
 use super::{
     Busy, Store, StoreError,
     counts::post::{self as counts, Counting, Tried},
     idempotency::{Answer, Idempotency},
     items::counter::CommentShardsItem,
+    items::first_page::{FIRST_PAGE_ENTRIES, FirstPageItem, PageList},
     items::post::PostItem,
     items::request_record::Created,
     items::user::UserItem,
     table::{Committing, Deleted, Expr, Query, TxOutcome, Write},
 };
+use super::{FanOut, Requests};
 use crate::{
     ids::{CommentId, PostId, UserId},
     keys::{COMMENT_PREFIX, Counter, Entity, PostPartition},
@@ -226,7 +229,9 @@ impl Requests<'_> {
     /// on in each of its shards (one Query each, at once, after the same
     /// comment), and the pages are merged oldest first. The cursor is the
     /// last comment's id; each page reads the shard count from the pointer,
-    /// so no cursor decides how much is read.
+    /// so no cursor decides how much is read. A hot post's first page, once
+    /// this process knows it is hot, reads the fan-out's copy of its keys
+    /// instead (`Requests::first_comments_page`).
     pub async fn list_comments(
         &self,
         post: &PostId,
@@ -235,24 +240,16 @@ impl Requests<'_> {
     ) -> Result<Page<Comment>, StoreError> {
         let list = format!("comments:{post}");
         let after = super::pages::resume_after(&list, cursor, CommentId::parse)?;
-        let mut items = self
-            .comments_in(PostPartition::own(*post), after, limit)
-            .await?;
-        let shards = items.last().and_then(CommentShardsItem::of);
-        if shards.is_some() {
-            items.pop();
+        if after.is_none()
+            && self.paged_hot(post)
+            && let Some(page) = self.first_comments_page(post, &list, limit).await?
+        {
+            return Ok(page);
         }
-        let mut comments: Vec<CommentItem> = super::from_items(items)?;
-        if let Some(n) = shards {
-            let reads =
-                (0..n).map(|k| self.comments_in(PostPartition::shard(*post, k), after, limit));
-            for page in futures::future::try_join_all(reads).await? {
-                comments.extend(super::from_items::<CommentItem>(page)?);
-            }
-            comments.sort_by_key(|comment| comment.comment_id);
+        let (mut comments, more, shards) = self.merged_comments(post, after, limit, false).await?;
+        if after.is_none() && shards.is_some() {
+            self.paged.saw(*post);
         }
-        let more = comments.len() > limit;
-        comments.truncate(limit);
         let next_cursor = match comments.last() {
             Some(last) if more => Some(super::cursor::encode(&list, &last.comment_id.to_string())),
             _ => None,
@@ -264,6 +261,59 @@ impl Requests<'_> {
             items: comments.into_iter().map(Comment::from).collect(),
             next_cursor,
         })
+    }
+
+    /// A hot post's first page of comments from the fan-out's copy
+    /// ([`super::first_pages`]): the post item and the copy (one
+    /// BatchGetItem, eventually consistent: `Store::post_and_copy`; a
+    /// draft's answer is 404, as `Requests::shown_comments` has it), then
+    /// at once the comments the copy names first (one BatchGetItem,
+    /// eventually consistent, `limit + 1` of them, at most 100) and the
+    /// post's author's blocks (one Query). A comment deleted since, or by
+    /// someone the author blocks, is left out. `None` when the post or the
+    /// copy is missing: the merge reads it.
+    async fn first_comments_page(
+        &self,
+        post: &PostId,
+        list: &str,
+        limit: usize,
+    ) -> Result<Option<Page<Comment>>, StoreError> {
+        let Some((head, copy)) = self.post_and_copy(post, PageList::Comments).await? else {
+            return Ok(None);
+        };
+        let head: ShownPost = super::from_item(head)?;
+        if head.status.is_some() {
+            return Err(StoreError::PostNotFound);
+        }
+        let entries = copy.entries(CommentId::parse)?;
+        let read = &entries[..super::pages::copy_read(entries.len(), limit)];
+        let keys = read
+            .iter()
+            .map(|(comment, place)| CommentItem::key_of(*place, comment).item())
+            .collect();
+        let (found, blocked) = futures::try_join!(
+            self.db
+                .batch_get_with("a hot post's first comments", keys, false),
+            self.blocked_users(&head.user_id),
+        )?;
+        let mut found: HashMap<CommentId, CommentItem> = super::from_items::<CommentItem>(found.0)?
+            .into_iter()
+            .map(|comment| (comment.comment_id, comment))
+            .collect();
+        let present = read
+            .iter()
+            .filter_map(|(comment, _)| found.remove(comment))
+            .filter(|comment| !blocked.contains(&comment.user_id))
+            .collect();
+        let ids: Vec<CommentId> = read.iter().map(|(comment, _)| *comment).collect();
+        let beyond = copy.more || entries.len() > read.len();
+        let (shown, after) =
+            super::pages::from_copy(&ids, present, limit, beyond, |c: &CommentItem| c.comment_id);
+        let next_cursor = after.map(|comment| super::cursor::encode(list, &comment.to_string()));
+        Ok(Some(Page {
+            items: shown.into_iter().map(Comment::from).collect(),
+            next_cursor,
+        }))
     }
 
     /// What a page of comments shows of `comments` (not empty): the post
@@ -301,6 +351,43 @@ impl Requests<'_> {
             .filter(|comment| !blocked.contains(&comment.user_id))
             .collect())
     }
+}
+
+impl Store {
+    /// The exact merge of `post`'s comments after `after` (none: from the
+    /// oldest): one Query of its own partition; a hot post's comments
+    /// pointer, met after its comments, names its shards, each then read
+    /// after the same comment (at once) and merged oldest first; strongly
+    /// consistent if `consistent` (the fan-out's copy). Up to `limit`
+    /// comments, whether more follow, and the shards read.
+    async fn merged_comments(
+        &self,
+        post: &PostId,
+        after: Option<CommentId>,
+        limit: usize,
+        consistent: bool,
+    ) -> Result<(Vec<CommentItem>, bool, Option<u8>), StoreError> {
+        let mut items = self
+            .comments_in(PostPartition::own(*post), after, limit, consistent)
+            .await?;
+        let shards = items.last().and_then(CommentShardsItem::of);
+        if shards.is_some() {
+            items.pop();
+        }
+        let mut comments: Vec<CommentItem> = super::from_items(items)?;
+        if let Some(n) = shards {
+            let reads = (0..n).map(|k| {
+                self.comments_in(PostPartition::shard(*post, k), after, limit, consistent)
+            });
+            for page in futures::future::try_join_all(reads).await? {
+                comments.extend(super::from_items::<CommentItem>(page)?);
+            }
+            comments.sort_by_key(|comment| comment.comment_id);
+        }
+        let more = comments.len() > limit;
+        comments.truncate(limit);
+        Ok((comments, more, shards))
+    }
 
     /// Up to `limit + 1` comments (and a hot post's pointer, after them) of
     /// one partition, oldest first, after `after`.
@@ -309,12 +396,42 @@ impl Requests<'_> {
         place: PostPartition,
         after: Option<CommentId>,
         limit: usize,
+        consistent: bool,
     ) -> Result<Vec<super::Item>, StoreError> {
         let start = after.map(|comment| CommentItem::key_of(place, &comment).item());
-        let query = Query::partition(place.pk()).begins_with(COMMENT_PREFIX);
+        let mut query = Query::partition(place.pk()).begins_with(COMMENT_PREFIX);
+        if consistent {
+            query = query.consistent();
+        }
         self.db
             .query_up_to("comments", &query, start, limit.saturating_add(1))
             .await
+    }
+}
+
+impl FanOut<'_> {
+    /// The fan-out's copy of `post`'s comments' first page: the exact merge
+    /// of its [`FIRST_PAGE_ENTRIES`] oldest, strongly consistent, begun at
+    /// `made_at` ([`super::first_pages`]).
+    pub(super) async fn first_comments(
+        &self,
+        post: &PostId,
+        made_at: u64,
+    ) -> Result<FirstPageItem, StoreError> {
+        let (comments, more, shards) = self
+            .merged_comments(post, None, FIRST_PAGE_ENTRIES, true)
+            .await?;
+        let entries = comments
+            .iter()
+            .map(|comment| (comment.comment_id.to_string(), comment.shard));
+        Ok(FirstPageItem::made(
+            *post,
+            PageList::Comments,
+            entries,
+            more,
+            shards.unwrap_or(0),
+            made_at,
+        ))
     }
 }
 

@@ -2,7 +2,7 @@
 //! conditional DeleteItem (and closes a hot post's shards: below); the
 //! fan-out, on the post's REMOVE record, removes its feed entry and then
 //! everything else its partitions hold (its content, comments, likes, like
-//! markers), a page at a time.
+//! markers; a hot post's first-page copies), a page at a time.
 //!
 //! Nothing can be added to a deleted post: a comment or a like changes the
 //! post's count in its transaction, on the condition that the post exists
@@ -269,6 +269,10 @@ impl FanOut<'_> {
         // nothing lands in them, once they are.
         if let Some(shards) = shards {
             self.close_shards(post, shards).await?;
+            // Its first pages' copies, in a partition of their own: no
+            // rebuild puts one after this (each checks the post is there).
+            let copies = super::first_pages::copies_of(post).collect();
+            self.delete_keys(copies).await?;
         }
         // A hot post's likers have marks of their likes in their own
         // partitions: each goes before its like.

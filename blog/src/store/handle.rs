@@ -45,6 +45,9 @@ pub struct Store {
     pub(super) pulled: std::sync::Arc<super::memory::PulledLists>,
     /// The hot posts this process has met ([`super::hot`]).
     pub(super) hot: std::sync::Arc<super::memory::HotPosts>,
+    /// The hot posts whose first pages this process reads from their copies
+    /// ([`super::memory::PagedPosts`]).
+    pub(super) paged: std::sync::Arc<super::memory::PagedPosts>,
     /// The authors of the posts this process liked or commented on
     /// ([`super::memory::PostAuthors`]).
     pub(super) authors: std::sync::Arc<super::memory::PostAuthors>,
@@ -67,6 +70,7 @@ impl Store {
             pull_threshold: PULL_FOLLOWERS,
             pulled: std::sync::Arc::default(),
             hot: std::sync::Arc::default(),
+            paged: std::sync::Arc::default(),
             authors: std::sync::Arc::default(),
             hot_switch: true,
             rates: std::sync::Arc::default(),

@@ -4,14 +4,17 @@
 
 use crate::store::items::like::{LikeItem, LikedMarker, LikerMarker};
 
-use super::Requests;
+use std::collections::HashMap;
+
 use super::{
     Busy, StoreError,
     counts::post::{self as counts, Counting, Tried},
     items::counter::LikeShardsItem,
+    items::first_page::{FIRST_PAGE_ENTRIES, FirstPageItem, PageList},
     items::user::UserItem,
     table::{Committing, Deleted, Expr, Query, TxOutcome, Write},
 };
+use super::{FanOut, Requests, Store};
 use crate::{
     ids::{IdError, LikeId, PostId, UserId},
     keys::{Counter, Entity, LIKE_PREFIX, PostPartition},
@@ -64,10 +67,10 @@ impl LikesCursor {
         })
     }
 
-    fn encode(like: &LikeItem, shards: Option<u8>) -> String {
+    fn encode(like: LikeId, shards: Option<u8>) -> String {
         match shards {
-            None => like.like_id.to_string(),
-            Some(n) => format!("{}.{n}", like.like_id),
+            None => like.to_string(),
+            Some(n) => format!("{like}.{n}"),
         }
     }
 }
@@ -516,7 +519,12 @@ impl Requests<'_> {
     /// Q5 (request): one Query in the post's partition, newest first. Its
     /// first item says whether the post is hot ([`LikeShardsItem`]); then
     /// each shard is read too, one Query each (at once), and the pages are
-    /// merged newest first.
+    /// merged newest first. A page with likes reads the post item too
+    /// (eventually consistent): a post back to a draft keeps what it had,
+    /// shown to no one (404). A hot post's first page, once this process knows
+    /// it is hot, reads the fan-out's copy of its keys instead
+    /// ([`super::first_pages`]: two BatchGetItems); its cursor goes on
+    /// through the merge.
     pub async fn list_likes(
         &self,
         post: &PostId,
@@ -525,16 +533,114 @@ impl Requests<'_> {
     ) -> Result<Page<Like>, StoreError> {
         let list = format!("likes:{post}");
         let resume = super::pages::resume_after(&list, cursor, LikesCursor::parse)?;
+        if resume.is_none()
+            && self.paged_hot(post)
+            && let Some(page) = self.first_likes_page(post, &list, limit).await?
+        {
+            return Ok(page);
+        }
+        let merged = self.merged_likes(post, resume, limit, false).await?;
+        if resume.is_none() && merged.shards.is_some() {
+            self.paged.saw(*post);
+        }
+        // A post back to a draft keeps what it had: shown to no one.
+        if !merged.items.is_empty() && self.is_draft(post).await? {
+            return Err(StoreError::PostNotFound);
+        }
+        let next_cursor = match merged.items.last() {
+            Some(last) if merged.more => Some(super::cursor::encode(
+                &list,
+                &LikesCursor::encode(last.like_id, merged.shards),
+            )),
+            _ => None,
+        };
+        Ok(Page {
+            items: merged.items.into_iter().map(Like::from).collect(),
+            next_cursor,
+        })
+    }
+
+    /// A hot post's first page of likes from the fan-out's copy: the post
+    /// item and the copy (one BatchGetItem, eventually consistent:
+    /// `Store::post_and_copy`; a draft's answer is 404), then the likes the
+    /// copy names first (one BatchGetItem, eventually consistent, `limit +
+    /// 1` of them, at most 100); a like taken back since is left out.
+    /// `None` when there is no copy (the post is quiet, or just turned hot)
+    /// or no post: the merge reads it.
+    async fn first_likes_page(
+        &self,
+        post: &PostId,
+        list: &str,
+        limit: usize,
+    ) -> Result<Option<Page<Like>>, StoreError> {
+        let Some((head, copy)) = self.post_and_copy(post, PageList::Likes).await? else {
+            return Ok(None);
+        };
+        if head.contains_key(super::items::post::STATUS) {
+            return Err(StoreError::PostNotFound);
+        }
+        let entries = copy.entries(LikeId::parse)?;
+        let read = &entries[..super::pages::copy_read(entries.len(), limit)];
+        let keys = read
+            .iter()
+            .map(|(like, place)| LikeItem::key_of(*place, like).item())
+            .collect();
+        let (items, _) = self
+            .db
+            .batch_get_with("a hot post's first likes", keys, false)
+            .await?;
+        let mut found: HashMap<LikeId, LikeItem> = super::from_items::<LikeItem>(items)?
+            .into_iter()
+            .map(|like| (like.like_id, like))
+            .collect();
+        let present = read
+            .iter()
+            .filter_map(|(like, _)| found.remove(like))
+            .collect();
+        let ids: Vec<LikeId> = read.iter().map(|(like, _)| *like).collect();
+        let beyond = copy.more || entries.len() > read.len();
+        let (shown, after) =
+            super::pages::from_copy(&ids, present, limit, beyond, |l: &LikeItem| l.like_id);
+        let shards = (copy.shards > 0).then_some(copy.shards);
+        let next_cursor =
+            after.map(|like| super::cursor::encode(list, &LikesCursor::encode(like, shards)));
+        Ok(Some(Page {
+            items: shown.into_iter().map(Like::from).collect(),
+            next_cursor,
+        }))
+    }
+}
+
+/// A page of a post's likes as the merge reads it: up to `limit` likes,
+/// newest first, whether more follow, and how many shards were read.
+struct Merged {
+    items: Vec<LikeItem>,
+    more: bool,
+    shards: Option<u8>,
+}
+
+impl Store {
+    /// The exact merge of `post`'s likes after `resume` (none: from the
+    /// newest): one Query of its own partition (on a first page its first
+    /// item is a hot post's pointer), and for a hot post one of each shard
+    /// (at once), merged newest first; strongly consistent if `consistent`
+    /// (the fan-out's copy). A resumed page's shard count is the cursor's,
+    /// believed only when the post's pointer names as many, or more (the
+    /// post widened since the page before: its new shards hold only likes
+    /// newer than the cursor's): a forged count would decide how many
+    /// Queries the page makes (or which likes it skips).
+    async fn merged_likes(
+        &self,
+        post: &PostId,
+        resume: Option<LikesCursor>,
+        limit: usize,
+        consistent: bool,
+    ) -> Result<Merged, StoreError> {
         let own = PostPartition::own(*post);
         // A first page reads one item more: a hot post's pointer comes
         // first and takes a place.
         let room = if resume.is_none() { limit + 1 } else { limit };
-        let own_page = self.likes_in(own, resume.map(|c| c.after), room);
-        // A cursor that names shards is believed only when the post's
-        // pointer names as many, or more (the post widened since the page
-        // before: its new shards hold only likes newer than the cursor's):
-        // a forged count would decide how many Queries the page makes (or
-        // which likes it skips).
+        let own_page = self.likes_in(own, resume.map(|c| c.after), room, consistent);
         let mut items = match resume.and_then(|c| c.shards) {
             None => own_page.await?,
             Some(claimed) => {
@@ -554,7 +660,8 @@ impl Requests<'_> {
         let mut likes: Vec<LikeItem> = super::from_items(items)?;
         if let Some(n) = shards {
             let after = resume.map(|c| c.after);
-            let reads = (0..n).map(|k| self.likes_in(PostPartition::shard(*post, k), after, limit));
+            let reads = (0..n)
+                .map(|k| self.likes_in(PostPartition::shard(*post, k), after, limit, consistent));
             for page in futures::future::try_join_all(reads).await? {
                 likes.extend(super::from_items::<LikeItem>(page)?);
             }
@@ -562,16 +669,10 @@ impl Requests<'_> {
         }
         let more = likes.len() > limit;
         likes.truncate(limit);
-        let next_cursor = match likes.last() {
-            Some(last) if more => Some(super::cursor::encode(
-                &list,
-                &LikesCursor::encode(last, shards),
-            )),
-            _ => None,
-        };
-        Ok(Page {
-            items: likes.into_iter().map(Like::from).collect(),
-            next_cursor,
+        Ok(Merged {
+            items: likes,
+            more,
+            shards,
         })
     }
 
@@ -593,13 +694,44 @@ impl Requests<'_> {
         place: PostPartition,
         after: Option<LikeId>,
         limit: usize,
+        consistent: bool,
     ) -> Result<Vec<super::Item>, StoreError> {
         let start = after.map(|like| LikeItem::key_of(place, &like).item());
-        let query = Query::partition(place.pk())
+        let mut query = Query::partition(place.pk())
             .begins_with(LIKE_PREFIX)
             .newest_first();
+        if consistent {
+            query = query.consistent();
+        }
         self.db
             .query_up_to("likes", &query, start, limit.saturating_add(1))
             .await
+    }
+}
+
+impl FanOut<'_> {
+    /// The fan-out's copy of `post`'s likes' first page: the exact merge of
+    /// its [`FIRST_PAGE_ENTRIES`] newest, strongly consistent, begun at
+    /// `made_at` ([`super::first_pages`]).
+    pub(super) async fn first_likes(
+        &self,
+        post: &PostId,
+        made_at: u64,
+    ) -> Result<FirstPageItem, StoreError> {
+        let merged = self
+            .merged_likes(post, None, FIRST_PAGE_ENTRIES, true)
+            .await?;
+        let entries = merged
+            .items
+            .iter()
+            .map(|like| (like.like_id.to_string(), like.shard));
+        Ok(FirstPageItem::made(
+            *post,
+            PageList::Likes,
+            entries,
+            merged.more,
+            merged.shards.unwrap_or(0),
+            made_at,
+        ))
     }
 }

@@ -34,6 +34,65 @@ const RELEARN_MOVING: Duration = Duration::from_millis(250);
 /// post's partition is the one that was refusing them).
 const RELEARN_CLOSING: Duration = Duration::from_millis(250);
 
+/// How long a process reads a hot post's first pages by the merge after it
+/// found no copy of them (the fan-out makes one with the post's next like
+/// or comment), rather than look for one at every page.
+pub const NO_COPY_FOR: Duration = Duration::from_secs(2);
+
+/// The posts a process has found hot on a list read, whose first pages it
+/// reads from the fan-out's copies ([`super::first_pages`]): a read
+/// function likes nothing, so [`HotPosts`] does not learn them there. A
+/// post whose copy was missing is read by the merge for [`NO_COPY_FOR`]
+/// (the post gone, or not copied yet).
+#[derive(Debug, Default)]
+pub struct PagedPosts {
+    /// Found hot; when its copy was last found missing, if it was.
+    known: Mutex<HashMap<PostId, Option<Instant>>>,
+}
+
+impl PagedPosts {
+    fn known(&self) -> std::sync::MutexGuard<'_, HashMap<PostId, Option<Instant>>> {
+        self.known.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Whether a first page of `post` looks for its copy: found hot here,
+    /// or `hot` (this process's likes or comments found it hot), and no
+    /// copy found missing in the last [`NO_COPY_FOR`].
+    pub(super) fn reads_copy(&self, post: &PostId, hot: bool) -> bool {
+        match self.known().get(post) {
+            Some(Some(missed)) => missed.elapsed() >= NO_COPY_FOR,
+            Some(None) => true,
+            None => hot,
+        }
+    }
+
+    /// `post` was found hot (past [`REMEMBERED`] posts, all are forgotten
+    /// first); what is known of its copy stays.
+    pub(super) fn saw(&self, post: PostId) {
+        let mut known = self.known();
+        if known.len() >= REMEMBERED && !known.contains_key(&post) {
+            known.clear();
+        }
+        known.entry(post).or_insert(None);
+    }
+
+    /// `post`'s copy was found missing now.
+    pub(super) fn missed(&self, post: PostId) {
+        let mut known = self.known();
+        if known.len() >= REMEMBERED && !known.contains_key(&post) {
+            known.clear();
+        }
+        known.insert(post, Some(Instant::now()));
+    }
+
+    /// `post`'s copy was found.
+    pub(super) fn found(&self, post: PostId) {
+        if let Some(missed) = self.known().get_mut(&post) {
+            *missed = None;
+        }
+    }
+}
+
 /// What a process knows of a hot post: how many shards it has, whether the
 /// fan-out has moved its likers' marks into their own partitions (until
 /// then a like also reads the post's partition: [`super::likes`]), and when

@@ -46,6 +46,7 @@ pub mod erasure;
 mod error;
 pub mod export;
 pub mod feed;
+pub mod first_pages;
 pub mod followers;
 pub mod follows;
 mod handle;

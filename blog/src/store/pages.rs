@@ -52,3 +52,69 @@ pub(crate) fn resume_after<I>(
         })
         .transpose()
 }
+
+/// How many of a first-page copy's `entries` a first page of `limit` reads
+/// ([`super::first_pages`]): one more than the page, so that an entry taken
+/// back since leaves the page full, and no more than one BatchGetItem
+/// takes.
+pub(crate) fn copy_read(entries: usize, limit: usize) -> usize {
+    entries
+        .min(limit.saturating_add(1))
+        .min(super::table::BATCH_GET)
+}
+
+/// A first page from a copy: of the entries `read` (ids, in the list's
+/// order), `present` are still there and shown (in the same order);
+/// `beyond`: the copy, or the list it copies, has more after `read`. The
+/// page's items, and the id its cursor goes on after: the last shown when
+/// the page is full, else the last read (shown or not), so that every entry
+/// after it is listed once by the merge; none at the list's end.
+pub(crate) fn from_copy<T, I: Copy>(
+    read: &[I],
+    mut present: Vec<T>,
+    limit: usize,
+    beyond: bool,
+    id_of: impl Fn(&T) -> I,
+) -> (Vec<T>, Option<I>) {
+    if present.len() > limit {
+        present.truncate(limit);
+        let last = present.last().map(&id_of);
+        return (present, last);
+    }
+    let after = if beyond { read.last().copied() } else { None };
+    (present, after)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{copy_read, from_copy};
+
+    #[test]
+    fn a_page_from_a_copy_goes_on_after_its_last_shown_or_read_entry() {
+        // 3 of a 10-entry copy: the fourth read, all there: full, after 3.
+        assert_eq!(copy_read(10, 3), 4);
+        let read = [1, 2, 3, 4];
+        assert_eq!(
+            from_copy(&read, vec![1, 2, 3, 4], 3, true, |x| *x),
+            (vec![1, 2, 3], Some(3))
+        );
+        // One taken back: still full.
+        assert_eq!(
+            from_copy(&read, vec![1, 3, 4], 3, true, |x| *x),
+            (vec![1, 3, 4], Some(4))
+        );
+        // Two taken back: short, and on after the last read.
+        assert_eq!(
+            from_copy(&read, vec![1, 4], 3, true, |x| *x),
+            (vec![1, 4], Some(4))
+        );
+        // The whole list, nothing beyond: no cursor.
+        assert_eq!(
+            from_copy(&[1, 2], vec![1, 2], 3, false, |x| *x),
+            (vec![1, 2], None)
+        );
+        // A page of 100 reads 100 entries, one BatchGetItem.
+        assert_eq!(copy_read(100, 100), 100);
+        assert_eq!(copy_read(0, 20), 0);
+    }
+}

@@ -17,7 +17,7 @@ use crate::{
 };
 
 /// Every item of `path` (a list), `limit` at a time, in order.
-async fn every_page(api: &TestApi, path: &str, limit: usize) -> Vec<Value> {
+pub(crate) async fn every_page(api: &TestApi, path: &str, limit: usize) -> Vec<Value> {
     let mut seen = Vec::new();
     api.list(format!("{path}?limit={limit}"))
         .each_page(|page| {
@@ -30,7 +30,7 @@ async fn every_page(api: &TestApi, path: &str, limit: usize) -> Vec<Value> {
 }
 
 /// The partitions of `post` that hold anything.
-async fn partitions_of(api: &TestApi, post: &str) -> HashSet<String> {
+pub(crate) async fn partitions_of(api: &TestApi, post: &str) -> HashSet<String> {
     table_snapshot(api)
         .await
         .iter()
@@ -297,11 +297,25 @@ async fn a_batch_of_likes_on_hot_posts_writes_each_post_and_its_copies_once() {
     api.meter.take();
     let response = blog::fanout::handle(&api.app.store, batch).await;
     assert!(response.batch_item_failures.is_empty());
-    let writes: Vec<_> = api
+    // The first-pages step apart (store::first_pages): the copies read in
+    // one BatchGetItem, and each post's likes' first page (none yet) made
+    // once, by the merge (Queries), in one transaction.
+    let (paged, rest): (Vec<_>, Vec<_>) = api
         .meter
         .take()
         .into_iter()
         .filter(|c| c.operation != "GetItem")
+        .partition(|c| {
+            ["BatchGetItem", "Query", "TransactWriteItems"].contains(&c.operation.as_str())
+        });
+    let count = |op: &str| paged.iter().filter(|c| c.operation == op).count();
+    assert_eq!(
+        (count("BatchGetItem"), count("TransactWriteItems")),
+        (1, 10),
+        "each post's first page copied once"
+    );
+    let writes: Vec<_> = rest
+        .into_iter()
         .map(|c| (c.operation, c.table, c.indexes))
         .collect();
     assert_eq!(
@@ -1098,7 +1112,7 @@ async fn a_hot_posts_comments_spread_over_its_shards_and_list_in_order() {
 /// The audit finds nothing on `post`'s table; then its author deletes it,
 /// and once the fan-out has walked, nothing of it is left: no partition, no
 /// liker's mark.
-async fn audited_then_deleted(
+pub(crate) async fn audited_then_deleted(
     api: &TestApi,
     poller: &mut local::stream_poller::StreamPoller,
     author: &str,

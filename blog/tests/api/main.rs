@@ -21,6 +21,7 @@ mod fanout;
 mod fault_proxy;
 mod faults;
 mod feed;
+mod first_pages;
 mod follows;
 mod home;
 mod hot;

@@ -65,6 +65,11 @@ fn synthetic(kind: ItemType, event: &str) -> Value {
     if kind == ItemType::Delivery && event == "MODIFY" {
         image["handoff"] = json!({"N": "1700000000"});
     }
+    // A hot post's first-page copy comes back only where a rebuild is due:
+    // `a_first_page_copy_comes_back_only_with_a_rebuild_due`.
+    if kind == ItemType::FirstPage && event != "REMOVE" {
+        image["due"] = json!({"N": "1700000000000"});
+    }
     let mut change = json!({
         "ApproximateCreationDateTime": 1_700_000_000.0,
         "Keys": {"PK": {"S": "X#1"}, "SK": {"S": "Y"}},
@@ -105,11 +110,12 @@ fn every_item_type_and_event_kind_is_filtered_as_the_rules_decide() {
     // A filter that let nothing through would agree with rules that apply to
     // nothing: the fan-out has its rules.
     assert_eq!(
-        delivered, 16,
+        delivered, 18,
         "a post's three changes, a profile's change and removal, comments and likes made \
          and taken back (their notifications), \
          a hot post's shard counter changes, a follower shard's count made and changed, \
-         a follower's entry made and deleted, a delivery started and handed off"
+         a follower's entry made and deleted, a delivery started and handed off, \
+         a hot post's first-page copy made or marked with a rebuild due"
     );
 }
 
@@ -124,7 +130,7 @@ fn each_of_the_templates_filters_is_needed() {
         .lines()
         .filter_map(|line| line.trim().strip_prefix("- Pattern: "))
         .collect();
-    assert_eq!(patterns.len(), 4, "{patterns:?}");
+    assert_eq!(patterns.len(), 5, "{patterns:?}");
     for dropped in &patterns {
         let narrower = template.replace(&format!("- Pattern: {dropped}"), "");
         let mapping = StreamMapping::from_template(&narrower).expect("a narrower mapping");
@@ -151,6 +157,24 @@ fn a_delivery_is_walked_from_its_insert_and_its_handoffs_only() {
     }
     assert!(!mapping.filters.admits(&saved));
     assert_eq!(disagreement(&mapping, &saved), None);
+}
+
+/// A hot post's first-page copy put or changed without `due` (a rebuild
+/// that covers what it was asked to) wakes nothing; with it, the fan-out
+/// comes back to rebuild it ([`blog::store::first_pages`]).
+#[test]
+fn a_first_page_copy_comes_back_only_with_a_rebuild_due() {
+    let mapping = deployed();
+    for event in ["INSERT", "MODIFY"] {
+        let mut due = synthetic(ItemType::FirstPage, event);
+        assert!(mapping.filters.admits(&due), "{event}");
+        assert_eq!(disagreement(&mapping, &due), None);
+        if let Some(image) = due["dynamodb"]["NewImage"].as_object_mut() {
+            image.remove("due");
+        }
+        assert!(!mapping.filters.admits(&due), "{event}");
+        assert_eq!(disagreement(&mapping, &due), None);
+    }
 }
 
 /// Every record a workload of every write leaves in the stream, with its

@@ -519,7 +519,8 @@ fn every_role_allows_only_what_its_function_calls() {
                 assert_ne!(action, "dynamodb:Scan", "{name} may not Scan");
                 // Batches only where a page needs them: the export's, the
                 // drafts list's, the follow and block lists', the home's, the
-                // notifications' and a user's Atom feed's reads, a follow's
+                // notifications', a user's Atom feed's and a hot post's first
+                // pages' (likes, comments) reads, a follow's
                 // backfill of the home, the
                 // fan-out's delivery (the follower counts read, the home
                 // entries written), and park-failures' records parked.
@@ -535,7 +536,9 @@ fn every_role_allows_only_what_its_function_calls() {
                                     | "list-blocks"
                                     | "get-home"
                                     | "list-notifications"
-                                    | "list-user-posts-atom",
+                                    | "list-user-posts-atom"
+                                    | "list-comments"
+                                    | "list-likes",
                                 "dynamodb:BatchGetItem"
                             ) | ("follow-user" | "park-failures", "dynamodb:BatchWriteItem")
                                 | (
@@ -1062,6 +1065,13 @@ async fn every_call_a_function_makes_is_allowed_by_its_role() {
         Some(serde_json::json!({})),
     )
     .await;
+    // A hot post's first pages, from the fan-out's copies of their keys.
+    api.make_hot(&post).await;
+    api.like(&author, &post).await;
+    api.comment(&author, &post, "hot").await;
+    api.settle(&mut poller).await;
+    run("GET", format!("/posts/{post}/comments"), None, None).await;
+    run("GET", format!("/posts/{post}/likes"), None, None).await;
     run("DELETE", format!("/posts/{post}/likes"), Some(&fan), None).await;
     run(
         "PUT",
@@ -1109,6 +1119,11 @@ async fn every_call_the_fan_out_makes_is_allowed_by_its_role() {
     api.comment(&fan, &kept, "hi").await;
     api.like(&fan, &kept).await;
     api.like(&fan, &gone).await;
+    // A hot post's like and comment: its first pages copied.
+    api.make_hot(&kept).await;
+    let other = api.user("other").await;
+    api.like(&other, &kept).await;
+    api.comment(&other, &kept, "hot").await;
     api.meter.take();
     api.settle(&mut poller).await;
     let mut calls = api.meter.take();

@@ -12,6 +12,7 @@ use super::{
     comment::CommentItem,
     counter::{CommentShardsItem, LikeShardsItem, ShardCounterItem},
     feed::{FeedEntryItem, TagEntryItem},
+    first_page::{FirstPageItem, PageList},
     follow::{FollowItem, FollowerCountItem, FollowerItem},
     home::{DeliveryItem, HomeEntryItem},
     like::{LikeItem, LikedMarker, LikerMarker},
@@ -331,6 +332,14 @@ fn every_item() -> Result<Vec<Described>, Box<dyn std::error::Error>> {
                 attributes::<NotificationItem>(),
             )
         },
+        described(
+            ItemType::FirstPage,
+            FirstPageItem::key_of(&post, PageList::Likes),
+            stored(&FirstPageItem {
+                due: Some(1),
+                ..FirstPageItem::made(post, PageList::Likes, Vec::new(), false, 16, 1)
+            }),
+        ),
         described(
             ItemType::NotificationsSeen,
             NotificationsSeenItem::key_of(&user),

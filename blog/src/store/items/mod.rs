@@ -11,6 +11,7 @@ pub mod counter;
 #[cfg(test)]
 mod docs;
 pub mod feed;
+pub mod first_page;
 pub mod follow;
 pub mod home;
 pub mod like;

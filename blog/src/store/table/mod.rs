@@ -92,7 +92,7 @@ pub use limits::Sizes;
 pub use probe::{Room, Throttle};
 #[cfg(feature = "admin")]
 pub use read::Scan;
-pub use read::{Page, Query};
+pub use read::{BATCH_GET, Page, Query};
 pub use retry::Backoff;
 #[cfg(feature = "admin")]
 pub use schema::{GSI1_PROJECTED, create_if_missing};

@@ -1,0 +1,437 @@
+//! A hot post's first pages, copied: what makes reading a viral post's likes
+//! (Q5) and comments (Q4) cost about what reading a quiet post's does.
+//!
+//! A hot post keeps its likes and new comments in up to 128 shard
+//! partitions, and the exact first page of either list is a merge of one
+//! Query per partition (up to 129 Queries, each reading up to `limit + 1`
+//! items). So the fan-out keeps, for each hot post and list, a small item in
+//! a partition of its own (`POST#p#PAGES / LIKES`, `/ COMMENTS`,
+//! [`FirstPageItem`]): the keys of the list's first
+//! [`FIRST_PAGE_ENTRIES`] entries (the newest likes; the oldest comments)
+//! as that merge found them, and when the merge began (`madeAt`). A first
+//! page then reads the copy, and the entries it names by their keys (one
+//! BatchGetItem): an entry taken back since is missing and left out, and
+//! what the page shows of each (the username, the content) is the entry's
+//! own. Later pages go on from the page's last entry through the exact
+//! merge, as before.
+//!
+//! **When the fan-out rebuilds a copy** (once a batch, for each hot post and
+//! list whose like or comment INSERT or REMOVE records are in it:
+//! `fanout::pages`). Every record of a batch was written before the
+//! fan-out received the batch, so a copy whose merge began after that
+//! moment (both by the fan-out's clock, which its instances keep to within
+//! milliseconds of each other) holds what they wrote (it *covers* them),
+//! or holds them taken back. No record's own time is
+//! used: DynamoDB Streams rounds it down to the second, and DynamoDB Local
+//! does not keep it at all. The batch reads the copy (eventually
+//! consistent):
+//!
+//! 1. it covers the batch's records (another batch rebuilt it since this
+//!    one was received), or a rebuild is due as late: nothing to do;
+//! 2. it is missing (and one of the records is an INSERT: a post without a
+//!    copy is read by the merge), or older than [`REBUILD_AFTER`]: rebuilt
+//!    now;
+//! 3. else (younger than [`REBUILD_AFTER`], not covering): `due` set on it
+//!    (the moment the batch was received, if no rebuild as late is due
+//!    already), one UpdateItem.
+//!
+//! A copy's INSERT or MODIFY with `due` comes back to the fan-out (the
+//! stream filter lets only those of the copy's records through); that batch
+//! waits until the copy is [`REBUILD_AFTER`] old and `due` is past (at most
+//! about 2 s), then rebuilds it. So every record is covered by some copy
+//! made after it, the last copy after the likes stop included, and a post's
+//! copy is rebuilt about once a second whatever its like rate (plus one
+//! trailing rebuild).
+//!
+//! A rebuild's put lands only over an older copy with no later rebuild due
+//! (that one, brought back by its record, makes a newer copy), and only
+//! while the post is there and hot (a ConditionCheck of the post item in
+//! the same transaction): the deletion's walk deletes the copies, and no
+//! rebuild brings one back after. A put or a mark that lost to another
+//! batch's is not sent again: the copy is read again (strongly consistent)
+//! and decided on again, since the copy that won may not cover this
+//! batch's records.
+
+use std::{collections::HashMap, time::Duration};
+
+use super::{
+    FanOut, StoreError,
+    items::first_page::{FirstPageItem, PageList},
+    items::post::SHARDS_ATTRIBUTE,
+    table::{Expr, TxOutcome, Write},
+};
+use crate::{
+    ids::PostId,
+    keys::{self, Entity},
+};
+
+pub use super::items::first_page::FIRST_PAGE_ENTRIES;
+
+/// How old a copy must be before a batch rebuilds it rather than marking a
+/// rebuild due: a post's copy is rebuilt about once this long whatever its
+/// like rate.
+pub const REBUILD_AFTER: Duration = Duration::from_secs(1);
+
+/// How many times a batch decides again about one copy after another
+/// batch's write won.
+pub const KEEP_ATTEMPTS: usize = 3;
+
+/// The longest a batch waits for a due copy to be old enough to rebuild.
+pub const LONGEST_WAIT: Duration = Duration::from_secs(2);
+
+/// What a batch does about one hot post's copy of one list.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Step {
+    /// The copy covers the batch's records.
+    Covered,
+    /// Rebuild now.
+    Rebuild,
+    /// Mark a rebuild due at this time on the copy made at `made_at`.
+    MarkDue { made_at: u64, at: u64 },
+    /// A due copy's record: wait until this time (epoch ms), then rebuild.
+    RebuildAt(u64),
+}
+
+/// What a batch's records of one hot post's list ask of its copy.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Wanted {
+    /// The moment the copy's merge must have begun after to cover them
+    /// (epoch ms: when the batch was received, or a due rebuild's `due`).
+    pub need: u64,
+    /// One of them is the copy's own record of a rebuild due.
+    pub due: bool,
+    /// One of them is an INSERT (a missing copy is made only for one: the
+    /// merge reads a post without a copy, and a deleted post's walk takes
+    /// its likes and comments out after its copies).
+    pub added: bool,
+}
+
+impl Wanted {
+    /// What the records `self` and `other` ask together.
+    pub fn and(self, other: Wanted) -> Wanted {
+        Wanted {
+            need: self.need.max(other.need),
+            due: self.due || other.due,
+            added: self.added || other.added,
+        }
+    }
+}
+
+/// What to do about a copy (`None`: there is none) for the batch's records
+/// `wanted`, at `now` (epoch ms).
+pub fn step(copy: Option<&FirstPageItem>, wanted: Wanted, now: u64) -> Step {
+    let Some(copy) = copy else {
+        return if wanted.added {
+            Step::Rebuild
+        } else {
+            Step::Covered
+        };
+    };
+    if copy.covers(wanted.need) {
+        return Step::Covered;
+    }
+    // A rebuild due as late (later, for a due record: its own due is this
+    // one): the record that marked it brings it.
+    let later = |due: u64| due > wanted.need || (due == wanted.need && !wanted.due);
+    if copy.due.is_some_and(later) {
+        return Step::Covered;
+    }
+    let old_enough = copy.made_at.saturating_add(rebuild_after_ms());
+    if wanted.due {
+        return Step::RebuildAt(old_enough.max(wanted.need));
+    }
+    if now >= old_enough {
+        return Step::Rebuild;
+    }
+    Step::MarkDue {
+        made_at: copy.made_at,
+        at: wanted.need,
+    }
+}
+
+fn rebuild_after_ms() -> u64 {
+    u64::try_from(REBUILD_AFTER.as_millis()).unwrap_or(u64::MAX)
+}
+
+/// How long to wait from `now` until `at` (both epoch ms), at most
+/// [`LONGEST_WAIT`].
+pub fn wait_until(at: u64, now: u64) -> Duration {
+    Duration::from_millis(at.saturating_sub(now)).min(LONGEST_WAIT)
+}
+
+impl super::Store {
+    /// Whether a first page of `post`'s lists reads the fan-out's copy: this
+    /// process found it hot (on a list read, or on a like or comment), and
+    /// has not just found its copy missing
+    /// ([`PagedPosts`](super::memory::PagedPosts)).
+    pub(super) fn paged_hot(&self, post: &PostId) -> bool {
+        let hot = self.known_hot(post).is_some();
+        self.paged.reads_copy(post, hot)
+    }
+
+    /// A first page's first read: `post`'s item (as stored, for the caller
+    /// to read its own shape of it) and its copy of `list`, one
+    /// BatchGetItem, eventually consistent. `None` when either is missing
+    /// (the post is gone, or not copied yet: the merge reads the page, and
+    /// the process's next pages for a moment).
+    pub(super) async fn post_and_copy(
+        &self,
+        post: &PostId,
+        list: PageList,
+    ) -> Result<Option<(super::Item, FirstPageItem)>, StoreError> {
+        let keys = vec![
+            keys::post_item(post).item(),
+            FirstPageItem::key_of(post, list).item(),
+        ];
+        let (items, _) = self
+            .db
+            .batch_get_with("a hot post and its first page", keys, false)
+            .await?;
+        let (mut head, mut copy) = (None, None);
+        for item in items {
+            match super::ItemType::of(&item) {
+                Some(super::ItemType::Post) => head = Some(item),
+                Some(super::ItemType::FirstPage) => {
+                    copy = Some(FirstPageItem::from_item::<StoreError>(item)?)
+                }
+                _ => {}
+            }
+        }
+        match (head, copy) {
+            (Some(head), Some(copy)) => {
+                self.paged.found(*post);
+                Ok(Some((head, copy)))
+            }
+            _ => {
+                self.paged.missed(*post);
+                Ok(None)
+            }
+        }
+    }
+}
+
+impl FanOut<'_> {
+    /// The copies of `wanted`, eventually consistent: one BatchGetItem (a
+    /// hundred to a call).
+    pub async fn first_pages(
+        &self,
+        wanted: &[(PostId, PageList)],
+    ) -> Result<HashMap<(PostId, PageList), FirstPageItem>, StoreError> {
+        let keys = wanted
+            .iter()
+            .map(|(post, list)| FirstPageItem::key_of(post, *list).item())
+            .collect();
+        let (items, _) = self
+            .db
+            .batch_get_with("hot posts' first pages", keys, false)
+            .await?;
+        let copies: Vec<FirstPageItem> = super::from_items(items)?;
+        Ok(copies
+            .into_iter()
+            .map(|copy| ((copy.post_id, copy.list), copy))
+            .collect())
+    }
+
+    /// What the batch's records `wanted` of `post`'s `list` ask of its copy
+    /// (`read`: as the batch read it, eventually consistent), done
+    /// ([`step`]): nothing, a rebuild (now, or once a due copy is old
+    /// enough) or a rebuild marked due. A put or a mark that lost to
+    /// another batch's reads the copy again (strongly consistent) and
+    /// decides again, at most [`KEEP_ATTEMPTS`] times: the copy that won may
+    /// not cover these records. How many writes landed.
+    pub async fn keep_first_page(
+        &self,
+        post: &PostId,
+        list: PageList,
+        wanted: Wanted,
+        read: Option<FirstPageItem>,
+    ) -> Result<usize, StoreError> {
+        let mut copy = read;
+        for _ in 0..KEEP_ATTEMPTS {
+            let now = super::items::post::epoch_millis();
+            let landed = match step(copy.as_ref(), wanted, now) {
+                Step::Covered => return Ok(0),
+                Step::Rebuild => self.rebuild_first_page(post, list, wanted.need).await?,
+                Step::RebuildAt(at) => {
+                    tokio::time::sleep(wait_until(at, now)).await;
+                    self.rebuild_first_page(post, list, wanted.need).await?
+                }
+                Step::MarkDue { made_at, at } => {
+                    self.mark_first_page_due(post, list, made_at, at).await?
+                }
+            };
+            if landed {
+                return Ok(1);
+            }
+            let key = FirstPageItem::key_of(post, list).item();
+            copy = self.db.get_entity::<FirstPageItem>(key, true).await?;
+            if copy.is_none() {
+                // Gone with its post (or never made): nothing to keep.
+                return Ok(0);
+            }
+        }
+        Ok(0)
+    }
+
+    /// `post`'s copy of `list` made again by the exact merge (strongly
+    /// consistent), its merge begun now, and put ([`FanOut::put_first_page`]);
+    /// `need`: the moment the batch's records need it to cover (after now:
+    /// the copy is put with a rebuild due then). Whether it landed.
+    pub async fn rebuild_first_page(
+        &self,
+        post: &PostId,
+        list: PageList,
+        need: u64,
+    ) -> Result<bool, StoreError> {
+        let made_at = super::items::post::epoch_millis();
+        let mut copy = match list {
+            PageList::Likes => self.first_likes(post, made_at).await?,
+            PageList::Comments => self.first_comments(post, made_at).await?,
+        };
+        if !copy.covers(need) {
+            copy.due = Some(need);
+        }
+        self.put_first_page(&copy).await
+    }
+
+    /// Puts `copy` over an older one with no later rebuild due
+    /// ([`FirstPageItem::replace`]), while its post is there and hot (a
+    /// ConditionCheck of the post item): one transaction, its tokens its
+    /// own (seeded by the copy's post, list and time). Whether it landed.
+    pub async fn put_first_page(&self, copy: &FirstPageItem) -> Result<bool, StoreError> {
+        let seed = format!(
+            "{}/first-page/{}/{:?}/{}",
+            self.table(),
+            copy.post_id,
+            copy.list,
+            copy.made_at
+        );
+        let put = copy.replace()?;
+        let hot = Expr::new("attribute_exists(#shards)").name("#shards", SHARDS_ATTRIBUTE);
+        let check = Write::check(keys::post_item(&copy.post_id).item(), hot);
+        let committing = async {
+            let mut tx = self.db.transaction("a hot post's first page");
+            tx.add("post still hot", check);
+            tx.add("first page", put);
+            tx.commit().await
+        };
+        match super::request_scope(seed, committing).await? {
+            TxOutcome::Committed => Ok(true),
+            // Gone (its walk deletes the copies), or a newer copy, or a
+            // later rebuild due: nothing to retry.
+            TxOutcome::ConditionFailed(_) => Ok(false),
+        }
+    }
+
+    /// A rebuild of `post`'s copy of `list` due `at`, marked on the copy
+    /// made at `made_at`: its MODIFY record brings the post back to the
+    /// fan-out. Whether it was marked (not: the copy changed since, or a
+    /// rebuild as late is due already).
+    pub async fn mark_first_page_due(
+        &self,
+        post: &PostId,
+        list: PageList,
+        made_at: u64,
+        at: u64,
+    ) -> Result<bool, StoreError> {
+        let mark = FirstPageItem::mark_due(post, list, made_at, at);
+        Ok(self
+            .db
+            .write("a first page's rebuild due", &mark)
+            .await?
+            .done())
+    }
+}
+
+/// The keys of `post`'s copies, for its deletion's walk.
+pub(super) fn copies_of(post: &PostId) -> impl Iterator<Item = super::Item> {
+    PageList::ALL
+        .into_iter()
+        .map(move |list| FirstPageItem::key_of(post, list).item())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn copy(made_at: u64) -> FirstPageItem {
+        FirstPageItem::made(
+            PostId::generate(),
+            PageList::Likes,
+            Vec::new(),
+            false,
+            16,
+            made_at,
+        )
+    }
+
+    fn wanted(received: u64, due: bool, added: bool) -> Wanted {
+        Wanted {
+            need: received,
+            due,
+            added,
+        }
+    }
+
+    #[test]
+    fn a_copy_is_rebuilt_once_it_is_a_second_old_and_marked_due_before() {
+        // A batch received at 11 s is covered by a merge begun then or later.
+        let like = wanted(11_000, false, true);
+        assert_eq!(step(Some(&copy(11_000)), like, 11_500), Step::Covered);
+        // Not covering, a second old: rebuilt now.
+        assert_eq!(step(Some(&copy(9_900)), like, 11_100), Step::Rebuild);
+        // Not covering, younger: a rebuild due when the record is covered.
+        assert_eq!(
+            step(Some(&copy(10_500)), like, 11_100),
+            Step::MarkDue {
+                made_at: 10_500,
+                at: 11_000
+            }
+        );
+        // The due copy's record: rebuilt once the copy is a second old and
+        // the due moment is past, whichever is later.
+        let due = Wanted {
+            need: 11_000,
+            due: true,
+            added: false,
+        };
+        assert_eq!(
+            step(Some(&copy(10_500)), due, 10_900),
+            Step::RebuildAt(11_500)
+        );
+        assert_eq!(
+            step(Some(&copy(9_500)), due, 10_900),
+            Step::RebuildAt(11_000)
+        );
+        // A record that asks what a due rebuild will cover: nothing to do;
+        // the due copy's record leaves a later due to its own record.
+        let marked = |due| FirstPageItem {
+            due: Some(due),
+            ..copy(10_500)
+        };
+        assert_eq!(step(Some(&marked(11_000)), like, 11_100), Step::Covered);
+        assert_eq!(step(Some(&marked(12_000)), due, 11_100), Step::Covered);
+        assert_eq!(
+            step(Some(&marked(11_000)), due, 11_100),
+            Step::RebuildAt(11_500)
+        );
+        // No copy: made for a new like or comment, not for removals alone.
+        assert_eq!(step(None, like, 10_900), Step::Rebuild);
+        assert_eq!(
+            step(None, wanted(10_250, false, false), 10_900),
+            Step::Covered
+        );
+        // Records together ask the most of each.
+        assert_eq!(
+            wanted(13_000, false, false).and(like),
+            Wanted {
+                need: 13_000,
+                due: false,
+                added: true
+            }
+        );
+        assert_eq!(wait_until(11_500, 10_900), Duration::from_millis(600));
+        assert_eq!(wait_until(90_000, 10_900), LONGEST_WAIT);
+        assert_eq!(wait_until(10_000, 10_900), Duration::ZERO);
+    }
+}

@@ -1,0 +1,373 @@
+//! A hot post's first pages read from the fan-out's copies
+//! (`blog::store::first_pages`): Q4's and Q5's first page cost a few calls
+//! and about the units of what they show, whatever the post's shard count;
+//! they show what is there now (an unlike, a deleted comment, an erasure,
+//! a rename at once), and paging on from them lists every entry once.
+
+use std::collections::HashSet;
+
+use blog::{
+    keys::Key,
+    store::items::{
+        counter::HOT_SHARDS,
+        first_page::{FirstPageItem, PageList},
+    },
+};
+use futures::StreamExt;
+use local::stream_poller::StreamPoller;
+use serde_json::{Value, json};
+
+use crate::{
+    hot::{audited_then_deleted, every_page, partitions_of},
+    scene::SIGN_UPS_AT_ONCE,
+    support::{TestApi, post_id},
+};
+
+/// A hot post with `shards` shards: likes and comments by `quiet` users
+/// while it was quiet, then by the rest of `users` once hot, each user one
+/// like and one comment, in order. The comments' ids in the order made.
+struct Viral {
+    api: TestApi,
+    poller: StreamPoller,
+    author: String,
+    post: String,
+    users: Vec<String>,
+    comments: Vec<String>,
+}
+
+async fn viral(shards: u8, users: usize, quiet: usize) -> Viral {
+    let api = TestApi::start().await;
+    let poller = api.poller();
+    let author = api.user("viral").await;
+    let post = api.post(&author, "Viral", "read by everyone").await;
+    let crowd: Vec<String> = futures::stream::iter(0..users)
+        .map(|i| api.user_named(format!("reader{i:03}")))
+        .buffered(SIGN_UPS_AT_ONCE)
+        .collect()
+        .await;
+    let mut comments = Vec::new();
+    for (i, who) in crowd.iter().enumerate() {
+        if i == quiet {
+            api.make_hot(&post).await;
+            let requests = api.app.store.requests();
+            let mut now = HOT_SHARDS;
+            while now < shards {
+                now = requests.widen(&post_id(&post), now).await.expect("widen");
+            }
+            assert_eq!(now, shards);
+        }
+        api.like(who, &post).await;
+        comments.push(api.comment(who, &post, &format!("comment {i}")).await);
+    }
+    Viral {
+        api,
+        poller,
+        author,
+        post,
+        users: crowd,
+        comments,
+    }
+}
+
+/// What reading `path` cost: its answer, its calls, and the read units
+/// they consumed.
+async fn metered(api: &TestApi, path: &str) -> (u16, Value, usize, f64) {
+    api.meter.take();
+    let (status, body) = api.get(path).await;
+    let (calls, units) = spent(api);
+    (status, body, calls, units)
+}
+
+/// The calls made since the meter was last taken, and their read units.
+fn spent(api: &TestApi) -> (usize, f64) {
+    let calls = api.meter.take();
+    let units = calls.iter().filter(|c| c.reads()).map(|c| c.total()).sum();
+    (calls.len(), units)
+}
+
+fn items(page: &Value) -> Vec<Value> {
+    page["items"].as_array().cloned().unwrap_or_default()
+}
+
+fn field(list: &[Value], name: &str) -> Vec<String> {
+    list.iter()
+        .map(|item| item[name].as_str().expect("a string").to_owned())
+        .collect()
+}
+
+/// The stored copy of `post`'s `list`, read strongly behind the store.
+async fn stored_copy(api: &TestApi, post: &str, list: PageList) -> Option<FirstPageItem> {
+    let key: Key = FirstPageItem::key_of(&post_id(post), list);
+    let store = &api.app.store;
+    let got = store
+        .client()
+        .get_item()
+        .table_name(store.table())
+        .set_key(Some(key.item()))
+        .consistent_read(true)
+        .send()
+        .await
+        .expect("get");
+    got.item
+        .map(|item| blog::keys::from_item(item).expect("a first page"))
+}
+
+#[tokio::test]
+async fn a_viral_posts_first_pages_cost_a_few_calls_whatever_its_shards() {
+    for shards in [128, 16] {
+        let Viral {
+            api,
+            mut poller,
+            post,
+            ..
+        } = viral(shards, 40, 4).await;
+        let likes = format!("/posts/{post}/likes");
+        let comments = format!("/posts/{post}/comments");
+        // Before the copies (a process that has not met the post: today's
+        // merge, one Query a partition).
+        let fresh = blog::store::Store::new(api.app.store.client().clone(), api.app.store.table());
+        let id = post_id(&post);
+        api.meter.take();
+        let page = fresh.requests().list_likes(&id, 20, None).await;
+        assert_eq!(page.expect("a page").items.len(), 20);
+        let (before_likes, before_likes_units) = spent(&api);
+        assert!(before_likes > usize::from(shards), "{before_likes} calls");
+        let page = fresh.requests().list_comments(&id, 20, None).await;
+        assert_eq!(page.expect("a page").items.len(), 20);
+        let (before_comments, before_comments_units) = spent(&api);
+        assert!(before_comments > usize::from(shards), "{before_comments}");
+
+        api.settle(&mut poller).await;
+        for list in PageList::ALL {
+            let copy = stored_copy(&api, &post, list).await.expect("a copy");
+            assert_eq!((copy.entries.len(), copy.more), (40, false), "{list:?}");
+            assert_eq!((copy.shards, copy.due), (shards, None), "{list:?}");
+        }
+        let mut figures = Vec::new();
+        for path in [
+            likes.clone(),
+            comments.clone(),
+            format!("{likes}?limit=100"),
+            format!("{comments}?limit=100"),
+        ] {
+            let (status, page, calls, units) = metered(&api, &path).await;
+            let shown = items(&page).len();
+            assert_eq!(status, 200, "{page}");
+            assert!(shown >= 20, "{path}: {shown}");
+            // Q5: the post and the copy, then the likes; Q4 as well, and
+            // the author's blocks beside the comments.
+            let most = if path.contains("/likes") { 2 } else { 3 };
+            assert!(calls <= most, "{path}: {calls} calls at {shards} shards");
+            // Each entry shown is one eventually consistent read of a small
+            // item (0.5 RCU): the page costs at most about twice that.
+            let items_units = 0.5 * shown as f64;
+            assert!(
+                units <= 2.0 * items_units,
+                "{path}: {units} RCU for {shown} items at {shards} shards"
+            );
+            figures.push(format!("{path}: {calls} calls, {units} RCU"));
+        }
+        let (status, _, calls, units) = metered(&api, &format!("/posts/{post}")).await;
+        assert_eq!((status, calls), (200, 1), "Q2 is one Query");
+        eprintln!(
+            "{shards} shards: before the copies, likes {before_likes} calls \
+             {before_likes_units} RCU, comments {before_comments} calls \
+             {before_comments_units} RCU; after: {figures:?}; Q2 {calls} call {units} RCU"
+        );
+    }
+}
+
+#[tokio::test]
+async fn a_first_page_from_its_copy_shows_what_is_there_now_and_pages_on_exactly() {
+    let Viral {
+        api,
+        mut poller,
+        author,
+        post,
+        users,
+        comments,
+    } = viral(HOT_SHARDS, 30, 3).await;
+    let likes = format!("/posts/{post}/likes");
+    let listed = format!("/posts/{post}/comments");
+    api.settle(&mut poller).await;
+
+    // The whole lists, from the copies' first pages on: every like newest
+    // first, every comment oldest first, once each.
+    let mut newest_first: Vec<String> = users.iter().rev().cloned().collect();
+    let mut oldest_first = comments.clone();
+    let walk = |limit: usize| {
+        let (api, likes, listed) = (&api, &likes, &listed);
+        async move {
+            let liked = field(&every_page(api, likes, limit).await, "userId");
+            let commented = field(&every_page(api, listed, limit).await, "commentId");
+            (liked, commented)
+        }
+    };
+    assert_eq!(walk(7).await, (newest_first.clone(), oldest_first.clone()));
+    assert_eq!(
+        walk(100).await,
+        (newest_first.clone(), oldest_first.clone())
+    );
+
+    // Taken back, with the fan-out not running: gone from the first pages
+    // at once, which their copies still name, and paging on is exact.
+    let made_at = |list| {
+        let api = &api;
+        let post = &post;
+        async move { stored_copy(api, post, list).await.expect("a copy").made_at }
+    };
+    let (likes_made, comments_made) = (
+        made_at(PageList::Likes).await,
+        made_at(PageList::Comments).await,
+    );
+    let newest = newest_first.remove(0);
+    let (status, _) = api.unlike(&newest, &post).await;
+    assert_eq!(status, 204);
+    // The oldest comment (the post's own partition) and one in a shard.
+    for comment in [oldest_first.remove(0), oldest_first.remove(5)] {
+        let (status, body) = api.take_back_comment(&author, &post, &comment).await;
+        assert_eq!(status, 204, "{body}");
+    }
+    let (_, page) = api.get(&format!("{likes}?limit=5")).await;
+    assert_eq!(field(&items(&page), "userId"), newest_first[..5]);
+    let (_, page) = api.get(&format!("{listed}?limit=5")).await;
+    assert_eq!(field(&items(&page), "commentId"), oldest_first[..5]);
+    assert_eq!(walk(7).await, (newest_first.clone(), oldest_first.clone()));
+    assert_eq!(made_at(PageList::Likes).await, likes_made, "not made again");
+    assert_eq!(made_at(PageList::Comments).await, comments_made);
+
+    // The fan-out makes them again; then a liker renamed shows their new
+    // name at once (the copy holds no name, and is not made again for it).
+    api.settle(&mut poller).await;
+    let renamed = newest_first[0].clone();
+    api.rename(&renamed, "renamed_reader").await;
+    let copy_then = made_at(PageList::Likes).await;
+    assert!(copy_then > likes_made, "made again after the unlike");
+    api.settle(&mut poller).await;
+    let (_, page) = api.get(&likes).await;
+    assert_eq!(items(&page)[0]["userId"], json!(renamed));
+    assert_eq!(items(&page)[0]["username"], json!("renamed_reader"));
+    assert_eq!(made_at(PageList::Likes).await, copy_then);
+
+    // An erased reader's like and comment leave the first pages (the
+    // erasure's walk takes them out).
+    let erased = newest_first[1].clone();
+    let who = users.iter().position(|u| *u == erased).expect("a reader");
+    let erased_comment = comments[who].clone();
+    let (status, _) = api.erase(&erased).await;
+    assert_eq!(status, 204);
+    api.settle(&mut poller).await;
+    newest_first.retain(|u| *u != erased);
+    oldest_first.retain(|c| *c != erased_comment);
+    assert_eq!(walk(7).await, (newest_first.clone(), oldest_first.clone()));
+    let (_, got) = api.get_post(&post).await;
+    assert_eq!(
+        (got["likeCount"].clone(), got["commentCount"].clone()),
+        (json!(newest_first.len()), json!(oldest_first.len()))
+    );
+
+    // Deleted, the post leaves nothing: its copies neither.
+    audited_then_deleted(&api, &mut poller, &author, &post).await;
+    assert!(partitions_of(&api, &post).await.is_empty());
+    for list in PageList::ALL {
+        assert!(stored_copy(&api, &post, list).await.is_none());
+    }
+}
+
+#[tokio::test]
+async fn a_cursor_from_a_copys_page_or_forged_reads_no_more_than_the_merge() {
+    use blog::store::cursor;
+    let Viral {
+        api,
+        mut poller,
+        post,
+        ..
+    } = viral(HOT_SHARDS, 12, 2).await;
+    api.settle(&mut poller).await;
+    let likes = format!("/posts/{post}/likes");
+    let real = 1 + usize::from(HOT_SHARDS);
+    let queries = |api: &TestApi| {
+        api.meter
+            .take()
+            .into_iter()
+            .filter(|c| c.operation == "Query")
+            .count()
+    };
+    api.meter.take();
+    let (_, page) = api.get(&format!("{likes}?limit=3")).await;
+    assert_eq!(queries(&api), 0, "the copy's page reads no partition");
+    let next = page["nextCursor"].as_str().expect("more").to_owned();
+    let (status, page) = api.get(&format!("{likes}?limit=3&cursor={next}")).await;
+    assert_eq!(status, 200, "{page}");
+    assert!(queries(&api) <= real);
+
+    // The like its cursor names, with shard counts the post never had.
+    let raw = cursor::decode(&next, &format!("likes:{post}")).expect("the server's cursor");
+    let like = raw.split('.').next().expect("an id").to_owned();
+    let mut seen = HashSet::new();
+    for forged in ["1", "255", "0", "17", "128"] {
+        let forged = cursor::encode(&format!("likes:{post}"), &format!("{like}.{forged}"));
+        assert!(seen.insert(forged.clone()));
+        let (status, body) = api.get(&format!("{likes}?cursor={forged}")).await;
+        assert_eq!(
+            (status, &body["error"]["code"]),
+            (400, &json!("bad_cursor")),
+            "{body}"
+        );
+        assert!(queries(&api) <= 1);
+    }
+}
+
+/// `attribute` of the item at `key` set to the number `value`, behind the
+/// store's back.
+async fn raw_set(api: &TestApi, key: &Key, attribute: &str, value: u64) {
+    use aws_sdk_dynamodb::types::AttributeValue;
+    let store = &api.app.store;
+    store
+        .client()
+        .update_item()
+        .table_name(store.table())
+        .set_key(Some(key.item()))
+        .update_expression("SET #a = :v")
+        .expression_attribute_names("#a", attribute)
+        .expression_attribute_values(":v", AttributeValue::N(value.to_string()))
+        .send()
+        .await
+        .expect("update");
+}
+
+fn epoch_millis() -> u64 {
+    let since = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH);
+    since.map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
+}
+
+/// A like given while the copy is younger than a second is not copied by
+/// its own batch; that batch marks a rebuild due, whose record brings the
+/// post back once the copy is a second old: the last like before a quiet
+/// spell is on the first page all the same, and the copy is left with no
+/// rebuild due.
+#[tokio::test]
+async fn the_last_like_before_a_quiet_spell_is_copied_once_the_copy_is_a_second_old() {
+    let Viral {
+        api,
+        mut poller,
+        post,
+        ..
+    } = viral(HOT_SHARDS, 6, 2).await;
+    api.settle(&mut poller).await;
+    let key = FirstPageItem::key_of(&post_id(&post), PageList::Likes);
+    // The copy as if made a moment ago.
+    let fresh = epoch_millis();
+    raw_set(&api, &key, "madeAt", fresh).await;
+    let last = api.user("last").await;
+    api.like(&last, &post).await;
+    api.settle(&mut poller).await;
+    let copy = stored_copy(&api, &post, PageList::Likes)
+        .await
+        .expect("a copy");
+    assert!(copy.made_at >= fresh + 1_000, "made again a second later");
+    assert_eq!(copy.due, None, "nothing left due");
+    assert_eq!(copy.entries.len(), 7);
+    let (_, page) = api.get(&format!("/posts/{post}/likes")).await;
+    assert_eq!(items(&page)[0]["userId"], json!(last), "{page}");
+}
