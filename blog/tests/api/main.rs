@@ -36,6 +36,7 @@ mod notifications;
 mod pages;
 mod poller;
 mod posts;
+mod rates;
 mod recovery;
 mod renames;
 mod requests;

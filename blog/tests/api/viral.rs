@@ -14,33 +14,28 @@ use serde_json::json;
 
 use crate::{
     scene::{Cast, Scene},
-    support::{behind_proxy, behind_proxy_with, table_snapshot},
+    support::{behind_proxy, table_snapshot},
 };
 
 /// 50 WCU and 150 RCU a second per partition key value: a quiet post's
 /// partition takes about 8 likes a second (6 WCU each).
-const SCALE: f64 = 0.05;
+pub(crate) const SCALE: f64 = 0.05;
 /// Offered: 30 likes a second (3.6 times what the quiet post takes) and 6
 /// comments a second, for 5 seconds.
 const LIKES_PER_SECOND: f64 = 30.0;
 const SECONDS: f64 = 5.0;
-const COMMENT_EVERY: usize = 5;
+pub(crate) const COMMENT_EVERY: usize = 5;
 const UNLIKE_EVERY: usize = 10;
 
-/// One viral test at a time: each offers a rate sized to this machine's two
-/// cores beside one other test, and two of them at once leave the requests
-/// of the post whose switch waits for a throttle out of their retries.
-static ONE_AT_A_TIME: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
-
 #[derive(Default)]
-struct Answers {
-    statuses: Vec<(&'static str, u16)>,
-    unliked: usize,
+pub(crate) struct Answers {
+    pub(crate) statuses: Vec<(&'static str, u16)>,
+    pub(crate) unliked: usize,
 }
 
 impl Answers {
     /// What every task recorded, once they are all done.
-    fn all(answers: Arc<Mutex<Answers>>) -> Answers {
+    pub(crate) fn all(answers: Arc<Mutex<Answers>>) -> Answers {
         Arc::try_unwrap(answers)
             .ok()
             .expect("every task done")
@@ -50,7 +45,7 @@ impl Answers {
 
     /// The answers the contract does not give: an unlike's but 204, a
     /// like's or a comment's but 201.
-    fn refused(&self) -> Vec<(&'static str, u16)> {
+    pub(crate) fn refused(&self) -> Vec<(&'static str, u16)> {
         self.statuses
             .iter()
             .filter(|(what, status)| match *what {
@@ -65,7 +60,7 @@ impl Answers {
 /// The `i`-th user's requests in a run: a like, a comment every
 /// [`COMMENT_EVERY`]th, an unlike every [`UNLIKE_EVERY`]th, each answer
 /// recorded in `answers`.
-async fn like_and_more(
+pub(crate) async fn like_and_more(
     api: &crate::support::TestApi,
     answers: &Mutex<Answers>,
     user: &str,
@@ -87,7 +82,7 @@ async fn like_and_more(
 }
 
 /// How many items `post` has in its shards' partitions (`POST#p#k`).
-async fn in_shards(api: &crate::support::TestApi, post: &str) -> usize {
+pub(crate) async fn in_shards(api: &crate::support::TestApi, post: &str) -> usize {
     table_snapshot(api)
         .await
         .iter()
@@ -97,7 +92,7 @@ async fn in_shards(api: &crate::support::TestApi, post: &str) -> usize {
 }
 
 /// The shards `post`'s item says it has (`None`: quiet).
-async fn shards_of(api: &crate::support::TestApi, post: &str) -> Option<u8> {
+pub(crate) async fn shards_of(api: &crate::support::TestApi, post: &str) -> Option<u8> {
     table_snapshot(api)
         .await
         .into_iter()
@@ -110,7 +105,6 @@ async fn shards_of(api: &crate::support::TestApi, post: &str) -> Option<u8> {
 
 #[tokio::test]
 async fn a_post_liked_past_its_partitions_limit_answers_every_like_and_counts_it_exactly() {
-    let _alone = ONE_AT_A_TIME.lock().await;
     // The deployed retry policy: what decides whether a request answers 503.
     let (proxy, api) = behind_proxy(Backoff::default()).await;
     let api = Arc::new(api);
@@ -182,166 +176,6 @@ async fn a_post_liked_past_its_partitions_limit_answers_every_like_and_counts_it
     assert_eq!(report.findings, vec![], "the audit finds nothing");
 }
 
-/// A post whose likes come faster and faster, from half a like a second to
-/// 30 (3.6 times what its quiet partition takes at 0.05 of DynamoDB's
-/// limits) in 4 seconds, then 30 a second for 2 more, with a comment every
-/// fifth like and an unlike every tenth: the store sees the rate its likes
-/// and comments come at, turns the post hot while its partition still has
-/// room and widens it past 16 shards at 16 times that rate
-/// ([`blog::store::memory::WriteRates`], scaled with the limits), so no
-/// request meets a throttle, none answers 503, and every count ends exact.
-/// (Without the rate, the same run meets the partition's limit and turns
-/// the post hot at its first throttle.)
-#[tokio::test]
-async fn a_post_liked_ever_faster_turns_hot_before_its_partition_refuses_anything() {
-    const FROM: f64 = 0.5;
-    const TO: f64 = 30.0;
-    const RAMP: f64 = 4.0;
-    const HOLD: f64 = 2.0;
-    let _alone = ONE_AT_A_TIME.lock().await;
-    let hot_rate = blog::store::memory::HOT_WRITES_PER_SECOND * SCALE;
-    let (proxy, api) = behind_proxy_with(Backoff::default(), |store| {
-        store.with_hot_rate(Some(hot_rate))
-    })
-    .await;
-    let api = Arc::new(api);
-    let ramp_likes = (FROM + TO) / 2.0 * RAMP;
-    let likes = (ramp_likes + TO * HOLD) as usize;
-    let cast = Cast {
-        author: "rising",
-        title: "Catching on",
-        content: "slowly, then all at once",
-        crowd: "riser",
-        width: 4,
-    };
-    let Scene {
-        post,
-        users,
-        poller,
-        ..
-    } = Scene::new(&api, likes, cast).await;
-    let running = api.run_fan_out(poller);
-    proxy.set_partition_limits(Some(PartitionLimits::scaled(SCALE).expect("scale")));
-
-    // The i-th like when the rate, rising in a line from FROM to TO over
-    // RAMP, then TO, has given i likes.
-    let slope = (TO - FROM) / RAMP;
-    let at = |i: usize| match i as f64 {
-        i if i < ramp_likes => (-FROM + (FROM * FROM + 2.0 * slope * i).sqrt()) / slope,
-        i => RAMP + (i - ramp_likes) / TO,
-    };
-    let answers = Arc::new(Mutex::new(Answers::default()));
-    let started = Instant::now();
-    let mut tasks = Vec::new();
-    for (i, user) in users.into_iter().enumerate() {
-        let due = Duration::from_secs_f64(at(i));
-        tokio::time::sleep(due.saturating_sub(started.elapsed())).await;
-        let (api, answers, post) = (api.clone(), answers.clone(), post.clone());
-        tasks.push(tokio::spawn(async move {
-            like_and_more(&api, &answers, &user, &post, i).await;
-        }));
-    }
-    for task in tasks {
-        task.await.expect("a request task");
-    }
-    let stats = proxy.stats();
-    proxy.set_partition_limits(None);
-    let answers = Answers::all(answers);
-    let refused = answers.refused();
-    assert_eq!(refused, vec![], "no request refused, none 503");
-    assert_eq!(
-        stats.partition_throttle, 0,
-        "turned hot before any partition refused a request: {stats:?}"
-    );
-    assert!(
-        in_shards(&api, &post).await > 0,
-        "the post went hot: its likes are in shards"
-    );
-
-    running.stop().await;
-    api.settle(&mut api.poller()).await;
-    let shards = shards_of(&api, &post).await;
-    assert!(
-        shards.is_some_and(|n| n > blog::store::items::counter::HOT_SHARDS),
-        "widened by its rate: {shards:?}"
-    );
-    let (_, got) = api.get_post(&post).await;
-    assert_eq!(
-        (got["likeCount"].clone(), got["commentCount"].clone()),
-        (
-            json!(likes - answers.unliked),
-            json!(likes.div_ceil(COMMENT_EVERY))
-        ),
-        "{got}"
-    );
-    let report = api.audit(false).await;
-    assert_eq!(report.findings, vec![], "the audit finds nothing");
-}
-
-/// A post liked 5 times a second (with a comment every fifth like), below
-/// what its quiet partition takes at 0.05 of DynamoDB's limits (about 8),
-/// by instances that each see too little of it to turn it hot (here: the
-/// requests' store never does): the fan-out, which sees every like's count
-/// in the post's MODIFY records, finds it written at its rate (twice the
-/// instance's, scaled: 2.5 a second) and turns it hot
-/// ([`blog::store::memory::WriteRates`], `fanout::rate`); every count exact.
-#[tokio::test]
-async fn a_post_liked_through_many_instances_is_turned_hot_by_the_fan_out() {
-    let _alone = ONE_AT_A_TIME.lock().await;
-    const PER_SECOND: f64 = 5.0;
-    const LIKES: usize = 25;
-    let hot_rate = blog::store::memory::HOT_WRITES_PER_SECOND * SCALE;
-    let (proxy, api) = behind_proxy_with(Backoff::default(), |store| store.never_hot()).await;
-    let api = Arc::new(api);
-    let cast = Cast {
-        author: "spread",
-        title: "Liked everywhere",
-        content: "a little from each",
-        crowd: "far",
-        width: 4,
-    };
-    let Scene { post, users, .. } = Scene::new(&api, LIKES, cast).await;
-    let fan_out = api.store().clone().with_hot_rate(Some(hot_rate));
-    let running = api.run_fan_out_on(api.poller_as_deployed(), fan_out);
-    proxy.set_partition_limits(Some(PartitionLimits::scaled(SCALE).expect("scale")));
-    let started = Instant::now();
-    let mut tasks = Vec::new();
-    for (i, user) in users.into_iter().enumerate() {
-        let due = Duration::from_secs_f64(i as f64 / PER_SECOND);
-        tokio::time::sleep(due.saturating_sub(started.elapsed())).await;
-        let (api, post) = (api.clone(), post.clone());
-        tasks.push(tokio::spawn(async move {
-            let mut answers = vec![("like", api.like_post(&user, &post).await.0)];
-            if i.is_multiple_of(COMMENT_EVERY) {
-                let comment = format!("comment {i}");
-                answers.push(("comment", api.comment_on(&user, &post, comment).await.0));
-            }
-            answers
-        }));
-    }
-    let mut statuses = Vec::new();
-    for task in tasks {
-        statuses.extend(task.await.expect("a user's requests"));
-    }
-    proxy.set_partition_limits(None);
-    assert!(
-        statuses.iter().all(|(_, status)| *status == 201),
-        "every like and comment made: {statuses:?}"
-    );
-    running.stop().await;
-    api.settle(&mut api.poller()).await;
-    let shards = shards_of(&api, &post).await;
-    assert!(shards.is_some(), "turned hot by the fan-out");
-    let (_, got) = api.get_post(&post).await;
-    assert_eq!(
-        (got["likeCount"].clone(), got["commentCount"].clone()),
-        (json!(LIKES), json!(LIKES.div_ceil(COMMENT_EVERY))),
-        "{got}"
-    );
-    let report = api.audit(false).await;
-    assert_eq!(report.findings, vec![], "the audit finds nothing");
-}
-
 /// 160 posts by one author, each liked once, 20 likes a second for 8
 /// seconds (by 20 users), through a proxy enforcing `limits` with 5 seconds
 /// of burst capacity; returns the like answers, how many requests the proxy
@@ -395,7 +229,6 @@ async fn posts_liked_once(limits: PartitionLimits) -> (Vec<u16>, u64, usize) {
 
 #[tokio::test]
 async fn the_tables_ceiling_turns_no_post_hot() {
-    let _alone = ONE_AT_A_TIME.lock().await;
     // Each post's partition takes 50 WCU a second; the table as a whole
     // 60: 20 likes a second (120 WCU a second in all), each post liked once,
     // stay far below each post's own partition's limit.
@@ -411,7 +244,6 @@ async fn the_tables_ceiling_turns_no_post_hot() {
 
 #[tokio::test]
 async fn an_authors_index_partition_throttled_turns_no_post_hot() {
-    let _alone = ONE_AT_A_TIME.lock().await;
     // 10 WCU a second a partition: each post takes one like (6 WCU in its
     // own partition), but every like changes the count its author's GSI1
     // partition lists: 20 WCU a second there.
@@ -434,7 +266,6 @@ async fn throttled_elsewhere_turns_no_post_hot(limits: PartitionLimits, what: &s
 
 #[tokio::test]
 async fn a_probe_says_which_limit_refused_a_write_and_changes_nothing() {
-    let _alone = ONE_AT_A_TIME.lock().await;
     use blog::store::table::{Room, Throttle};
     let (proxy, api) = behind_proxy(Backoff::default()).await;
     let author = api.user("probed").await;
@@ -492,7 +323,6 @@ struct Sent {
 
 #[tokio::test]
 async fn a_hot_post_is_deleted_under_its_load_and_takes_nothing_after() {
-    let _alone = ONE_AT_A_TIME.lock().await;
     // 20 WCU a second a partition: the hot post's likes (about 14 a
     // second) and comments (about 5) spread over its shards, its comments
     // in its own partition.
@@ -596,7 +426,6 @@ async fn a_hot_post_is_deleted_under_its_load_and_takes_nothing_after() {
 /// the contract says and counted once.
 #[tokio::test]
 async fn a_hot_post_liked_past_its_shards_widens_and_answers_every_like() {
-    let _alone = ONE_AT_A_TIME.lock().await;
     const PER_SECOND: f64 = 50.0;
     const LIKES: usize = 150;
     const QUIET: usize = 20;
