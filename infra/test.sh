@@ -130,17 +130,48 @@ export DYNAMODB_ENDPOINTS
 DYNAMODB_ENDPOINTS=$(IFS=,; echo "${endpoints[*]}")
 export DYNAMODB_ENDPOINT="${endpoints[0]}" DYNAMODB_LOCAL_HOME="$DDB_HOME"
 
-log "cargo test: unit tests, doc tests and the API suite (${test_targets[*]})"
+log "cargo test: unit tests and the API suite (${test_targets[*]}), the test binaries"
 set +e
 tail -1 "$LOCAL/run-local-lock.log" >"$LOCAL/test.log"
-{ cargo test --workspace --locked --lib --bins "${test_targets[@]}" && cargo test --workspace --locked --doc; } 2>&1 | tee -a "$LOCAL/test.log"
-status=${PIPESTATUS[0]}
+# Every test binary of those targets, as `directory<TAB>executable`.
+mapfile -t test_binaries < <(cargo test --workspace --locked --lib --bins "${test_targets[@]}" --no-run --message-format=json 2>"$LOCAL/tests-build.log" |
+  python3 -c 'import json, os, sys
+for line in sys.stdin:
+    m = json.loads(line)
+    if m.get("reason") == "compiler-artifact" and m.get("executable") and m["profile"]["test"]:
+        print(os.path.dirname(m["manifest_path"]) + "\t" + m["executable"])')
+# The docs, beside the tests: the doc tests, then the library's docs as
+# docs.rs would build them, with and without the admin feature (an
+# always-built item must not link to an admin-only one): a moved item leaves a
+# broken intra-doc link that no build or test sees. They hold cargo's build
+# directory lock, so the tests below run as their binaries, without cargo
+# (as cargo test runs them: from their package's directory).
+set -e
+log "the doc tests and rustdoc (broken links refused, -D warnings), in the background beside the tests"
+(
+  docs_status=0
+  cargo test --quiet --workspace --locked --doc || docs_status=1
+  for features in --all-features --features=; do
+    RUSTDOCFLAGS="-D warnings" cargo doc --quiet --locked -p blog --no-deps "$features" || docs_status=1
+  done
+  exit "$docs_status"
+) >"$LOCAL/docs.log" 2>&1 &
+docs_pid=$!
+pids+=("$docs_pid")
+
+set +e
+status=0
+[ "${#test_binaries[@]}" -gt 0 ] || { log "no test binaries:"; tail -40 "$LOCAL/tests-build.log"; status=1; }
+for binary in "${test_binaries[@]}"; do
+  (cd "${binary%%$'\t'*}" && "${binary#*$'\t'}") 2>&1 | tee -a "$LOCAL/test.log"
+  [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
+done
 set -e
 kill "${api_pids[@]}" 2>/dev/null || true
 unset DYNAMODB_ENDPOINTS
 
 # The cost tests' DynamoDB Local and the stack's, started now: their JVMs
-# come up while rustdoc runs.
+# come up while the docs finish.
 costs_port=$(free_port)
 launch_dynamodb_local "$costs_port" memory
 pids+=("$DDB_PID")
@@ -152,16 +183,13 @@ launch_dynamodb_local "$stack_port"
 pids+=("$DDB_PID")
 stack_ddb_pid=$DDB_PID
 
-# The library's docs as docs.rs would build them, with and without the admin
-# feature (an always-built item must not link to an admin-only one): a
-# moved item leaves a broken intra-doc link that no build or test sees.
-log "rustdoc: blog's docs, broken links refused (-D warnings)"
 set +e
-for features in --all-features --features=; do
-  RUSTDOCFLAGS="-D warnings" cargo doc --quiet --locked -p blog --no-deps "$features" 2>&1 | tee -a "$LOCAL/test.log"
-  [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
-done
+wait "$docs_pid"
+docs_status=$?
 set -e
+cat "$LOCAL/docs.log" | tee -a "$LOCAL/test.log"
+log "the doc tests and rustdoc: $([ "$docs_status" -eq 0 ] && echo passed || echo FAILED)"
+[ "$docs_status" -eq 0 ] || status=1
 
 set +e
 wait "$template_pid"
