@@ -12,7 +12,7 @@
 #    against `cargo lambda watch`, wired to the same DynamoDB Local; then the
 #    stack as run-local.sh runs it: the local API Gateway from template.yaml
 #    in front of that watch, tokens from a local Cognito user pool (moto):
-#    3,000 requests with tokens, every route, one at a time and eight at a
+#    2,000 requests with tokens, every route, one at a time and eight at a
 #    time, with the stream fan-out running: no 5xx, every status as
 #    documented, counts and the feed right once it settles; CORS; the
 #    metrics; docs/deploying.md's AWS CLI sign-up and refused tokens 401
@@ -110,7 +110,23 @@ pids+=("$template_pid")
 RUSTC_WORKSPACE_WRAPPER=$(rustup which clippy-driver)
 export RUSTC_WORKSPACE_WRAPPER CLIPPY_ARGS="-D__CLIPPY_HACKERY__warnings__CLIPPY_HACKERY__"
 log "building the tests, blog-admin and the functions, linted by clippy (-D warnings)"
-cargo test --workspace --locked --no-run
+# What it built, as cargo's JSON messages (its diagnostics still rendered on
+# stderr): the test binaries below are run from this list.
+cargo test --workspace --locked --no-run --message-format=json-render-diagnostics >"$LOCAL/tests-build.json"
+# test_binaries TARGET...: the test binaries of the libraries, the binaries
+# and the named test targets, each as `directory<TAB>executable` (the
+# directory its package's, where cargo test runs it).
+test_binaries() {
+  python3 -c 'import json, os, sys
+names = set(sys.argv[2:])
+for line in open(sys.argv[1]):
+    m = json.loads(line)
+    if m.get("reason") != "compiler-artifact" or not m.get("executable") or not m["profile"]["test"]:
+        continue
+    kinds = m["target"]["kind"]
+    if "lib" in kinds or "bin" in kinds or ("test" in kinds and m["target"]["name"] in names):
+        print(os.path.dirname(m["manifest_path"]) + "\t" + m["executable"])' "$LOCAL/tests-build.json" "$@"
+}
 # As watch builds a function (`cargo run --bin` at the workspace root), so
 # that it only starts them.
 cargo build --quiet --locked --workspace --bins
@@ -133,13 +149,9 @@ export DYNAMODB_ENDPOINT="${endpoints[0]}" DYNAMODB_LOCAL_HOME="$DDB_HOME"
 log "cargo test: unit tests and the API suite (${test_targets[*]}), the test binaries"
 set +e
 tail -1 "$LOCAL/run-local-lock.log" >"$LOCAL/test.log"
-# Every test binary of those targets, as `directory<TAB>executable`.
-mapfile -t test_binaries < <(cargo test --workspace --locked --lib --bins "${test_targets[@]}" --no-run --message-format=json 2>"$LOCAL/tests-build.log" |
-  python3 -c 'import json, os, sys
-for line in sys.stdin:
-    m = json.loads(line)
-    if m.get("reason") == "compiler-artifact" and m.get("executable") and m["profile"]["test"]:
-        print(os.path.dirname(m["manifest_path"]) + "\t" + m["executable"])')
+# Every test binary of those targets.
+read -ra target_names < <(printf '%s\n' "${test_targets[@]}" | grep -v '^--test$' | tr '\n' ' ')
+mapfile -t binaries < <(test_binaries "${target_names[@]}")
 # The docs, beside the tests: the doc tests, then the library's docs as
 # docs.rs would build them, with and without the admin feature (an
 # always-built item must not link to an admin-only one): a moved item leaves a
@@ -161,8 +173,8 @@ pids+=("$docs_pid")
 
 set +e
 status=0
-[ "${#test_binaries[@]}" -gt 0 ] || { log "no test binaries:"; tail -40 "$LOCAL/tests-build.log"; status=1; }
-for binary in "${test_binaries[@]}"; do
+[ "${#binaries[@]}" -gt 0 ] || { log "no test binaries in $LOCAL/tests-build.json"; status=1; }
+for binary in "${binaries[@]}"; do
   (cd "${binary%%$'\t'*}" && "${binary#*$'\t'}") 2>&1 | tee -a "$LOCAL/test.log"
   [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
 done
@@ -204,17 +216,15 @@ cat "$LOCAL/template-checks.log"
 # checks' requests about one).
 log "the benchmark's cost tests, in the background while the stack checks run"
 await_dynamodb_local "$costs_port" "$costs_ddb_pid"
-# The test binary itself: `cargo test` would hold the build directory's lock
-# while it ran, and watch's `cargo run` would wait for it.
-# Its build's own output goes to a log, shown if the build fails. The reader
-# reads every message to the end: one that stopped at the first match left
-# cargo writing into a closed pipe, and cargo then failed (Broken pipe, exit
-# 101) whenever it had more to say, once in a few fresh runs.
-costs_test=$(cargo test --workspace --locked --test costs --no-run --message-format=json 2>"$LOCAL/costs-build.log" |
-  python3 -c 'import json, sys
-messages = [json.loads(line) for line in sys.stdin]
-print(next(m["executable"] for m in messages if m.get("executable") and m["target"]["name"] == "costs"))') ||
-  { log "building the benchmark's cost tests failed:"; tail -40 "$LOCAL/costs-build.log"; exit 1; }
+# The test binary itself (built with the others): `cargo test` would hold
+# the build directory's lock while it ran, and watch's `cargo run` would wait
+# for it.
+costs_test=
+mapfile -t built < <(test_binaries costs)
+for binary in "${built[@]}"; do
+  [[ "${binary#*$'\t'}" == */costs-* ]] && costs_test=${binary#*$'\t'}
+done
+[ -n "$costs_test" ] || { log "no cost tests binary in $LOCAL/tests-build.json"; exit 1; }
 (cd bench && DYNAMODB_ENDPOINT="http://127.0.0.1:$costs_port" "$costs_test") >"$LOCAL/costs.log" 2>&1 &
 costs_pid=$!
 pids+=("$costs_pid")
@@ -250,7 +260,7 @@ api_port=$(free_port)
 pids+=("$!")
 wait_for_ok "http://127.0.0.1:$api_port/feed" "${pids[-1]}"
 
-log "3,000 requests with tokens through the API Gateway and watch, with the stream fan-out"
+log "2,000 requests with tokens through the API Gateway and watch, with the stream fan-out"
 ./target/debug/blog-admin stream-poller \
   --functions "http://127.0.0.1:$watch_port" >"$LOCAL/poller.log" 2>&1 &
 pids+=("$!")
@@ -259,7 +269,7 @@ pids+=("$!")
   --functions "http://127.0.0.1:$watch_port" >"$LOCAL/scheduler.log" 2>&1 &
 pids+=("$!")
 set +e
-"$TOOLS_VENV/bin/python" infra/watch_load.py "$api_port" --pool "$pool_file" --requests 3000 | tee "$LOCAL/watch-load.log"
+"$TOOLS_VENV/bin/python" infra/watch_load.py "$api_port" --pool "$pool_file" --requests 2000 | tee "$LOCAL/watch-load.log"
 load_status=${PIPESTATUS[0]}
 set -e
 # One line for the totals below: the run counts as one check.
