@@ -6,8 +6,10 @@
 #    budget's template), `sam validate --lint`, and the IAM
 #    roles as SAM expands them (infra/check_roles.py);
 # 3. unit tests, and the integration tests against fresh DynamoDB Locals in
-#    RAM (each test makes its own table, so they run in parallel); the
-#    benchmark's cost tests run on one of their own beside step 4;
+#    RAM (each test makes its own table, so they run in parallel), run as
+#    their binaries while the doc tests and rustdoc (step 1's docs) build
+#    beside them; the benchmark's cost tests run on one of their own beside
+#    step 4;
 # 4. every function invoked with its sample event through `cargo lambda invoke`
 #    against `cargo lambda watch`, wired to the same DynamoDB Local; then the
 #    stack as run-local.sh runs it: the local API Gateway from template.yaml
