@@ -318,29 +318,6 @@ async fn a_cursor_from_a_copys_page_or_forged_reads_no_more_than_the_merge() {
     }
 }
 
-/// `attribute` of the item at `key` set to the number `value`, behind the
-/// store's back.
-async fn raw_set(api: &TestApi, key: &Key, attribute: &str, value: u64) {
-    use aws_sdk_dynamodb::types::AttributeValue;
-    let store = &api.app.store;
-    store
-        .client()
-        .update_item()
-        .table_name(store.table())
-        .set_key(Some(key.item()))
-        .update_expression("SET #a = :v")
-        .expression_attribute_names("#a", attribute)
-        .expression_attribute_values(":v", AttributeValue::N(value.to_string()))
-        .send()
-        .await
-        .expect("update");
-}
-
-fn epoch_millis() -> u64 {
-    let since = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH);
-    since.map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
-}
-
 /// A like given while the copy is younger than a second is not copied by
 /// its own batch; that batch marks a rebuild due, whose record brings the
 /// post back once the copy is a second old: the last like before a quiet
@@ -357,8 +334,8 @@ async fn the_last_like_before_a_quiet_spell_is_copied_once_the_copy_is_a_second_
     api.settle(&mut poller).await;
     let key = FirstPageItem::key_of(&post_id(&post), PageList::Likes);
     // The copy as if made a moment ago.
-    let fresh = epoch_millis();
-    raw_set(&api, &key, "madeAt", fresh).await;
+    let fresh = crate::hot::epoch_millis();
+    crate::hot::raw_set_number(&api, &key, "madeAt", fresh).await;
     let last = api.user("last").await;
     api.like(&last, &post).await;
     api.settle(&mut poller).await;

@@ -1135,7 +1135,12 @@ pub(crate) async fn audited_then_deleted(
 
 /// The number attribute `attribute` of the item at `key` set to `value`,
 /// behind the store's back.
-async fn raw_set_number(api: &TestApi, key: &blog::keys::Key, attribute: &str, value: u64) {
+pub(crate) async fn raw_set_number(
+    api: &TestApi,
+    key: &blog::keys::Key,
+    attribute: &str,
+    value: u64,
+) {
     use aws_sdk_dynamodb::types::AttributeValue;
     let store = &api.app.store;
     let update = store.client().update_item().table_name(store.table());
@@ -1149,7 +1154,7 @@ async fn raw_set_number(api: &TestApi, key: &blog::keys::Key, attribute: &str, v
         .expect("update");
 }
 
-fn epoch_millis() -> u64 {
+pub(crate) fn epoch_millis() -> u64 {
     let since = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .expect("after 1970");
