@@ -151,6 +151,9 @@ pub const LIKE_SHARDS_SK: &str = "LIKE#~SHARDED";
 pub const COMMENT_SHARDS_SK: &str = "COMMENT#~SHARDED";
 /// A hot post's shard counter, in each shard partition.
 pub const SHARD_COUNTS_SK: &str = "COUNTS";
+/// A hot post's group counter (the sum of 16 shard counters), in the
+/// partition of its group's first shard.
+pub const SHARD_GROUP_SK: &str = "GROUP";
 
 /// What ends the partition key of a hot post's first-page copies
 /// (`POST#<postId>#PAGES`): not a shard number, so [`PostPartition::of_pk`]
@@ -811,6 +814,9 @@ item_types! {
     /// A hot post's counts in one shard (`POST#p#k / COUNTS`,
     /// [`crate::store::hot`]).
     ShardCounter,
+    /// The sum of 16 of a hot post's shard counters (`POST#p#k / GROUP`,
+    /// `k` a multiple of 16), added onto the post by the fan-out.
+    ShardGroup,
     /// A hot post's pointer to its like shards (`POST#p / LIKE#~SHARDED`).
     LikeShards,
     /// A hot post's pointer to its comment shards (`POST#p / COMMENT#~SHARDED`).
@@ -999,6 +1005,9 @@ mod tests {
         let newest = like_sk(&LikeId::parse("7ZZZZZZZZZZZZZZZZZZZZZZZZZ").unwrap());
         assert!(LIKE_SHARDS_SK.starts_with(LIKE_PREFIX) && LIKE_SHARDS_SK > newest.as_str());
         assert!(!SHARD_COUNTS_SK.starts_with(LIKE_PREFIX));
+        for counter in [SHARD_COUNTS_SK, SHARD_GROUP_SK] {
+            assert!(!counter.starts_with(LIKE_PREFIX) && !counter.starts_with(COMMENT_PREFIX));
+        }
         assert!(!POST_SK.starts_with(COMMENT_PREFIX) && !POST_SK.starts_with(LIKE_PREFIX));
         // Q2's begins_with(POST) reads the post and its content, nothing else.
         for other in [COMMENT_PREFIX, LIKE_PREFIX, "LIKER#"] {
@@ -1075,6 +1084,7 @@ mod tests {
             LIKE_SHARDS_SK.to_owned(),
             liker_sk(&user),
             SHARD_COUNTS_SK.to_owned(),
+            SHARD_GROUP_SK.to_owned(),
         ] {
             assert_eq!(like_of_sk(&foreign), None, "{foreign}");
         }

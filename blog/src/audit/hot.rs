@@ -1,11 +1,14 @@
 //! The audit of a hot post (`store::hot`): each shard counter held to what
 //! it counts (the likes and comments in its shard, and the comments of the
-//! post's own partition counted in it), and the
+//! post's own partition counted in it), each shard's version to the one its
+//! group counter holds of it (or the post, for one made before groups),
+//! each group's to the one the post holds of it, and the
 //! post's counts to what is counted on it: the likes of its own partition
 //! (given while it was quiet), the comments no shard counts, and what the
-//! fan-out has added of each shard (`shardCounts`). What a shard counted and
-//! the fan-out has not added yet is in flight, not missing: a repair that
-//! set the post's counts to every item would have the fan-out add it again.
+//! fan-out has added of each group and ungrouped shard (`groupCounts`,
+//! `shardCounts`). What a shard counted and the fan-out has not added yet is
+//! in flight, not missing: a repair that set the post's counts to every item
+//! would have the fan-out add it again.
 //!
 //! Every repair reads what it conditions on first (the counter's or the
 //! post's `version`), then counts: a like, unlike or comment that commits
@@ -17,11 +20,11 @@ use super::{Finding, Sink};
 use crate::store::Admin;
 use crate::{
     ids::PostId,
-    keys::{COMMENT_PREFIX, Counter, LIKE_PREFIX, PostPartition, SK},
+    keys::{COMMENT_PREFIX, Counter, Entity, Key, LIKE_PREFIX, PostPartition, SK},
     store::{
         StoreError,
-        counts::Summed,
-        items::counter::{MAX_SHARDS, ShardCounterItem},
+        counts::{ShardCounter, Summed},
+        items::counter::{MAX_SHARDS, ShardCounterItem, ShardGroupItem, group_of},
         items::post::PostItem,
         table::{Expr, Query},
     },
@@ -30,17 +33,36 @@ use crate::{
 impl Admin<'_> {
     /// For each of `post`'s shards (none for a quiet post), a finding when
     /// its counter is not what it counts: the likes in its shard and
-    /// `counted_in` (the post's comments counted in each shard); and one for
-    /// each shard whose counts the post holds at an older
-    /// version than the counter's: the fan-out has not added them (yet: the
-    /// repair adds them as the fan-out does, which is safe beside it).
+    /// `counted_in` (the post's comments counted in each shard); one for
+    /// each shard whose counts its group (or the post) holds at an older
+    /// version than the counter's, and one for each group whose counts the
+    /// post holds at an older version than the group's: the fan-out has not
+    /// added them (yet: the repair adds them as the fan-out does, which is
+    /// safe beside it).
     pub(super) async fn audit_shards(
         &self,
         post: &PostItem,
         counted_in: &BTreeMap<u8, u64>,
         sink: &Sink,
     ) -> Result<(), StoreError> {
-        for shard in 0..post.shards.unwrap_or(0) {
+        let shards = post.shards.unwrap_or(0);
+        // The groups first: a shard added onto its group after this read
+        // shows as not added yet, never as added and lost.
+        let mut groups = BTreeMap::new();
+        for group in ShardGroupItem::groups_of(0..shards) {
+            let key = ShardGroupItem::key_of(post.post_id, group).item();
+            let stored = self.db().get_entity::<ShardGroupItem>(key, true).await?;
+            let added = post.added_group(group).map_or(0, |a| a.version);
+            if stored.as_ref().is_some_and(|g| g.version > added) {
+                let finding = Finding::GroupNotAdded {
+                    post: post.post_id,
+                    group,
+                };
+                sink.found(self, finding, None).await?;
+            }
+            groups.insert(group, stored);
+        }
+        for shard in 0..shards {
             // The counter first: a like counted after it is read is in the
             // count below, and the repair's condition on this version
             // refuses (read after, it would be set one short).
@@ -64,7 +86,14 @@ impl Admin<'_> {
                 };
                 sink.found(self, finding, None).await?;
             }
-            let added = post.added(shard).map_or(0, |a| a.version);
+            let added = match &stored {
+                Some(counter) if counter.grouped => groups
+                    .get(&group_of(shard))
+                    .and_then(Option::as_ref)
+                    .and_then(|g| g.added(shard)),
+                _ => post.added(shard),
+            };
+            let added = added.map_or(0, |a| a.version);
             if stored.is_some_and(|c| c.version > added) {
                 let finding = Finding::ShardNotAdded {
                     post: post.post_id,
@@ -181,11 +210,24 @@ impl Admin<'_> {
         Ok(self.db().write("set shard count", &write).await?.done())
     }
 
-    /// A shard's counts added onto its post as the fan-out adds them (a
+    /// A group's counts added onto its post as the fan-out adds them (a
     /// record it lost, or one still in flight: adding twice adds nothing).
+    pub(super) async fn add_group(&self, post: &PostId, group: u8) -> Result<bool, StoreError> {
+        self.add_counter::<ShardGroupItem>(ShardGroupItem::key_of(*post, group))
+            .await
+    }
+
+    /// A shard's counts added onto its group (or its post) as the fan-out
+    /// adds them; the group's record then adds them onto the post.
     pub(super) async fn add_shard(&self, post: &PostId, shard: u8) -> Result<bool, StoreError> {
-        let key = ShardCounterItem::key_of(*post, shard).item();
-        let Some(counter) = self.db().get_entity::<ShardCounterItem>(key, true).await? else {
+        self.add_counter::<ShardCounterItem>(ShardCounterItem::key_of(*post, shard))
+            .await
+    }
+
+    /// The counter at `key`, read strongly, added onto its owner; `false`
+    /// when it or its owner is gone.
+    async fn add_counter<C: Entity + ShardCounter>(&self, key: Key) -> Result<bool, StoreError> {
+        let Some(counter) = self.db().get_entity::<C>(key.item(), true).await? else {
             return Ok(false);
         };
         let summed = self.fanout().add_shard_counts(&[counter]).await?;
@@ -222,13 +264,7 @@ pub(super) fn expected_count(
         return total;
     }
     let in_shards: u64 = counted_in.values().sum();
-    let added: u64 = post
-        .shard_counts
-        .iter()
-        .flat_map(|added| added.values())
-        .map(|added| added.of(counter))
-        .sum();
-    total.saturating_sub(in_shards) + added
+    total.saturating_sub(in_shards) + post.added_from_shards(counter)
 }
 
 /// Every shard a deleted post may have had: a post that is gone no longer

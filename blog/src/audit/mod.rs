@@ -77,9 +77,13 @@ pub enum Finding {
         /// The counter's `version` when read: the repair's condition.
         version: u64,
     },
-    /// A hot post holds a shard's counts at an older version than the
-    /// shard counter's: the fan-out has not added what it counted since.
+    /// A hot post's group counter (or, made hot before groups were, the
+    /// post) holds a shard's counts at an older version than the shard
+    /// counter's: the fan-out has not added what it counted since.
     ShardNotAdded { post: PostId, shard: u8 },
+    /// A hot post holds a group counter's counts at an older version than
+    /// the group's: the fan-out has not added what its shards counted since.
+    GroupNotAdded { post: PostId, group: u8 },
     /// A post, comment or like shows another username than its author's profile.
     Username {
         pk: String,
@@ -183,7 +187,11 @@ impl fmt::Display for Finding {
             ),
             Self::ShardNotAdded { post, shard } => write!(
                 f,
-                "post {post}: shard {shard} counted more than the post holds of it"
+                "post {post}: shard {shard} counted more than its group holds of it"
+            ),
+            Self::GroupNotAdded { post, group } => write!(
+                f,
+                "post {post}: shard group {group} counted more than the post holds of it"
             ),
             Self::Username {
                 pk,
@@ -395,6 +403,7 @@ impl Admin<'_> {
             Finding::Count { post, counter, .. } => self.recount(post, *counter).await,
             Finding::ShardCount { post, shard, .. } => self.recount_shard(post, *shard).await,
             Finding::ShardNotAdded { post, shard } => self.add_shard(post, *shard).await,
+            Finding::GroupNotAdded { post, group } => self.add_group(post, *group).await,
             // What the fan-out's walk does; safe beside it (deleting what is
             // gone is a no-op, and nothing can be added to a deleted post).
             Finding::Orphans { post, .. } => {
@@ -484,7 +493,7 @@ fn shown(entry: &FeedEntryItem) -> FeedEntryItem {
 
 /// The attributes the audit reads: everything but a post's content, which
 /// nothing copies (it is never sent over the wire to the audit).
-const READ: [&str; 31] = [
+const READ: [&str; 32] = [
     "PK",
     "SK",
     "GSI1PK",
@@ -507,7 +516,9 @@ const READ: [&str; 31] = [
     // A hot post's shards, and the shard that counts a comment.
     "shards",
     "countedIn",
-    // What the fan-out has added of each shard's counts.
+    // What the fan-out has added of each group's counts (and, on a post
+    // made hot before groups, of each shard's).
+    crate::store::items::post::GROUPS_ADDED_ATTRIBUTE,
     crate::store::items::post::ADDED_ATTRIBUTE,
     // A post's tags; a tag entry's tag.
     "tags",

@@ -223,7 +223,12 @@ fn read_item(
             done.floor = text(&item, "floorPostId").and_then(|p| PostId::parse(p).ok());
         }
         Some(ItemType::Liker | ItemType::PostContent) => collection.others += 1,
-        Some(ItemType::ShardCounter | ItemType::LikeShards | ItemType::CommentShards) => {
+        Some(
+            ItemType::ShardCounter
+            | ItemType::ShardGroup
+            | ItemType::LikeShards
+            | ItemType::CommentShards,
+        ) => {
             collection.others += 1;
         }
         Some(ItemType::Erasure) => {

@@ -29,9 +29,13 @@ use futures::StreamExt;
 use thiserror::Error;
 
 use crate::{
-    keys::{Key, PostPartition},
+    keys::Key,
     metrics::{self, Metric},
-    store::{Store, StoreError, deadline::Deadline},
+    store::{
+        Store, StoreError,
+        deadline::Deadline,
+        items::counter::{ShardCounterItem, ShardGroupItem},
+    },
 };
 
 mod notify;
@@ -328,21 +332,26 @@ fn superseded_post_changes(records: &[EventRecord]) -> Vec<Option<usize>> {
         .enumerate()
         .rev()
         .map(|(index, record)| {
-            let post = match Rule::of(record) {
-                Some(Rule::ChangedPost) => post_key(record)?,
-                Some(Rule::ShardCounts) => shard_counters_of(record)?,
+            let rule = Rule::of(record)?;
+            let post = match rule {
+                Rule::ChangedPost => post_key(record)?,
+                // A post's shard counters by group (or, made before groups
+                // were, all onto the post); its groups onto the post.
+                Rule::ShardCounts => rules::counters_owner::<ShardCounterItem>(record)?,
+                Rule::GroupCounts => rules::counters_owner::<ShardGroupItem>(record)?,
                 // The last record of any of a user's follower counts
                 // carries the others: one write onto the profile a batch.
-                Some(Rule::FollowerCount) => rules::follower_counts_of(record)?,
+                Rule::FollowerCount => rules::follower_counts_of(record)?,
                 // A window's records, one write (the carrier applies them
                 // all, in order).
-                Some(Rule::FollowerCopy) => rules::follower_window_of(record)?,
+                Rule::FollowerCopy => rules::follower_window_of(record)?,
                 _ => return None,
             };
-            match last.get(&post) {
+            // By rule too: a post's own MODIFYs and its groups' share a key.
+            match last.get(&(rule, post.clone())) {
                 Some(carrier) => Some(*carrier),
                 None => {
-                    last.insert(post, index);
+                    last.insert((rule, post), index);
                     None
                 }
             }
@@ -350,14 +359,6 @@ fn superseded_post_changes(records: &[EventRecord]) -> Vec<Option<usize>> {
         .collect();
     superseded.reverse();
     superseded
-}
-
-/// What the shard counters of one post are coalesced under: the key of its
-/// first shard's counter.
-fn shard_counters_of(record: &EventRecord) -> Option<Key> {
-    let key = post_key(record)?;
-    let place = PostPartition::of_pk(&key.pk)?;
-    Some(Key::new(PostPartition::shard(place.post, 0).pk(), key.sk))
 }
 
 /// The record's item key, to tell records of one item apart.
@@ -493,38 +494,82 @@ mod tests {
         );
     }
 
-    /// A hot post's shard counter MODIFY, of shard `shard`.
-    fn counter(post: crate::ids::PostId, shard: u8) -> EventRecord {
+    /// A hot post's shard counter MODIFY, of shard `shard` (of a post made
+    /// hot before groups were, without `grouped`).
+    fn counter(post: crate::ids::PostId, shard: u8, grouped: bool) -> EventRecord {
         let place = crate::keys::PostPartition::shard(post, shard);
         let mut record = record(&place.pk(), crate::keys::SHARD_COUNTS_SK);
         record.event_name = "MODIFY".to_owned();
-        let image = std::collections::HashMap::from([(
-            "type".to_owned(),
-            serde_dynamo::AttributeValue::S("shardCounter".to_owned()),
-        )]);
-        record.change.new_image = image.clone().into();
-        record.change.old_image = image.into();
+        let mut image = serde_json::json!({
+            "type": "shardCounter", "postId": post.to_string(), "shard": shard,
+            "likeCount": 1, "commentCount": 0, "version": 1,
+        });
+        if grouped {
+            image["grouped"] = serde_json::Value::Bool(true);
+        }
+        record.change.new_image = serde_dynamo::to_item(image).expect("an image");
+        record
+    }
+
+    /// A hot post's group counter MODIFY, or the post's own.
+    fn owner(post: crate::ids::PostId, group: Option<u8>) -> EventRecord {
+        use crate::store::items::counter::ShardGroupItem;
+        let key = match group {
+            Some(g) => ShardGroupItem::key_of(post, g),
+            None => crate::keys::post_item(&post),
+        };
+        let mut record = record(&key.pk, &key.sk);
+        record.event_name = "MODIFY".to_owned();
+        let image = match group {
+            Some(g) => serde_json::json!({
+                "type": "shardGroup", "postId": post.to_string(), "group": g,
+                "likeCount": 16, "commentCount": 0, "version": 16,
+            }),
+            None => serde_json::json!({ "type": "post", "postId": post.to_string() }),
+        };
+        record.change.new_image = serde_dynamo::to_item(image).expect("an image");
         record
     }
 
     #[test]
-    fn every_shard_counter_of_a_post_is_carried_by_its_last_whatever_its_number() {
-        let (a, b) = (
+    fn a_posts_shard_counters_are_carried_by_the_last_of_their_group_and_its_groups_by_their_last()
+    {
+        let (a, b, old) = (
+            crate::ids::PostId::generate(),
             crate::ids::PostId::generate(),
             crate::ids::PostId::generate(),
         );
         // Shards past 99 have three digits in their key (`POST#p#117`).
         let records = [
-            counter(a, 5),
-            counter(a, 117),
-            counter(b, 100),
-            counter(a, 127),
-            counter(b, 3),
+            counter(a, 5, true),
+            counter(a, 117, true),
+            counter(b, 100, true),
+            counter(a, 127, true),
+            counter(b, 3, true),
+            // A post made hot before groups: every shard onto the post.
+            counter(old, 1, false),
+            counter(old, 90, false),
+            // The groups of `a` onto the post, and the post's own MODIFY:
+            // two adds, and the post's refresh apart from them.
+            owner(a, Some(0)),
+            owner(a, None),
+            owner(a, Some(7)),
         ];
         assert_eq!(
             super::superseded_post_changes(&records),
-            [Some(3), Some(3), Some(4), None, None],
-            "one add a batch per post"
+            [
+                None,
+                Some(3),
+                None,
+                None,
+                None,
+                Some(6),
+                None,
+                Some(9),
+                None,
+                None
+            ],
+            "one add a batch per owner"
         );
     }
 

@@ -56,7 +56,7 @@ use crate::{
         followers::FollowerChange,
         home::Delivering,
         hot::Moving,
-        items::counter::ShardCounterItem,
+        items::counter::{ShardCounterItem, ShardGroupItem},
         items::feed::FeedEntryItem,
         items::follow::{FollowerCountItem, FollowerItem},
         items::post::PostItem,
@@ -76,7 +76,7 @@ enum Refresh {
 }
 
 /// The rule a record falls under (the table above), if any.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub(super) enum Rule {
     NewPost,
     NewReply,
@@ -85,6 +85,7 @@ pub(super) enum Rule {
     RemovedUser,
     RemovedPost,
     ShardCounts,
+    GroupCounts,
     FollowerCount,
     FollowerCopy,
     Deliver,
@@ -124,10 +125,17 @@ impl Rule {
                 Change::Modify => Some(Rule::ChangedUser),
                 Change::Remove => Some(Rule::RemovedUser),
             },
-            // A hot post's counts, added onto the post; made with the switch
-            // (nothing counted yet), deleted with the post.
+            // A hot post's counts, added onto its group (or, made before
+            // groups were, onto the post); made with the switch (nothing
+            // counted yet), deleted with the post.
             ItemType::ShardCounter => match change {
                 Change::Modify => Some(Rule::ShardCounts),
+                Change::Insert | Change::Remove => None,
+            },
+            // 16 shards' counts, added onto the post; made with its
+            // counters, deleted with the post.
+            ItemType::ShardGroup => match change {
+                Change::Modify => Some(Rule::GroupCounts),
                 Change::Insert | Change::Remove => None,
             },
             // A follower shard's count, copied onto the followed profile:
@@ -257,6 +265,9 @@ pub(super) async fn apply_record(
         Some(Rule::RemovedPost) => Box::pin(removed_post(store, record, deadline)).await,
         Some(Rule::ShardCounts) => {
             Box::pin(shard_counts::<ShardCounterItem>(store, record, carried)).await
+        }
+        Some(Rule::GroupCounts) => {
+            Box::pin(shard_counts::<ShardGroupItem>(store, record, carried)).await
         }
         Some(Rule::FollowerCount) => {
             Box::pin(shard_counts::<FollowerCountItem>(store, record, carried)).await
@@ -526,8 +537,9 @@ impl Switch {
 }
 
 /// Shard counter changes of one owner (this record and those of its batch
-/// carried into it): a hot post's counters' MODIFYs, or a followed user's
-/// follower counts' INSERTs and MODIFYs. What they counted is added onto
+/// carried into it): a hot post's counters' MODIFYs (onto their group), its
+/// groups' (onto the post), or a followed user's follower counts' INSERTs
+/// and MODIFYs. What they counted is added onto
 /// the owner, once.
 async fn shard_counts<C: ShardCounter + serde::de::DeserializeOwned>(
     store: &Store,
@@ -543,6 +555,15 @@ async fn shard_counts<C: ShardCounter + serde::de::DeserializeOwned>(
         Summed::Written => Outcome::Written { writes: 1 },
         Summed::Stale | Summed::Gone => Outcome::Stale { writes: 0 },
     })
+}
+
+/// What the counters of one owner (a group, or a post: [`ShardCounter::owner`])
+/// are coalesced under: the owner's key.
+pub(super) fn counters_owner<C: ShardCounter + serde::de::DeserializeOwned>(
+    record: &EventRecord,
+) -> Option<Key> {
+    let counter: C = decode(&record.change.new_image, "new").ok()?;
+    Some(counter.owner())
 }
 
 /// What the follower counts of one followed user are coalesced under: the

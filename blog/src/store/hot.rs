@@ -52,11 +52,11 @@
 //! and `attribute_not_exists(closing)` cost nothing.
 
 use crate::store::items::counter::{
-    CommentShardsItem, HOT_SHARDS, LikeShardsItem, MAX_SHARDS, ShardCounterItem, counters_made,
-    wider_than,
+    CommentShardsItem, HOT_SHARDS, LikeShardsItem, MAX_SHARDS, ShardCounterItem, ShardGroupItem,
+    counters_made, wider_than,
 };
 use crate::store::items::post::{
-    ADDED_ATTRIBUTE, CLOSING_ATTRIBUTE, COMMENTS_SHARDED_ATTRIBUTE, LIKERS_MOVED_ATTRIBUTE,
+    CLOSING_ATTRIBUTE, COMMENTS_SHARDED_ATTRIBUTE, GROUPS_ADDED_ATTRIBUTE, LIKERS_MOVED_ATTRIBUTE,
     SHARDS_ATTRIBUTE, epoch_millis,
 };
 use std::collections::HashMap;
@@ -302,7 +302,7 @@ impl Requests<'_> {
         }
         let mut open = Expr::new(change)
             .name("#shards", SHARDS_ATTRIBUTE)
-            .name("#added", ADDED_ATTRIBUTE)
+            .name("#added", GROUPS_ADDED_ATTRIBUTE)
             .name("#comments", COMMENTS_SHARDED_ATTRIBUTE)
             .name("#closing", CLOSING_ATTRIBUTE)
             .value(":shards", n(u64::from(shards)))
@@ -351,7 +351,10 @@ impl Requests<'_> {
     /// pointers out (the post's walk may have read its partitions before
     /// they were written).
     async fn drop_switch(&self, post: &PostId) -> Result<(), StoreError> {
-        let keys = ShardCounterItem::keys_of(*post, counters_made(HOT_SHARDS))
+        let made = counters_made(HOT_SHARDS);
+        let groups = ShardGroupItem::groups_of(0..made).map(|g| ShardGroupItem::key_of(*post, g));
+        let keys = ShardCounterItem::keys_of(*post, made)
+            .chain(groups)
             .map(|key| key.item())
             .chain([
                 LikeShardsItem::key_of(post).item(),
@@ -367,17 +370,22 @@ impl Requests<'_> {
 }
 
 impl Store {
-    /// The counters of `post`'s shards `range`, each put where absent, at
-    /// once: before a switch or a widening makes the post count in them.
+    /// The counters of `post`'s shards `range` and of their groups, each
+    /// put where absent, at once: before a switch or a widening makes the
+    /// post count in them (a counter is added onto its group from its first
+    /// count).
     pub(super) async fn put_counters(
         &self,
         post: &PostId,
         range: std::ops::Range<u8>,
     ) -> Result<(), StoreError> {
-        let puts = range.map(|shard| async move {
-            let counter = Write::create(&ShardCounterItem::new(*post, shard))?;
-            self.db.write("a shard counter", &counter).await
-        });
+        let groups = ShardGroupItem::groups_of(range.clone())
+            .map(|group| Write::create(&ShardGroupItem::new(*post, group)));
+        let counters = range.map(|shard| Write::create(&ShardCounterItem::new(*post, shard)));
+        let writes = groups.chain(counters).collect::<Result<Vec<_>, _>>()?;
+        let puts = writes
+            .iter()
+            .map(|write| self.db.write("a shard or group counter", write));
         futures::future::try_join_all(puts).await?;
         Ok(())
     }

@@ -598,12 +598,7 @@ impl Requests<'_> {
                 }
                 Some(ItemType::Post) => {
                     let post: super::items::post::PostItem = from_item(item)?;
-                    let in_shards = post
-                        .shard_counts
-                        .iter()
-                        .flat_map(|added| added.values())
-                        .map(|added| added.comment_count)
-                        .sum();
+                    let in_shards = post.added_from_shards(crate::keys::Counter::Comments);
                     counts.insert(post.post_id, (post.like_count, in_shards));
                 }
                 _ => {}

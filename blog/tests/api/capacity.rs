@@ -822,7 +822,8 @@ async fn a_hot_post_costs_what_the_data_model_says() {
     // The switch writes one small item at a time (the post's partition is
     // the one DynamoDB is refusing writes in): the post closed (one
     // UpdateItem); the 64 counters (16 shards and the first widening's),
-    // each in its shard, and the likes pointer and the comments pointer;
+    // each in its shard, their 4 group counters, and the likes pointer and
+    // the comments pointer;
     // then it moves the one like the post had to its liker's partition:
     // the post and the pointer read; the post's markers (a page) and the
     // mark put; the markers read again; the place kept on the pointer; the
@@ -838,7 +839,9 @@ async fn a_hot_post_costs_what_the_data_model_says() {
         .collect();
     let counters = blog::store::items::counter::counters_made(HOT_SHARDS);
     assert_eq!(counters, 64);
-    let mut expected = vec![("PutItem", 1.0, 0.0); usize::from(counters) + 1];
+    let groups = blog::store::items::counter::ShardGroupItem::groups_of(0..counters).count();
+    assert_eq!(groups, 4);
+    let mut expected = vec![("PutItem", 1.0, 0.0); usize::from(counters) + groups + 1];
     expected.extend([("UpdateItem", 1.0, 0.0); 6]);
     expected.extend([
         ("GetItem", 1.0, 0.0),
@@ -980,8 +983,9 @@ async fn a_hot_post_costs_what_the_data_model_says() {
     assert_eq!((status, sorted(q5)), (200, sorted(calls(&expected))));
 
     // The fan-out of one hot like: the liker's profile (the INSERT rule);
-    // the post read and its counts added (the post and its GSI1 entry); then
-    // the post's MODIFY refreshes its feed copy. The batch's notification:
+    // its group counter read and its shard's counts added onto it; then the
+    // group's MODIFY: the post read and the group's counts added (the post
+    // and its GSI1 entry); then the post's MODIFY refreshes its feed copy. The batch's notification:
     // the post read (eventually: its author), the author's likes group
     // read (strongly) and its actors written, its GSI1 place moved (2).
     // And the first-pages step: the copy of the likes' first page read
@@ -1012,6 +1016,8 @@ async fn a_hot_post_costs_what_the_data_model_says() {
     let mut expected = vec![
         ("GetItem", 1.0, 0.0),
         ("GetItem", 1.0, 0.0),
+        ("GetItem", 1.0, 0.0),
+        ("UpdateItem", 1.0, 0.0),
         ("UpdateItem", 1.0, 1.0),
         ("UpdateItem", 1.0, 0.0),
         ("GetItem", 0.5, 0.0),

@@ -248,10 +248,11 @@ async fn an_erased_account_takes_its_likes_and_comments_out_of_a_hot_post() {
 
 /// Part of the point of a hot post: a batch of the stream writes each post
 /// once, however many of its likes the batch holds. 1,000 likes on 10 hot
-/// posts, delivered as one batch, write 10 post items (each with its GSI1
-/// entry, Q3's copy) and their authors' 10 likes groups (their newest
-/// actors) and nothing else; the 10 post changes that makes then write 10
-/// feed entries.
+/// posts, delivered as one batch, write 10 group counters (16 shards each:
+/// one group a post) and their authors' 10 likes groups (their newest
+/// actors) and nothing else; the 10 group changes that makes then write 10
+/// post items (each with its GSI1 entry, Q3's copy), and those 10 feed
+/// entries.
 #[tokio::test]
 async fn a_batch_of_likes_on_hot_posts_writes_each_post_and_its_copies_once() {
     use futures::StreamExt;
@@ -314,31 +315,34 @@ async fn a_batch_of_likes_on_hot_posts_writes_each_post_and_its_copies_once() {
         (1, 10),
         "each post's first page copied once"
     );
-    let writes: Vec<_> = rest
-        .into_iter()
-        .map(|c| (c.operation, c.table, c.indexes))
-        .collect();
+    let writes = |calls: Vec<blog::store::meter::Call>| {
+        let mut writes: Vec<_> = calls
+            .into_iter()
+            .filter(|c| {
+                !["DescribeTable", "GetItem", "BatchGetItem", "Query"]
+                    .contains(&c.operation.as_str())
+            })
+            .map(|c| (c.operation, c.table, c.indexes))
+            .collect();
+        writes.sort_by(|a, b| a.partial_cmp(b).expect("numbers"));
+        writes
+    };
+    let update = |indexes: f64| ("UpdateItem".to_owned(), 1.0, indexes);
+    let expected: Vec<_> = [vec![update(0.0); 10], vec![update(1.0); 10]].concat();
     assert_eq!(
-        writes,
-        vec![("UpdateItem".to_owned(), 1.0, 1.0); 20],
-        "each post once, with its GSI1 entry (Q3's copy), and its author's \
-         likes group once, however many of its likes the batch holds (its \
-         newest actors, with its GSI1 place in the author's notifications)"
+        writes(rest),
+        expected,
+        "each post's group counter once, and its author's likes group once, \
+         however many of its likes the batch holds (its newest actors, with \
+         its GSI1 place in the author's notifications)"
     );
 
     api.meter.take();
     api.settle(&mut poller).await;
-    let feed: Vec<_> = api
-        .meter
-        .take()
-        .into_iter()
-        .filter(|c| c.operation != "DescribeTable" && c.operation != "GetItem")
-        .map(|c| (c.operation, c.table, c.indexes))
-        .collect();
     assert_eq!(
-        feed,
-        vec![("UpdateItem".to_owned(), 1.0, 0.0); 10],
-        "each feed entry once"
+        writes(api.meter.take()),
+        expected,
+        "each post once, with its GSI1 entry (Q3's copy), and each feed entry once"
     );
     for post in &posts {
         let (_, got) = api.get_post(&post.to_string()).await;
@@ -574,6 +578,69 @@ async fn the_audit_repairs_a_live_hot_post_exactly_while_its_fan_out_is_behind()
     );
     let report = api.audit(false).await;
     assert_eq!(report.findings, vec![], "exact after the repair");
+}
+
+/// The fan-out lost every record of a hot post's likes (the stream read
+/// and dropped): the audit finds the shards their groups have not added,
+/// adds them onto the groups; then finds the groups the post has not added,
+/// and adds those: the post counts every like, and nothing is added twice.
+#[tokio::test]
+async fn the_audit_adds_what_the_fan_out_lost_shard_to_group_to_post() {
+    use blog::audit::Finding;
+
+    let api = TestApi::start().await;
+    let mut poller = api.poller();
+    let author = api.user("lossy").await;
+    let post = api.post(&author, "Lost records", "x").await;
+    api.make_hot(&post).await;
+    api.settle(&mut poller).await;
+    let fans: Vec<String> =
+        futures::future::join_all((0..6).map(|i| api.user_named(format!("lost{i}")))).await;
+    api.settle(&mut poller).await;
+    let drop_records = |event: aws_lambda_events::event::dynamodb::Event| {
+        drop(event);
+        async { Ok(Default::default()) }
+    };
+    for fan in &fans {
+        api.like(fan, &post).await;
+    }
+    while poller
+        .poll_once(&drop_records)
+        .await
+        .expect("read the stream")
+        > 0
+    {}
+    let kinds = |findings: &[Finding]| {
+        let shards = findings
+            .iter()
+            .filter(|f| matches!(f, Finding::ShardNotAdded { .. }))
+            .count();
+        let groups = findings
+            .iter()
+            .filter(|f| matches!(f, Finding::GroupNotAdded { .. }))
+            .count();
+        (shards, groups)
+    };
+    let shards = api.audit(true).await;
+    let (lost, groups) = kinds(&shards.findings);
+    assert!(lost >= 1 && groups == 0, "{:?}", shards.findings);
+    assert_eq!(shards.repaired, shards.findings.len());
+    // The groups' MODIFYs from those repairs, dropped too.
+    while poller
+        .poll_once(&drop_records)
+        .await
+        .expect("read the stream")
+        > 0
+    {}
+    let groups = api.audit(true).await;
+    assert_eq!(kinds(&groups.findings), (0, 1), "{:?}", groups.findings);
+    let (_, got) = api.get_post(&post).await;
+    assert_eq!(got["likeCount"], json!(6), "{got}");
+    api.settle(&mut poller).await;
+    let (_, got) = api.get_post(&post).await;
+    assert_eq!(got["likeCount"], json!(6), "nothing added twice: {got}");
+    let report = api.audit(false).await;
+    assert_eq!(report.findings, vec![], "exact");
 }
 
 #[tokio::test]
@@ -1287,32 +1354,91 @@ async fn a_post_deleted_while_it_turns_hot_leaves_nothing() {
 }
 
 /// The widest post (128 shards) whose every shard counted at once: the
-/// fan-out adds them all, in updates DynamoDB takes (each expression within
-/// 4 KB; all 128 in one would be refused), and a batch delivered again adds
-/// nothing twice.
+/// fan-out adds them onto their 8 group counters (16 shards each, one
+/// update of a few hundred bytes each, its expression within 4 KB), then
+/// the groups onto the post in one update of its 8 entries; a batch
+/// delivered again adds nothing twice. Billed as DynamoDB bills them (from
+/// the items' sizes): 1 WCU a group, and the post's 1 on the table and 1 on
+/// GSI1, where 128 entries on the post made every add rewrite about 4 KB.
 #[tokio::test]
-async fn the_fan_out_adds_128_shards_counts_onto_the_widest_post() {
-    use blog::store::{counts::Summed, items::counter::ShardCounterItem};
+async fn the_fan_out_adds_128_shards_counts_through_their_groups_onto_the_widest_post() {
+    use blog::store::{
+        counts::Summed,
+        items::counter::{ShardCounterItem, ShardGroupItem},
+    };
+    use local::billing::{Rate, Shape, Snapshot, billed_writes};
 
     let api = TestApi::start().await;
     let alice = api.user("alice").await;
     let post = api.post(&alice, "Viral", "everyone").await;
     api.make_hot(&post).await;
+    let requests = api.app.store.requests();
+    let wider = requests.widen(&post_id(&post), HOT_SHARDS).await;
+    let widest = requests
+        .widen(&post_id(&post), wider.expect("widened"))
+        .await;
+    assert_eq!(widest.expect("widened"), 128);
     let counters: Vec<ShardCounterItem> = (0..128)
         .map(|shard| ShardCounterItem {
-            post_id: post_id(&post),
-            shard,
             like_count: 2,
             comment_count: u64::from(shard % 2),
             version: 3,
+            ..ShardCounterItem::new(post_id(&post), shard)
         })
         .collect();
+    let shape = Shape::single_table();
+    let snapshot = || async { Snapshot::new(&shape, table_snapshot(&api).await) };
+    let before = snapshot().await;
     let fanout = api.app.store.fanout();
     let summed = fanout.add_shard_counts(&counters).await;
     assert_eq!(summed.expect("added"), Summed::Written);
     let again = fanout.add_shard_counts(&counters).await;
     assert_eq!(again.expect("read"), Summed::Stale, "nothing twice");
+    let grouped = snapshot().await;
+    assert_eq!(billed_writes(&shape, &before, &grouped, Rate::Standard), 8);
+    let groups: Vec<ShardGroupItem> = table_snapshot(&api)
+        .await
+        .into_iter()
+        .filter(|item| {
+            item.get("type").and_then(|t| t.as_s().ok()) == Some(&"shardGroup".to_owned())
+        })
+        .map(|item| serde_dynamo::from_item(item).expect("a group"))
+        .collect();
+    assert_eq!(groups.len(), 8);
+    assert!(
+        groups
+            .iter()
+            .all(|g| g.like_count == 32 && g.comment_count == 8)
+    );
+    let summed = fanout.add_shard_counts(&groups).await;
+    assert_eq!(summed.expect("added"), Summed::Written);
+    let again = fanout.add_shard_counts(&groups).await;
+    assert_eq!(again.expect("read"), Summed::Stale, "nothing twice");
+    let added = snapshot().await;
+    assert_eq!(billed_writes(&shape, &grouped, &added, Rate::Standard), 2);
     let (status, read) = api.get(&format!("/posts/{post}")).await;
+    assert_eq!(status, 200);
+    assert_eq!(read["likeCount"], 256);
+    assert_eq!(read["commentCount"], 64);
+
+    // A post made hot before groups: its counters onto the post itself, in
+    // updates DynamoDB takes (all 128 in one would be refused).
+    let old = api.post(&alice, "Viral before groups", "everyone").await;
+    api.make_hot(&old).await;
+    let counters: Vec<ShardCounterItem> = (0..128)
+        .map(|shard| ShardCounterItem {
+            like_count: 2,
+            comment_count: u64::from(shard % 2),
+            version: 3,
+            grouped: false,
+            ..ShardCounterItem::new(post_id(&old), shard)
+        })
+        .collect();
+    let summed = fanout.add_shard_counts(&counters).await;
+    assert_eq!(summed.expect("added"), Summed::Written);
+    let again = fanout.add_shard_counts(&counters).await;
+    assert_eq!(again.expect("read"), Summed::Stale, "nothing twice");
+    let (status, read) = api.get(&format!("/posts/{old}")).await;
     assert_eq!(status, 200);
     assert_eq!(read["likeCount"], 256);
     assert_eq!(read["commentCount"], 64);

@@ -110,10 +110,10 @@ fn every_item_type_and_event_kind_is_filtered_as_the_rules_decide() {
     // A filter that let nothing through would agree with rules that apply to
     // nothing: the fan-out has its rules.
     assert_eq!(
-        delivered, 18,
+        delivered, 19,
         "a post's three changes, a profile's change and removal, comments and likes made \
          and taken back (their notifications), \
-         a hot post's shard counter changes, a follower shard's count made and changed, \
+         a hot post's shard and group counter changes, a follower shard's count made and changed, \
          a follower's entry made and deleted, a delivery started and handed off, \
          a hot post's first-page copy made or marked with a rebuild due"
     );

@@ -7,8 +7,11 @@
 //!
 //! - [`post`]: a post's `likeCount` and `commentCount`: on the post item
 //!   while it is quiet, in one of its shard counters (`POST#p#k / COUNTS`)
-//!   once it is hot, added onto the post item by the fan-out
-//!   (`shardCounts`); the loop every like and comment counts up through.
+//!   once it is hot, added by the fan-out onto their group counter (16
+//!   shards a group, `POST#p#k / GROUP`, in `shardCounts`), and the groups
+//!   onto the post item (`groupCounts`, 8 entries at most): so that an add
+//!   rewrites a few hundred bytes, never a 128-entry map; the loop every
+//!   like and comment counts up through.
 //! - [`followers`]: a user's followers, in one counter a follower shard
 //!   (`FOLLOWERS#v#k / COUNT`), added onto the profile's `followerCount`
 //!   by the fan-out (`followerShards`).
@@ -130,19 +133,50 @@ impl FanOut<'_> {
     /// a record delivered twice or late adds nothing twice; another batch
     /// adding other shards at once makes a condition fail, and the owner is
     /// read again (strongly, whole).
+    ///
+    /// Counters of several owners (a post's shards of several groups) are
+    /// added onto each in turn: `Written` if any owner changed, `Gone` only
+    /// if every owner is gone.
     pub async fn add_shard_counts<C: ShardCounter>(
         &self,
         counters: &[C],
     ) -> Result<Summed, StoreError> {
-        let Some(owner) = counters.first().map(ShardCounter::owner) else {
-            return Ok(Summed::Stale);
-        };
+        let mut owners: Vec<(Key, Vec<&C>)> = Vec::new();
+        for counter in counters {
+            let owner = counter.owner();
+            match owners.iter_mut().find(|(key, _)| *key == owner) {
+                Some((_, theirs)) => theirs.push(counter),
+                None => owners.push((owner, vec![counter])),
+            }
+        }
+        let mut summed = Summed::Stale;
+        let mut gone = !owners.is_empty();
+        for (owner, theirs) in &owners {
+            match self.add_onto(owner, theirs).await? {
+                Summed::Written => summed = Summed::Written,
+                Summed::Stale => gone = false,
+                Summed::Gone => {}
+            }
+        }
+        Ok(match summed {
+            Summed::Written => Summed::Written,
+            _ if gone => Summed::Gone,
+            _ => Summed::Stale,
+        })
+    }
+
+    /// [`Self::add_shard_counts`] onto one owner.
+    async fn add_onto<C: ShardCounter>(
+        &self,
+        owner: &Key,
+        counters: &[&C],
+    ) -> Result<Summed, StoreError> {
         for _ in 0..SUM_ATTEMPTS {
             let Some(item) = self.db.get(owner.item(), true).await? else {
                 return Ok(Summed::Gone);
             };
             let added = added_of::<C>(&item)?;
-            let updates = shard_updates(&owner, added.as_ref(), counters);
+            let updates = shard_updates(owner, added.as_ref(), counters);
             if updates.is_empty() {
                 return Ok(Summed::Stale);
             }
@@ -182,8 +216,9 @@ fn added_of<C: ShardCounter>(owner: &Item) -> Result<Option<BTreeMap<String, Ent
 /// How many shards one update adds at most: each shard names itself in the
 /// update (`#added.#s127 = :s127`, about 22 bytes) and in the condition
 /// (`attribute_not_exists(#added.#s127)`, about 40), and DynamoDB takes
-/// expressions of 4 KB at most: 32 shards keep the condition near 1.3 KB, so
-/// the widest post (128 shards, all new at once) takes 4 updates.
+/// expressions of 4 KB at most: 32 shards keep the condition near 1.3 KB. A
+/// group counter holds 16; a post made hot before groups up to 128 (all new
+/// at once: 4 updates).
 const SHARDS_PER_UPDATE: usize = 32;
 
 /// One changed shard: its number, what the owner holds of it, its newest.
@@ -199,10 +234,10 @@ type Changed<'c, C> = (u8, Option<Entry>, &'c C);
 fn shard_updates<C: ShardCounter>(
     owner: &Key,
     added: Option<&BTreeMap<String, Entry>>,
-    counters: &[C],
+    counters: &[&C],
 ) -> Vec<Write> {
     let mut newest: BTreeMap<u8, &C> = BTreeMap::new();
-    for counter in counters {
+    for counter in counters.iter().copied() {
         let slot = newest.entry(counter.shard()).or_insert(counter);
         if counter.version() > slot.version() {
             *slot = counter;
@@ -336,6 +371,8 @@ mod tests {
     use crate::store::items::{counter::ShardCounterItem, follow::FollowerCountItem};
     use crate::store::table::MAX_EXPRESSION_BYTES;
 
+    /// A counter of a post made hot before groups were (added onto the
+    /// post itself, 128 entries at most).
     fn counter(shard: u8, likes: u64, comments: u64, version: u64) -> ShardCounterItem {
         ShardCounterItem {
             post_id: PostId::parse("01J00000000000000000000000").expect("id"),
@@ -343,6 +380,7 @@ mod tests {
             like_count: likes,
             comment_count: comments,
             version,
+            grouped: false,
         }
     }
 
@@ -358,7 +396,8 @@ mod tests {
             .first()
             .map(ShardCounter::owner)
             .expect("a counter");
-        shard_updates(&owner, added, counters)
+        let counters: Vec<&ShardCounterItem> = counters.iter().collect();
+        shard_updates(&owner, added, &counters)
     }
 
     #[test]
@@ -382,9 +421,53 @@ mod tests {
     }
 
     #[test]
+    fn a_grouped_shard_adds_onto_its_group_in_one_update_and_the_group_onto_the_post() {
+        use crate::store::items::counter::{SHARDS_PER_GROUP, ShardGroupItem};
+        let grouped: Vec<ShardCounterItem> = (0..128)
+            .map(|k| ShardCounterItem {
+                grouped: true,
+                ..counter(k, 1, 1, 1)
+            })
+            .collect();
+        let post = grouped[0].post_id;
+        // 8 owners, the groups, 16 shards each: one update each.
+        let mut owners: Vec<Key> = grouped.iter().map(ShardCounter::owner).collect();
+        owners.dedup();
+        assert_eq!(owners.len(), 8);
+        assert_eq!(owners[3], ShardGroupItem::key_of(post, 3));
+        for (g, owner) in owners.iter().enumerate() {
+            let theirs: Vec<&ShardCounterItem> = grouped
+                .iter()
+                .filter(|c| usize::from(c.shard / SHARDS_PER_GROUP) == g)
+                .collect();
+            let updates = shard_updates(owner, Some(&BTreeMap::new()), &theirs);
+            assert_eq!(updates.len(), 1);
+            assert!(updates[0].longest_expression() <= MAX_EXPRESSION_BYTES);
+        }
+        // The groups onto the post: 8 entries, one update.
+        let groups: Vec<ShardGroupItem> = (0..8)
+            .map(|g| ShardGroupItem {
+                like_count: 16,
+                comment_count: 16,
+                version: 16,
+                ..ShardGroupItem::new(post, g)
+            })
+            .collect();
+        let refs: Vec<&ShardGroupItem> = groups.iter().collect();
+        let owner = groups[0].owner();
+        assert_eq!(owner, crate::keys::post_item(&post));
+        let updates = shard_updates(&owner, Some(&BTreeMap::new()), &refs);
+        assert_eq!(updates.len(), 1);
+        let text = format!("{:?}", updates[0]);
+        assert!(text.contains("\":d0\": N(\"128\")"), "{text}");
+        assert!(text.contains("groupCounts"), "{text}");
+    }
+
+    #[test]
     fn the_widest_post_adds_its_shards_in_updates_dynamodb_takes() {
-        // 128 shards, all new at once (a post just widened to its most), and
-        // 128 more seen before: each expression within 4 KB.
+        // A post made hot before groups: 128 shards onto the post, all new
+        // at once (a post just widened to its most), and 128 more seen
+        // before: each expression within 4 KB.
         let fresh: Vec<ShardCounterItem> = (0..128).map(|k| counter(k, 1, 1, 1)).collect();
         let none = BTreeMap::new();
         let updates = post_updates(Some(&none), &fresh);
@@ -423,7 +506,7 @@ mod tests {
         // No map yet: one update making it, on the condition that there is
         // none, its total started from 0.
         let owner = count(0, 0, 0).owner();
-        let first = shard_updates(&owner, None, &[count(0, 2, 2), count(7, 1, 1)]);
+        let first = shard_updates(&owner, None, &[&count(0, 2, 2), &count(7, 1, 1)]);
         assert_eq!(first.len(), 1);
         let text = format!("{:?}", first[0]);
         assert!(text.contains("#added = :map"), "{text}");
@@ -436,7 +519,7 @@ mod tests {
             ("00".to_owned(), entry(&[("n", 4), ("v", 4)])),
             ("03".to_owned(), entry(&[("n", 5), ("v", 9)])),
         ]);
-        let next = shard_updates(&owner, Some(&added), &[count(0, 3, 5)]);
+        let next = shard_updates(&owner, Some(&added), &[&count(0, 3, 5)]);
         let text = format!("{:?}", next[0]);
         assert!(text.contains("if_not_exists(#t0, :base0) + :d0"), "{text}");
         assert!(text.contains("\":base0\": N(\"9\")"), "{text}");

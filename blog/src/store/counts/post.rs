@@ -29,8 +29,8 @@ use std::future::Future;
 use super::{ShardCounter, Step, Tally, above_zero, step};
 use crate::store::{
     Busy, Item, Requests, StoreError,
-    items::counter::{MAX_SHARDS, ShardCounterItem},
-    items::post::{ADDED_ATTRIBUTE, CLOSING_ATTRIBUTE, SHARDS_ATTRIBUTE},
+    items::counter::{MAX_SHARDS, ShardCounterItem, ShardGroupItem, group_of},
+    items::post::{ADDED_ATTRIBUTE, CLOSING_ATTRIBUTE, GROUPS_ADDED_ATTRIBUTE, SHARDS_ATTRIBUTE},
     table::{Expr, Landed, Room, Throttle, Write},
 };
 use crate::{
@@ -402,25 +402,35 @@ impl Requests<'_> {
     }
 }
 
-/// A hot post's shard counter, as the fan-out adds it onto the post: its
-/// likes and comments onto `likeCount` and `commentCount`, what it added of
-/// each shard kept in `shardCounts` (`{"l", "c", "v"}`, [`Added`](crate::store::items::post::Added)).
+/// The likes and comments a counter counts, onto its owner's `likeCount`
+/// and `commentCount`, what it added of each kept as `{"l", "c", "v"}`
+/// ([`Added`](crate::store::items::counter::Added)).
+const POST_TALLIES: &[Tally] = &[
+    Tally {
+        total: Counter::Likes.attribute(),
+        letter: "l",
+    },
+    Tally {
+        total: Counter::Comments.attribute(),
+        letter: "c",
+    },
+];
+
+/// A hot post's shard counter, as the fan-out adds it onto its group
+/// counter (what it added of each shard kept in the group's `shardCounts`);
+/// one of a post made hot before groups were, onto the post item itself
+/// (in the post's `shardCounts`).
 impl ShardCounter for ShardCounterItem {
     const ADDED: &'static str = ADDED_ATTRIBUTE;
-    const TALLIES: &'static [Tally] = &[
-        Tally {
-            total: Counter::Likes.attribute(),
-            letter: "l",
-        },
-        Tally {
-            total: Counter::Comments.attribute(),
-            letter: "c",
-        },
-    ];
+    const TALLIES: &'static [Tally] = POST_TALLIES;
     const MOVES_VERSION: bool = true;
 
     fn owner(&self) -> Key {
-        keys::post_item(&self.post_id)
+        if self.grouped {
+            ShardGroupItem::key_of(self.post_id, group_of(self.shard))
+        } else {
+            keys::post_item(&self.post_id)
+        }
     }
 
     fn shard(&self) -> u8 {
@@ -437,5 +447,34 @@ impl ShardCounter for ShardCounterItem {
 
     fn entry(shard: u8) -> String {
         shard.to_string()
+    }
+}
+
+/// A hot post's group counter, as the fan-out adds it onto the post: what
+/// it added of each group kept in the post's `groupCounts`, 8 entries at
+/// most.
+impl ShardCounter for ShardGroupItem {
+    const ADDED: &'static str = GROUPS_ADDED_ATTRIBUTE;
+    const TALLIES: &'static [Tally] = POST_TALLIES;
+    const MOVES_VERSION: bool = true;
+
+    fn owner(&self) -> Key {
+        keys::post_item(&self.post_id)
+    }
+
+    fn shard(&self) -> u8 {
+        self.group
+    }
+
+    fn version(&self) -> u64 {
+        self.version
+    }
+
+    fn counts(&self) -> Vec<u64> {
+        vec![self.like_count, self.comment_count]
+    }
+
+    fn entry(group: u8) -> String {
+        group.to_string()
     }
 }

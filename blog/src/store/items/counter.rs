@@ -1,5 +1,6 @@
 //! A hot post's sharded counts: the shard counter items (`POST#p#k /
-//! COUNTS`), the pointers in the post's own partition that say how many
+//! COUNTS`), their group counters (`POST#p#k / GROUP`, one per 16 shards),
+//! the pointers in the post's own partition that say how many
 //! shards hold its likes and comments, and which shard holds what.
 
 use serde::{Deserialize, Serialize};
@@ -10,6 +11,7 @@ use crate::{
     ids::{CommentId, PostId, UserId},
     keys::{
         self, Counter, Entity, Item, ItemType, Key, LIKE_SHARDS_SK, PostPartition, SHARD_COUNTS_SK,
+        SHARD_GROUP_SK,
     },
 };
 
@@ -64,6 +66,17 @@ pub fn comment_shard(comment: &CommentId, shards: u8) -> u8 {
     shard_of(comment.to_string().as_bytes(), shards)
 }
 
+/// How many shard counters one group counter sums: a post's widest 128
+/// shards in 8 groups, so that the post keeps 8 entries of what it has
+/// added (not 128: every write of the post item is billed by its size) and
+/// a group 16.
+pub const SHARDS_PER_GROUP: u8 = 16;
+
+/// The group whose counter sums shard `shard`'s.
+pub fn group_of(shard: u8) -> u8 {
+    shard / SHARDS_PER_GROUP
+}
+
 /// A hot post's counts in one shard, changed in the transaction of each like,
 /// unlike, comment and comment deletion counted there. Never below 0: what
 /// counts down here was counted up here.
@@ -77,16 +90,24 @@ pub struct ShardCounterItem {
     #[serde(deserialize_with = "crate::model::count")]
     pub comment_count: u64,
     pub version: u64,
+    /// Whether the fan-out adds it onto its group's counter
+    /// ([`ShardGroupItem`]); absent on the counters of posts made hot before
+    /// groups were, which it adds onto the post item itself (their entries
+    /// in its `shardCounts`). Set when the counter is made, never changed:
+    /// a shard's counts go one way only.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub grouped: bool,
 }
 
 impl ShardCounterItem {
-    pub(crate) fn new(post: PostId, shard: u8) -> Self {
+    pub fn new(post: PostId, shard: u8) -> Self {
         Self {
             post_id: post,
             shard,
             like_count: 0,
             comment_count: 0,
             version: 0,
+            grouped: true,
         }
     }
 
@@ -135,6 +156,95 @@ impl Entity for ShardCounterItem {
 
     fn key(&self) -> Key {
         Self::key_of(self.post_id, self.shard)
+    }
+}
+
+/// The sum of 16 shard counters of a hot post ([`SHARDS_PER_GROUP`]), in
+/// the partition of its group's first shard: the fan-out adds what each of
+/// its shards counted since the version it holds of it (`shardCounts`, by
+/// shard number), moving its `version`, and then what the group counted
+/// onto the post (whose `groupCounts` holds each group's). One write of a
+/// few hundred bytes per shard batch, and the post item written once per
+/// group batch with 8 entries, where it would carry 128.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ShardGroupItem {
+    pub post_id: PostId,
+    pub group: u8,
+    #[serde(deserialize_with = "crate::model::count")]
+    pub like_count: u64,
+    #[serde(deserialize_with = "crate::model::count")]
+    pub comment_count: u64,
+    pub version: u64,
+    /// What the fan-out has added of each of its shards, by shard number.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shard_counts: Option<std::collections::BTreeMap<String, Added>>,
+}
+
+impl ShardGroupItem {
+    pub fn new(post: PostId, group: u8) -> Self {
+        Self {
+            post_id: post,
+            group,
+            like_count: 0,
+            comment_count: 0,
+            version: 0,
+            shard_counts: None,
+        }
+    }
+
+    pub fn key_of(post: PostId, group: u8) -> Key {
+        let first = group.saturating_mul(SHARDS_PER_GROUP);
+        Key::new(PostPartition::shard(post, first).pk(), SHARD_GROUP_SK)
+    }
+
+    /// The groups of shards `shards` (each once, in order).
+    pub fn groups_of(shards: std::ops::Range<u8>) -> impl Iterator<Item = u8> {
+        let first = group_of(shards.start);
+        let end = shards
+            .end
+            .checked_sub(1)
+            .map_or(0, |last| group_of(last) + 1);
+        (first..end).filter(move |_| !shards.is_empty())
+    }
+
+    /// What the fan-out has added onto it of shard `shard`'s counts.
+    pub fn added(&self, shard: u8) -> Option<Added> {
+        self.shard_counts.as_ref()?.get(&shard.to_string()).copied()
+    }
+}
+
+impl Entity for ShardGroupItem {
+    const TYPE: ItemType = ItemType::ShardGroup;
+    /// Made only with its post's counters, before the post counts in them.
+    const OWN: &'static [&'static str] = &[];
+
+    fn key(&self) -> Key {
+        Self::key_of(self.post_id, self.group)
+    }
+}
+
+/// What the fan-out has added of one counter onto its owner (a group
+/// counter's of each shard, a post's of each group): its counts and
+/// version. Its names are one letter each: they ride on every write of
+/// their owner, which DynamoDB bills by the KB.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Added {
+    #[serde(rename = "l")]
+    pub like_count: u64,
+    #[serde(rename = "c")]
+    pub comment_count: u64,
+    #[serde(rename = "v")]
+    pub version: u64,
+}
+
+impl Added {
+    /// The count of `counter` added.
+    pub fn of(&self, counter: Counter) -> u64 {
+        match counter {
+            Counter::Comments => self.comment_count,
+            Counter::Likes => self.like_count,
+        }
     }
 }
 
@@ -221,6 +331,26 @@ impl Entity for CommentShardsItem {
 mod tests {
     use super::*;
     use crate::revision::stable_hash;
+
+    #[test]
+    fn sixteen_shards_make_a_group_in_its_first_shards_partition() {
+        let post = PostId::parse("01J00000000000000000000000").expect("id");
+        assert_eq!(group_of(0), 0);
+        assert_eq!(group_of(15), 0);
+        assert_eq!(group_of(16), 1);
+        assert_eq!(group_of(MAX_SHARDS - 1), 7);
+        assert_eq!(
+            ShardGroupItem::groups_of(0..64).collect::<Vec<_>>(),
+            [0, 1, 2, 3]
+        );
+        assert_eq!(
+            ShardGroupItem::groups_of(64..128).collect::<Vec<_>>(),
+            [4, 5, 6, 7]
+        );
+        assert_eq!(ShardGroupItem::groups_of(3..3).count(), 0);
+        let group = ShardGroupItem::key_of(post, 2);
+        assert_eq!(group.pk, ShardCounterItem::key_of(post, 32).pk);
+    }
 
     #[test]
     fn a_liker_stays_in_one_shard_and_likers_spread() {

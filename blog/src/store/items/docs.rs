@@ -10,7 +10,7 @@ use serde::de::{self, DeserializeOwned, Visitor};
 use super::{
     block::{BlockItem, BlockedByItem},
     comment::CommentItem,
-    counter::{CommentShardsItem, LikeShardsItem, ShardCounterItem},
+    counter::{CommentShardsItem, LikeShardsItem, ShardCounterItem, ShardGroupItem},
     feed::{FeedEntryItem, TagEntryItem},
     first_page::{FirstPageItem, PageList},
     follow::{FollowItem, FollowerCountItem, FollowerItem},
@@ -226,6 +226,11 @@ fn every_item() -> Result<Vec<Described>, Box<dyn std::error::Error>> {
             ItemType::ShardCounter,
             ShardCounterItem::key_of(post, 3),
             attributes::<ShardCounterItem>(),
+        ),
+        described(
+            ItemType::ShardGroup,
+            ShardGroupItem::key_of(post, 2),
+            attributes::<ShardGroupItem>(),
         ),
         described(
             ItemType::LikeShards,

@@ -4,7 +4,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::user::UserItem;
+use super::{counter::Added, user::UserItem};
 use crate::{
     ids::{PostId, UserId},
     keys::{self, Counter, Entity, Item, ItemType, Key},
@@ -91,9 +91,14 @@ pub struct PostItem {
     /// counts ([`hot`](crate::store::hot)).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub shards: Option<u8>,
-    /// On a hot post only: what the fan-out has added of each shard's counts.
+    /// On a post made hot before group counters were: what the fan-out has
+    /// added of each of its ungrouped shards' counts.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub shard_counts: Option<std::collections::BTreeMap<String, Added>>,
+    /// On a hot post only: what the fan-out has added of each group
+    /// counter's counts ([`ShardGroupItem`](super::counter::ShardGroupItem)).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub group_counts: Option<std::collections::BTreeMap<String, Added>>,
     /// On a post turning hot only: since when (its switch closed it to new
     /// likes and comments: [`super::post::CLOSING_ATTRIBUTE`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -167,6 +172,7 @@ impl PostItem {
             content: None,
             shards: None,
             shard_counts: None,
+            group_counts: None,
             closing: None,
             mentions: Mentions::default(),
         }
@@ -226,9 +232,26 @@ impl PostItem {
         }
     }
 
-    /// What the fan-out has added onto it of hot shard `shard`'s counts.
+    /// What the fan-out has added onto it of ungrouped shard `shard`'s
+    /// counts.
     pub fn added(&self, shard: u8) -> Option<Added> {
         self.shard_counts.as_ref()?.get(&shard.to_string()).copied()
+    }
+
+    /// What the fan-out has added onto it of group `group`'s counts.
+    pub fn added_group(&self, group: u8) -> Option<Added> {
+        self.group_counts.as_ref()?.get(&group.to_string()).copied()
+    }
+
+    /// How much of `counter` the fan-out has added onto it from its shards
+    /// (through their groups, or on their own).
+    pub fn added_from_shards(&self, counter: Counter) -> u64 {
+        [&self.shard_counts, &self.group_counts]
+            .into_iter()
+            .flatten()
+            .flat_map(|added| added.values())
+            .map(|added| added.of(counter))
+            .sum()
     }
 }
 
@@ -385,33 +408,12 @@ pub const MENTIONS_ATTRIBUTE: &str = "mentions";
 /// DynamoDB's expressions: always through a name placeholder).
 pub const STATUS: &str = "status";
 
-/// On a hot post's item, per shard: the shard counter's counts and version
-/// that the fan-out has added to the post's counts. Its names are one letter
-/// each: 16 of them ride on every write of the post item, which DynamoDB
-/// bills by the KB.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Added {
-    #[serde(rename = "l")]
-    pub like_count: u64,
-    #[serde(rename = "c")]
-    pub comment_count: u64,
-    #[serde(rename = "v")]
-    pub version: u64,
-}
-
-impl Added {
-    /// The count of `counter` added.
-    pub fn of(&self, counter: Counter) -> u64 {
-        match counter {
-            Counter::Comments => self.comment_count,
-            Counter::Likes => self.like_count,
-        }
-    }
-}
-
-/// The post item's attribute that holds the [`Added`] of each shard, by
-/// shard number.
+/// The attribute that holds the [`Added`] of each shard, by shard number:
+/// on a group counter, and on a post made hot before groups were.
 pub const ADDED_ATTRIBUTE: &str = "shardCounts";
+/// The post item's attribute that holds the [`Added`] of each of its group
+/// counters, by group number.
+pub const GROUPS_ADDED_ATTRIBUTE: &str = "groupCounts";
 /// The post item's attribute that says it is hot, and how many shards it has.
 pub const SHARDS_ATTRIBUTE: &str = "shards";
 /// The post item's attribute that says its new comments go to its shards,
