@@ -16,9 +16,22 @@
 #   ./infra/bench.sh --rename [--items N]   the rename fan-out of one user who
 #                                           wrote N items (100,000), instead
 #   ./infra/bench.sh --viral [--scale 0.1] [--seconds 20] [--rates 50,100,...]
+#                        [--readers 10] [--ramp 1] [--confine [--instances N]]
 #                                           one post liked at rising rates on
 #                                           a DynamoDB that enforces its
-#                                           per-partition limits (scaled)
+#                                           per-partition limits (scaled),
+#                                           each rate reached from quiet in
+#                                           --ramp s, with readers at
+#                                           --readers x the like rate (Q2, Q4
+#                                           and Q5 first pages); --confine
+#                                           (as root, cgroup v1) runs the
+#                                           request calls and the fan-out
+#                                           under the CPU share Lambda gives
+#                                           their busy instances (256 and
+#                                           512 MB), the proxy and DynamoDB
+#                                           Local outside. The rows:
+#     ./infra/bench.sh --viral --designs hot --scale 0.01 --seconds 20 \
+#       --rates 1000,10000,20000,40000 --readers 10 [--confine]
 #   ./infra/bench.sh --notifications [--scale 0.01] [--seconds 10] [--rates 1000,5000,10000]
 #                                           the same, hot design, with what
 #                                           the author's notifications
