@@ -47,9 +47,10 @@
 //! list-comments and list-likes functions are), and their client's
 //! `CapacityMeter` sums the read units DynamoDB reports for their calls: the
 //! "RCU per read" column, per read answered (a throttled call is not
-//! billed). The proxy charges the same partitions for every client, so its
-//! hottest-for-reads column holds the readers' reads with the requests' and
-//! the fan-out's.
+//! billed; Local's read units follow DynamoDB's published rules for reads,
+//! docs/benchmarks.md). The proxy charges the same partitions for every
+//! client, so its hottest-for-reads column holds the readers' reads with
+//! the requests' and the fan-out's.
 //!
 //! # Confined rows
 //!
@@ -80,10 +81,11 @@
 //! at most 1.25 × that share of a CPU: its CPU time over its wall time, so
 //! that others' load on the machine does not pass for a quota), and after
 //! each row each group's `cpu.stat` throttling over the row is printed with
-//! its instances (the most in flight and the mean). The
-//! cgroups are removed when the run ends, however it ends. Needs root
-//! (cgroup v1 mounted at `/sys/fs/cgroup/cpu`); without it `--confine` stops
-//! with a message saying so.
+//! its instances (the most in flight and the mean). The cgroups are
+//! removed when the run ends (on an error too; a run killed by a signal
+//! leaves them, and the next `--confine` run removes them). Needs root
+//! (cgroup v1 mounted at `/sys/fs/cgroup/cpu`); without it `--confine`
+//! stops with a message saying so.
 //!
 //! What confinement stands for: the CPU all the busy instances of each kind
 //! would have between them, following their count as the load moves. What
@@ -991,6 +993,20 @@ impl Groups {
                 "--confine needs cgroup v1's cpu controller at /sys/fs/cgroup/cpu (and root)"
                     .into(),
             );
+        }
+        // A run killed by a signal leaves its groups (named by its process
+        // id): removed here once that process is gone.
+        for entry in std::fs::read_dir(root)?.flatten() {
+            let name = entry.file_name().to_string_lossy().into_owned();
+            let owner = name
+                .strip_prefix("blog-viral-")
+                .and_then(|rest| rest.split('-').next())
+                .and_then(|pid| pid.parse::<u32>().ok());
+            if let Some(pid) = owner
+                && !Path::new(&format!("/proc/{pid}")).exists()
+            {
+                let _ = std::fs::remove_dir(entry.path());
+            }
         }
         let mut groups = Groups { paths: Vec::new() };
         for name in names {
