@@ -27,6 +27,9 @@
 //! tick, whatever the others' latency; a tick more than 5 ms late shifts the
 //! ticks after it (tokio's `MissedTickBehavior::Delay`): a machine that
 //! cannot keep up offers less, and the requests answered a second say so.
+//! So does a row whose calls in flight reached the cap (a quarter of the
+//! process's open files: each call holds a connection to the proxy, and the
+//! proxy its end of it and one upstream): the ticks wait for calls to end.
 //!
 //! ```text
 //! blog-viral-bench --endpoint URL [--scale 0.1] [--seconds 20]
@@ -151,7 +154,11 @@ use blog::{
 };
 use hostile::{Faults, PartitionLimits, Proxy};
 use local::stream_poller::{InvokeError, StreamPoller, mapping::StreamMapping};
-use tokio::{runtime::Handle, sync::Notify, task::JoinSet};
+use tokio::{
+    runtime::Handle,
+    sync::{Notify, OwnedSemaphorePermit, Semaphore},
+    task::JoinSet,
+};
 
 /// One in this many likers takes the like back at once.
 const UNLIKE_EVERY: usize = 10;
@@ -466,7 +473,7 @@ async fn run(
                 let store = fan_out.clone();
                 let functions = functions.clone();
                 async move {
-                    let instance = functions.kind.enter();
+                    let instance = functions.kind.enter().await;
                     functions
                         .handle
                         .spawn(async move {
@@ -707,6 +714,13 @@ struct Kind {
     /// The most in flight since the quota last followed.
     peak: AtomicUsize,
     following: Mutex<Following>,
+    /// The calls in flight at once: each holds a connection to the proxy,
+    /// which holds one to DynamoDB Local, in this process's file
+    /// descriptors ([`in_flight_cap`]).
+    cap: Arc<Semaphore>,
+    cap_size: usize,
+    /// Calls that waited for the cap since the row began.
+    capped: AtomicUsize,
     /// Whether a runtime thread failed to join the group.
     unjoined: AtomicBool,
 }
@@ -726,11 +740,14 @@ struct Following {
 
 /// One busy instance: a request (or a fan-out batch) in flight, until
 /// dropped.
-struct Instance(Arc<Kind>);
+struct Instance {
+    kind: Arc<Kind>,
+    _permit: Option<OwnedSemaphorePermit>,
+}
 
 impl Drop for Instance {
     fn drop(&mut self) {
-        self.0.in_flight.fetch_sub(1, Ordering::Relaxed);
+        self.kind.in_flight.fetch_sub(1, Ordering::Relaxed);
     }
 }
 
@@ -760,6 +777,9 @@ impl Functions {
             in_flight: AtomicUsize::new(0),
             peak: AtomicUsize::new(0),
             following: Mutex::new(Following::default()),
+            cap: Arc::new(Semaphore::new(in_flight_cap())),
+            cap_size: in_flight_cap(),
+            capped: AtomicUsize::new(0),
             unjoined: AtomicBool::new(false),
         });
         let mut builder = tokio::runtime::Builder::new_multi_thread();
@@ -835,10 +855,21 @@ impl Functions {
 }
 
 impl Kind {
-    fn enter(self: &Arc<Self>) -> Instance {
+    /// An instance for a call, once fewer than the cap are in flight.
+    async fn enter(self: &Arc<Self>) -> Instance {
+        let permit = match self.cap.clone().try_acquire_owned() {
+            Ok(permit) => Some(permit),
+            Err(_) => {
+                self.capped.fetch_add(1, Ordering::Relaxed);
+                self.cap.clone().acquire_owned().await.ok()
+            }
+        };
         let now = self.in_flight.fetch_add(1, Ordering::Relaxed) + 1;
         self.peak.fetch_max(now, Ordering::Relaxed);
-        Instance(self.clone())
+        Instance {
+            kind: self.clone(),
+            _permit: permit,
+        }
     }
 
     fn following(&self) -> std::sync::MutexGuard<'_, Following> {
@@ -919,6 +950,13 @@ impl Kind {
             "{} ({} MB): up to {most} in flight, {mean:.1} on average",
             self.label, self.memory_mb
         );
+        let capped = self.capped.swap(0, Ordering::Relaxed);
+        if capped > 0 {
+            text.push_str(&format!(
+                " ({capped} calls waited for the cap of {} in flight: their ticks came late, and the offered rate fell)",
+                self.cap_size
+            ));
+        }
         if let Some(fixed) = self.fixed {
             text.push_str(&format!(
                 " (the quota fixed at {fixed} × {} MB)",
@@ -956,6 +994,23 @@ async fn follow(kinds: [Arc<Kind>; 2], cores: usize) {
             }
         }
     }
+}
+
+/// How many calls of a kind may be in flight at once: a quarter of this
+/// process's open files limit (each call's connection to the proxy, the
+/// proxy's end of it and its connection upstream), at least 100.
+fn in_flight_cap() -> usize {
+    let soft = std::fs::read_to_string("/proc/self/limits")
+        .ok()
+        .and_then(|limits| {
+            limits
+                .lines()
+                .find(|line| line.starts_with("Max open files"))
+                .and_then(|line| line.split_whitespace().nth(3))
+                .and_then(|soft| soft.parse::<usize>().ok())
+        })
+        .unwrap_or(1024);
+    (soft / 4).max(100)
 }
 
 /// Sets `group`'s quota to the CPU share of `memory_mb` (one vCPU at
@@ -1283,7 +1338,7 @@ async fn offer(
     for (i, liker) in likers.into_iter().enumerate() {
         ticker.tick().await;
         let ticked = Instant::now();
-        let instance = functions.kind.enter();
+        let instance = functions.kind.enter().await;
         let (store, answers) = (store.clone(), answers.clone());
         let (likes, accepted, comments) = (likes.clone(), accepted.clone(), comments.clone());
         sent.spawn_on(
@@ -1389,7 +1444,7 @@ async fn read_paced(
             () = done.notified() => break,
         }
         let ticked = Instant::now();
-        let instance = functions.kind.enter();
+        let instance = functions.kind.enter().await;
         let (store, answers) = (store.clone(), answers.clone());
         sent.spawn_on(
             async move {
@@ -1431,7 +1486,7 @@ async fn read_meanwhile(
             let mut answers = Vec::new();
             loop {
                 for k in 0..3 {
-                    let _instance = kind.enter();
+                    let _instance = kind.enter().await;
                     let sent = Instant::now();
                     let code = read(&store, &post, k).await;
                     answers.push((code, sent.elapsed().as_secs_f64()));
