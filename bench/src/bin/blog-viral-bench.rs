@@ -139,6 +139,7 @@ use std::{
 use bench::{
     measure::{Clients, POLL_IDLE},
     naive::Error,
+    pace::{Ticker, offered_in},
 };
 use blog::{
     api::ApiError,
@@ -178,9 +179,6 @@ const FOLLOW_EVERY: Duration = Duration::from_millis(10);
 /// Over how many of those the most in flight is the instances kept busy
 /// (100 ms).
 const FOLLOW_WINDOW: usize = 10;
-/// A tick later than this shifts the ticks after it (as tokio's
-/// `MissedTickBehavior::Delay` does past the same 5 ms).
-const MISSED: Duration = Duration::from_millis(5);
 
 /// The command line.
 struct Options {
@@ -553,6 +551,11 @@ async fn run(
             let functions = [
                 requests.kind.describe(throttled[0]),
                 fan_out_functions.kind.describe(throttled[1]),
+                format!(
+                    "the likes' ticks fell {:.2} s behind, the reads' {:.2} s",
+                    offered.lag.as_secs_f64(),
+                    read.lag.as_secs_f64()
+                ),
             ]
             .join("; ");
             let read_units: f64 = reading
@@ -1153,61 +1156,6 @@ cat /proc/$$/stat"#;
     Ok(((user + system) as f64 / 100.0 / wall, throttled() - before))
 }
 
-/// Ticks at a rate that rises from 0 to `per_second` over `ramp` seconds,
-/// linearly, then holds; a tick later than [`MISSED`] shifts those after.
-struct Ticker {
-    start: Instant,
-    per_second: f64,
-    ramp: f64,
-    next: u64,
-    lag: Duration,
-}
-
-impl Ticker {
-    fn new(per_second: f64, ramp: f64) -> Self {
-        Ticker {
-            start: Instant::now(),
-            per_second,
-            ramp,
-            next: 0,
-            lag: Duration::ZERO,
-        }
-    }
-
-    async fn tick(&mut self) {
-        let due = self.start
-            + self.lag
-            + Duration::from_secs_f64(offset(self.next as f64, self.per_second, self.ramp));
-        tokio::time::sleep_until(tokio::time::Instant::from_std(due)).await;
-        let late = Instant::now().saturating_duration_since(due);
-        if late > MISSED {
-            self.lag += late;
-        }
-        self.next += 1;
-    }
-}
-
-/// The seconds from the start at which the `k`th tick (from 0) falls.
-fn offset(k: f64, per_second: f64, ramp: f64) -> f64 {
-    let ramped = per_second * ramp / 2.0;
-    if ramp <= 0.0 {
-        k / per_second
-    } else if k <= ramped {
-        // k = per_second × t² / (2 × ramp)
-        (2.0 * k * ramp / per_second).sqrt()
-    } else {
-        ramp + (k - ramped) / per_second
-    }
-}
-
-/// The ticks in `seconds` (those before the next falls due).
-fn offered_in(seconds: f64, per_second: f64, ramp: f64) -> f64 {
-    if seconds <= ramp {
-        per_second * seconds * seconds / (2.0 * ramp)
-    } else {
-        per_second * ramp / 2.0 + per_second * (seconds - ramp)
-    }
-}
 /// How many likes of a quiet post the notification latency is taken over.
 const QUIET_LIKES: usize = 30;
 
@@ -1303,6 +1251,8 @@ struct Offered {
     counts: Counts,
     /// Likes answered 201.
     likes_accepted: usize,
+    /// How far the likes' ticks fell behind their schedule.
+    lag: Duration,
 }
 
 /// The status the API answers for a store call's result, and whether it
@@ -1317,7 +1267,7 @@ fn status<T>(result: Result<T, StoreError>, ok: u16) -> (u16, Option<T>) {
     }
 }
 
-/// Each liker likes `post` once, on [`Ticker`]'s ticks (whatever the others'
+/// Each liker likes `post` once, on `Ticker`'s ticks (whatever the others'
 /// latency; `per_second` after `ramp` seconds); some take it back at once,
 /// some comment. The calls run on the request functions' runtime, one
 /// instance busy for each liker's calls; a like's time runs from its tick.
@@ -1397,6 +1347,7 @@ async fn offer(
             comments: comments.load(Ordering::Relaxed) as u64,
         },
         likes_accepted: accepted.load(Ordering::Relaxed),
+        lag: ticker.lag(),
     }
 }
 
@@ -1406,6 +1357,8 @@ async fn offer(
 struct Reads {
     answers: Vec<(u16, f64)>,
     span: f64,
+    /// How far the reads' ticks fell behind their schedule.
+    lag: Duration,
 }
 
 /// The `k`th read of a reader: Q2, then Q4's first page, then Q5's, in
@@ -1422,7 +1375,7 @@ async fn read(store: &Store, post: &PostId, k: usize) -> u16 {
     }
 }
 
-/// Reads of `post` on [`Ticker`]'s ticks (whatever the others' latency;
+/// Reads of `post` on `Ticker`'s ticks (whatever the others' latency;
 /// `per_second` after `ramp` seconds) until `done`, on the request
 /// functions' runtime, one instance busy for each; a read's time runs from
 /// its tick.
@@ -1464,7 +1417,11 @@ async fn read_paced(
         .ok()
         .and_then(|m| m.into_inner().ok())
         .unwrap_or_default();
-    Reads { answers, span }
+    Reads {
+        answers,
+        span,
+        lag: ticker.lag(),
+    }
 }
 
 /// One reader: Q2, Q4 and Q5 of `post`, one after another, about 200 times
@@ -1503,6 +1460,7 @@ async fn read_meanwhile(
     Reads {
         answers,
         span: started.elapsed().as_secs_f64(),
+        lag: Duration::ZERO,
     }
 }
 /// Waits (at most 60 s) until the post and its feed copy both count
