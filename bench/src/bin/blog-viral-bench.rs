@@ -48,12 +48,12 @@
 //! DynamoDB's real limits. Either way the readers are a process of their
 //! own (a `Store` and an SDK client of their own, as the get-post,
 //! list-comments and list-likes functions are), and their client's
-//! `CapacityMeter` sums the read units DynamoDB reports for their calls: the
-//! "RCU per read" column, per read answered (a throttled call is not
-//! billed; Local's read units follow DynamoDB's published rules for reads,
-//! docs/benchmarks.md). The proxy charges the same partitions for every
-//! client, so its hottest-for-reads column holds the readers' reads with
-//! the requests' and the fan-out's.
+//! `CapacityMeter` sums the read units DynamoDB Local reports for their
+//! calls: the "RCU per read" column, per read answered (a throttled call is
+//! not billed; Local's read units follow DynamoDB's published rules for
+//! reads, docs/benchmarks.md). The proxy charges the same partitions for
+//! every client, so its hottest-for-reads column holds the readers' reads
+//! with the requests' and the fan-out's.
 //!
 //! # Confined rows
 //!
@@ -98,14 +98,15 @@
 //! not run, its CPU not spent); the instances' memory (one process's, not
 //! capped: the `memory` cgroup is not used) and what lives in it (one store
 //! memory for all request instances: the hot switch sees the post's whole
-//! rate, as one instance would see its share); API Gateway and the network
-//! (the requests are calls, not HTTP); and the machine: a quota above its
-//! 2 cores is not granted (past 13 request instances, or fewer beside the
-//! fan-out's and the proxy's own CPU, the cores are the bound; each row
-//! says for how much of it the quotas were above them). At `--scale` the
-//! instances are the scaled load's: the real load would keep 1 / scale as
-//! many busy, each with the same share, so the CPU a request gets is what
-//! the confinement keeps.
+//! rate, as one instance would see its share); Lambda's concurrency quota
+//! (1,000 instances an account unless raised; the only cap here is the open
+//! files'); API Gateway and the network (the requests are calls, not HTTP);
+//! and the machine: a quota above its 2 cores is not granted (past 13
+//! request instances, or fewer beside the fan-out's and the proxy's own
+//! CPU, the cores are the bound; each row says for how much of it the
+//! quotas were above them). At `--scale` the instances are the scaled
+//! load's: the real load would keep 1 / scale as many busy, each with the
+//! same share, so the CPU a request gets is what the confinement keeps.
 //!
 //! With `--tags N` the post has N tags (0–5), and settled means its entry in
 //! each tag's list counts every like and comment too.
