@@ -652,7 +652,7 @@ async fn run(
         println!("{}", table_row(row, scale));
     }
     println!(
-        "(rates at DynamoDB's real limits: measured at {scale} of them, divided by {scale}; a rate is per second from the first like sent to the last answered (the readers': to their last answer), the first {ramp} s a ramp from quiet; reads {} )",
+        "(rates at DynamoDB's real limits: measured at {scale} of them, divided by {scale}; a rate is per second from the first like sent to the last answered (the readers': to their last answer), the first {ramp} s a ramp from quiet; reads {})",
         if readers > 0.0 {
             format!(
                 "at {readers} x the offered like rate, spread over Q2, Q4's and Q5's first pages"
