@@ -79,6 +79,15 @@ fi
 
 ensure_tools
 
+# raise_open_files: as many open files as this shell may have (as root, the
+# kernel's most): a viral post's readers open thousands of connections at
+# once (a hot post's merged first page one a shard, each through the proxy,
+# which opens one more upstream), past the usual 20,000.
+raise_open_files() {
+  ulimit -n "$(cat /proc/sys/fs/nr_open 2>/dev/null || echo 1048576)" 2>/dev/null ||
+    ulimit -n "$(ulimit -Hn)" 2>/dev/null || true
+}
+
 # run_alone BIN ARGS...: builds the bench's BIN and runs it on a DynamoDB
 # Local of its own.
 run_alone() {
@@ -88,6 +97,7 @@ run_alone() {
   port=$(free_port)
   start_dynamodb_local "$port" memory
   trap 'kill "$DDB_PID" 2>/dev/null || true' EXIT
+  raise_open_files
   "target/release/$bin" --endpoint "http://127.0.0.1:$port" "$@"
 }
 

@@ -27,9 +27,11 @@
 //! tick, whatever the others' latency; a tick more than 5 ms late shifts the
 //! ticks after it (tokio's `MissedTickBehavior::Delay`): a machine that
 //! cannot keep up offers less, and the requests answered a second say so.
-//! So does a row whose calls in flight reached the cap (a quarter of the
-//! process's open files: each call holds a connection to the proxy, and the
-//! proxy its end of it and one upstream): the ticks wait for calls to end.
+//! So does a row whose calls in flight reached the cap (the process's open
+//! files / 64: a call may hold many connections to the proxy at once, a hot
+//! post's merged first page one a shard, and the proxy two for each): the
+//! ticks wait for calls to end. `infra/bench.sh` raises the open files to
+//! the most it may (as root, the kernel's most).
 //!
 //! ```text
 //! blog-viral-bench --endpoint URL [--scale 0.1] [--seconds 20]
@@ -450,7 +452,10 @@ async fn run(
     let likers_needed: usize =
         designs.len() * rates.iter().map(|rate| likes_in(*rate)).sum::<usize>() + QUIET_LIKES;
     let likers = load_likers(&direct, &name, likers_needed).await?;
-    println!("{likers_needed} likers loaded into {name}");
+    println!(
+        "{likers_needed} likers loaded into {name}; the request functions' calls in flight capped at {}",
+        requests.kind.cap_size
+    );
 
     // The fan-out, as the local stack runs it, through the limits too: the
     // poller (the event source mapping) here, each batch's function on the
@@ -718,9 +723,7 @@ struct Kind {
     /// The most in flight since the quota last followed.
     peak: AtomicUsize,
     following: Mutex<Following>,
-    /// The calls in flight at once: each holds a connection to the proxy,
-    /// which holds one to DynamoDB Local, in this process's file
-    /// descriptors ([`in_flight_cap`]).
+    /// The calls in flight at once ([`in_flight_cap`]).
     cap: Arc<Semaphore>,
     cap_size: usize,
     /// Calls that waited for the cap since the row began.
@@ -1000,9 +1003,12 @@ async fn follow(kinds: [Arc<Kind>; 2], cores: usize) {
     }
 }
 
-/// How many calls of a kind may be in flight at once: a quarter of this
-/// process's open files limit (each call's connection to the proxy, the
-/// proxy's end of it and its connection upstream), at least 100.
+/// How many calls of a kind may be in flight at once: this process's open
+/// files limit / 64, at least 100. A call may hold many connections to the
+/// proxy at once (a hot post's merged first page, one a shard: 17 at 16
+/// shards), and the proxy holds their ends and one upstream each: at 10
+/// times the like rate a hot post's readers, merging until its copies are
+/// made, took 20,000 open files with 345 calls in flight.
 fn in_flight_cap() -> usize {
     let soft = std::fs::read_to_string("/proc/self/limits")
         .ok()
@@ -1014,7 +1020,7 @@ fn in_flight_cap() -> usize {
                 .and_then(|soft| soft.parse::<usize>().ok())
         })
         .unwrap_or(1024);
-    (soft / 4).max(100)
+    (soft / 64).max(100)
 }
 
 /// Sets `group`'s quota to the CPU share of `memory_mb` (one vCPU at
