@@ -16,9 +16,22 @@
 #   ./infra/bench.sh --rename [--items N]   the rename fan-out of one user who
 #                                           wrote N items (100,000), instead
 #   ./infra/bench.sh --viral [--scale 0.1] [--seconds 20] [--rates 50,100,...]
+#                        [--readers 10] [--ramp 1] [--confine [--instances N]]
 #                                           one post liked at rising rates on
 #                                           a DynamoDB that enforces its
-#                                           per-partition limits (scaled)
+#                                           per-partition limits (scaled),
+#                                           each rate reached from quiet in
+#                                           --ramp s, with readers at
+#                                           --readers x the like rate (Q2, Q4
+#                                           and Q5 first pages); --confine
+#                                           (as root, cgroup v1) runs the
+#                                           request calls and the fan-out
+#                                           under the CPU share Lambda gives
+#                                           their busy instances (256 and
+#                                           512 MB), the proxy and DynamoDB
+#                                           Local outside. The rows:
+#     ./infra/bench.sh --viral --designs hot --scale 0.01 --seconds 20 \
+#       --rates 1000,10000,20000,40000 --readers 10 [--confine]
 #   ./infra/bench.sh --notifications [--scale 0.01] [--seconds 10] [--rates 1000,5000,10000]
 #                                           the same, hot design, with what
 #                                           the author's notifications
@@ -66,6 +79,15 @@ fi
 
 ensure_tools
 
+# raise_open_files: as many open files as this shell may have (as root, the
+# kernel's most): a viral post's readers open thousands of connections at
+# once (a hot post's merged first page one a shard, each through the proxy,
+# which opens one more upstream), past the usual 20,000.
+raise_open_files() {
+  ulimit -n "$(cat /proc/sys/fs/nr_open 2>/dev/null || echo 1048576)" 2>/dev/null ||
+    ulimit -n "$(ulimit -Hn)" 2>/dev/null || true
+}
+
 # run_alone BIN ARGS...: builds the bench's BIN and runs it on a DynamoDB
 # Local of its own.
 run_alone() {
@@ -75,6 +97,7 @@ run_alone() {
   port=$(free_port)
   start_dynamodb_local "$port" memory
   trap 'kill "$DDB_PID" 2>/dev/null || true' EXIT
+  raise_open_files
   "target/release/$bin" --endpoint "http://127.0.0.1:$port" "$@"
 }
 

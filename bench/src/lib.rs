@@ -7,5 +7,6 @@ pub mod lambda;
 pub mod load;
 pub mod measure;
 pub mod naive;
+pub mod pace;
 pub mod report;
 pub mod requests;
