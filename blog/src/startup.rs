@@ -9,6 +9,9 @@
 //! - `HOME_CACHE_SECONDS` (optional, default 2; 0 turns it off): how long a
 //!   `get-home` instance serves a pulled author's newest posts it read
 //!   ([`crate::store::memory::PulledLists`]).
+//! - `HOT_READ_CACHE_SECONDS` (optional, default 1; 0 turns it off): how
+//!   long a read function's instance serves a hot post's Q2 and first pages
+//!   of comments and likes it read ([`crate::store::memory::HotReads`]).
 //! - `HOT_WRITES_PER_SECOND` (optional, default 25; 0 turns it off): the
 //!   likes and comments a second one instance writes on one quiet post that
 //!   turn it hot ([`crate::store::memory::WriteRates`]); scaled down with
@@ -37,7 +40,7 @@ use crate::{
     store::{
         self, Store,
         deadline::Deadline,
-        memory::{HOT_WRITES_PER_SECOND, PULLED_CACHE_TTL, PulledLists},
+        memory::{HOT_READ_TTL, HOT_WRITES_PER_SECOND, HotReads, PULLED_CACHE_TTL, PulledLists},
         meter::CapacityMeter,
     },
 };
@@ -82,7 +85,7 @@ fn log_directives(rust_log: Option<&str>, lambda_level: Option<&str>) -> String 
 }
 
 /// A cache's time to live from its setting `name` (`FEED_CACHE_SECONDS`,
-/// `HOME_CACHE_SECONDS`): absent is `default`, anything but a number of
+/// `HOME_CACHE_SECONDS`, `HOT_READ_CACHE_SECONDS`): absent is `default`, anything but a number of
 /// seconds from 0 to 60 is refused at start-up.
 fn cache_ttl(name: &str, setting: Option<&str>, default: Duration) -> Result<Duration, Error> {
     let Some(setting) = setting else {
@@ -148,9 +151,11 @@ fn build_app(sdk: &aws_config::SdkConfig, meter: Option<CapacityMeter>) -> Resul
     let endpoint = std::env::var("DYNAMODB_ENDPOINT").ok();
     let client = store::dynamodb_client_metered(sdk, endpoint.as_deref(), meter);
     let pulled = cache_ttl_from_env("HOME_CACHE_SECONDS", PULLED_CACHE_TTL)?;
+    let hot_reads = cache_ttl_from_env("HOT_READ_CACHE_SECONDS", HOT_READ_TTL)?;
     Ok(App {
         store: Store::new(client, table)
             .with_pulled_lists(PulledLists::new(pulled, Clock::default()))
+            .with_hot_reads(HotReads::new(hot_reads, Clock::default()))
             .with_hot_rate(hot_rate(
                 std::env::var("HOT_WRITES_PER_SECOND").ok().as_deref(),
             )?),

@@ -36,7 +36,7 @@
 //! ```text
 //! blog-viral-bench --endpoint URL [--scale 0.1] [--seconds 20]
 //!     [--rates 50,100,200,500,1000,2000] [--designs today,hot] [--tags N]
-//!     [--readers 10] [--ramp 1] [--confine [--instances N]]
+//!     [--readers 10] [--hot-read-cache 1] [--ramp 1] [--confine [--instances N]]
 //! ```
 //!
 //! # Readers
@@ -47,9 +47,14 @@
 //! and Q5's first page (`list_likes(post, 20)`), for as long as the likes
 //! are being offered and answered. With `--readers 0` (the default), one
 //! reader reads Q2, Q4 and Q5 one after another, about 200 times a second at
-//! DynamoDB's real limits. Either way the readers are a process of their
-//! own (a `Store` and an SDK client of their own, as the get-post,
-//! list-comments and list-likes functions are), and their client's
+//! DynamoDB's real limits. Either way the readers are functions of their
+//! own (an SDK client of their own, as the get-post, list-comments and
+//! list-likes functions are). With `--readers R`, each read is served by an
+//! idle read instance or, all busy, a new one, as Lambda scales out: each
+//! a `Store` with a memory of its own, which serves a hot post's Q2 and
+//! first pages again for `--hot-read-cache` seconds (default 1, as
+//! `HOT_READ_CACHE_SECONDS` deployed; 0: every read to the table); the row
+//! says how many instances served. Their client's
 //! `CapacityMeter` sums the read units DynamoDB Local reports for their
 //! calls: the "RCU per read" column, per read answered (a throttled call is
 //! not billed; Local's read units follow DynamoDB's published rules for
@@ -146,12 +151,13 @@ use bench::{
 };
 use blog::{
     api::ApiError,
+    clock::Clock,
     fanout,
     ids::{PostId, UserId},
     keys,
     store::{
         Store, StoreError, bulk, idempotency::Answer, items::user::UserItem, likes::Liked,
-        posts::NewPost, table,
+        memory::HotReads, posts::NewPost, table,
     },
     text::{Tag, Username},
     timestamp,
@@ -200,6 +206,9 @@ struct Options {
     confine: bool,
     /// The request functions' instances, fixed (else: those in flight).
     instances: Option<usize>,
+    /// How long each read instance serves a hot post's answers again
+    /// (`HOT_READ_CACHE_SECONDS` as deployed; 0: off).
+    hot_read_cache: Duration,
 }
 
 impl Options {
@@ -216,6 +225,7 @@ impl Options {
             ramp: 1.0,
             confine: false,
             instances: None,
+            hot_read_cache: blog::store::memory::HOT_READ_TTL,
         };
         let mut args = std::env::args().skip(1);
         while let Some(arg) = args.next() {
@@ -243,6 +253,13 @@ impl Options {
                 "--ramp" => options.ramp = value()?.parse()?,
                 "--confine" => options.confine = true,
                 "--instances" => options.instances = Some(value()?.parse()?),
+                "--hot-read-cache" => {
+                    let seconds: f64 = value()?.parse()?;
+                    if !seconds.is_finite() || !(0.0..=60.0).contains(&seconds) {
+                        return Err("--hot-read-cache must be from 0 to 60 seconds".into());
+                    }
+                    options.hot_read_cache = Duration::from_secs_f64(seconds);
+                }
                 other => return Err(format!("unknown option {other}").into()),
             }
         }
@@ -412,6 +429,7 @@ async fn run(
         ramp,
         confine,
         instances: _,
+        hot_read_cache,
     } = options;
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
     let proxy = Proxy::start(listener, endpoint.as_str(), Faults::none()).await?;
@@ -543,7 +561,8 @@ async fn run(
                 let per_second = readers * rate * scale;
                 async move {
                     if per_second > 0.0 {
-                        read_paced(store, functions, post, per_second, ramp, done).await
+                        let pace = (per_second, ramp, hot_read_cache);
+                        read_paced(store, functions, post, pace, done).await
                     } else {
                         read_meanwhile(store, functions, post, scale, done).await
                     }
@@ -558,9 +577,11 @@ async fn run(
                 requests.kind.describe(throttled[0]),
                 fan_out_functions.kind.describe(throttled[1]),
                 format!(
-                    "the likes' ticks fell {:.2} s behind, the reads' {:.2} s",
+                    "the likes' ticks fell {:.2} s behind, the reads' {:.2} s; {} read instances (each keeping a hot post's answers {:.1} s)",
                     offered.lag.as_secs_f64(),
-                    read.lag.as_secs_f64()
+                    read.lag.as_secs_f64(),
+                    read.instances,
+                    hot_read_cache.as_secs_f64()
                 ),
             ]
             .join("; ");
@@ -1366,6 +1387,8 @@ struct Reads {
     span: f64,
     /// How far the reads' ticks fell behind their schedule.
     lag: Duration,
+    /// How many read instances served them (each one read at a time).
+    instances: usize,
 }
 
 /// The `k`th read of a reader: Q2, then Q4's first page, then Q5's, in
@@ -1385,16 +1408,21 @@ async fn read(store: &Store, post: &PostId, k: usize) -> u16 {
 /// Reads of `post` on `Ticker`'s ticks (whatever the others' latency;
 /// `per_second` after `ramp` seconds) until `done`, on the request
 /// functions' runtime, one instance busy for each; a read's time runs from
-/// its tick.
+/// its tick. Each read is served by an idle read instance, or a new one
+/// when all are busy, as Lambda scales a function out: each instance a
+/// store of its own, its memory its own (a hot post's answers kept for
+/// `cache`, as `HOT_READ_CACHE_SECONDS` keeps them deployed), one read at a
+/// time.
 async fn read_paced(
-    store: Store,
+    template: Store,
     functions: Functions,
     post: PostId,
-    per_second: f64,
-    ramp: f64,
+    (per_second, ramp, cache): (f64, f64, Duration),
     done: Arc<Notify>,
 ) -> Reads {
     let answers = Arc::new(Mutex::new(Vec::new()));
+    let idle: Arc<Mutex<Vec<Store>>> = Arc::default();
+    let made = Arc::new(AtomicUsize::new(0));
     let started = Instant::now();
     let mut ticker = Ticker::new(per_second, ramp);
     let mut sent = JoinSet::new();
@@ -1405,11 +1433,21 @@ async fn read_paced(
         }
         let ticked = Instant::now();
         let instance = functions.kind.enter().await;
-        let (store, answers) = (store.clone(), answers.clone());
+        let (template, answers) = (template.clone(), answers.clone());
+        let (idle, made) = (idle.clone(), made.clone());
         sent.spawn_on(
             async move {
                 let _instance = instance;
+                let free = idle.lock().ok().and_then(|mut idle| idle.pop());
+                let store = free.unwrap_or_else(|| {
+                    made.fetch_add(1, Ordering::Relaxed);
+                    Store::new(template.client().clone(), template.table())
+                        .with_hot_reads(HotReads::new(cache, Clock::default()))
+                });
                 let code = read(&store, &post, k).await;
+                if let Ok(mut idle) = idle.lock() {
+                    idle.push(store);
+                }
                 if let Ok(mut answers) = answers.lock() {
                     answers.push((code, ticked.elapsed().as_secs_f64()));
                 }
@@ -1428,6 +1466,7 @@ async fn read_paced(
         answers,
         span,
         lag: ticker.lag(),
+        instances: made.load(Ordering::Relaxed),
     }
 }
 
@@ -1468,8 +1507,10 @@ async fn read_meanwhile(
         answers,
         span: started.elapsed().as_secs_f64(),
         lag: Duration::ZERO,
+        instances: 1,
     }
 }
+
 /// Waits (at most 60 s) until the post and its feed copy both count
 /// `expected`; whether they came to.
 async fn settle(store: &Store, post: &PostId, tags: &[Tag], expected: Counts) -> bool {

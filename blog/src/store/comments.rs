@@ -240,11 +240,16 @@ impl Requests<'_> {
     ) -> Result<Page<Comment>, StoreError> {
         let list = format!("comments:{post}");
         let after = super::pages::resume_after(&list, cursor, CommentId::parse)?;
-        if after.is_none()
-            && self.paged_hot(post)
-            && let Some(page) = self.first_comments_page(post, &list, limit).await?
-        {
-            return Ok(page);
+        if after.is_none() {
+            if let Some(kept) = self.hot_reads.comments(post, limit) {
+                return Ok(kept);
+            }
+            if self.paged_hot(post)
+                && let Some(page) = self.first_comments_page(post, &list, limit).await?
+            {
+                self.hot_reads.keep_comments(post, limit, &page);
+                return Ok(page);
+            }
         }
         let (mut comments, more, shards) = self.merged_comments(post, after, limit, false).await?;
         if after.is_none() && shards.is_some() {
@@ -257,10 +262,14 @@ impl Requests<'_> {
         if !comments.is_empty() {
             comments = self.shown_comments(post, comments).await?;
         }
-        Ok(Page {
+        let page = Page {
             items: comments.into_iter().map(Comment::from).collect(),
             next_cursor,
-        })
+        };
+        if after.is_none() && shards.is_some() {
+            self.hot_reads.keep_comments(post, limit, &page);
+        }
+        Ok(page)
     }
 
     /// A hot post's first page of comments from the fan-out's copy

@@ -58,6 +58,9 @@ pub struct Store {
     /// post, which turn it hot at their threshold
     /// ([`super::memory::WriteRates`]).
     pub(super) rates: std::sync::Arc<super::memory::WriteRates>,
+    /// The hot posts' answers this read function's instance serves again
+    /// ([`super::memory::HotReads`]; off unless set).
+    pub(super) hot_reads: std::sync::Arc<super::memory::HotReads>,
 }
 
 impl Store {
@@ -74,6 +77,7 @@ impl Store {
             authors: std::sync::Arc::default(),
             hot_switch: true,
             rates: std::sync::Arc::default(),
+            hot_reads: std::sync::Arc::default(),
         }
     }
 
@@ -145,6 +149,13 @@ impl Store {
     /// to live (`get-home` as deployed; off by default).
     pub fn with_pulled_lists(mut self, lists: super::memory::PulledLists) -> Self {
         self.pulled = std::sync::Arc::new(lists);
+        self
+    }
+
+    /// Serves a hot post's Q2 and first pages again for `reads`' time to
+    /// live (the read functions as deployed; off by default).
+    pub fn with_hot_reads(mut self, reads: super::memory::HotReads) -> Self {
+        self.hot_reads = std::sync::Arc::new(reads);
         self
     }
 

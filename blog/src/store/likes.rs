@@ -533,11 +533,16 @@ impl Requests<'_> {
     ) -> Result<Page<Like>, StoreError> {
         let list = format!("likes:{post}");
         let resume = super::pages::resume_after(&list, cursor, LikesCursor::parse)?;
-        if resume.is_none()
-            && self.paged_hot(post)
-            && let Some(page) = self.first_likes_page(post, &list, limit).await?
-        {
-            return Ok(page);
+        if resume.is_none() {
+            if let Some(kept) = self.hot_reads.likes(post, limit) {
+                return Ok(kept);
+            }
+            if self.paged_hot(post)
+                && let Some(page) = self.first_likes_page(post, &list, limit).await?
+            {
+                self.hot_reads.keep_likes(post, limit, &page);
+                return Ok(page);
+            }
         }
         let merged = self.merged_likes(post, resume, limit, false).await?;
         if resume.is_none() && merged.shards.is_some() {
@@ -554,10 +559,14 @@ impl Requests<'_> {
             )),
             _ => None,
         };
-        Ok(Page {
+        let page = Page {
             items: merged.items.into_iter().map(Like::from).collect(),
             next_cursor,
-        })
+        };
+        if resume.is_none() && merged.shards.is_some() {
+            self.hot_reads.keep_likes(post, limit, &page);
+        }
+        Ok(page)
     }
 
     /// A hot post's first page of likes from the fan-out's copy: the post

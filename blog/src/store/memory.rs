@@ -1,8 +1,9 @@
 //! What a function instance keeps between the requests it serves (process
 //! memory, never shared between instances): what it knows of the posts it
 //! met hot, turning hot or gone ([`HotPosts`], one map), the authors of the
-//! posts it liked or commented on ([`PostAuthors`]), and a `get-home`
-//! instance's lists of the pulled authors' newest posts ([`PulledLists`]).
+//! posts it liked or commented on ([`PostAuthors`]), a `get-home`
+//! instance's lists of the pulled authors' newest posts ([`PulledLists`]),
+//! and a read function's answers about hot posts ([`HotReads`]).
 //! Below every operation: the store's handle holds both, `hot` and `home`
 //! read through them.
 
@@ -17,6 +18,7 @@ use serde::Deserialize;
 use crate::{
     clock::Clock,
     ids::{PostId, UserId},
+    model::{Comment, Like, Page, Post},
 };
 
 /// How many posts a process remembers hot, turning hot or gone (past it, it
@@ -371,13 +373,9 @@ pub struct Pointer {
 /// an unfollow or an erasure still leaves the home at the next read.
 #[derive(Debug)]
 pub struct PulledLists {
-    ttl: Duration,
-    clock: Clock,
-    lists: Mutex<HashMap<UserId, Listed>>,
+    on: bool,
+    lists: Kept<UserId, Arc<[Pointer]>>,
 }
-
-/// A pulled author's newest posts, and when they were read.
-type Listed = (Instant, Arc<[Pointer]>);
 
 impl Default for PulledLists {
     fn default() -> Self {
@@ -389,9 +387,8 @@ impl PulledLists {
     /// Keeps each list for `ttl` as `clock` measures it; zero keeps none.
     pub fn new(ttl: Duration, clock: Clock) -> Self {
         Self {
-            ttl,
-            clock,
-            lists: Mutex::new(HashMap::new()),
+            on: !ttl.is_zero(),
+            lists: Kept::new(ttl, clock, PULLED_AUTHORS),
         }
     }
 
@@ -401,31 +398,140 @@ impl PulledLists {
     }
 
     pub(super) fn is_on(&self) -> bool {
-        !self.ttl.is_zero()
+        self.on
     }
 
     /// `author`'s list read less than the time to live ago.
     pub(super) fn fresh(&self, author: &UserId) -> Option<Arc<[Pointer]>> {
-        let lists = self.lists.lock().unwrap_or_else(PoisonError::into_inner);
-        let now = self.clock.now();
-        lists
-            .get(author)
-            .filter(|(read, _)| now.duration_since(*read) < self.ttl)
-            .map(|(_, list)| list.clone())
+        self.lists.fresh(author)
     }
 
     pub(super) fn keep(&self, author: &UserId, list: Vec<Pointer>) -> Arc<[Pointer]> {
         let list: Arc<[Pointer]> = list.into();
-        let mut lists = self.lists.lock().unwrap_or_else(PoisonError::into_inner);
+        self.lists.keep(author.clone(), list.clone());
+        list
+    }
+}
+
+/// How long a read function's instance serves a hot post's answers it read
+/// (`HOT_READ_CACHE_SECONDS`, [`crate::startup`]; [`HotReads`]).
+pub const HOT_READ_TTL: Duration = Duration::from_secs(1);
+
+/// How many answers a read function's instance keeps (past it, the stale
+/// ones go, then all).
+const HOT_ANSWERS: usize = 1_024;
+
+/// Answers kept for a time to live, by key, as `clock` measures it, at
+/// most `most` of them (past it, the stale ones go, then all).
+#[derive(Debug)]
+struct Kept<K, V> {
+    ttl: Duration,
+    clock: Clock,
+    most: usize,
+    answers: Mutex<HashMap<K, (Instant, V)>>,
+}
+
+impl<K: std::hash::Hash + Eq, V: Clone> Kept<K, V> {
+    fn new(ttl: Duration, clock: Clock, most: usize) -> Self {
+        Self {
+            ttl,
+            clock,
+            most,
+            answers: Mutex::new(HashMap::new()),
+        }
+    }
+
+    fn fresh(&self, key: &K) -> Option<V> {
+        if self.ttl.is_zero() {
+            return None;
+        }
+        let answers = self.answers.lock().unwrap_or_else(PoisonError::into_inner);
         let now = self.clock.now();
-        if lists.len() >= PULLED_AUTHORS {
-            lists.retain(|_, (read, _)| now.duration_since(*read) < self.ttl);
-            if lists.len() >= PULLED_AUTHORS {
-                lists.clear();
+        answers
+            .get(key)
+            .filter(|(read, _)| now.duration_since(*read) < self.ttl)
+            .map(|(_, answer)| answer.clone())
+    }
+
+    fn keep(&self, key: K, answer: V) {
+        if self.ttl.is_zero() {
+            return;
+        }
+        let mut answers = self.answers.lock().unwrap_or_else(PoisonError::into_inner);
+        let now = self.clock.now();
+        if answers.len() >= self.most {
+            answers.retain(|_, (read, _)| now.duration_since(*read) < self.ttl);
+            if answers.len() >= self.most {
+                answers.clear();
             }
         }
-        lists.insert(author.clone(), (now, list.clone()));
-        list
+        answers.insert(key, (now, answer));
+    }
+}
+
+/// What a read function's instance answered about hot posts, served again
+/// for a time to live ([`HOT_READ_TTL`]; off unless set): Q2 (`get-post`),
+/// and the first pages of Q4 (`list-comments`) and Q5 (`list-likes`) by
+/// `limit`. A viral post's readers outnumber its likers, and every one of
+/// them read its own partition (Q2, and the post item a first page checks):
+/// 100,000 reads a second of one post would be about 50,000 RCU a second in
+/// one partition, which takes 3,000. Kept for a second, each instance reads
+/// each of them at most once a second whatever its readers' rate, so the
+/// partition sees about as many reads a second as there are instances
+/// serving them. Only a hot post's answers are kept (a quiet post's reads
+/// cost what they did, and stay exact); a kept answer is up to the time to
+/// live older than the post (its counts already trail a hot post's likes
+/// by the fan-out's delay), a deleted or unpublished hot post's included.
+#[derive(Debug)]
+pub struct HotReads {
+    posts: Kept<PostId, Post>,
+    comments: Kept<(PostId, usize), Page<Comment>>,
+    likes: Kept<(PostId, usize), Page<Like>>,
+}
+
+impl Default for HotReads {
+    fn default() -> Self {
+        Self::off()
+    }
+}
+
+impl HotReads {
+    /// Keeps each answer for `ttl` as `clock` measures it; zero keeps none.
+    pub fn new(ttl: Duration, clock: Clock) -> Self {
+        Self {
+            posts: Kept::new(ttl, clock.clone(), HOT_ANSWERS),
+            comments: Kept::new(ttl, clock.clone(), HOT_ANSWERS),
+            likes: Kept::new(ttl, clock, HOT_ANSWERS),
+        }
+    }
+
+    /// Every read goes to the table.
+    pub fn off() -> Self {
+        Self::new(Duration::ZERO, Clock::default())
+    }
+
+    pub(super) fn post(&self, post: &PostId) -> Option<Post> {
+        self.posts.fresh(post)
+    }
+
+    pub(super) fn keep_post(&self, post: &Post) {
+        self.posts.keep(post.post_id, post.clone());
+    }
+
+    pub(super) fn comments(&self, post: &PostId, limit: usize) -> Option<Page<Comment>> {
+        self.comments.fresh(&(*post, limit))
+    }
+
+    pub(super) fn keep_comments(&self, post: &PostId, limit: usize, page: &Page<Comment>) {
+        self.comments.keep((*post, limit), page.clone());
+    }
+
+    pub(super) fn likes(&self, post: &PostId, limit: usize) -> Option<Page<Like>> {
+        self.likes.fresh(&(*post, limit))
+    }
+
+    pub(super) fn keep_likes(&self, post: &PostId, limit: usize, page: &Page<Like>) {
+        self.likes.keep((*post, limit), page.clone());
     }
 }
 

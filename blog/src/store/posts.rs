@@ -182,12 +182,22 @@ impl Requests<'_> {
     /// (DynamoDB rounds a Query's total size up to 4 KB, where two GetItems,
     /// or a BatchGetItem, would round each item up on its own).
     pub async fn get_post(&self, post: &PostId) -> Result<Option<Post>, StoreError> {
+        if let Some(kept) = self.hot_reads.post(post) {
+            return Ok(Some(kept));
+        }
         // A draft is its author's alone: to anyone else, there is none.
-        Ok(self
-            .read_post(post, false)
-            .await?
-            .filter(|found| found.item.is_published())
-            .map(Post::from))
+        let Some(found) = self.read_post(post, false).await? else {
+            return Ok(None);
+        };
+        if !found.item.is_published() {
+            return Ok(None);
+        }
+        let hot = found.item.shards.is_some();
+        let answer = Post::from(found);
+        if hot {
+            self.hot_reads.keep_post(&answer);
+        }
+        Ok(Some(answer))
     }
 
     /// C2 (edit; request): the content item, when the content changes, and

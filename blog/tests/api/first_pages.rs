@@ -348,3 +348,90 @@ async fn the_last_like_before_a_quiet_spell_is_copied_once_the_copy_is_a_second_
     let (_, page) = api.get(&format!("/posts/{post}/likes")).await;
     assert_eq!(items(&page)[0]["userId"], json!(last), "{page}");
 }
+
+/// A read function's instance serves a hot post's Q2 and first pages again
+/// for the cache's time to live (`HOT_READ_CACHE_SECONDS`), with no call to
+/// DynamoDB: however many readers it serves, the post's partition sees one
+/// read of each a time to live. A quiet post is never kept, nor a later
+/// page; past the time to live the instance reads again, and shows what
+/// changed meanwhile.
+#[tokio::test]
+async fn a_read_instance_serves_a_hot_posts_reads_again_for_its_time_to_live() {
+    use blog::{clock::Clock, store::memory::HotReads};
+    use std::time::Duration;
+
+    let Viral {
+        api,
+        mut poller,
+        post,
+        author,
+        users,
+        ..
+    } = viral(16, 30, 0).await;
+    api.settle(&mut poller).await;
+    let clock = Clock::manual();
+    let reader = blog::store::Store::new(api.app.store.client().clone(), api.app.store.table())
+        .with_hot_reads(HotReads::new(Duration::from_secs(1), clock.clone()));
+    let requests = reader.requests();
+    let id = post_id(&post);
+    // Each read twice: the second costs no call.
+    let calls = |api: &TestApi| api.meter.take().len();
+    calls(&api);
+    let first = requests.get_post(&id).await.expect("read");
+    assert!(calls(&api) >= 1);
+    let again = requests.get_post(&id).await.expect("read");
+    assert_eq!((calls(&api), &again), (0, &first), "Q2 kept");
+    let comments = requests.list_comments(&id, 20, None).await.expect("read");
+    assert!(calls(&api) >= 1);
+    let kept = requests.list_comments(&id, 20, None).await.expect("read");
+    assert_eq!((calls(&api), &kept), (0, &comments), "Q4's first page kept");
+    let likes = requests.list_likes(&id, 20, None).await.expect("read");
+    assert!(calls(&api) >= 1);
+    let kept = requests.list_likes(&id, 20, None).await.expect("read");
+    assert_eq!((calls(&api), &kept), (0, &likes), "Q5's first page kept");
+    // Another limit, and a later page, are read.
+    requests.list_likes(&id, 5, None).await.expect("read");
+    assert!(calls(&api) >= 1, "by limit");
+    let cursor = likes.next_cursor.as_deref().expect("more likes");
+    requests
+        .list_likes(&id, 20, Some(cursor))
+        .await
+        .expect("read");
+    requests
+        .list_likes(&id, 20, Some(cursor))
+        .await
+        .expect("read");
+    assert!(calls(&api) >= 2, "a later page each time");
+
+    // A like and an unlike meanwhile: shown once the time to live is past.
+    let fan = api.user("latecomer").await;
+    api.like(&fan, &post).await;
+    api.unlike(&users[0], &post).await;
+    api.settle(&mut poller).await;
+    assert_eq!(
+        requests.get_post(&id).await.expect("read"),
+        first,
+        "within it"
+    );
+    clock.advance(Duration::from_secs(1));
+    let now = requests
+        .get_post(&id)
+        .await
+        .expect("read")
+        .expect("the post");
+    assert_eq!(
+        now.like_count,
+        first.expect("the post").like_count,
+        "one in, one out"
+    );
+    let likes_now = requests.list_likes(&id, 20, None).await.expect("read");
+    assert_eq!(likes_now.items[0].user_id.as_str(), fan, "the newest first");
+
+    // A quiet post is read each time.
+    let quiet = api.post(&author, "Quiet", "read each time").await;
+    let quiet = post_id(&quiet);
+    calls(&api);
+    requests.get_post(&quiet).await.expect("read");
+    requests.get_post(&quiet).await.expect("read");
+    assert_eq!(calls(&api), 2, "never kept");
+}
