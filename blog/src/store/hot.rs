@@ -10,9 +10,12 @@
 //!   the first one's mark, wherever the post keeps it), and each like and
 //!   each new comment counts in a shard counter (`POST#p#k / COUNTS`) in the
 //!   same transaction, never on the post item;
-//! - the fan-out adds the shard counters' changes onto the post item, once a
-//!   batch per post ([`crate::store::FanOut::add_shard_counts`]), so that Q2 stays one read
-//!   of one item and the post's copies (its GSI1 entry, its feed entry) are
+//! - the fan-out adds the shard counters' changes onto their group counter
+//!   (16 shards a group, `POST#p#k / GROUP`), once a batch per group, and
+//!   the groups' onto the post item, once a batch per post
+//!   ([`crate::store::FanOut::add_shard_counts`]), so that Q2 stays one read
+//!   of one item, the post item stays small (8 groups' entries, not 128
+//!   shards'), and the post's copies (its GSI1 entry, its feed entry) are
 //!   written once a batch, not once a like;
 //! - Q5 merges the post's partition (likes given before the post was hot)
 //!   with the shards, one Query each;
