@@ -32,7 +32,7 @@ import time
 PORT = int(sys.argv[1])
 POOL = sys.argv[sys.argv.index("--pool") + 1]
 TOTAL = int(sys.argv[sys.argv.index("--requests") + 1]) if "--requests" in sys.argv else 5000
-SEQUENTIAL = TOTAL * 2 // 5
+SEQUENTIAL = TOTAL // 5
 THREADS = 8
 USERS = 24
 POSTS_PER_USER = 5

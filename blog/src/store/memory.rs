@@ -417,9 +417,17 @@ impl PulledLists {
 /// (`HOT_READ_CACHE_SECONDS`, [`crate::startup`]; [`HotReads`]).
 pub const HOT_READ_TTL: Duration = Duration::from_secs(1);
 
-/// How many answers a read function's instance keeps (past it, the stale
-/// ones go, then all).
-const HOT_ANSWERS: usize = 1_024;
+/// How many hot posts' Q2 answers a `get-post` instance keeps (past it,
+/// the stale ones go, then all): a post's content (50,000 characters) and
+/// its HTML are at most about 500 KB, so about 32 MB of a 256 MB instance
+/// at most.
+const HOT_POSTS_KEPT: usize = 64;
+
+/// How many first pages a `list-comments` or `list-likes` instance keeps
+/// (by post and `limit`, which the caller chooses: the bound holds whatever
+/// limits are asked): a page of 100 comments of 5,000 characters and their
+/// HTML is at most about 5 MB, so about 40 MB at most.
+const HOT_PAGES_KEPT: usize = 8;
 
 /// Answers kept for a time to live, by key, as `clock` measures it, at
 /// most `most` of them (past it, the stale ones go, then all).
@@ -499,9 +507,9 @@ impl HotReads {
     /// Keeps each answer for `ttl` as `clock` measures it; zero keeps none.
     pub fn new(ttl: Duration, clock: Clock) -> Self {
         Self {
-            posts: Kept::new(ttl, clock.clone(), HOT_ANSWERS),
-            comments: Kept::new(ttl, clock.clone(), HOT_ANSWERS),
-            likes: Kept::new(ttl, clock, HOT_ANSWERS),
+            posts: Kept::new(ttl, clock.clone(), HOT_POSTS_KEPT),
+            comments: Kept::new(ttl, clock.clone(), HOT_PAGES_KEPT),
+            likes: Kept::new(ttl, clock, HOT_PAGES_KEPT),
         }
     }
 
@@ -653,6 +661,26 @@ mod tests {
 
     fn post(n: u8) -> PostId {
         PostId::parse(&format!("01J0000000000000000000000{n}")).expect("an id")
+    }
+
+    #[test]
+    fn kept_answers_expire_and_stay_within_their_bound_whatever_the_keys() {
+        let clock = Clock::manual();
+        let kept: Kept<(PostId, usize), u64> = Kept::new(Duration::from_secs(1), clock.clone(), 8);
+        kept.keep((post(1), 20), 7);
+        assert_eq!(kept.fresh(&(post(1), 20)), Some(7));
+        assert_eq!(kept.fresh(&(post(1), 21)), None, "by limit");
+        clock.advance(Duration::from_secs(1));
+        assert_eq!(kept.fresh(&(post(1), 20)), None, "past its time to live");
+        // A caller asking every limit keeps at most 8 answers.
+        for limit in 1..=100 {
+            kept.keep((post(2), limit), 1);
+            let held = kept.answers.lock().map(|a| a.len()).unwrap_or(usize::MAX);
+            assert!(held <= 8, "{held} answers");
+        }
+        let off: Kept<PostId, u64> = Kept::new(Duration::ZERO, clock, 8);
+        off.keep(post(3), 1);
+        assert_eq!(off.fresh(&post(3)), None, "off keeps nothing");
     }
 
     #[test]
