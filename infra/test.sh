@@ -176,8 +176,11 @@ pids+=("$docs_pid")
 set +e
 status=0
 [ "${#binaries[@]}" -gt 0 ] || { log "no test binaries in $LOCAL/tests-build.json"; status=1; }
+# Three tests at a time, one on each DynamoDB Local: a test spends most of
+# its time waiting for DynamoDB Local, the fan-out's pauses and its own
+# backoffs, so two (libtest's default on two cores) left the JVMs idle.
 for binary in "${binaries[@]}"; do
-  (cd "${binary%%$'\t'*}" && "${binary#*$'\t'}") 2>&1 | tee -a "$LOCAL/test.log"
+  (cd "${binary%%$'\t'*}" && RUST_TEST_THREADS="${RUST_TEST_THREADS:-3}" "${binary#*$'\t'}") 2>&1 | tee -a "$LOCAL/test.log"
   [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
 done
 set -e
