@@ -340,7 +340,7 @@ set +e
 # files it writes in the tree would make watch restart every function.
 st --config-file infra/schemathesis.toml run openapi.yaml --url "http://127.0.0.1:$api_port" \
   -H "Authorization: Bearer $token" \
-  --phases examples,fuzzing,stateful --max-examples 50 --workers 2 --seed 2 --generation-database none | tee "$LOCAL/fuzz.log"
+  --phases examples,fuzzing,stateful --max-examples 30 --workers 2 --seed 2 --generation-database none | tee "$LOCAL/fuzz.log"
 fuzz_status=${PIPESTATUS[0]}
 set -e
 # Its summary reads "N generated, N passed" or "N generated, F found U unique failures".

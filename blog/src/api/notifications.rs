@@ -24,11 +24,21 @@ pub async fn list_notifications(app: &App, req: Request) -> ApiResult {
 }
 
 /// The body of `POST /notifications/seen`: until when (RFC 3339; now when
-/// absent).
+/// absent). Kept as JSON until checked: an explicit `null` is not a time
+/// (400), where an absent field is now.
 #[derive(Debug, Default, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 struct Seen {
-    seen_at: Option<String>,
+    #[serde(default, deserialize_with = "present")]
+    seen_at: Option<serde_json::Value>,
+}
+
+/// A field that is there, `null` included (serde reads `null` as absent for
+/// an `Option`; absent stays `None` by `default`).
+fn present<'de, D: serde::Deserializer<'de>>(
+    field: D,
+) -> Result<Option<serde_json::Value>, D::Error> {
+    serde_json::Value::deserialize(field).map(Some)
 }
 
 /// `POST /notifications/seen` (a token required): the caller has read their
@@ -43,9 +53,9 @@ pub async fn mark_notifications_seen(app: &App, req: Request) -> ApiResult {
         request::json_body(&req)?
     };
     let now = time::OffsetDateTime::now_utc();
-    let at = match seen.seen_at.as_deref() {
+    let at = match seen.seen_at {
         None => now,
-        Some(raw) => timestamp::parse(raw).ok_or_else(|| {
+        Some(raw) => raw.as_str().and_then(timestamp::parse).ok_or_else(|| {
             ApiError::bad_request(ErrorCode::InvalidField, "seenAt must be an RFC 3339 time")
         })?,
     };

@@ -186,6 +186,7 @@ async fn what_is_read_stays_read_and_new_activity_is_unread_again() {
     for bad in [
         json!({"seenAt": "yesterday"}),
         json!({"seenAt": 5}),
+        json!({"seenAt": null}),
         json!({"other": 1}),
     ] {
         let (status, body) = api
