@@ -11,7 +11,6 @@ It also sends create-user an event without the authorizer's claims that
 names a caller by headers instead, and expects 401: identity comes from the
 claims only.
 """
-import concurrent.futures
 import json
 import subprocess
 import sys
@@ -105,27 +104,8 @@ def invoke(name, port, data=None):
     return json.loads(out.stdout)
 
 
-def warm(port):
-    """Starts every function in `cargo lambda watch` at once (it starts one on
-    its first invoke, a `cargo run` each), four at a time as watch runs them:
-    an empty event, which each refuses without touching the table (its
-    answer is not checked here; the sequence below checks each function)."""
-    names = sorted({name for name, _, _ in SEQUENCE})
-
-    def start(name):
-        subprocess.run(
-            ["cargo", "lambda", "invoke", "--invoke-address", "127.0.0.1", "--invoke-port", str(port),
-             name, "--data-ascii", "{}"],
-            cwd=ROOT, capture_output=True, text=True, timeout=300,
-        )
-
-    with concurrent.futures.ThreadPoolExecutor(max_workers=4) as pool:
-        list(pool.map(start, names))
-
-
 def main():
     port, endpoint, table = int(sys.argv[1]), sys.argv[2], sys.argv[3]
-    warm(port)
     seed_post(endpoint, table)
     failures = 0
     comment_id = None
