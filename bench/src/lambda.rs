@@ -273,6 +273,26 @@ pub struct Environment<'a> {
     pub endpoint: &'a str,
 }
 
+/// Removes the cgroup directories `groups`, each once it is empty: a
+/// thread or process on its way out may take a moment to leave (up to 1 s
+/// each; one that stays is reported, not fatal).
+pub fn remove_cgroups(groups: &[PathBuf]) {
+    for group in groups {
+        let mut tries = 0;
+        while let Err(e) = std::fs::remove_dir(group) {
+            tries += 1;
+            if e.kind() == std::io::ErrorKind::NotFound {
+                break;
+            }
+            if tries == 50 {
+                eprintln!("could not remove the cgroup {}: {e}", group.display());
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+    }
+}
+
 /// Where a cold start runs as Lambda would run it: the cgroups it joins
 /// before the binary starts (its CPU share and memory limit), the memory
 /// size it is told, and the certificates its HTTPS client trusts.

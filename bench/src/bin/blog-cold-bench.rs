@@ -862,21 +862,7 @@ struct Confined {
 
 impl Drop for Confined {
     fn drop(&mut self) {
-        for group in &self.confinement.cgroups {
-            // A process killed on an error path may take a moment to leave.
-            let mut tries = 0;
-            while let Err(e) = std::fs::remove_dir(group) {
-                tries += 1;
-                if e.kind() == std::io::ErrorKind::NotFound {
-                    break;
-                }
-                if tries == 50 {
-                    eprintln!("could not remove the cgroup {}: {e}", group.display());
-                    break;
-                }
-                std::thread::sleep(Duration::from_millis(20));
-            }
-        }
+        bench::lambda::remove_cgroups(&self.confinement.cgroups);
     }
 }
 

@@ -1120,21 +1120,7 @@ impl Groups {
 
 impl Drop for Groups {
     fn drop(&mut self) {
-        for group in &self.paths {
-            // A thread on its way out may take a moment to leave.
-            let mut tries = 0;
-            while let Err(e) = std::fs::remove_dir(group) {
-                tries += 1;
-                if e.kind() == std::io::ErrorKind::NotFound {
-                    break;
-                }
-                if tries == 50 {
-                    eprintln!("could not remove the cgroup {}: {e}", group.display());
-                    break;
-                }
-                std::thread::sleep(Duration::from_millis(20));
-            }
-        }
+        bench::lambda::remove_cgroups(&self.paths);
     }
 }
 
