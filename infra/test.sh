@@ -11,7 +11,8 @@
 #    beside them; the benchmark's cost tests run on one of their own beside
 #    step 4;
 # 4. every function invoked with its sample event through `cargo lambda invoke`
-#    against `cargo lambda watch`, wired to the same DynamoDB Local; then the
+#    against `cargo lambda watch`, on the stack's DynamoDB Local (beside
+#    step 3, once the docs are built); then, on the same DynamoDB Local, the
 #    stack as run-local.sh runs it: the local API Gateway from template.yaml
 #    in front of that watch, tokens from a local Cognito user pool (moto):
 #    2,000 requests with tokens, every route, one at a time and eight at a
@@ -56,6 +57,13 @@ for _ in 1 2 3; do
   api_pids+=("$DDB_PID")
   api_ports+=("$port")
 done
+# And the stack's (step 4), whose invoke check starts beside the API suite.
+stack_port=$(free_port)
+# Not yet bound by the JVMs above: the same free port could come back.
+while [[ " ${api_ports[*]} " == *" $stack_port "* ]]; do stack_port=$(free_port); done
+launch_dynamodb_local "$stack_port"
+pids+=("$DDB_PID")
+stack_ddb_pid=$DDB_PID
 
 log "cargo fmt --check"
 cargo fmt --all -- --check
@@ -97,7 +105,9 @@ ensure_tools lxml
 # too: they start once this has passed.
 log "installing the Python tools, then the template checks (cfn-lint in every commercial region, sam validate, the IAM roles), while the tests build"
 mkdir -p "$LOCAL"
-(set -e; ensure_tools; template_checks) >"$LOCAL/template-checks.log" 2>&1 &
+# The invoke check (below) starts once the tools are in.
+rm -f "$LOCAL/tools.ready"
+(set -e; ensure_tools; touch "$LOCAL/tools.ready"; template_checks) >"$LOCAL/template-checks.log" 2>&1 &
 template_pid=$!
 pids+=("$template_pid")
 
@@ -173,6 +183,39 @@ log "the doc tests and rustdoc (broken links refused, -D warnings), in the backg
 docs_pid=$!
 pids+=("$docs_pid")
 
+# Step 4's first check, beside the tests once the docs are built (they hold
+# cargo's build directory lock, and watch starts each function with `cargo
+# run`, one after another: a minute of cargo's checks that need no more than
+# a sliver of a core) and the tools are in: every function invoked with its
+# sample event through `cargo lambda invoke` against `cargo lambda watch`,
+# on the stack's DynamoDB Local. watch goes on serving the stack checks.
+log "sample events through cargo lambda invoke, in the background once the docs are built"
+watch_port=$(free_port)
+rm -f "$LOCAL/watch.pid"
+(
+  set -e
+  while kill -0 "$docs_pid" 2>/dev/null; do sleep 1; done
+  until [ -e "$LOCAL/tools.ready" ]; do
+    kill -0 "$template_pid" 2>/dev/null || { log "the Python tools did not install"; exit 1; }
+    sleep 1
+  done
+  await_dynamodb_local "$stack_port" "$stack_ddb_pid"
+  unset DYNAMODB_ENDPOINTS
+  export DYNAMODB_ENDPOINT="http://127.0.0.1:$stack_port" TABLE_NAME=invoke-check
+  ./target/debug/blog-admin create-table
+  # watch is the Lambda runtime, as run-local.sh runs it: sample events go
+  # to its Invoke API, HTTP requests to the local API Gateway in front of it.
+  cargo lambda watch --disable-cors --concurrency "${WATCH_CONCURRENCY:-4}" \
+    --invoke-address 127.0.0.1 --invoke-port "$watch_port" \
+    >"$LOCAL/watch.log" 2>&1 &
+  echo "$!" >"$LOCAL/watch.pid"
+  wait_for_port "$watch_port" "$!"
+  log "sample events through cargo lambda invoke: watch is up"
+  "$TOOLS_VENV/bin/python" infra/check_events.py "$watch_port" "$DYNAMODB_ENDPOINT" "$TABLE_NAME"
+) >"$LOCAL/invoke.log" 2>&1 &
+invoke_pid=$!
+pids+=("$invoke_pid")
+
 set +e
 status=0
 [ "${#binaries[@]}" -gt 0 ] || { log "no test binaries in $LOCAL/tests-build.json"; status=1; }
@@ -187,18 +230,14 @@ set -e
 kill "${api_pids[@]}" 2>/dev/null || true
 unset DYNAMODB_ENDPOINTS
 
-# The cost tests' DynamoDB Local and the stack's, started now: their JVMs
-# come up while the docs finish.
+# The cost tests' DynamoDB Local, started now: its JVM comes up while the
+# docs finish.
 costs_port=$(free_port)
+# Not yet bound by the stack's JVM: the same free port could come back.
+while [ "$costs_port" = "$stack_port" ]; do costs_port=$(free_port); done
 launch_dynamodb_local "$costs_port" memory
 pids+=("$DDB_PID")
 costs_ddb_pid=$DDB_PID
-stack_port=$(free_port)
-# Not yet bound by the JVM above: the same free port could come back.
-while [ "$stack_port" = "$costs_port" ]; do stack_port=$(free_port); done
-launch_dynamodb_local "$stack_port"
-pids+=("$DDB_PID")
-stack_ddb_pid=$DDB_PID
 
 set +e
 wait "$docs_pid"
@@ -234,26 +273,17 @@ done
 costs_pid=$!
 pids+=("$costs_pid")
 
-# A fresh DynamoDB Local for the stack, as run-local.sh has.
-port=$stack_port
-await_dynamodb_local "$port" "$stack_ddb_pid"
-export DYNAMODB_ENDPOINT="http://127.0.0.1:$port"
-
-log "sample events through cargo lambda invoke"
-export TABLE_NAME=invoke-check
-./target/debug/blog-admin create-table
-watch_port=$(free_port)
-# watch is the Lambda runtime, as run-local.sh runs it: sample events go to
-# its Invoke API, HTTP requests to the local API Gateway in front of it.
-cargo lambda watch --disable-cors --concurrency "${WATCH_CONCURRENCY:-4}" \
-  --invoke-address 127.0.0.1 --invoke-port "$watch_port" \
-  >"$LOCAL/watch.log" 2>&1 &
-pids+=("$!")
-wait_for_port "$watch_port" "${pids[-1]}"
+# The stack's DynamoDB Local (fresh, as run-local.sh has) and watch, from
+# the invoke check.
 set +e
-"$TOOLS_VENV/bin/python" infra/check_events.py "$watch_port" "$DYNAMODB_ENDPOINT" "$TABLE_NAME" | tee -a "$LOCAL/test.log"
-invoke_status=${PIPESTATUS[0]}
+wait "$invoke_pid"
+invoke_status=$?
 set -e
+log "sample events through cargo lambda invoke: $([ "$invoke_status" -eq 0 ] && echo passed || echo FAILED)"
+tee -a "$LOCAL/test.log" <"$LOCAL/invoke.log"
+[ -s "$LOCAL/watch.pid" ] || { log "cargo lambda watch did not start: no stack checks"; exit 1; }
+pids+=("$(cat "$LOCAL/watch.pid")")
+export DYNAMODB_ENDPOINT="http://127.0.0.1:$stack_port" TABLE_NAME=invoke-check
 
 log "the stack as run-local.sh runs it: the local user pool and API Gateway in front of watch"
 start_identity_provider "$(free_port)"
