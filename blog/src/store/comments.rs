@@ -229,9 +229,10 @@ impl Requests<'_> {
     /// on in each of its shards (one Query each, at once, after the same
     /// comment), and the pages are merged oldest first. The cursor is the
     /// last comment's id; each page reads the shard count from the pointer,
-    /// so no cursor decides how much is read. A hot post's first page, once
-    /// this process knows it is hot, reads the fan-out's copy of its keys
-    /// instead (`Requests::first_comments_page`).
+    /// so no cursor decides how much is read. A hot post's first page reads
+    /// the fan-out's copy of its keys instead
+    /// (`Requests::first_comments_page`), at once when this process knows it
+    /// is hot, else once the first Query has met its pointer.
     pub async fn list_comments(
         &self,
         post: &PostId,
@@ -240,10 +241,25 @@ impl Requests<'_> {
     ) -> Result<Page<Comment>, StoreError> {
         let list = format!("comments:{post}");
         let after = super::pages::resume_after(&list, cursor, CommentId::parse)?;
+        let mut copy_read = false;
         if after.is_none() {
             if let Some(kept) = self.hot_reads.comments(post, limit) {
                 return Ok(kept);
             }
+            if self.paged_hot(post) {
+                copy_read = true;
+                if let Some(page) = self.first_comments_page(post, &list, limit).await? {
+                    self.hot_reads.keep_comments(post, limit, &page);
+                    return Ok(page);
+                }
+            }
+        }
+        let own = self.own_comments(post, after, limit, false).await?;
+        // A hot post this process had not read: its pointer, met after the
+        // post's own comments, sends the first page to the copy rather
+        // than to every shard.
+        if after.is_none() && own.shards.is_some() && !copy_read {
+            self.paged.saw(*post);
             if self.paged_hot(post)
                 && let Some(page) = self.first_comments_page(post, &list, limit).await?
             {
@@ -251,7 +267,8 @@ impl Requests<'_> {
                 return Ok(page);
             }
         }
-        let (mut comments, more, shards) = self.merged_comments(post, after, limit, false).await?;
+        let (mut comments, more, shards) =
+            self.merge_comments(post, after, limit, false, own).await?;
         if after.is_none() && shards.is_some() {
             self.paged.saw(*post);
         }
@@ -364,11 +381,9 @@ impl Requests<'_> {
 
 impl Store {
     /// The exact merge of `post`'s comments after `after` (none: from the
-    /// oldest): one Query of its own partition; a hot post's comments
-    /// pointer, met after its comments, names its shards, each then read
-    /// after the same comment (at once) and merged oldest first; strongly
-    /// consistent if `consistent` (the fan-out's copy). Up to `limit`
-    /// comments, whether more follow, and the shards read.
+    /// oldest): [`Self::own_comments`], then [`Self::merge_comments`];
+    /// strongly consistent if `consistent` (the fan-out's copy). Up to
+    /// `limit` comments, whether more follow, and the shards read.
     async fn merged_comments(
         &self,
         post: &PostId,
@@ -376,6 +391,21 @@ impl Store {
         limit: usize,
         consistent: bool,
     ) -> Result<(Vec<CommentItem>, bool, Option<u8>), StoreError> {
+        let own = self.own_comments(post, after, limit, consistent).await?;
+        self.merge_comments(post, after, limit, consistent, own)
+            .await
+    }
+
+    /// The merge's first read: one Query of `post`'s own partition, its
+    /// comments and the shards a hot post's comments pointer, met after
+    /// them, names.
+    async fn own_comments(
+        &self,
+        post: &PostId,
+        after: Option<CommentId>,
+        limit: usize,
+        consistent: bool,
+    ) -> Result<OwnComments, StoreError> {
         let mut items = self
             .comments_in(PostPartition::own(*post), after, limit, consistent)
             .await?;
@@ -383,6 +413,20 @@ impl Store {
         if shards.is_some() {
             items.pop();
         }
+        Ok(OwnComments { items, shards })
+    }
+
+    /// The rest of the merge after `own`: each shard it names read after
+    /// the same comment (one Query each, at once), merged oldest first.
+    async fn merge_comments(
+        &self,
+        post: &PostId,
+        after: Option<CommentId>,
+        limit: usize,
+        consistent: bool,
+        own: OwnComments,
+    ) -> Result<(Vec<CommentItem>, bool, Option<u8>), StoreError> {
+        let OwnComments { items, shards } = own;
         let mut comments: Vec<CommentItem> = super::from_items(items)?;
         if let Some(n) = shards {
             let reads = (0..n).map(|k| {
@@ -416,6 +460,13 @@ impl Store {
             .query_up_to("comments", &query, start, limit.saturating_add(1))
             .await
     }
+}
+
+/// The merge's first read: the comments of the post's own partition, and
+/// the shards to read after them (a hot post's).
+struct OwnComments {
+    items: Vec<super::Item>,
+    shards: Option<u8>,
 }
 
 impl FanOut<'_> {

@@ -521,10 +521,10 @@ impl Requests<'_> {
     /// each shard is read too, one Query each (at once), and the pages are
     /// merged newest first. A page with likes reads the post item too
     /// (eventually consistent): a post back to a draft keeps what it had,
-    /// shown to no one (404). A hot post's first page, once this process knows
-    /// it is hot, reads the fan-out's copy of its keys instead
-    /// ([`super::first_pages`]: two BatchGetItems); its cursor goes on
-    /// through the merge.
+    /// shown to no one (404). A hot post's first page reads the fan-out's
+    /// copy of its keys instead ([`super::first_pages`]: two BatchGetItems),
+    /// at once when this process knows it is hot, else once the first Query
+    /// has met its pointer; its cursor goes on through the merge.
     pub async fn list_likes(
         &self,
         post: &PostId,
@@ -533,10 +533,24 @@ impl Requests<'_> {
     ) -> Result<Page<Like>, StoreError> {
         let list = format!("likes:{post}");
         let resume = super::pages::resume_after(&list, cursor, LikesCursor::parse)?;
+        let mut copy_read = false;
         if resume.is_none() {
             if let Some(kept) = self.hot_reads.likes(post, limit) {
                 return Ok(kept);
             }
+            if self.paged_hot(post) {
+                copy_read = true;
+                if let Some(page) = self.first_likes_page(post, &list, limit).await? {
+                    self.hot_reads.keep_likes(post, limit, &page);
+                    return Ok(page);
+                }
+            }
+        }
+        let own = self.own_likes(post, resume, limit, false).await?;
+        // A hot post this process had not read: its pointer, met first,
+        // sends the first page to the copy rather than to every shard.
+        if resume.is_none() && own.shards.is_some() && !copy_read {
+            self.paged.saw(*post);
             if self.paged_hot(post)
                 && let Some(page) = self.first_likes_page(post, &list, limit).await?
             {
@@ -544,7 +558,7 @@ impl Requests<'_> {
                 return Ok(page);
             }
         }
-        let merged = self.merged_likes(post, resume, limit, false).await?;
+        let merged = self.merge_likes(post, resume, limit, false, own).await?;
         if resume.is_none() && merged.shards.is_some() {
             self.paged.saw(*post);
         }
@@ -628,16 +642,17 @@ struct Merged {
     shards: Option<u8>,
 }
 
+/// The merge's first read: the likes of the post's own partition, and the
+/// shards to read after it (a hot post's).
+struct OwnLikes {
+    items: Vec<super::Item>,
+    shards: Option<u8>,
+}
+
 impl Store {
     /// The exact merge of `post`'s likes after `resume` (none: from the
-    /// newest): one Query of its own partition (on a first page its first
-    /// item is a hot post's pointer), and for a hot post one of each shard
-    /// (at once), merged newest first; strongly consistent if `consistent`
-    /// (the fan-out's copy). A resumed page's shard count is the cursor's,
-    /// believed only when the post's pointer names as many, or more (the
-    /// post widened since the page before: its new shards hold only likes
-    /// newer than the cursor's): a forged count would decide how many
-    /// Queries the page makes (or which likes it skips).
+    /// newest): [`Self::own_likes`], then [`Self::merge_likes`]; strongly
+    /// consistent if `consistent` (the fan-out's copy).
     async fn merged_likes(
         &self,
         post: &PostId,
@@ -645,6 +660,24 @@ impl Store {
         limit: usize,
         consistent: bool,
     ) -> Result<Merged, StoreError> {
+        let own = self.own_likes(post, resume, limit, consistent).await?;
+        self.merge_likes(post, resume, limit, consistent, own).await
+    }
+
+    /// The merge's first read: one Query of `post`'s own partition (on a
+    /// first page its first item is a hot post's pointer, naming its
+    /// shards). A resumed page's shard count is the cursor's, believed only
+    /// when the post's pointer names as many, or more (the post widened
+    /// since the page before: its new shards hold only likes newer than the
+    /// cursor's): a forged count would decide how many Queries the page
+    /// makes (or which likes it skips).
+    async fn own_likes(
+        &self,
+        post: &PostId,
+        resume: Option<LikesCursor>,
+        limit: usize,
+        consistent: bool,
+    ) -> Result<OwnLikes, StoreError> {
         let own = PostPartition::own(*post);
         // A first page reads one item more: a hot post's pointer comes
         // first and takes a place.
@@ -666,6 +699,20 @@ impl Store {
             shards = items.first().and_then(LikeShardsItem::of);
             items.remove(0);
         }
+        Ok(OwnLikes { items, shards })
+    }
+
+    /// The rest of the merge after `own`: each shard it names read (one
+    /// Query each, at once, after the same like), merged newest first.
+    async fn merge_likes(
+        &self,
+        post: &PostId,
+        resume: Option<LikesCursor>,
+        limit: usize,
+        consistent: bool,
+        own: OwnLikes,
+    ) -> Result<Merged, StoreError> {
+        let OwnLikes { items, shards } = own;
         let mut likes: Vec<LikeItem> = super::from_items(items)?;
         if let Some(n) = shards {
             let after = resume.map(|c| c.after);

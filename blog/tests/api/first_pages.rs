@@ -167,6 +167,31 @@ async fn a_viral_posts_first_pages_cost_a_few_calls_whatever_its_shards() {
             );
             figures.push(format!("{path}: {calls} calls, {units} RCU"));
         }
+        // A process that has not read the post (a new instance): its own
+        // partition's Query meets the pointer, then the copy, whatever the
+        // shard count.
+        let new = || blog::store::Store::new(api.app.store.client().clone(), api.app.store.table());
+        api.meter.take();
+        let page = new().requests().list_likes(&id, 20, None).await;
+        assert_eq!(page.expect("a page").items.len(), 20);
+        let (new_likes, new_likes_units) = spent(&api);
+        assert_eq!(new_likes, 3, "the Query, then the copy's two BatchGetItems");
+        let page = new().requests().list_comments(&id, 20, None).await;
+        assert_eq!(page.expect("a page").items.len(), 20);
+        let (new_comments, new_comments_units) = spent(&api);
+        assert_eq!(new_comments, 4, "the Query, then the copy's three calls");
+        // The own partition's Query (its quiet likes or comments, and the
+        // pointer) and the page's 20 entries (0.5 RCU each).
+        for units in [new_likes_units, new_comments_units] {
+            assert!(
+                units <= 2.0 * 0.5 * 20.0 + 3.0,
+                "{units} RCU at {shards} shards"
+            );
+        }
+        figures.push(format!(
+            "new instance: likes {new_likes} calls {new_likes_units} RCU, \
+             comments {new_comments} calls {new_comments_units} RCU"
+        ));
         let (status, _, calls, units) = metered(&api, &format!("/posts/{post}")).await;
         assert_eq!((status, calls), (200, 1), "Q2 is one Query");
         eprintln!(
