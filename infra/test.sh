@@ -41,7 +41,11 @@ ensure_java
 ensure_chromium
 ensure_dynamodb_local
 pids=()
-trap 'for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done' EXIT
+# watch is started in the background by the invoke check, which writes its
+# pid here (a stale one from an earlier run must not be killed).
+rm -f "$LOCAL/watch.pid"
+trap 'for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
+  if [ -s "$LOCAL/watch.pid" ]; then kill "$(cat "$LOCAL/watch.pid")" 2>/dev/null || true; fi' EXIT
 # Several DynamoDB Locals for the API suite, each test on one of them (the
 # one with the fewest tests running when it starts,
 # blog/tests/api/support.rs): an instance serves one request at a time, so
@@ -191,7 +195,6 @@ pids+=("$docs_pid")
 # on the stack's DynamoDB Local. watch goes on serving the stack checks.
 log "sample events through cargo lambda invoke, in the background once the docs are built"
 watch_port=$(free_port)
-rm -f "$LOCAL/watch.pid"
 (
   set -e
   while kill -0 "$docs_pid" 2>/dev/null; do sleep 1; done
