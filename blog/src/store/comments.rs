@@ -241,25 +241,21 @@ impl Requests<'_> {
     ) -> Result<Page<Comment>, StoreError> {
         let list = format!("comments:{post}");
         let after = super::pages::resume_after(&list, cursor, CommentId::parse)?;
-        let mut copy_read = false;
+        let mut own = None;
         if after.is_none() {
             if let Some(kept) = self.hot_reads.comments(post, limit) {
                 return Ok(kept);
             }
-            if self.paged_hot(post) {
-                copy_read = true;
-                if let Some(page) = self.first_comments_page(post, &list, limit).await? {
-                    self.hot_reads.keep_comments(post, limit, &page);
-                    return Ok(page);
+            // A post this process has not met hot: its own partition first,
+            // whose pointer (a hot post's, after its own comments) sends the
+            // page to the copy rather than to every shard.
+            if !self.paged_hot(post) {
+                let read = self.own_comments(post, after, limit, false).await?;
+                if read.shards.is_some() {
+                    self.paged.saw(*post);
                 }
+                own = Some(read);
             }
-        }
-        let own = self.own_comments(post, after, limit, false).await?;
-        // A hot post this process had not read: its pointer, met after the
-        // post's own comments, sends the first page to the copy rather
-        // than to every shard.
-        if after.is_none() && own.shards.is_some() && !copy_read {
-            self.paged.saw(*post);
             if self.paged_hot(post)
                 && let Some(page) = self.first_comments_page(post, &list, limit).await?
             {
@@ -267,11 +263,12 @@ impl Requests<'_> {
                 return Ok(page);
             }
         }
+        let own = match own {
+            Some(own) => own,
+            None => self.own_comments(post, after, limit, false).await?,
+        };
         let (mut comments, more, shards) =
             self.merge_comments(post, after, limit, false, own).await?;
-        if after.is_none() && shards.is_some() {
-            self.paged.saw(*post);
-        }
         let next_cursor = match comments.last() {
             Some(last) if more => Some(super::cursor::encode(&list, &last.comment_id.to_string())),
             _ => None,

@@ -533,24 +533,21 @@ impl Requests<'_> {
     ) -> Result<Page<Like>, StoreError> {
         let list = format!("likes:{post}");
         let resume = super::pages::resume_after(&list, cursor, LikesCursor::parse)?;
-        let mut copy_read = false;
+        let mut own = None;
         if resume.is_none() {
             if let Some(kept) = self.hot_reads.likes(post, limit) {
                 return Ok(kept);
             }
-            if self.paged_hot(post) {
-                copy_read = true;
-                if let Some(page) = self.first_likes_page(post, &list, limit).await? {
-                    self.hot_reads.keep_likes(post, limit, &page);
-                    return Ok(page);
+            // A post this process has not met hot: its own partition first,
+            // whose pointer (a hot post's) sends the page to the copy rather
+            // than to every shard.
+            if !self.paged_hot(post) {
+                let read = self.own_likes(post, resume, limit, false).await?;
+                if read.shards.is_some() {
+                    self.paged.saw(*post);
                 }
+                own = Some(read);
             }
-        }
-        let own = self.own_likes(post, resume, limit, false).await?;
-        // A hot post this process had not read: its pointer, met first,
-        // sends the first page to the copy rather than to every shard.
-        if resume.is_none() && own.shards.is_some() && !copy_read {
-            self.paged.saw(*post);
             if self.paged_hot(post)
                 && let Some(page) = self.first_likes_page(post, &list, limit).await?
             {
@@ -558,10 +555,11 @@ impl Requests<'_> {
                 return Ok(page);
             }
         }
+        let own = match own {
+            Some(own) => own,
+            None => self.own_likes(post, resume, limit, false).await?,
+        };
         let merged = self.merge_likes(post, resume, limit, false, own).await?;
-        if resume.is_none() && merged.shards.is_some() {
-            self.paged.saw(*post);
-        }
         // A post back to a draft keeps what it had: shown to no one.
         if !merged.items.is_empty() && self.is_draft(post).await? {
             return Err(StoreError::PostNotFound);
