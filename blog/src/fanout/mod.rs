@@ -7,7 +7,7 @@
 //! applies the rest in lanes, stops starting records once a walk pauses at
 //! the deadline, then runs the batch steps (the notifications, the hot
 //! posts' first-page copies), reports the failed records and logs what the
-//! batch did.
+//! batch did and how long each step took.
 //!
 //! A batch is applied in the order Lambda delivers a stream in: the records
 //! of one item one after another, those of different items at once (as
@@ -15,10 +15,10 @@
 //! failure Lambda delivers again from the lowest record reported failed.
 
 use std::{
-    collections::HashMap,
+    collections::{HashMap, HashSet},
     future::Future,
     sync::atomic::{AtomicUsize, Ordering},
-    time::{SystemTime, UNIX_EPOCH},
+    time::{Duration, Instant, SystemTime, UNIX_EPOCH},
 };
 
 use aws_lambda_events::event::{
@@ -29,12 +29,14 @@ use futures::StreamExt;
 use thiserror::Error;
 
 use crate::{
+    ids::UserId,
     keys::Key,
     metrics::{self, Metric},
     store::{
         Store, StoreError,
         deadline::Deadline,
         items::counter::{ShardCounterItem, ShardGroupItem},
+        users::Authors,
     },
 };
 
@@ -105,15 +107,21 @@ pub async fn handle_until(
         store.table(),
         records.first().map_or("", |r| r.event_id.as_str())
     );
-    crate::store::request_scope(seed, rate::make_fast_posts_hot(store, records)).await;
+    let rating = crate::store::request_scope(seed, rate::make_fast_posts_hot(store, records));
+    stats.steps.rate = timed(rating).await.1;
     let superseded = superseded_post_changes(records);
     let carried = carried_records(records, &superseded, &mut stats);
     let lanes = item_lanes(records, &superseded);
-    let applied = apply_in_lanes(lanes, |index| {
-        let carried = carried.get(&index).map_or(&[][..], Vec::as_slice);
-        apply_scoped(store, &records[index], &deadline, carried)
-    })
-    .await;
+    let applying = async {
+        let authors = batch_authors(store, records).await;
+        apply_in_lanes(lanes, |index| {
+            let carried = carried.get(&index).map_or(&[][..], Vec::as_slice);
+            apply_scoped(store, &records[index], &deadline, carried, &authors)
+        })
+        .await
+    };
+    let (applied, rules_took) = timed(applying).await;
+    stats.steps.rules = rules_took;
     let mut failures = Failures::default();
     for (index, applied) in applied {
         failures.note(index, &records[index], applied, &mut stats);
@@ -125,11 +133,15 @@ pub async fn handle_until(
         store.table(),
         records.first().map_or("", |r| r.event_id.as_str())
     );
-    let notified = crate::store::request_scope(seed, notify::apply_batch(store, records));
+    let notified = timed(crate::store::request_scope(
+        seed,
+        notify::apply_batch(store, records),
+    ));
     // And at once, the hot posts' first-page copies (each rebuild's
     // transaction has a scope of its own).
-    let paged = pages::apply_batch(store, records, received);
-    let (notified, paged) = futures::join!(notified, paged);
+    let paged = timed(pages::apply_batch(store, records, received));
+    let ((notified, notify_took), (paged, pages_took)) = futures::join!(notified, paged);
+    (stats.steps.notify, stats.steps.pages) = (notify_took, pages_took);
     for failed in [notified, paged] {
         if let Err(index) = failed {
             failures.report_batch_step(index, &records[index]);
@@ -167,12 +179,32 @@ async fn apply_scoped(
     record: &EventRecord,
     deadline: &Deadline,
     carried: &[&EventRecord],
+    authors: &Authors,
 ) -> (Result<Outcome, FanoutError>, bool) {
     let seed = format!("{}/{}", store.table(), record.event_id);
-    let applying = rules::apply_record(store, record, deadline, carried);
+    let applying = rules::apply_record(store, record, deadline, carried, authors);
     let applied = crate::store::request_scope(seed, applying).await;
     let paused = matches!(applied, Ok(Outcome::Paused { .. }));
     (applied, paused)
+}
+
+/// The profiles of the authors of the batch's new posts, comments and
+/// likes, read together (a viral post's batch holds hundreds of likers:
+/// one BatchGetItem a hundred rather than one GetItem a record). When
+/// that read fails, each record reads its author on its own, as it would
+/// without it.
+async fn batch_authors(store: &Store, records: &[EventRecord]) -> Authors {
+    let users: HashSet<UserId> = records.iter().filter_map(rules::new_item_author).collect();
+    if users.is_empty() {
+        return Authors::default();
+    }
+    match store.fanout().authors(users).await {
+        Ok(authors) => authors,
+        Err(error) => {
+            tracing::warn!(%error, "the batch's authors could not be read together; each record reads its own");
+            Authors::default()
+        }
+    }
 }
 
 /// The records a batch reports failed, as they are applied: Lambda delivers
@@ -366,6 +398,13 @@ fn post_key(record: &EventRecord) -> Option<Key> {
     serde_dynamo::from_item(record.change.keys.clone()).ok()
 }
 
+/// `step`'s output and how long it took.
+async fn timed<T>(step: impl Future<Output = T>) -> (T, Duration) {
+    let started = Instant::now();
+    let output = step.await;
+    (output, started.elapsed())
+}
+
 fn failure(record: &EventRecord) -> DynamoDbBatchItemFailure {
     let mut failure = DynamoDbBatchItemFailure::default();
     failure.item_identifier = record.change.sequence_number.clone();
@@ -396,6 +435,17 @@ struct BatchStats {
     paused: usize,
     writes: usize,
     oldest_age_ms: i64,
+    steps: StepTimes,
+}
+
+/// How long each of a batch's steps took (the notifications and the first
+/// pages run at once).
+#[derive(Debug, Default)]
+struct StepTimes {
+    rate: Duration,
+    rules: Duration,
+    notify: Duration,
+    pages: Duration,
 }
 
 impl BatchStats {
@@ -438,6 +488,10 @@ impl BatchStats {
             paused = self.paused,
             writes = self.writes,
             oldest_record_age_ms = self.oldest_age_ms,
+            rate_ms = self.steps.rate.as_millis(),
+            rules_ms = self.steps.rules.as_millis(),
+            notify_ms = self.steps.notify.as_millis(),
+            pages_ms = self.steps.pages.as_millis(),
             "fan-out batch"
         );
         let count = |n: usize| n as f64;

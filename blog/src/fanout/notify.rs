@@ -13,6 +13,7 @@
 use std::collections::HashMap;
 
 use aws_lambda_events::event::dynamodb::EventRecord;
+use futures::StreamExt;
 
 use super::{
     FanoutError,
@@ -31,6 +32,9 @@ use crate::{
         notifications::{ActorChange, GroupOf},
     },
 };
+
+/// A batch's notification groups written at once, at most.
+const CONCURRENT_GROUPS: usize = 16;
 
 /// The mentions of a post, between its image `before` a change (`None`: it
 /// is new) and `after` it (`None`: deleted): a user it mentions once it is
@@ -149,12 +153,13 @@ fn told(record: &EventRecord) -> Result<Option<Told>, FanoutError> {
 }
 
 /// The batch's notifications from its like, comment and follower records:
-/// each group's actor changes in one write, each note put or taken out,
-/// the author's own likes and comments kept apart. The posts the records
-/// are about are read once each (their authors; a post gone or not
-/// published notifies no one). On a failure, the index of the first record
-/// whose notification failed: reported, it and every record after it come
-/// again (each write here is idempotent).
+/// each group's actor changes in one write (the groups at once), each note
+/// put or taken out, the author's own likes and comments kept apart. The
+/// posts the records are about are read once each (their authors; a post
+/// gone or not published notifies no one). On a failure, the index of the
+/// first record whose notification failed (of a group's, its first):
+/// reported, it and every record after it come again (each write here is
+/// idempotent).
 pub(super) async fn apply_batch(store: &Store, records: &[EventRecord]) -> Result<usize, usize> {
     let mut groups: HashMap<GroupOf, (usize, Vec<ActorChange>)> = HashMap::new();
     let mut authors: HashMap<PostId, Option<PostItem>> = HashMap::new();
@@ -287,18 +292,25 @@ pub(super) async fn apply_batch(store: &Store, records: &[EventRecord]) -> Resul
             }
         }
     }
-    // The groups in the order of their first record: the first to fail is
-    // the lowest reported.
-    let mut pending: Vec<(GroupOf, (usize, Vec<ActorChange>))> = groups.into_iter().collect();
-    pending.sort_by_key(|(_, (first, _))| *first);
-    for (group, (first, changes)) in pending {
-        match fanout.change_actors(&group, &changes).await {
+    // The groups at once (each its own item): of those that fail, the one
+    // with the lowest first record is reported.
+    let changing = groups.into_iter().map(|(group, (first, changes))| {
+        let fanout = store.fanout();
+        async move { (first, fanout.change_actors(&group, &changes).await) }
+    });
+    let changed: Vec<_> = futures::stream::iter(changing)
+        .buffer_unordered(CONCURRENT_GROUPS)
+        .collect()
+        .await;
+    let mut failed: Option<usize> = None;
+    for (first, changed) in changed {
+        match changed {
             Ok(written) => writes += usize::from(written),
             Err(error) => {
                 tracing::error!(%error, "a notification group could not be written");
-                return Err(first);
+                failed = Some(failed.map_or(first, |f| f.min(first)));
             }
         }
     }
-    Ok(writes)
+    failed.map_or(Ok(writes), Err)
 }

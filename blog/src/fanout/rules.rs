@@ -61,7 +61,7 @@ use crate::{
         items::follow::{FollowerCountItem, FollowerItem},
         items::post::PostItem,
         items::user::UserItem,
-        users::Author,
+        users::{Author, Authors},
         {deadline::Deadline, rename::RenameStep},
     },
 };
@@ -237,15 +237,17 @@ pub async fn apply(
     record: &EventRecord,
     deadline: &Deadline,
 ) -> Result<Outcome, FanoutError> {
-    apply_record(store, record, deadline, &[]).await
+    apply_record(store, record, deadline, &[], &Authors::default()).await
 }
 
-/// Applies `record`, and the records of its batch `carried` into it.
+/// Applies `record`, and the records of its batch `carried` into it; the
+/// author of a new item from `authors` when they were read there.
 pub(super) async fn apply_record(
     store: &Store,
     record: &EventRecord,
     deadline: &Deadline,
     carried: &[&EventRecord],
+    authors: &Authors,
 ) -> Result<Outcome, FanoutError> {
     let refresh = if carried.is_empty() {
         Refresh::WhenChanged
@@ -255,8 +257,8 @@ pub(super) async fn apply_record(
     // Each rule boxed: their futures are large, and a caller's future holds
     // the largest of them (debug builds overflowed a test thread's stack).
     match Rule::of(record) {
-        Some(Rule::NewPost) => Box::pin(new_post(store, record)).await,
-        Some(Rule::NewReply) => Box::pin(new_reply(store, record)).await,
+        Some(Rule::NewPost) => Box::pin(new_post(store, record, authors)).await,
+        Some(Rule::NewReply) => Box::pin(new_reply(store, record, authors)).await,
         Some(Rule::ChangedPost) => {
             Box::pin(changed_post(store, record, carried, refresh, deadline)).await
         }
@@ -283,9 +285,13 @@ pub(super) async fn apply_record(
 }
 
 /// A post INSERT: the post's name caught up, its feed entry, the feed trimmed.
-async fn new_post(store: &Store, record: &EventRecord) -> Result<Outcome, FanoutError> {
+async fn new_post(
+    store: &Store,
+    record: &EventRecord,
+    authors: &Authors,
+) -> Result<Outcome, FanoutError> {
     let mut post: PostItem = decode(&record.change.new_image, "new")?;
-    let renamed = match author_of(store, record).await? {
+    let renamed = match author_of(store, record, authors).await? {
         Author::Erased => return erased_author(store, record).await,
         Author::Renamed(profile) => Some(profile),
         Author::Current => None,
@@ -325,8 +331,12 @@ async fn new_post(store: &Store, record: &EventRecord) -> Result<Outcome, Fanout
 
 /// A comment or like INSERT: its author's name caught up, or the item out
 /// if its author was erased meanwhile.
-async fn new_reply(store: &Store, record: &EventRecord) -> Result<Outcome, FanoutError> {
-    Ok(match author_of(store, record).await? {
+async fn new_reply(
+    store: &Store,
+    record: &EventRecord,
+    authors: &Authors,
+) -> Result<Outcome, FanoutError> {
+    Ok(match author_of(store, record, authors).await? {
         Author::Current => Outcome::Ignored,
         Author::Renamed(_) => Outcome::Written { writes: 1 },
         Author::Erased => return erased_author(store, record).await,
@@ -717,13 +727,29 @@ async fn removed_post(
 
 /// Who wrote a new item that copies its author's username: see
 /// [`crate::store::FanOut::author_of_new_item`].
-async fn author_of(store: &Store, record: &EventRecord) -> Result<Author, FanoutError> {
+async fn author_of(
+    store: &Store,
+    record: &EventRecord,
+    authors: &Authors,
+) -> Result<Author, FanoutError> {
     let key: Key = decode(&record.change.new_image, "new")?;
     let item: Authored = decode(&record.change.new_image, "new")?;
     Ok(store
         .fanout()
-        .author_of_new_item(&key, &item.user_id, item.user_version)
+        .author_of_new_item(&key, &item.user_id, item.user_version, authors)
         .await?)
+}
+
+/// The author of a new post, comment or like (whose rule reads their
+/// profile: [`author_of`]); `None` for any other record, or one that does
+/// not decode (its rule answers that).
+pub(super) fn new_item_author(record: &EventRecord) -> Option<UserId> {
+    match Rule::of(record)? {
+        Rule::NewPost | Rule::NewReply => decode::<Authored>(&record.change.new_image, "new")
+            .ok()
+            .map(|item| item.user_id),
+        _ => None,
+    }
 }
 
 /// What a post, comment or like says of its author.

@@ -1,5 +1,7 @@
 //! User profiles (C1, Q1) and the username claims that keep names unique.
 
+use std::collections::HashMap;
+
 use crate::store::items::user::{ErasureMark, UserItem, UsernameClaim};
 
 use super::{
@@ -311,9 +313,39 @@ fn renamed_profile(current: &UserItem, renamed: &UserItem) -> Write {
     Write::update(UserItem::key(&current.user_id), change, landed).when(still)
 }
 
+/// The profiles of a batch's authors, read together ([`FanOut::authors`]):
+/// a user among them found or found without a profile; one not among them
+/// is read on its own.
+#[derive(Debug, Default)]
+pub struct Authors {
+    read: HashMap<UserId, Option<UserItem>>,
+}
+
 impl FanOut<'_> {
+    /// The profiles of `users`, strongly consistent: one BatchGetItem a
+    /// hundred, at once (a batch's new items' authors, read together rather
+    /// than one GetItem an item: a viral post's batch holds hundreds of
+    /// likers).
+    pub async fn authors(
+        &self,
+        users: impl IntoIterator<Item = UserId>,
+    ) -> Result<Authors, StoreError> {
+        let mut read: HashMap<UserId, Option<UserItem>> =
+            users.into_iter().map(|user| (user, None)).collect();
+        let keys = read.keys().map(UserItem::key).collect();
+        let (items, _) = self
+            .db
+            .batch_get_with("the batch's authors", keys, true)
+            .await?;
+        for profile in super::from_items::<UserItem>(items)? {
+            read.insert(profile.user_id.clone(), Some(profile));
+        }
+        Ok(Authors { read })
+    }
+
     /// Fan-out of a new post, comment or like, written under profile version
-    /// `user_version` (one strongly consistent read of the profile):
+    /// `user_version` (one strongly consistent read of the profile, unless
+    /// `authors` read it already):
     /// - its copied username may be stale: it may have been missed by a
     ///   rename whose walk read GSI1 before the index showed it. If the
     ///   profile has moved on since, copies its current name and answers
@@ -326,8 +358,13 @@ impl FanOut<'_> {
         key: &Key,
         user: &UserId,
         user_version: u64,
+        authors: &Authors,
     ) -> Result<Author, StoreError> {
-        let Some(profile) = self.read_profile(user, true).await? else {
+        let profile = match authors.read.get(user) {
+            Some(read) => read.clone(),
+            None => self.read_profile(user, true).await?,
+        };
+        let Some(profile) = profile else {
             let mark = self.erasure_mark(user).await?;
             return Ok(match mark {
                 Some(mark) if user_version <= mark.version => Author::Erased,

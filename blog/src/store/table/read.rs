@@ -327,7 +327,7 @@ impl Table {
     /// unprocessed. Returns the items found and the read units spent.
     /// A key named twice is read once (DynamoDB refuses a request that
     /// names one twice), and more than `BATCH_GET` keys go in calls of
-    /// at most that many.
+    /// at most that many, sent at once.
     pub async fn batch_get(
         &self,
         what: &'static str,
@@ -346,10 +346,12 @@ impl Table {
     ) -> Result<(Vec<Item>, f64), StoreError> {
         let keys = distinct(keys);
         if keys.len() > BATCH_GET {
+            // The calls at once: their keys are the caller's, bounded by it.
+            let calls = keys
+                .chunks(BATCH_GET)
+                .map(|chunk| self.batch_get_call(what, chunk.to_vec(), consistent));
             let (mut found, mut units) = (Vec::new(), 0.0);
-            for chunk in keys.chunks(BATCH_GET) {
-                let (items, spent) =
-                    Box::pin(self.batch_get_with(what, chunk.to_vec(), consistent)).await?;
+            for (items, spent) in futures::future::try_join_all(calls).await? {
                 found.extend(items);
                 units += spent;
             }
