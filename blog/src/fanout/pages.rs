@@ -21,7 +21,7 @@ use crate::{
     keys::{ItemType, PostPartition},
     store::{
         Store,
-        first_pages::Wanted,
+        first_pages::{Reach, Wanted},
         items::comment::CommentItem,
         items::first_page::{FirstPageItem, PageList},
         items::like::LikeItem,
@@ -76,25 +76,32 @@ fn asked(
         Change::Remove => &record.change.old_image,
         Change::Insert | Change::Modify => &record.change.new_image,
     };
-    let reply = |post: PostId, list: PageList, hot: bool| {
+    let reply = |post: PostId, list: PageList, hot: bool, reach: Reach| {
         (hot || hot_posts.contains(&post)).then_some((
             (post, list),
             Wanted {
                 need: received,
                 due: false,
                 added: change == Change::Insert,
+                reach,
             },
         ))
     };
     match (kind(image)?, change) {
         (ItemType::Like, Change::Insert | Change::Remove) => {
             let like: LikeItem = decode(image, "like").ok()?;
-            reply(like.post_id, PageList::Likes, like.shard.is_some())
+            let reach = Reach::Likes {
+                newest: like.like_id,
+            };
+            reply(like.post_id, PageList::Likes, like.shard.is_some(), reach)
         }
         (ItemType::Comment, Change::Insert | Change::Remove) => {
             let comment: CommentItem = decode(image, "comment").ok()?;
             let hot = comment.shard.is_some() || comment.counted_in.is_some();
-            reply(comment.post_id, PageList::Comments, hot)
+            let reach = Reach::Comments {
+                oldest: comment.comment_id,
+            };
+            reply(comment.post_id, PageList::Comments, hot, reach)
         }
         (ItemType::FirstPage, Change::Insert | Change::Modify) => {
             let copy: FirstPageItem = decode(image, "new").ok()?;
@@ -105,6 +112,7 @@ fn asked(
                     need: due,
                     due: true,
                     added: false,
+                    reach: Reach::Anywhere,
                 },
             ))
         }
@@ -178,7 +186,7 @@ mod tests {
         ids::PostId,
         keys::{Entity, PostPartition},
         store::{
-            first_pages::Wanted,
+            first_pages::{Reach, Wanted},
             items::first_page::{FirstPageItem, PageList},
         },
     };
@@ -246,14 +254,27 @@ mod tests {
             record("MODIFY", copy(copied, Some(9_000))),
         ];
         let asked = wanted(&records, 7_000);
-        let at = |need, due, added| Wanted { need, due, added };
+        let like_id = crate::ids::LikeId::parse("01J00000000000000000000002").expect("an id");
+        let liked = Reach::Likes { newest: like_id };
+        let at = |need, due, added, reach| Wanted {
+            need,
+            due,
+            added,
+            reach,
+        };
         assert_eq!(
             asked.into_iter().collect::<Vec<_>>(),
             {
                 let mut expected = vec![
-                    ((hot, PageList::Likes), (1, at(7_000, false, true))),
-                    ((cooled, PageList::Likes), (2, at(7_000, false, false))),
-                    ((copied, PageList::Likes), (5, at(9_000, true, false))),
+                    ((hot, PageList::Likes), (1, at(7_000, false, true, liked))),
+                    (
+                        (cooled, PageList::Likes),
+                        (2, at(7_000, false, false, liked)),
+                    ),
+                    (
+                        (copied, PageList::Likes),
+                        (5, at(9_000, true, false, Reach::Anywhere)),
+                    ),
                 ];
                 expected.sort_by_key(|(key, _)| *key);
                 expected

@@ -425,18 +425,27 @@ impl Store {
     ) -> Result<(Vec<CommentItem>, bool, Option<u8>), StoreError> {
         let OwnComments { items, shards } = own;
         let mut comments: Vec<CommentItem> = super::from_items(items)?;
-        if let Some(n) = shards {
-            let reads = (0..n).map(|k| {
-                self.comments_in(PostPartition::shard(*post, k), after, limit, consistent)
-            });
-            for page in futures::future::try_join_all(reads).await? {
-                comments.extend(super::from_items::<CommentItem>(page)?);
-            }
-            comments.sort_by_key(|comment| comment.comment_id);
-        }
-        let more = comments.len() > limit;
-        comments.truncate(limit);
-        Ok((comments, more, shards))
+        let Some(n) = shards else {
+            let more = comments.len() > limit;
+            comments.truncate(limit);
+            return Ok((comments, more, shards));
+        };
+        let read = |k: u8, after: Option<CommentId>, take: usize| async move {
+            let place = PostPartition::shard(*post, k);
+            let page = self.comments_in(place, after, take - 1, consistent).await?;
+            Ok::<_, StoreError>(super::from_items::<CommentItem>(page)?)
+        };
+        let merged = super::merge::merge_shards(
+            n,
+            comments,
+            limit,
+            after,
+            |comment| comment.comment_id,
+            |comment| comment.comment_id,
+            read,
+        )
+        .await?;
+        Ok((merged.items, merged.more, shards))
     }
 
     /// Up to `limit + 1` comments (and a hot post's pointer, after them) of

@@ -27,7 +27,10 @@
 //! consistent):
 //!
 //! 1. it covers the batch's records (another batch rebuilt it since this
-//!    one was received), or a rebuild is due as late: nothing to do;
+//!    one was received), or a rebuild is due as late, or the list held
+//!    more than the copy and every entry the records name comes after its
+//!    last ([`Reach`]: a viral post's new comments past its 100 oldest):
+//!    nothing to do;
 //! 2. it is missing (and one of the records is an INSERT: a post without a
 //!    copy is read by the merge), or older than [`REBUILD_AFTER`]: rebuilt
 //!    now;
@@ -61,7 +64,7 @@ use super::{
     table::{Expr, TxOutcome, Write},
 };
 use crate::{
-    ids::PostId,
+    ids::{CommentId, LikeId, PostId},
     keys::{self, Entity},
 };
 
@@ -104,6 +107,8 @@ pub struct Wanted {
     /// merge reads a post without a copy, and a deleted post's walk takes
     /// its likes and comments out after its copies).
     pub added: bool,
+    /// Where in the list their entries are.
+    pub reach: Reach,
 }
 
 impl Wanted {
@@ -113,6 +118,58 @@ impl Wanted {
             need: self.need.max(other.need),
             due: self.due || other.due,
             added: self.added || other.added,
+            reach: self.reach.and(other.reach),
+        }
+    }
+}
+
+/// Where in a list a batch's records of it are: by the entry of theirs
+/// nearest the list's head (the newest like; the oldest comment). Records
+/// whose entries all come after a full copy's last entry cannot change its
+/// page (a viral post's new comments, newer than its first 100; an unlike
+/// of an old like): they ask for no rebuild.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Reach {
+    /// A record names no entry (a copy's own record of a rebuild due):
+    /// anywhere.
+    Anywhere,
+    /// Likes, the newest of them this one.
+    Likes { newest: LikeId },
+    /// Comments, the oldest of them this one.
+    Comments { oldest: CommentId },
+}
+
+impl Reach {
+    /// Where the records of `self` and of `other` are together.
+    pub fn and(self, other: Reach) -> Reach {
+        match (self, other) {
+            (Reach::Likes { newest: a }, Reach::Likes { newest: b }) => {
+                Reach::Likes { newest: a.max(b) }
+            }
+            (Reach::Comments { oldest: a }, Reach::Comments { oldest: b }) => {
+                Reach::Comments { oldest: a.min(b) }
+            }
+            _ => Reach::Anywhere,
+        }
+    }
+
+    /// Whether every entry it names comes after `copy`'s last one in a list
+    /// that held more than the copy: none of them is on the first page.
+    fn past(self, copy: &FirstPageItem) -> bool {
+        if !copy.more {
+            return false;
+        }
+        let Some((last, _)) = copy.entries.last().and_then(|e| keys::page_entry_parts(e)) else {
+            return false;
+        };
+        match (self, copy.list) {
+            (Reach::Likes { newest }, PageList::Likes) => {
+                LikeId::parse(last).is_ok_and(|last| newest < last)
+            }
+            (Reach::Comments { oldest }, PageList::Comments) => {
+                CommentId::parse(last).is_ok_and(|last| oldest > last)
+            }
+            _ => false,
         }
     }
 }
@@ -127,7 +184,7 @@ pub fn step(copy: Option<&FirstPageItem>, wanted: Wanted, now: u64) -> Step {
             Step::Covered
         };
     };
-    if copy.covers(wanted.need) {
+    if copy.covers(wanted.need) || wanted.reach.past(copy) {
         return Step::Covered;
     }
     // A rebuild due as late (later, for a due record: its own due is this
@@ -365,11 +422,22 @@ mod tests {
         )
     }
 
+    /// A copy's own record of a rebuild due at `need`.
+    fn due_at(need: u64) -> Wanted {
+        Wanted {
+            need,
+            due: true,
+            added: false,
+            reach: Reach::Anywhere,
+        }
+    }
+
     fn wanted(received: u64, due: bool, added: bool) -> Wanted {
         Wanted {
             need: received,
             due,
             added,
+            reach: Reach::Anywhere,
         }
     }
 
@@ -390,11 +458,7 @@ mod tests {
         );
         // The due copy's record: rebuilt once the copy is a second old and
         // the due moment is past, whichever is later.
-        let due = Wanted {
-            need: 11_000,
-            due: true,
-            added: false,
-        };
+        let due = due_at(11_000);
         assert_eq!(
             step(Some(&copy(10_500)), due, 10_900),
             Step::RebuildAt(11_500)
@@ -427,11 +491,71 @@ mod tests {
             Wanted {
                 need: 13_000,
                 due: false,
-                added: true
+                added: true,
+                reach: Reach::Anywhere,
             }
         );
         assert_eq!(wait_until(11_500, 10_900), Duration::from_millis(600));
         assert_eq!(wait_until(90_000, 10_900), LONGEST_WAIT);
         assert_eq!(wait_until(10_000, 10_900), Duration::ZERO);
+    }
+
+    #[test]
+    fn records_past_a_full_copys_last_entry_ask_for_no_rebuild() {
+        let ids = |n: usize| -> Vec<String> {
+            let mut ids: Vec<String> = (0..n).map(|_| LikeId::generate().to_string()).collect();
+            ids.sort();
+            ids
+        };
+        // Comments, oldest first: the copy holds the 100 oldest of more.
+        let held = ids(FIRST_PAGE_ENTRIES + 1);
+        let copy_of = |list, entries: &[String], more| {
+            let entries = entries.iter().map(|id| (id.clone(), Some(3)));
+            FirstPageItem::made(PostId::generate(), list, entries, more, 16, 10_000)
+        };
+        let comments = copy_of(PageList::Comments, &held[..FIRST_PAGE_ENTRIES], true);
+        let comment = |id: &String| Wanted {
+            reach: Reach::Comments {
+                oldest: CommentId::parse(id).expect("an id"),
+            },
+            ..wanted(11_000, false, true)
+        };
+        let (last, newer, older) = (&held[99], &held[100], &held[0]);
+        // A newer comment than the 100th: past the page, whenever.
+        assert_eq!(step(Some(&comments), comment(newer), 11_100), Step::Covered);
+        // The 100th itself (taken back), or an older one: the page changes.
+        assert_eq!(step(Some(&comments), comment(last), 11_100), Step::Rebuild);
+        let both = comment(newer).and(comment(older));
+        assert_eq!(step(Some(&comments), both, 11_100), Step::Rebuild);
+        // A copy of a list that held no more: a new comment joins its page.
+        let whole = copy_of(PageList::Comments, &held[..FIRST_PAGE_ENTRIES], false);
+        assert_eq!(step(Some(&whole), comment(newer), 11_100), Step::Rebuild);
+        // A due copy's record among them: anywhere.
+        let due = due_at(11_000);
+        assert_eq!(
+            step(Some(&comments), comment(newer).and(due), 11_100),
+            Step::RebuildAt(11_000)
+        );
+
+        // Likes, newest first: the copy holds the 100 newest of more.
+        let mut newest_first = held.clone();
+        newest_first.reverse();
+        let likes = copy_of(PageList::Likes, &newest_first[..FIRST_PAGE_ENTRIES], true);
+        let like = |id: &String| Wanted {
+            reach: Reach::Likes {
+                newest: LikeId::parse(id).expect("an id"),
+            },
+            ..wanted(11_000, false, false)
+        };
+        // An unlike of a like older than the 100th: past the page.
+        assert_eq!(step(Some(&likes), like(older), 11_100), Step::Covered);
+        // A new like: on it.
+        let new = LikeId::generate().to_string();
+        assert_eq!(
+            step(Some(&likes), like(&new).and(like(older)), 11_100),
+            Step::Rebuild
+        );
+        // A comment's reach says nothing of a likes copy.
+        assert_eq!(step(Some(&likes), comment(older), 11_100), Step::Rebuild);
     }
 }

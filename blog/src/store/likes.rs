@@ -712,20 +712,33 @@ impl Store {
     ) -> Result<Merged, StoreError> {
         let OwnLikes { items, shards } = own;
         let mut likes: Vec<LikeItem> = super::from_items(items)?;
-        if let Some(n) = shards {
-            let after = resume.map(|c| c.after);
-            let reads = (0..n)
-                .map(|k| self.likes_in(PostPartition::shard(*post, k), after, limit, consistent));
-            for page in futures::future::try_join_all(reads).await? {
-                likes.extend(super::from_items::<LikeItem>(page)?);
-            }
-            likes.sort_by_key(|like| std::cmp::Reverse(like.like_id));
-        }
-        let more = likes.len() > limit;
-        likes.truncate(limit);
+        let Some(n) = shards else {
+            let more = likes.len() > limit;
+            likes.truncate(limit);
+            return Ok(Merged {
+                items: likes,
+                more,
+                shards,
+            });
+        };
+        let read = |k: u8, after: Option<LikeId>, take: usize| async move {
+            let place = PostPartition::shard(*post, k);
+            let page = self.likes_in(place, after, take - 1, consistent).await?;
+            Ok::<_, StoreError>(super::from_items::<LikeItem>(page)?)
+        };
+        let merged = super::merge::merge_shards(
+            n,
+            likes,
+            limit,
+            resume.map(|c| c.after),
+            |like| std::cmp::Reverse(like.like_id),
+            |like| like.like_id,
+            read,
+        )
+        .await?;
         Ok(Merged {
-            items: likes,
-            more,
+            items: merged.items,
+            more: merged.more,
             shards,
         })
     }

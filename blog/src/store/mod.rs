@@ -56,6 +56,7 @@ pub mod idempotency;
 pub mod items;
 pub mod likes;
 pub mod memory;
+mod merge;
 pub mod meter;
 #[cfg(feature = "admin")]
 pub mod migrate;
