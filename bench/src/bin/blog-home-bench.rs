@@ -431,7 +431,7 @@ async fn deliver(
     if let Some(last) = &last_push {
         let entry = Key::new(keys::home_pk(last), keys::home_sk(&post.post_id)).item();
         let found = table::Table::new(direct.plain.clone(), &name)
-            .get(entry, true)
+            .get("a home entry", entry, true)
             .await?;
         if found.is_none() {
             return Err("the last push follower's home lacks the post".into());
@@ -531,7 +531,7 @@ async fn follows_at(
     let mut counts = Vec::new();
     for shard in 0..blog::keys::FOLLOWER_SHARDS {
         let key = Key::new(keys::followers_pk(&star.user_id, shard), FOLLOWER_COUNT_SK).item();
-        if let Some(item) = table.get(key, true).await? {
+        if let Some(item) = table.get("a follower count", key, true).await? {
             let count: blog::store::items::follow::FollowerCountItem =
                 serde_dynamo::from_item(item).map_err(|e| e.to_string())?;
             counts.push(count);

@@ -182,7 +182,10 @@ impl Admin<'_> {
     /// Whether the shard partition `place` has lost its post: then what it
     /// holds is a deleted post's leftovers.
     pub(super) async fn shard_orphaned(&self, place: PostPartition) -> Result<bool, StoreError> {
-        let post = self.db().get(PostItem::key(&place.post), true).await?;
+        let post = self
+            .db()
+            .get("a post item", PostItem::key(&place.post), true)
+            .await?;
         Ok(place.shard.is_some() && post.is_none())
     }
 

@@ -235,9 +235,9 @@ impl Requests<'_> {
             return Ok(author);
         }
         let key = keys::post_item(post).item();
-        let mut found = self.db.get(key.clone(), false).await?;
+        let mut found = self.db.get("a post's author", key.clone(), false).await?;
         if found.is_none() {
-            found = self.db.get(key, true).await?;
+            found = self.db.get("a post's author", key, true).await?;
         }
         let found = found.ok_or(StoreError::PostNotFound)?;
         let head: PostHead = from_item(found)?;

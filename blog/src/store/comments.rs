@@ -353,7 +353,10 @@ impl Requests<'_> {
         post: &PostId,
         comments: Vec<CommentItem>,
     ) -> Result<Vec<CommentItem>, StoreError> {
-        let found = self.db.get(PostItem::key(post), false).await?;
+        let found = self
+            .db
+            .get("a post item", PostItem::key(post), false)
+            .await?;
         let Some(found) = found else {
             // Deleted meanwhile: its walk takes the rest.
             return Ok(comments);

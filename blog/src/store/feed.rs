@@ -172,7 +172,11 @@ impl FanOut<'_> {
             floor_post_id: Option<PostId>,
             entries: Option<u64>,
         }
-        let Some(item) = self.db.get(floor_key().item(), true).await? else {
+        let Some(item) = self
+            .db
+            .get("the feed's floor", floor_key().item(), true)
+            .await?
+        else {
             return Ok((None, 0));
         };
         let head: Head = from_item(item)?;

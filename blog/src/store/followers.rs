@@ -112,7 +112,11 @@ impl FanOut<'_> {
     /// the erasure closed the counts may make one again after the walk
     /// deleted them, and its REMOVE (the walk's, after it) empties it.
     async fn drop_if_empty(&self, window: &Key) -> Result<bool, StoreError> {
-        let Some(item) = self.db.get(window.item(), true).await? else {
+        let Some(item) = self
+            .db
+            .get("a followers window", window.item(), true)
+            .await?
+        else {
             return Ok(false);
         };
         if !follows_in(&item)?.is_empty() {

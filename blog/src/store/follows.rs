@@ -176,7 +176,7 @@ impl Requests<'_> {
         // Blocked by them: refused before the backfill writes anything (the
         // transaction checks the mark again, for a block made meanwhile).
         let mark = FollowItem::block_mark_of(follower, followed).item();
-        if self.db.get(mark, true).await?.is_some() {
+        if self.db.get("a block's mark", mark, true).await?.is_some() {
             return Err(StoreError::Blocked);
         }
         let famous = target.follower_count() >= self.pull_threshold;

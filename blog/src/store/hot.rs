@@ -175,7 +175,10 @@ impl Store {
         &self,
         post: &PostId,
     ) -> Result<Option<PostShards>, StoreError> {
-        let found = self.db.get(keys::post_item(post).item(), true).await?;
+        let found = self
+            .db
+            .get("a hot post's shards", keys::post_item(post).item(), true)
+            .await?;
         Ok(found.map(from_item).transpose()?)
     }
 
@@ -598,7 +601,7 @@ impl FanOut<'_> {
         let pointer = LikeShardsItem::key_of(post);
         let moved_to = self
             .db
-            .get(pointer.item(), true)
+            .get("a likes pointer", pointer.item(), true)
             .await?
             .and_then(|item| item.get(MOVED_TO_ATTRIBUTE)?.as_s().ok().cloned());
         let shards = match from {

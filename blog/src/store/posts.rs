@@ -354,7 +354,10 @@ impl Requests<'_> {
     /// draft, with comments or likes from before: 404). One GetItem of the
     /// post item, eventually consistent, keys and status only.
     pub async fn is_draft(&self, post: &PostId) -> Result<bool, StoreError> {
-        let found = self.db.get(PostItem::key(post), false).await?;
+        let found = self
+            .db
+            .get("a post item", PostItem::key(post), false)
+            .await?;
         Ok(found.is_some_and(|item| item.contains_key(STATUS)))
     }
 }

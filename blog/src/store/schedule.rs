@@ -189,7 +189,11 @@ impl super::Admin<'_> {
     /// Whether `post` has its marker for `at` (the audit).
     pub(crate) async fn is_scheduled(&self, post: &PostId, at: &str) -> Result<bool, StoreError> {
         let marker = ScheduledItem::new(*post, at).key().item();
-        Ok(self.db.get(marker, true).await?.is_some())
+        Ok(self
+            .db
+            .get("a schedule marker", marker, true)
+            .await?
+            .is_some())
     }
 
     /// The audit's repair of a scheduled post without its marker: the marker

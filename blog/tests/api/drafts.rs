@@ -278,7 +278,7 @@ async fn a_post_turning_hot_while_taken_back_is_never_a_hot_draft() {
         let ((status, body), switched) = tokio::join!(take_back, switch);
         let item = store
             .db()
-            .get(blog::keys::post_item(&id).item(), true)
+            .get("a post item", blog::keys::post_item(&id).item(), true)
             .await
             .expect("read")
             .expect("the post");

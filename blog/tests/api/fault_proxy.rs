@@ -65,7 +65,7 @@ async fn a_call_throttled_on_every_attempt_is_sent_eight_times_at_most() {
     let before = proxy.stats();
     let key =
         blog::store::items::post::PostItem::key(&blog::ids::PostId::parse(&post).expect("id"));
-    let got = api.app.store.db().get(key, true).await;
+    let got = api.app.store.db().get("a post item", key, true).await;
     assert!(
         matches!(got, Err(blog::store::StoreError::Busy { .. })),
         "{got:?}"

@@ -238,7 +238,7 @@ async fn a_delivery_goes_on_from_its_place_and_writes_each_entry_once() {
     let mut delivered = 0;
     for shard in 0..blog::keys::PUSH_SHARDS {
         let key = blog::keys::delivery(&post_id(&post), &post_id(&post), shard).item();
-        if let Some(item) = store.db().get(key, true).await.expect("read") {
+        if let Some(item) = store.db().get("a delivery", key, true).await.expect("read") {
             assert_eq!(item.get("done").and_then(|d| d.as_bool().ok()), Some(&true));
             delivered += item
                 .get("delivered")

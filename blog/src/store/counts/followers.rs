@@ -219,10 +219,11 @@ impl FanOut<'_> {
     /// (`false`: run the audit again).
     pub async fn recount_followers(&self, user: &UserId, shard: u8) -> Result<bool, StoreError> {
         let key = FollowerCountItem::key_of(user, shard).item();
-        let read: Option<FollowerCountItem> = match self.db.get(key.clone(), true).await? {
-            Some(item) => Some(from_item(item)?),
-            None => None,
-        };
+        let read: Option<FollowerCountItem> =
+            match self.db.get("a follower count", key.clone(), true).await? {
+                Some(item) => Some(from_item(item)?),
+                None => None,
+            };
         let query = Query::partition(keys::followers_pk(user, shard))
             .begins_with(keys::FOLLOWER_PREFIX)
             .count()

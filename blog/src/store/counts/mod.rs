@@ -172,7 +172,7 @@ impl FanOut<'_> {
         counters: &[&C],
     ) -> Result<Summed, StoreError> {
         for _ in 0..SUM_ATTEMPTS {
-            let Some(item) = self.db.get(owner.item(), true).await? else {
+            let Some(item) = self.db.get("a counters' owner", owner.item(), true).await? else {
                 return Ok(Summed::Gone);
             };
             let added = added_of::<C>(&item)?;

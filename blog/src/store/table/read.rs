@@ -223,7 +223,13 @@ fn units(consumed: Option<&ConsumedCapacity>) -> f64 {
 impl Table {
     /// One GetItem; strongly consistent when a write depends on what it reads.
     #[tracing::instrument(level = "debug", skip(self, key), fields(table = %self.name))]
-    pub async fn get(&self, key: Item, consistent: bool) -> Result<Option<Item>, StoreError> {
+    /// `what` names it in the retry layer's logs.
+    pub async fn get(
+        &self,
+        what: &'static str,
+        key: Item,
+        consistent: bool,
+    ) -> Result<Option<Item>, StoreError> {
         let get = self
             .client
             .get_item()
@@ -231,16 +237,18 @@ impl Table {
             .set_key(Some(key))
             .consistent_read(consistent)
             .return_consumed_capacity(ReturnConsumedCapacity::Indexes);
-        Ok(self.call("get", || get.clone().send()).await?.item)
+        Ok(self.call(what, || get.clone().send()).await?.item)
     }
 
-    /// [`Table::get`], decoded as `E`.
+    /// [`Table::get`], decoded as `E` (the logs name the read by `E`).
     pub async fn get_entity<E: Entity>(
         &self,
         key: Item,
         consistent: bool,
     ) -> Result<Option<E>, StoreError> {
-        self.get(key, consistent)
+        let name = std::any::type_name::<E>();
+        let what = name.rsplit("::").next().unwrap_or(name);
+        self.get(what, key, consistent)
             .await?
             .map(E::from_item)
             .transpose()

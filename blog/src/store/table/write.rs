@@ -353,9 +353,12 @@ impl Table {
     async fn landed(&self, write: &Write) -> Result<bool, StoreError> {
         match &write.landed {
             None => Ok(false),
-            Some(ReadBack::Gone(key)) => Ok(self.get(key.clone(), true).await?.is_none()),
+            Some(ReadBack::Gone(key)) => Ok(self
+                .get("a write read back", key.clone(), true)
+                .await?
+                .is_none()),
             Some(ReadBack::Holds(key, values)) => {
-                let Some(stored) = self.get(key.clone(), true).await? else {
+                let Some(stored) = self.get("a write read back", key.clone(), true).await? else {
                     return Ok(false);
                 };
                 Ok(values
