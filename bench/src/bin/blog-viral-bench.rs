@@ -49,12 +49,15 @@
 //! reader reads Q2, Q4 and Q5 one after another, about 200 times a second at
 //! DynamoDB's real limits. Either way the readers are functions of their
 //! own (an SDK client of their own, as the get-post, list-comments and
-//! list-likes functions are). With `--readers R`, each read is served by an
-//! idle read instance or, all busy, a new one, as Lambda scales out: each
-//! a `Store` with a memory of its own, which serves a hot post's Q2 and
+//! list-likes functions are). With `--readers R`, the reads are served in
+//! turn by as many read instances as Lambda would keep busy for the scaled
+//! rate if each read took what it takes deployed (rate × 10 ms, at least
+//! one: `read_paced` says why the count must scale down with the rate):
+//! each a `Store` with a memory of its own, which serves a hot post's Q2 and
 //! first pages again for `--hot-read-cache` seconds (default 1, as
 //! `HOT_READ_CACHE_SECONDS` deployed; 0: every read to the table); the row
-//! says how many instances served. Their client's
+//! says how many instances served (up to d709b75: an instance per read in
+//! flight here, up to 312). Their client's
 //! `CapacityMeter` sums the read units DynamoDB Local reports for their
 //! calls: the "RCU per read" column, per read answered (a throttled call is
 //! not billed; Local's read units follow DynamoDB's published rules for
@@ -1391,14 +1394,32 @@ async fn read(store: &Store, post: &PostId, k: usize) -> u16 {
     }
 }
 
+/// How long a read of a hot post takes deployed, at most: a miss's two or
+/// three DynamoDB calls of a few milliseconds each (a hit answers from the
+/// instance's memory in well under one). What sets how many read instances
+/// Lambda keeps busy for a rate of reads, below.
+const DEPLOYED_READ_SECONDS: f64 = 0.01;
+
 /// Reads of `post` on `Ticker`'s ticks (whatever the others' latency;
 /// `per_second` after `ramp` seconds) until `done`, on the request
 /// functions' runtime, one instance busy for each; a read's time runs from
-/// its tick. Each read is served by an idle read instance, or a new one
-/// when all are busy, as Lambda scales a function out: each instance a
-/// store of its own, its memory its own (a hot post's answers kept for
-/// `cache`, as `HOT_READ_CACHE_SECONDS` keeps them deployed), one read at a
-/// time.
+/// its tick.
+///
+/// Each read instance is a store of its own, its memory its own (a hot
+/// post's answers kept for `cache`, as `HOT_READ_CACHE_SECONDS` keeps them
+/// deployed), so each misses about once per `cache` whatever it serves:
+/// what the post's partition takes from the readers is the instances'
+/// count. Deployed, Lambda keeps about rate × duration of them busy; at
+/// `--scale` the partitions take `scale` of their units, so the instances
+/// must be `scale` of the real count too: `per_second` (the scaled rate) ×
+/// [`DEPLOYED_READ_SECONDS`], at least one. Here a read takes what this
+/// machine's DynamoDB Local takes under the load (seconds), which made as
+/// many instances as reads in flight (up to the open files' cap, each
+/// missing once a second: the readers' misses at 0.01 of the rate were
+/// those of the full rate); so the reads are spread over that count of
+/// instances in turn, several at once on one when this machine is slow (a
+/// miss then made by each read in flight on it: more than one instance
+/// serving one read at a time would make).
 async fn read_paced(
     template: Store,
     functions: Functions,
@@ -1407,8 +1428,13 @@ async fn read_paced(
     done: Arc<Notify>,
 ) -> Reads {
     let answers = Arc::new(Mutex::new(Vec::new()));
-    let idle: Arc<Mutex<Vec<Store>>> = Arc::default();
-    let made = Arc::new(AtomicUsize::new(0));
+    let count = (per_second * DEPLOYED_READ_SECONDS).ceil().max(1.0) as usize;
+    let instances: Vec<Store> = (0..count)
+        .map(|_| {
+            Store::new(template.client().clone(), template.table())
+                .with_hot_reads(HotReads::new(cache, Clock::default()))
+        })
+        .collect();
     let started = Instant::now();
     let mut ticker = Ticker::new(per_second, ramp);
     let mut sent = JoinSet::new();
@@ -1419,21 +1445,12 @@ async fn read_paced(
         }
         let ticked = Instant::now();
         let instance = functions.kind.enter().await;
-        let (template, answers) = (template.clone(), answers.clone());
-        let (idle, made) = (idle.clone(), made.clone());
+        let store = instances[k % count].clone();
+        let answers = answers.clone();
         sent.spawn_on(
             async move {
                 let _instance = instance;
-                let free = idle.lock().ok().and_then(|mut idle| idle.pop());
-                let store = free.unwrap_or_else(|| {
-                    made.fetch_add(1, Ordering::Relaxed);
-                    Store::new(template.client().clone(), template.table())
-                        .with_hot_reads(HotReads::new(cache, Clock::default()))
-                });
                 let code = read(&store, &post, k).await;
-                if let Ok(mut idle) = idle.lock() {
-                    idle.push(store);
-                }
                 if let Ok(mut answers) = answers.lock() {
                     answers.push((code, ticked.elapsed().as_secs_f64()));
                 }
@@ -1452,7 +1469,7 @@ async fn read_paced(
         answers,
         span,
         lag: ticker.lag(),
-        instances: made.load(Ordering::Relaxed),
+        instances: count,
     }
 }
 
