@@ -1376,7 +1376,7 @@ struct Reads {
     span: f64,
     /// How far the reads' ticks fell behind their schedule.
     lag: Duration,
-    /// How many read instances served them (each one read at a time).
+    /// How many read instances served them (in turn: `read_paced`).
     instances: usize,
 }
 
