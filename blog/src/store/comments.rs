@@ -427,19 +427,15 @@ impl Store {
         own: OwnComments,
     ) -> Result<(Vec<CommentItem>, bool, Option<u8>), StoreError> {
         let OwnComments { items, shards } = own;
-        let mut comments: Vec<CommentItem> = super::from_items(items)?;
-        let Some(n) = shards else {
-            let more = comments.len() > limit;
-            comments.truncate(limit);
-            return Ok((comments, more, shards));
-        };
+        let comments: Vec<CommentItem> = super::from_items(items)?;
         let read = |k: u8, after: Option<CommentId>, take: usize| async move {
             let place = PostPartition::shard(*post, k);
             let page = self.comments_in(place, after, take - 1, consistent).await?;
             Ok::<_, StoreError>(super::from_items::<CommentItem>(page)?)
         };
+        // A quiet post's page is its own partition's: no shard to read.
         let merged = super::merge::merge_shards(
-            n,
+            shards.unwrap_or(0),
             comments,
             limit,
             after,

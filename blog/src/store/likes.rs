@@ -711,23 +711,15 @@ impl Store {
         own: OwnLikes,
     ) -> Result<Merged, StoreError> {
         let OwnLikes { items, shards } = own;
-        let mut likes: Vec<LikeItem> = super::from_items(items)?;
-        let Some(n) = shards else {
-            let more = likes.len() > limit;
-            likes.truncate(limit);
-            return Ok(Merged {
-                items: likes,
-                more,
-                shards,
-            });
-        };
+        let likes: Vec<LikeItem> = super::from_items(items)?;
         let read = |k: u8, after: Option<LikeId>, take: usize| async move {
             let place = PostPartition::shard(*post, k);
             let page = self.likes_in(place, after, take - 1, consistent).await?;
             Ok::<_, StoreError>(super::from_items::<LikeItem>(page)?)
         };
+        // A quiet post's page is its own partition's: no shard to read.
         let merged = super::merge::merge_shards(
-            n,
+            shards.unwrap_or(0),
             likes,
             limit,
             resume.map(|c| c.after),

@@ -57,7 +57,7 @@ struct Shard<A, P> {
 /// the page) and of `shards` shards, each read after `after` with
 /// `read(shard, after, take)`: at most `take` of its entries after
 /// `after`, in list order. `resume` is where an entry leaves its shard's
-/// next read.
+/// next read. With no shards (a quiet post) the page is `items`'.
 pub(super) async fn merge_shards<T, P, A, R, Fut>(
     shards: u8,
     mut items: Vec<T>,
@@ -229,6 +229,14 @@ mod tests {
         // second: shards 0 to 32 but 5); the rest never again.
         assert_eq!(calls, 128 + 5 + 32, "{calls} Queries");
         assert_eq!(read, 127 * 3 + 101, "{read} entries read");
+    }
+
+    #[test]
+    fn without_shards_the_page_is_the_own_partitions() {
+        let (items, more, calls, _) = merged(&[], vec![1, 2, 3, 4], 3, None);
+        assert_eq!((items, more, calls), (vec![1, 2, 3], true, 0));
+        let (items, more, _, _) = merged(&[], vec![1, 2], 3, None);
+        assert_eq!((items, more), (vec![1, 2], false));
     }
 
     proptest! {
