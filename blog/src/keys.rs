@@ -8,13 +8,13 @@
 //! | post content    | `POST#<postId>`     | `POST#CONTENT`      | –             | –                   |
 //! | comment         | `POST#<postId>`     | `COMMENT#<commentId>` | `USER#<userId>` | `COMMENT#<commentId>` |
 //! | like            | `POST#<postId>`     | `LIKE#<likeId>`     | `USER#<userId>` | `LIKE#<likeId>`   |
-//! | like marker     | `POST#<postId>`     | `LIKER#<userId>`    | –             | –                   |
+//! | like marker (an older post's) | `POST#<postId>` | `LIKER#<userId>` | –           | –                   |
 //! | hot post's likes pointer | `POST#<postId>` | `LIKE#~SHARDED`  | –             | –                   |
 //! | hot post's comments pointer | `POST#<postId>` | `COMMENT#~SHARDED` | –         | –                   |
 //! | hot post's comment | `POST#<postId>#<k>` | `COMMENT#<commentId>` | `USER#<userId>` | `COMMENT#<commentId>` |
 //! | hot post's like | `POST#<postId>#<k>` | `LIKE#<likeId>`     | `USER#<userId>` | `LIKE#<likeId>`   |
 //! | hot post's like marker (before likers moved) | `POST#<postId>#<k>` | `LIKER#<userId>` | – | –  |
-//! | hot post's liker mark | `USER#<userId>`  | `~LIKED#<postId>`   | –             | –                   |
+//! | liker's mark    | `USER#<userId>`     | `~LIKED#<postId>`   | –             | –                   |
 //! | hot post's shard counter | `POST#<postId>#<k>` | `COUNTS`     | –             | –                   |
 //! | feed entry      | `FEED`              | `POST#<listedId>`   | –             | –                   |
 //! | feed floor      | `FEED`              | `FLOOR`             | –             | –                   |
@@ -361,8 +361,8 @@ pub fn liker(place: PostPartition, user: &UserId) -> Key {
     Key::new(place.pk(), liker_sk(user))
 }
 
-/// `user`'s mark of their like of the hot post `post`, in their own
-/// partition: wherever the post keeps the like, the mark stays here.
+/// `user`'s mark of their like of `post`, in their own partition: wherever
+/// the post keeps the like, the mark stays here.
 pub fn liked(user: &UserId, post: &PostId) -> Key {
     Key::new(user_pk(user), format!("{LIKED_PREFIX}{post}"))
 }
@@ -821,7 +821,7 @@ item_types! {
     LikeShards,
     /// A hot post's pointer to its comment shards (`POST#p / COMMENT#~SHARDED`).
     CommentShards,
-    /// A user's mark of their like of a hot post (`USER#u / ~LIKED#p`,
+    /// A user's mark of their like of a post (`USER#u / ~LIKED#p`,
     /// [`crate::store::likes`]).
     Liked,
     /// The first answer to a caller's creating request made with an

@@ -36,6 +36,7 @@ use super::{
     Busy, Requests, Store, StoreError, from_item,
     items::block::{BLOCK_COUNT, BLOCK_ID, BlockItem, MAX_BLOCKS},
     items::user::UserItem,
+    memory::PostHead,
     n, s, signed,
     table::{Deleted, Expr, Landed, Query, TxOutcome, Write},
 };
@@ -230,9 +231,11 @@ impl Requests<'_> {
     /// (0.5 RCU), then strongly consistent if that found none (a post made
     /// a moment ago); none then is a 404. Once a process per post: a hot
     /// post's partition is read by each instance once, not by each like.
+    /// The same read tells whether the post's likes are marked
+    /// ([`super::memory::PostHead`]).
     pub(in crate::store) async fn post_author(&self, post: &PostId) -> Result<UserId, StoreError> {
-        if let Some(author) = self.authors.get(post) {
-            return Ok(author);
+        if let Some(head) = self.authors.get(post) {
+            return Ok(head.author);
         }
         let key = keys::post_item(post).item();
         let mut found = self.db.get("a post's author", key.clone(), false).await?;
@@ -240,9 +243,16 @@ impl Requests<'_> {
             found = self.db.get("a post's author", key, true).await?;
         }
         let found = found.ok_or(StoreError::PostNotFound)?;
-        let head: PostHead = from_item(found)?;
-        self.authors.remember(*post, head.user_id.clone());
-        Ok(head.user_id)
+        let head: StoredHead = from_item(found)?;
+        let author = head.user_id.clone();
+        self.authors.remember(
+            *post,
+            PostHead {
+                author: head.user_id,
+                likes_marked: head.likers_moved,
+            },
+        );
+        Ok(author)
     }
 }
 
@@ -338,9 +348,12 @@ fn block_of_gsi1sk<'de, D: serde::Deserializer<'de>>(raw: D) -> Result<BlockId, 
         .ok_or_else(|| serde::de::Error::custom(format!("not a block's index key: {sk}")))
 }
 
-/// What a block check needs of a post item: its author.
+/// What a block check needs of a post item, its author, and whether its
+/// likes are marked ([`crate::store::items::post::LIKERS_MOVED_ATTRIBUTE`]).
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase")]
-struct PostHead {
+struct StoredHead {
     user_id: UserId,
+    #[serde(default)]
+    likers_moved: bool,
 }

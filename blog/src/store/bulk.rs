@@ -10,7 +10,7 @@ use super::{
     Item, StoreError,
     items::comment::CommentItem,
     items::feed::{FeedEntryItem, FeedFloorItem},
-    items::like::{LikeItem, LikerMarker},
+    items::like::{LikeItem, LikedMarker},
     items::post::{PostContentItem, PostItem},
     items::user::{UserItem, UsernameClaim},
     table::Table,
@@ -56,7 +56,7 @@ pub fn user_items(user: &UserItem) -> Result<Vec<Item>, StoreError> {
     Ok(vec![to_item(user)?, to_item(&UsernameClaim::of(user))?])
 }
 
-/// A post, its comments, its likes and their markers.
+/// A post, its comments, its likes and their likers' marks.
 pub fn post_items(thread: &PostWithReplies) -> Result<Vec<Item>, StoreError> {
     let mut items = Vec::with_capacity(2 + thread.comments.len() + 2 * thread.likes.len());
     items.push(to_item(&thread.post)?);
@@ -66,7 +66,7 @@ pub fn post_items(thread: &PostWithReplies) -> Result<Vec<Item>, StoreError> {
     }
     for like in &thread.likes {
         items.push(to_item(like)?);
-        items.push(to_item(&LikerMarker::for_like(like))?);
+        items.push(to_item(&LikedMarker::for_like(like))?);
     }
     Ok(items)
 }

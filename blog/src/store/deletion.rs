@@ -274,14 +274,13 @@ impl FanOut<'_> {
             let copies = super::first_pages::copies_of(post).collect();
             self.delete_keys(copies).await?;
         }
-        // A hot post's likers have marks of their likes in their own
-        // partitions: each goes before its like.
-        let marked = shards.is_some();
+        // Likers have marks of their likes in their own partitions (every
+        // like of a hot post, and of a quiet one this version made): each
+        // goes before its like.
         let shards = (0..shards.unwrap_or(0)).map(|k| PostPartition::shard(*post, k));
         for place in std::iter::once(PostPartition::own(*post)).chain(shards) {
-            if let Removal::Paused { deleted } = self
-                .remove_partition(place, marked, deadline, &mut deleted)
-                .await?
+            if let Removal::Paused { deleted } =
+                self.remove_partition(place, deadline, &mut deleted).await?
             {
                 return Ok(Removal::Paused { deleted });
             }
@@ -290,13 +289,14 @@ impl FanOut<'_> {
     }
 
     /// One partition of [`crate::store::FanOut::remove_post_items`]'s walk; `deleted`
-    /// counts on from the partitions before it. With `marked` (a hot post's)
-    /// each like's mark in its liker's partition goes first, so that a walk
-    /// stopped between the two finds the like again.
+    /// counts on from the partitions before it. Each like's mark in its
+    /// liker's partition goes first, so that a walk stopped between the two
+    /// finds the like again (a like given by a version before quiet likes
+    /// were marked has none: its mark's delete costs 1 WCU and deletes
+    /// nothing).
     async fn remove_partition(
         &self,
         place: PostPartition,
-        marked: bool,
         deadline: &Deadline,
         deleted: &mut usize,
     ) -> Result<Removal, StoreError> {
@@ -321,16 +321,14 @@ impl FanOut<'_> {
             if items.is_empty() {
                 return Ok(Removal::Done { deleted: *deleted });
             }
-            if marked {
-                let marks = items
-                    .iter()
-                    .filter(|item| ItemType::of(item) == Some(ItemType::Like))
-                    .filter_map(|item| item.get("userId")?.as_s().ok())
-                    .filter_map(|user| UserId::parse(user).ok())
-                    .map(|user| keys::liked(&user, &place.post).item())
-                    .collect();
-                self.delete_keys(marks).await?;
-            }
+            let marks = items
+                .iter()
+                .filter(|item| ItemType::of(item) == Some(ItemType::Like))
+                .filter_map(|item| item.get("userId")?.as_s().ok())
+                .filter_map(|user| UserId::parse(user).ok())
+                .map(|user| keys::liked(&user, &place.post).item())
+                .collect();
+            self.delete_keys(marks).await?;
             let keys = items
                 .iter()
                 .map(|item| Key::of(item).map(|key| key.item()))

@@ -421,10 +421,11 @@ impl FanOut<'_> {
     ) -> Result<bool, StoreError> {
         let like_key = keys::like(place, like).item();
         let mut with_marker = true;
-        // A like given while its post was hot is marked in the liker's own
-        // partition (one given while it was quiet may be too: the sweep at
-        // the walk's end takes those).
-        let mut with_mark = place.shard.is_some();
+        // Marked in the liker's own partition (a like given by a version
+        // before quiet likes were marked may not be: then the delete's
+        // condition holds on nothing; the sweep at the walk's end takes any
+        // mark left).
+        let mut with_mark = true;
         let mut with_count = true;
         loop {
             let mut tx = self.db.transaction("erase like");

@@ -1,7 +1,7 @@
 //! A hot post: one whose own partition DynamoDB throttled on a like or a
-//! comment. A partition takes about 1,000 WCU a second; a like writes 6 of
-//! them into its post's partition (marker, like, count: transactional), so a
-//! quiet post takes about 160 likes a second. A hot post changes shape once,
+//! comment. A partition takes about 1,000 WCU a second; a like writes 4 of
+//! them into its post's partition (like and count, transactional; its mark
+//! goes to its liker's), so a quiet post takes about 250 likes a second. A hot post changes shape once,
 //! for good, and from then on no single partition bounds it:
 //!
 //! - its new likes go to one of [`HOT_SHARDS`] shard partitions `POST#p#k`,
@@ -27,13 +27,16 @@
 //!   the others throttled meanwhile wait for it rather than spend their
 //!   retries on shards known to be too few);
 //! - likes given before the switch stay where they are, counted on the post
-//!   item: taking one back counts down there, as before. The switch gives
-//!   each a mark in its liker's partition ([`FanOut::move_likers`]) while
-//!   the post is closed, so that from then on a like reads nothing of the
-//!   post's partition and writes nothing there (a post with more quiet
-//!   likes than the switch moves in 1.5 s opens hot without
-//!   `likersMoved`; the fan-out moves the rest, [`FanOut::finish_switch`],
-//!   and until then a hot like reads the marker such a like has beside it).
+//!   item: taking one back counts down there, as before. Each was marked in
+//!   its liker's partition as it was given (the post item says so from its
+//!   creation: `likersMoved`), so from the first hot like on a like reads
+//!   nothing of the post's partition and writes nothing there, however many
+//!   quiet likes the post had. A post created before quiet likes were
+//!   marked has them marked by the switch while the post is closed
+//!   ([`FanOut::move_likers`]; one with more quiet likes than the switch
+//!   moves in 1.5 s opens hot without `likersMoved`, the fan-out moves the
+//!   rest, [`FanOut::finish_switch`], and until then a hot like reads the
+//!   marker such a like has beside it).
 //!
 //! The switch ([`crate::store::Requests::make_hot`]) first **closes** the
 //! post: one small UpdateItem sets `closing`, which every quiet like's and
@@ -43,7 +46,7 @@
 //! process, `store::handle`) rather than read or write there. Then,
 //! while nothing changes under it, it puts the shard counters (each in its
 //! own shard's partition), the likes and comments pointers, moves the quiet
-//! likers, and opens the post hot with one UpdateItem (`shards`,
+//! likers (an older post's), and opens the post hot with one UpdateItem (`shards`,
 //! `likersMoved`, `commentsSharded`, `closing` removed). A switch whose
 //! request stopped is taken over by the first request that finds the post
 //! closed longer than [`CLOSING_STALE`](super::items::post::CLOSING_STALE). A post deleted while closed has its
@@ -295,6 +298,7 @@ impl Requests<'_> {
                 tracing::info!(post_id = %post, moved, "the rest of the likers left for the fan-out");
                 false
             }
+            Ok(Moving::MarkedAlready) => true,
             Ok(Moving::Stale) => false,
             Err(error) => {
                 tracing::warn!(post_id = %post, %error, "likers left for the fan-out to move");
@@ -498,7 +502,11 @@ pub enum Moving {
     /// The deadline came first: the record is to come again (the walk goes
     /// on from where the pointer says it is).
     Paused { moved: usize },
-    /// The post is gone, or its likers were moved already.
+    /// Every like of the post was marked in its liker's partition already
+    /// (created by a version whose quiet likes mark themselves, or moved
+    /// before): nothing to move.
+    MarkedAlready,
+    /// The post is gone, or neither hot nor turning hot.
     Stale,
 }
 
@@ -562,7 +570,7 @@ impl FanOut<'_> {
             self.shard_comments(post, hot.shards).await?;
         }
         if hot.likers_moved {
-            return Ok(Moving::Stale);
+            return Ok(Moving::MarkedAlready);
         }
         self.move_likers(post, Marked::OwnPartition, deadline).await
     }
@@ -596,7 +604,7 @@ impl FanOut<'_> {
             return Ok(Moving::Stale);
         };
         if found.likers_moved == Some(true) {
-            return Ok(Moving::Stale);
+            return Ok(Moving::MarkedAlready);
         }
         let pointer = LikeShardsItem::key_of(post);
         let moved_to = self

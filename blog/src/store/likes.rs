@@ -1,6 +1,7 @@
 //! Likes (C4) and a post's list of likes (Q5): in the post's partition, each
-//! made unique by a marker beside it; on a hot post, in its shards, each
-//! made unique by a mark in its liker's own partition (`USER#u / ~LIKED#p`).
+//! made unique by a marker beside it and marked in its liker's own partition
+//! too (`USER#u / ~LIKED#p`); on a hot post, in its shards, each made unique
+//! by that mark alone.
 
 use crate::store::items::like::{LikeItem, LikedMarker, LikerMarker};
 
@@ -77,10 +78,13 @@ impl LikesCursor {
 
 impl Requests<'_> {
     /// C4 (request): the marker, the like and one up on the post's
-    /// `likeCount` commit together; a second like by the same user fails on
-    /// the marker and changes nothing. On a hot post the three go to the
-    /// liker's shard, the count to its counter, after a read of the marker a
-    /// like given while the post was quiet has ([`hot`](super::hot)). A quiet post's
+    /// `likeCount` commit together, with the liker's mark in their own
+    /// partition; a second like by the same user fails on the marker and
+    /// changes nothing. On a hot post the mark, the like and the count go
+    /// to the liker's mark and shard (the count to its counter); a post
+    /// created before quiet likes were marked reads, until the fan-out has
+    /// moved their marks, the marker a like given while it was quiet has
+    /// ([`hot`](super::hot)). A quiet post's
     /// partition refusing the like for capacity makes the post hot. The like
     /// copies the liker's username as read; a rename racing with it is
     /// caught up by the fan-out's INSERT rule.
@@ -177,10 +181,15 @@ impl Requests<'_> {
         }
     }
 
-    /// A like of a post this process knows no shards of: the marker, the
-    /// like and the count in the post's partition. Throttled there on the
-    /// marker and the count while `watch`ing, it yields (the post may be
-    /// made hot).
+    /// A like of a post this process knows no shards of: the liker's mark
+    /// in their own partition, the like and the count in the post's
+    /// partition; a second like by the same user fails on the mark. On a
+    /// post created before quiet likes were marked (this process read it so,
+    /// or its count refused a like without a marker: [`counts`]), the marker
+    /// beside the like too, which is what makes it unique there (and the
+    /// mark says so: `beside`). Throttled in the post's partition on the
+    /// like and the count while `watch`ing, it yields (the post may be made
+    /// hot).
     async fn like_quiet(
         &self,
         post: &PostId,
@@ -190,18 +199,29 @@ impl Requests<'_> {
     ) -> Result<Tried<Liked>, StoreError> {
         let place = PostPartition::own(*post);
         let like = LikeItem::new(place, LikeId::generate(), profile);
+        let marked_only = self.authors.likes_marked(post);
         let mut tx = self.db.transaction("like");
-        let marker = tx.add(
-            "liker marker",
-            Write::create(&LikerMarker::for_like(&like))?,
-        );
-        tx.add("like", Write::create(&like)?);
-        let counted = tx.add("count", counts::counted_up(post, None, Counter::Likes));
+        let (mark, count, marker) = if marked_only {
+            let count = counts::counted_up_marked(post);
+            (LikedMarker::for_like(&like), count, None)
+        } else {
+            let marker = LikerMarker::for_like(&like);
+            let count = counts::counted_up(post, None, Counter::Likes);
+            (LikedMarker::moved(&marker), count, Some(marker))
+        };
+        let marked = tx.add("liked mark", Write::create(&mark)?);
+        let marker = match marker {
+            Some(marker) => Some(tx.add("liker marker", Write::create(&marker)?)),
+            None => None,
+        };
+        let liked = tx.add("like", Write::create(&like)?);
+        let counted = tx.add("count", count);
         let unblocked = check.map(|check| tx.add("not blocked", check));
         if watch {
-            // The marker touches no index: throttled with the count, it is
-            // the post's partition that is at its limit.
-            tx.yield_when_throttled(&[marker, counted]);
+            // The like touches its liker's index partition, the count its
+            // author's: throttled together, it is the post's partition that
+            // is at its limit.
+            tx.yield_when_throttled(&[liked, counted]);
         }
         let failed = match tx.commit_watched().await? {
             Committing::Throttled => return Ok(Tried::Throttled),
@@ -214,10 +234,17 @@ impl Requests<'_> {
         if unblocked.is_some_and(|check| failed.failed(check)) {
             Err(StoreError::Blocked)
         } else if failed.failed(counted) {
-            // Gone, or (quiet as far as this process knew) hot meanwhile.
+            // Gone, hot (or turning hot) meanwhile, or its likes unmarked.
             Ok(Tried::Refused)
-        } else if failed.failed(marker) {
+        } else if marker.is_some_and(|marker| failed.failed(marker)) {
             Ok(match self.existing_like(place, &profile.user_id).await? {
+                Some(existing) => Tried::Done(Liked::Already(existing)),
+                None => Tried::Again,
+            })
+        } else if failed.failed(marked) {
+            // Liked already (a mark whose like is gone is dropped, and the
+            // like tried again).
+            Ok(match self.marked_like(post, &profile.user_id).await? {
                 Some(existing) => Tried::Done(Liked::Already(existing)),
                 None => Tried::Again,
             })
@@ -317,63 +344,59 @@ impl Requests<'_> {
         self.db.get_entity::<LikedMarker>(key, true).await
     }
 
-    /// Where `liker`'s like of `post` is marked, if they gave one: on a
-    /// post this process knows is hot, their own partition first (then,
-    /// until the marks are moved, beside a like given while it was quiet);
-    /// else beside the like in the post's partition, and when there is none
-    /// the post is read (404 when there is no post; a post it learns is hot
-    /// is looked at again).
+    /// Where `liker`'s like of `post` is marked, if they gave one: their
+    /// own partition first (every like this version gives is marked there);
+    /// then, on a post this process knows is hot, until its marks are
+    /// moved, beside a like given while it was quiet or in the liker's
+    /// shard ([`Requests::hot_marker`]). Else the post is read (404 when
+    /// there is none; one it learns is hot is looked at as above), and on a
+    /// quiet post created before quiet likes were marked (no `likersMoved`)
+    /// the marker beside a like given there.
     async fn find_marker(
         &self,
         post: &PostId,
         liker: &UserId,
     ) -> Result<Option<Marked>, StoreError> {
+        if let Some(mark) = self.liked_mark(post, liker).await? {
+            return Ok(Some(Marked::Liked(mark)));
+        }
         if let Some(hot) = self.known_hot(post) {
             return self
-                .hot_marker(post, liker, hot.shards, hot.likers_moved, false)
+                .hot_marker(post, liker, hot.shards, hot.likers_moved)
                 .await;
-        }
-        if let Some(marker) = self.marker(PostPartition::own(*post), liker).await? {
-            return Ok(Some(Marked::Beside(marker)));
         }
         let found = self.post_shards(post).await?;
         let found = found.ok_or(StoreError::PostNotFound)?;
-        match found.hot() {
-            Some(hot) => {
-                self.hot.remember(*post, hot);
-                self.hot_marker(post, liker, hot.shards, hot.likers_moved, true)
-                    .await
-            }
-            None => Ok(None),
+        if let Some(hot) = found.hot() {
+            self.hot.remember(*post, hot);
+            return self
+                .hot_marker(post, liker, hot.shards, hot.likers_moved)
+                .await;
         }
+        if found.likers_moved == Some(true) {
+            return Ok(None);
+        }
+        let marker = self.marker(PostPartition::own(*post), liker).await?;
+        Ok(marker.map(Marked::Beside))
     }
 
-    /// [`Requests::find_marker`] on a hot post: the liker's mark, else
+    /// [`Requests::find_marker`] on a hot post with no mark of the liker's:
     /// (marks not yet moved) a marker beside a like given while it was
-    /// quiet (`own_read`: the post's partition was read already) or in the
-    /// liker's shard. Nothing found: `None`, or 404 if the post is gone.
+    /// quiet, or in the liker's shard. Nothing found: `None`, or 404 if the
+    /// post is gone.
     async fn hot_marker(
         &self,
         post: &PostId,
         liker: &UserId,
         shards: u8,
         likers_moved: bool,
-        own_read: bool,
     ) -> Result<Option<Marked>, StoreError> {
-        if let Some(mark) = self.liked_mark(post, liker).await? {
-            return Ok(Some(Marked::Liked(mark)));
-        }
         if !likers_moved {
             let shard = PostPartition::shard(
                 *post,
                 crate::store::items::counter::liker_shard(liker, shards),
             );
-            let places = if own_read {
-                vec![shard]
-            } else {
-                vec![PostPartition::own(*post), shard]
-            };
-            for place in places {
+            for place in [PostPartition::own(*post), shard] {
                 if let Some(marker) = self.marker(place, liker).await? {
                     return Ok(Some(Marked::Beside(marker)));
                 }
@@ -417,9 +440,13 @@ impl Requests<'_> {
         ))
     }
 
-    /// A hot post's like taken back by its mark: the mark, the like, the
-    /// marker beside it if the fan-out moved it (a like given while the post
-    /// was quiet), and one off where it was counted.
+    /// A like taken back by its mark: the mark, the like, the marker beside
+    /// it if the mark says there is one (`beside`), and one off where it was
+    /// counted: its shard's counter, or the post item for a like given while
+    /// the post was quiet. There, on a post this process does not know is
+    /// hot or turning hot, the count's condition fails if it is after all,
+    /// or if it is a draft (`Refused`: the caller learns it, and reads
+    /// again or answers 404), as a like's does.
     async fn unlike_marked(
         &self,
         post: &PostId,
@@ -427,7 +454,10 @@ impl Requests<'_> {
         mark: LikedMarker,
     ) -> Result<Tried<bool>, StoreError> {
         let place = mark.like_place();
-        let mut tx = self.db.transaction("unlike a hot post");
+        let quiet = place.shard.is_none()
+            && self.known_shards(post).is_none()
+            && !self.hot.is_closing(post);
+        let mut tx = self.db.transaction("unlike by the mark");
         let unmarked = tx.add(
             "liked mark",
             Write::delete(mark.key().item(), Deleted::IfGone)
@@ -444,15 +474,20 @@ impl Requests<'_> {
         let like_key = LikeItem::key_of(place, &mark.like_id);
         let like = Write::delete(like_key.item(), Deleted::Untold).when(Expr::item_exists());
         let removed = tx.add("like", like);
-        let counted = tx.add(
-            "count",
-            counts::counted_down(post, place.shard, Counter::Likes),
-        );
+        let count = if quiet {
+            counts::counted_down_while_quiet(post, Counter::Likes)
+        } else {
+            counts::counted_down(post, place.shard, Counter::Likes)
+        };
+        let counted = tx.add("count", count);
         match tx.commit().await? {
             TxOutcome::Committed => Ok(Tried::Done(true)),
             // Taken back or given again meanwhile (or by this very request,
             // its answer lost): read the mark again.
             TxOutcome::ConditionFailed(failed) if failed.failed(unmarked) => Ok(Tried::Again),
+            TxOutcome::ConditionFailed(failed) if quiet && failed.failed(counted) => {
+                Ok(Tried::Refused)
+            }
             TxOutcome::ConditionFailed(failed) if failed.failed(removed) => {
                 // A mark the fan-out's move left as the like was taken back.
                 self.drop_stale_mark(&mark).await?;
@@ -462,17 +497,18 @@ impl Requests<'_> {
                 self.hot.forget(post);
                 Err(StoreError::PostNotFound)
             }
-            TxOutcome::ConditionFailed(failed) => Err(failed.unexpected("unlike a hot post")),
+            TxOutcome::ConditionFailed(failed) => Err(failed.unexpected("unlike by the mark")),
         }
     }
 
     /// A like taken back by the marker beside it: a quiet post's, or a hot
-    /// post's given while it was quiet whose mark the fan-out has not moved
-    /// yet. On a post this process knows is hot or turning hot, the liker's
-    /// mark goes too (the move may be copying it), and the count is taken off
-    /// where it was counted; on one it believes quiet, the count's condition
-    /// fails if the post is hot (or turning hot) after all (`Refused`: the caller learns it and reads
-    /// again).
+    /// post's given while it was quiet. The liker's mark goes too, if it
+    /// names this like (given with it, or copied by the move; a like given
+    /// by a version before quiet marks may have none). On a post this
+    /// process knows is hot or turning hot the count is taken off where it
+    /// was counted; on one it believes quiet, the count's condition fails if
+    /// the post is hot (or turning hot) after all (`Refused`: the caller
+    /// learns it and reads again).
     async fn unlike_beside(
         &self,
         post: &PostId,
@@ -480,7 +516,7 @@ impl Requests<'_> {
         marker: LikerMarker,
     ) -> Result<Tried<bool>, StoreError> {
         let place = marker.place();
-        // Hot or turning hot: the move may be copying the mark.
+        // Hot or turning hot: counted down on the post item as it is.
         let hot = self.known_shards(post).is_some() || self.hot.is_closing(post);
         let mut tx = self.db.transaction("unlike");
         let unmarked = tx.add(
@@ -496,14 +532,13 @@ impl Requests<'_> {
             (_, shard) => counts::counted_down(post, shard, Counter::Likes),
         };
         let counted = tx.add("count", count);
-        if hot {
-            let key = LikedMarker::key_of(liker, post).item();
-            let names_it = LikedMarker::absent_or_naming(marker.like_id);
-            tx.add(
-                "liked mark",
-                Write::delete(key, Deleted::Untold).when(names_it),
-            );
-        }
+        // Its mark, made with it (or by the move), goes too.
+        let key = LikedMarker::key_of(liker, post).item();
+        let names_it = LikedMarker::absent_or_naming(marker.like_id);
+        tx.add(
+            "liked mark",
+            Write::delete(key, Deleted::Untold).when(names_it),
+        );
         match tx.commit().await? {
             TxOutcome::Committed => Ok(Tried::Done(true)),
             TxOutcome::ConditionFailed(failed) if failed.failed(unmarked) => Ok(Tried::Again),

@@ -545,10 +545,10 @@ impl HotReads {
 
 /// How many likes and comments a second one process writes on one quiet
 /// post before it turns the post hot, unless set otherwise
-/// (`HOT_WRITES_PER_SECOND`, [`crate::startup`]): a quiet like writes 6 WCU in
-/// the post's partition (its marker, the like and the post's count, each
-/// twice in the transaction), a comment 4, and the partition takes about
-/// 1,000 a second, so 25 from one process is about 15 % of it: the switch
+/// (`HOT_WRITES_PER_SECOND`, [`crate::startup`]): a quiet like writes 4 WCU in
+/// the post's partition (the like and the post's count, each twice in the
+/// transaction; its mark is in the liker's), a comment 4, and the partition
+/// takes about 1,000 a second, so 25 from one process is about 10 % of it: the switch
 /// runs while the partition still has room, before any request meets its
 /// limit. A throttle of the partition still turns it hot (the fallback:
 /// likes spread over many instances, each below the rate).
@@ -627,31 +627,58 @@ impl WriteRates {
     }
 }
 
-/// The authors of the posts a process has liked or commented on: what a
-/// like's or a comment's block check needs ([`super::blocks`]). A post's
-/// author never changes and a post id is never used again, so what is kept
-/// is never stale; past `REMEMBERED` posts it forgets them all (one read
-/// of a post item each to learn them again).
+/// What a process knows of a post it has liked or commented on: its
+/// author (what a like's or a comment's block check needs,
+/// [`super::blocks`]), and whether its likes are marked in their likers'
+/// partitions (`likersMoved`: a quiet like then puts no marker beside
+/// itself, [`super::likes`]).
+#[derive(Debug, Clone)]
+pub struct PostHead {
+    pub author: UserId,
+    pub likes_marked: bool,
+}
+
+/// The [`PostHead`]s of the posts a process has liked or commented on. A
+/// post's author never changes and a post id is never used again; a post's
+/// likes, once marked, stay so (a head read as unmarked may be marked since:
+/// its likes put a marker they need not, and nothing else). So what is
+/// kept is never wrong; past `REMEMBERED` posts it forgets them all (one
+/// read of a post item each to learn them again).
 #[derive(Debug, Default)]
 pub struct PostAuthors {
-    known: Mutex<HashMap<PostId, UserId>>,
+    known: Mutex<HashMap<PostId, PostHead>>,
 }
 
 impl PostAuthors {
-    fn known(&self) -> std::sync::MutexGuard<'_, HashMap<PostId, UserId>> {
+    fn known(&self) -> std::sync::MutexGuard<'_, HashMap<PostId, PostHead>> {
         self.known.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    pub(super) fn get(&self, post: &PostId) -> Option<UserId> {
+    pub(super) fn get(&self, post: &PostId) -> Option<PostHead> {
         self.known().get(post).cloned()
     }
 
-    pub(super) fn remember(&self, post: PostId, author: UserId) {
+    pub(super) fn remember(&self, post: PostId, head: PostHead) {
         let mut known = self.known();
         if known.len() >= REMEMBERED && !known.contains_key(&post) {
             known.clear();
         }
-        known.insert(post, author);
+        known.insert(post, head);
+    }
+
+    /// Whether `post`'s likes are marked, as far as this process knows
+    /// (a post it never read: yes, the shape this version creates; a like's
+    /// count conditions on it, [`super::counts`]).
+    pub(super) fn likes_marked(&self, post: &PostId) -> bool {
+        self.known().get(post).is_none_or(|head| head.likes_marked)
+    }
+
+    /// `post` found with likes not marked (created by a version before quiet
+    /// likes were).
+    pub(super) fn unmarked(&self, post: &PostId) {
+        if let Some(head) = self.known().get_mut(post) {
+            head.likes_marked = false;
+        }
     }
 }
 

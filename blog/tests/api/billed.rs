@@ -88,9 +88,10 @@ async fn a_like_and_a_comment_cost_the_same_at_any_post_length() {
         assert_eq!(short.0, long.0, "{what}: the post's length costs nothing");
         assert!(short.0 <= 11, "{what}: {} WCU billed", short.0);
     }
-    // The floor of this design: a like writes its marker, itself and the
-    // post's count in one transaction (2 × 3), GSI1 entries of the like and
-    // the post (2), and the feed copy (1); and the author's notification
+    // The floor of this design: a like writes its mark (in its liker's
+    // partition), itself and the post's count in one transaction (2 × 3),
+    // GSI1 entries of the like and the post (2), and the feed copy (1); and
+    // the author's notification
     // (2: its likes group and its GSI1 place, or the comment's note and its
     // GSI1 entry).
     assert_eq!(short[0].0, 11, "like");

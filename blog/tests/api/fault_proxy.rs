@@ -1131,11 +1131,14 @@ async fn check_table(api: &TestApi, outcomes: &Outcomes) {
         likers, outcomes.likes,
         "exactly the likes that were answered"
     );
-    assert_eq!(
-        of_type("liker").count(),
-        of_type("like").count(),
-        "a marker per like"
-    );
+    // Each like unique by its liker's mark, and no mark without its like.
+    let pair = |item: &HashMap<String, aws_sdk_dynamodb::types::AttributeValue>| {
+        (text(item, "postId"), text(item, "userId"))
+    };
+    let marked: BTreeSet<(String, String)> = of_type("liked").map(pair).collect();
+    let liked: BTreeSet<(String, String)> = of_type("like").map(pair).collect();
+    assert_eq!(marked, liked, "a mark per like");
+    assert_eq!(of_type("liked").count(), of_type("like").count());
     // Of an erased user, only the mark, its walk done (and its follower
     // counts emptied, closed until they expire).
     let marks: BTreeSet<String> = of_type("erasure").map(|i| text(i, "userId")).collect();

@@ -692,20 +692,24 @@ async fn a_quiet_likers_like_of_a_deleted_hot_post_answers_404() {
     let post = api.post(&author, "Liked early", "x").await;
     api.like(&early, &post).await;
     api.make_hot(&post).await;
-    // This process knows the post is hot: the like looks for the marker
-    // given while it was quiet first.
+    // This process knows the post is hot; the early like's mark was put
+    // with it, and stays until the walk.
     let late = api.user("late_bird").await;
     api.like(&late, &post).await;
     let (status, _) = api.delete_post(&author, &post).await;
     assert_eq!(status, 204);
-    // The fan-out has not walked it: the quiet-era marker is still there.
+    // The fan-out has not walked it: the quiet-era like and its mark are
+    // still there, but the post's counters are not.
     let (status, body) = api.like_post(&early, &post).await;
     assert_eq!(status, 404, "{body}");
 }
 
 /// The users whose partitions hold a mark of a like of `post`
 /// (`USER#u / ~LIKED#p`), and the like each names.
-async fn marks_of(api: &TestApi, post: &str) -> std::collections::BTreeMap<String, String> {
+pub(crate) async fn marks_of(
+    api: &TestApi,
+    post: &str,
+) -> std::collections::BTreeMap<String, String> {
     let sk = format!("{}{post}", blog::keys::LIKED_PREFIX);
     table_snapshot(api)
         .await
@@ -755,6 +759,13 @@ async fn raw_put(api: &TestApi, key: &blog::keys::Key, fields: &[(&str, &str)]) 
     put.set_item(Some(item)).send().await.expect("put");
 }
 
+/// `post` as a version before quiet likes were marked created it: no
+/// `likersMoved`, so its quiet likes put their marker beside them (this
+/// process has not read it yet: the first like reads it so).
+async fn created_unmarked(api: &TestApi, post: &str) {
+    raw_remove(api, &blog::keys::post_item(&post_id(post)), "likersMoved").await;
+}
+
 /// As if the move of `post`'s likers had not run: no marks, no
 /// `likersMoved`, no place on the pointer; and this process learns it.
 async fn unmove(api: &TestApi, post: &str) {
@@ -800,6 +811,7 @@ async fn a_hot_posts_likes_are_marked_in_their_likers_partitions() {
     let mut poller = api.poller();
     let author = api.user("marked").await;
     let post = api.post(&author, "Marked", "likes").await;
+    created_unmarked(&api, &post).await;
     let likes = format!("/posts/{post}/likes");
     let [a, b, c] = [
         api.user("quieta").await,
@@ -895,6 +907,83 @@ async fn a_hot_posts_likes_are_marked_in_their_likers_partitions() {
     assert!(partitions_of(&api, &post).await.is_empty());
 }
 
+/// Every like this version gives is unique by its liker's mark alone: a
+/// quiet like puts no marker beside it (its count conditions on the post's
+/// `likersMoved`, which a post has from its creation), the switch to hot
+/// has no likers to move, and a quiet liker's like of the hot post answers
+/// 200 from the mark. A post created before (no `likersMoved`) keeps a
+/// marker beside each quiet like, even when this process had read it marked:
+/// the count refuses a like without a marker there, and the process learns.
+#[tokio::test]
+async fn a_quiet_like_is_unique_by_its_likers_mark_and_an_older_posts_by_its_marker() {
+    let api = TestApi::start().await;
+    let mut poller = api.poller();
+    let author = api.user("markedauthor").await;
+    let post = api.post(&author, "Marked from the start", "x").await;
+    let [a, b] = [api.user("markeda").await, api.user("markedb").await];
+    let first = api.like(&a, &post).await;
+    assert!(markers_of(&api, &post).await.is_empty(), "no marker beside");
+    let marks = marks_of(&api, &post).await;
+    assert_eq!(marks.keys().collect::<Vec<_>>(), vec![&a]);
+    let (status, again) = api.like_post(&a, &post).await;
+    assert_eq!((status, &again["createdAt"]), (200, &first["createdAt"]));
+    let (status, _) = api.unlike(&a, &post).await;
+    assert_eq!(status, 204);
+    assert!(marks_of(&api, &post).await.is_empty(), "the mark went");
+    let first = api.like(&a, &post).await;
+
+    // An older post, which this process read as marked (a's like).
+    let older = api.post(&author, "Older", "y").await;
+    api.like(&a, &older).await;
+    created_unmarked(&api, &older).await;
+    let (status, body) = api.like_post(&b, &older).await;
+    assert_eq!(status, 201, "{body}");
+    assert_eq!(
+        markers_of(&api, &older).await,
+        HashSet::from([b.clone()]),
+        "b's like has its marker"
+    );
+    let (status, _) = api.like_post(&b, &older).await;
+    assert_eq!(status, 200, "b liked already");
+    let (status, _) = api.unlike(&b, &older).await;
+    assert_eq!(status, 204);
+    assert!(markers_of(&api, &older).await.is_empty());
+    assert!(
+        !marks_of(&api, &older).await.contains_key(&b),
+        "mark and marker went"
+    );
+
+    // The switch moves nothing; a's like, given while quiet, answers from
+    // its mark; b's goes to a shard.
+    let id = post_id(&post);
+    let store = &api.app.store;
+    store.requests().make_hot(&id).await.expect("hot");
+    let pointer = blog::store::items::counter::LikeShardsItem::key_of(&id);
+    let moved_to = table_snapshot(&api).await.into_iter().find(|item| {
+        item.get(PK).and_then(|v| v.as_s().ok()) == Some(&pointer.pk)
+            && item.get(SK).and_then(|v| v.as_s().ok()) == Some(&pointer.sk)
+    });
+    let moved_to = moved_to.expect("the pointer");
+    assert!(!moved_to.contains_key("movedTo"), "no move: {moved_to:?}");
+    let (status, again) = api.like_post(&a, &post).await;
+    assert_eq!((status, &again["createdAt"]), (200, &first["createdAt"]));
+    let (status, _) = api.like_post(&b, &post).await;
+    assert_eq!(status, 201);
+    let (status, _) = api.unlike(&a, &post).await;
+    assert_eq!(status, 204);
+    api.settle(&mut poller).await;
+    for (post, count) in [(&post, 1), (&older, 1)] {
+        let (_, got) = api.get_post(post).await;
+        assert_eq!(got["likeCount"], json!(count), "{got}");
+    }
+    assert_eq!(
+        marks_of(&api, &post).await.keys().collect::<Vec<_>>(),
+        vec![&b]
+    );
+    let report = api.audit(false).await;
+    assert_eq!(report.findings, vec![], "the audit finds nothing");
+}
+
 /// A post made hot by a version before liked marks kept its hot likes'
 /// markers in their shards and has no `likersMoved`: its likes stay unique
 /// (they read both places a marker may be), and `blog-admin migrate` gives
@@ -906,6 +995,7 @@ async fn migrate_marks_the_likers_of_a_post_made_hot_before_liked_marks() {
     let api = TestApi::start().await;
     let author = api.user("older").await;
     let post = api.post(&author, "Hot before", "marks").await;
+    created_unmarked(&api, &post).await;
     let quiet = api.user("quietone").await;
     api.like(&quiet, &post).await;
     api.make_hot(&post).await;
@@ -1236,11 +1326,11 @@ pub(crate) fn epoch_millis() -> u64 {
 /// A post turning hot is closed (`store::hot`: `closing`, which every quiet
 /// like's and comment's count conditions on): while it is, a like and a
 /// comment write nothing and wait, an unlike of a like given while it was
-/// quiet goes through (taking back the mark the switch may be copying);
+/// quiet goes through (its mark with it);
 /// a switch whose request stopped (closed longer than `CLOSING_STALE`) is
-/// taken over by the next request that waits for it, which moves the quiet
-/// likers and opens the post hot; then the waiting like and comment land in
-/// its shards, each counted once.
+/// taken over by the next request that waits for it, which opens the post
+/// hot (its quiet likers were marked as they liked: none to move); then the
+/// waiting like and comment land in its shards, each counted once.
 #[tokio::test]
 async fn a_post_turning_hot_takes_nothing_until_it_is_and_a_stopped_switch_is_taken_over() {
     let api = std::sync::Arc::new(TestApi::start().await);
@@ -1262,10 +1352,12 @@ async fn a_post_turning_hot_takes_nothing_until_it_is_and_a_stopped_switch_is_ta
     let item = blog::keys::post_item(&post_id(&post));
     raw_set_number(&api, &item, "closing", since).await;
 
-    // b takes their quiet like back: answered at once, marker and count.
+    // b takes their quiet like back: answered at once, mark and count.
     let (status, body) = api.unlike(&b, &post).await;
     assert_eq!(status, 204, "{body}");
-    assert_eq!(markers_of(&api, &post).await, HashSet::from([a.clone()]));
+    let marks = marks_of(&api, &post).await;
+    assert_eq!(marks.keys().collect::<Vec<_>>(), vec![&a]);
+    assert!(markers_of(&api, &post).await.is_empty(), "no marker beside");
 
     let before = table_snapshot(&api).await;
     let waiting = {
@@ -1288,7 +1380,7 @@ async fn a_post_turning_hot_takes_nothing_until_it_is_and_a_stopped_switch_is_ta
     assert_eq!(status, 201, "{body}");
     let (status, body) = commenting.await.expect("the comment");
     assert_eq!(status, 201, "{body}");
-    // Taken over: hot, its quiet liker moved, its comments in its shards.
+    // Taken over: hot, its likers marked, its comments in its shards.
     let stored = table_snapshot(&api).await;
     let post_item = stored
         .iter()

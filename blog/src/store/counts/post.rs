@@ -30,7 +30,10 @@ use super::{ShardCounter, Step, Tally, above_zero, step};
 use crate::store::{
     Busy, Item, Requests, StoreError,
     items::counter::{MAX_SHARDS, ShardCounterItem, ShardGroupItem, group_of},
-    items::post::{ADDED_ATTRIBUTE, CLOSING_ATTRIBUTE, GROUPS_ADDED_ATTRIBUTE, SHARDS_ATTRIBUTE},
+    items::post::{
+        ADDED_ATTRIBUTE, CLOSING_ATTRIBUTE, GROUPS_ADDED_ATTRIBUTE, LIKERS_MOVED_ATTRIBUTE,
+        SHARDS_ATTRIBUTE,
+    },
     table::{Expr, Landed, Room, Throttle, Write},
 };
 use crate::{
@@ -84,6 +87,24 @@ fn counted(post: &PostId, shard: Option<u8>, counter: Counter, step: Step) -> Wr
 /// it: the post item while it is quiet, a shard's counter once it is hot.
 pub fn counted_up(post: &PostId, shard: Option<u8>, counter: Counter) -> Write {
     counted(post, shard, counter, Step::Up)
+}
+
+/// A quiet like guarded by its liker's mark alone (no marker beside it):
+/// one up on the post item's `likeCount`, which fails, as [`counted_up`]'s,
+/// once the post is hot or turning hot, and on a post whose likes are not
+/// all marked (`likersMoved` absent: created by a version before quiet likes
+/// were marked, whose likes are unique by the marker beside them). Free.
+pub(in crate::store) fn counted_up_marked(post: &PostId) -> Write {
+    let marked = Expr::new("#moved = :yes")
+        .name("#moved", LIKERS_MOVED_ATTRIBUTE)
+        .value(":yes", aws_sdk_dynamodb::types::AttributeValue::Bool(true));
+    let also = still_quiet().and_expr(marked);
+    step_counter(
+        keys::post_item(post).item(),
+        Counter::Likes,
+        Step::Up,
+        Some(also),
+    )
 }
 
 /// Where a like or comment being taken back was counted: on the post item
@@ -342,7 +363,8 @@ impl Requests<'_> {
 
     /// A like's or a comment's count refused by its condition: the post is
     /// gone (404), or it is hot (remembered, and the caller tries again in its
-    /// shards).
+    /// shards), or its likes are not marked (remembered: its likes put their
+    /// marker beside them).
     ///
     /// A post turning hot is remembered so (its likes and comments wait);
     /// one closed longer than [`crate::store::items::post::CLOSING_STALE`] had its switch's
@@ -358,6 +380,11 @@ impl Requests<'_> {
             return Err(StoreError::PostNotFound);
         }
         self.learned(post, &found);
+        if found.hot().is_none() && found.closing.is_none() && found.likers_moved != Some(true) {
+            // Created before quiet likes were marked: its likes put their
+            // marker too (`counted_up_marked` refused them).
+            self.authors.unmarked(post);
+        }
         if let Some(since) = found.closing
             && found.hot().is_none()
             && crate::store::items::post::closing_is_stale(since)

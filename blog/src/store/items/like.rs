@@ -1,6 +1,7 @@
-//! A like's items: the like, the marker beside it that makes it unique in
-//! its post's partition, and the mark in its liker's own partition that
-//! makes a hot post's like unique.
+//! A like's items: the like, and the mark in its liker's own partition that
+//! makes it unique; on a post created before quiet likes were marked, the
+//! marker beside a like given while the post was quiet, which made it
+//! unique in its post's partition.
 
 use serde::{Deserialize, Serialize};
 
@@ -100,8 +101,9 @@ impl From<LikeItem> for Like {
 }
 
 /// One per (post, user), keyed by the user, beside the like it guards (in the
-/// post's partition or its shard): its conditional put is what makes a like
-/// unique. It points at the like it guards.
+/// post's partition or its shard): on a post created before quiet likes
+/// were marked (no `likersMoved`), its conditional put is what makes a like
+/// given while the post is quiet unique. It points at the like it guards.
 #[derive(Debug, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub(crate) struct LikerMarker {
@@ -166,14 +168,16 @@ impl Entity for LikerMarker {
     }
 }
 
-/// A user's mark of their like of a hot post, in their own partition
-/// (`USER#u / ~LIKED#p`): its conditional put is what makes a hot post's like
-/// unique, wherever the post keeps the like, so the post's shards can be
-/// many or few and a like reads nothing of the post's own partition. It
-/// names the like and where it is: one of the post's shards, or the post's
-/// own partition (a like given while the post was quiet, marked here by the
-/// fan-out's move, [`crate::store::FanOut::move_likers`], which leaves the
-/// [`LikerMarker`] beside the like: `beside`).
+/// A user's mark of their like of a post, in their own partition
+/// (`USER#u / ~LIKED#p`): its conditional put is what makes a like unique,
+/// wherever the post keeps the like, so the post's shards can be many or
+/// few and a like reads nothing of the post's own partition, before the
+/// post turns hot or after. It names the like and where it is: one of the
+/// post's shards, or the post's own partition (a like given while the post
+/// was quiet). On a post created before quiet likes were marked, a quiet
+/// like has a [`LikerMarker`] beside it too (`beside`: put with the mark, or
+/// before it, the mark then given by the fan-out's move,
+/// [`crate::store::FanOut::move_likers`]).
 #[derive(Debug, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub(crate) struct LikedMarker {
@@ -187,7 +191,7 @@ pub(crate) struct LikedMarker {
 }
 
 impl LikedMarker {
-    /// The mark of a like given while the post is hot.
+    /// The mark of a like with no marker beside it.
     pub(crate) fn for_like(like: &LikeItem) -> Self {
         Self {
             post_id: like.post_id,
@@ -198,7 +202,8 @@ impl LikedMarker {
         }
     }
 
-    /// The mark the fan-out's move gives the like `marker` guards.
+    /// The mark of the like `marker` guards (beside it): given with it, or
+    /// by the fan-out's move.
     pub(crate) fn moved(marker: &LikerMarker) -> Self {
         Self {
             post_id: marker.post_id,

@@ -110,6 +110,12 @@ pub struct PostItem {
     /// projected into GSI1 nor copied into the feed.
     #[serde(default, skip_serializing_if = "Mentions::is_empty")]
     pub mentions: Mentions,
+    /// Every like of it has a mark in its liker's own partition
+    /// ([`LIKERS_MOVED_ATTRIBUTE`]): from its creation on a post this
+    /// version made (its quiet likes mark themselves), or once the fan-out
+    /// moved the marks of the likes an older post had while quiet.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub likers_moved: bool,
 }
 
 /// What the fan-out reads of a post's stream images to see how fast its
@@ -175,6 +181,7 @@ impl PostItem {
             group_counts: None,
             closing: None,
             mentions: Mentions::default(),
+            likers_moved: true,
         }
     }
 
@@ -423,10 +430,12 @@ pub const COMMENTS_SHARDED_ATTRIBUTE: &str = "commentsSharded";
 /// (milliseconds since the Unix epoch): closed to new likes and comments
 /// while its switch moves its quiet likers ([`Requests::make_hot`](crate::store::Requests::make_hot)).
 pub const CLOSING_ATTRIBUTE: &str = "closing";
-/// The post item's attribute that says the fan-out has given every like the
-/// post had before it was hot a mark in its liker's partition
-/// ([`FanOut::move_likers`](crate::store::FanOut::move_likers)): from then on a like reads nothing of the post's
-/// partition.
+/// The post item's attribute that says every like of the post has a mark in
+/// its liker's partition: set when the post is created (every quiet like
+/// this version gives is marked there too), or, on a post created before,
+/// once the fan-out has given every like the post had before it was hot a
+/// mark ([`FanOut::move_likers`](crate::store::FanOut::move_likers)). On a
+/// hot post, from then on a like reads nothing of the post's partition.
 pub const LIKERS_MOVED_ATTRIBUTE: &str = "likersMoved";
 
 /// Milliseconds since the Unix epoch: when a switch closed its post.
