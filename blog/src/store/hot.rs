@@ -76,7 +76,7 @@ use super::{
     ItemType, Store, StoreError, from_item,
     items::like::{LikedMarker, LikerMarker},
     n,
-    table::{Deleted, Expr, Landed, Outcome, Query, Write},
+    table::{Deleted, Expr, Landed, Outcome, Query, Returning, Write},
 };
 use crate::{
     ids::PostId,
@@ -234,16 +234,22 @@ impl Requests<'_> {
             .name("#closing", CLOSING_ATTRIBUTE)
             .name("#status", crate::store::items::post::STATUS);
         let landed = Landed::When(vec![(CLOSING_ATTRIBUTE, n(since))]);
-        let close = Write::update(keys::post_item(post).item(), change, landed).when(quiet);
-        if self
-            .db
-            .write("close a post to turn it hot", &close)
-            .await?
-            .done()
-        {
+        // The post as it was says whether its likes are marked (none to
+        // move): no read of the partition that is refusing writes.
+        let close = Write::update(keys::post_item(post).item(), change, landed)
+            .when(quiet)
+            .returning(Returning::Old);
+        if let Outcome::Done(was) = self.db.write("close a post to turn it hot", &close).await? {
             tracing::info!(post_id = %post, "post closed to turn hot");
             self.hot.closed(*post);
-            return self.finish_closing(post, since).await.map(Some);
+            // Unknown after a lost answer: the move reads the post.
+            let marked = was
+                .as_ref()
+                .and_then(|was| was.get(LIKERS_MOVED_ATTRIBUTE)?.as_bool().ok().copied());
+            return self
+                .finish_closing(post, since, marked == Some(true))
+                .await
+                .map(Some);
         }
         let found = self.post_shards(post).await?;
         match found {
@@ -268,15 +274,22 @@ impl Requests<'_> {
     /// closing older than [`CLOSING_STALE`]) made hot: the shard counters
     /// (each in its own shard's partition, put where absent: a hot like's
     /// count conditions on its counter), the likes and comments pointers
-    /// (made or raised to [`HOT_SHARDS`]), the likes it had
+    /// (made or raised to [`HOT_SHARDS`]); unless its likes are `marked`
+    /// already (`likersMoved`, as the close or the takeover found the post:
+    /// every post this version creates), the likes it had
     /// while quiet marked in their likers' partitions for at most
     /// [`MOVE_AT_SWITCH`] ([`FanOut::move_likers`]: nothing new lands
-    /// meanwhile), then one update: `shards`, `commentsSharded`, and
+    /// meanwhile); then one update: `shards`, `commentsSharded`, and
     /// `likersMoved` if the move is done (else the fan-out goes on with it,
     /// [`FanOut::finish_switch`], and the post's likes read the marker such
     /// a like has beside it until then), `closing` removed, if it is still
     /// `since`. The shards the post has.
-    pub(super) async fn finish_closing(&self, post: &PostId, since: u64) -> Result<u8, StoreError> {
+    pub(super) async fn finish_closing(
+        &self,
+        post: &PostId,
+        since: u64,
+        marked: bool,
+    ) -> Result<u8, StoreError> {
         let shards = HOT_SHARDS;
         let comments = CommentShardsItem::key_of(post);
         futures::try_join!(
@@ -285,10 +298,13 @@ impl Requests<'_> {
             self.raise_pointer(comments, ItemType::CommentShards, post, shards),
         )?;
         let deadline = super::deadline::Deadline::at(std::time::Instant::now() + MOVE_AT_SWITCH);
-        let moving = self
-            .fanout()
-            .move_likers(post, Marked::OwnPartition, &deadline)
-            .await;
+        let moving = if marked {
+            Ok(Moving::MarkedAlready)
+        } else {
+            self.fanout()
+                .move_likers(post, Marked::OwnPartition, &deadline)
+                .await
+        };
         let moved = match moving {
             Ok(Moving::Done { moved }) => {
                 tracing::info!(post_id = %post, moved, "likers moved while the post was closed");

@@ -391,7 +391,8 @@ impl Requests<'_> {
             && self.hot.claim_switch_over(post)
         {
             tracing::warn!(post_id = %post, since, "a switch to hot taken over");
-            match self.finish_closing(post, since).await {
+            let marked = found.likers_moved == Some(true);
+            match self.finish_closing(post, since, marked).await {
                 Ok(_) => {}
                 Err(StoreError::Busy { cause, detail }) => {
                     tracing::warn!(post_id = %post, cause = cause.as_str(), %detail, "a switch taken over, not finished");
