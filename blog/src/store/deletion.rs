@@ -24,7 +24,7 @@ use super::{FanOut, Requests};
 use super::{
     Item, ItemType, Store, StoreError,
     deadline::Deadline,
-    items::counter::ShardCounterItem,
+    items::counter::{LikeShardsItem, ShardCounterItem},
     items::post::{PostItem, StoredPost},
     n, s,
     table::{Deleted, Expr, Outcome, Query, TxOutcome, Write},
@@ -270,7 +270,10 @@ impl FanOut<'_> {
         if let Some(shards) = shards {
             self.close_shards(post, shards).await?;
             // Its first pages' copies, in a partition of their own: no
-            // rebuild puts one after this (each checks the post is there).
+            // rebuild puts one once its likes pointer is gone (each checks
+            // it is there).
+            let pointer = LikeShardsItem::key_of(post).item();
+            self.delete_keys(vec![pointer]).await?;
             let copies = super::first_pages::copies_of(post).collect();
             self.delete_keys(copies).await?;
         }

@@ -48,9 +48,12 @@
 //!
 //! A rebuild's put lands only over an older copy with no later rebuild due
 //! (that one, brought back by its record, makes a newer copy), and only
-//! while the post is there and hot (a ConditionCheck of the post item in
-//! the same transaction): the deletion's walk deletes the copies, and no
-//! rebuild brings one back after. A put or a mark that lost to another
+//! while the post is hot and its deletion's walk has not begun (a
+//! ConditionCheck of its likes pointer, `POST#p / LIKE#~SHARDED`, made by
+//! the switch, in the same transaction): the walk deletes the pointer, then
+//! the copies, and no rebuild brings one back after. The pointer, not the
+//! post item: a few hundred bytes, so the check costs 2 WCU of the post's
+//! partition where the post item's would cost 2 a KB of it (up to 8). A put or a mark that lost to another
 //! batch's is not sent again: the copy is read again (strongly consistent)
 //! and decided on again, since the copy that won may not cover this
 //! batch's records.
@@ -59,8 +62,8 @@ use std::{collections::HashMap, time::Duration};
 
 use super::{
     FanOut, StoreError,
+    items::counter::LikeShardsItem,
     items::first_page::{FirstPageItem, PageList},
-    items::post::SHARDS_ATTRIBUTE,
     table::{Expr, TxOutcome, Write},
 };
 use crate::{
@@ -352,8 +355,9 @@ impl FanOut<'_> {
     }
 
     /// Puts `copy` over an older one with no later rebuild due
-    /// ([`FirstPageItem::replace`]), while its post is there and hot (a
-    /// ConditionCheck of the post item): one transaction, its tokens its
+    /// ([`FirstPageItem::replace`]), while its post is hot and not being
+    /// deleted (a ConditionCheck of its likes pointer, which the deletion's
+    /// walk deletes before the copies): one transaction, its tokens its
     /// own (seeded by the copy's post, list and time). Whether it landed.
     pub async fn put_first_page(&self, copy: &FirstPageItem) -> Result<bool, StoreError> {
         let seed = format!(
@@ -364,11 +368,11 @@ impl FanOut<'_> {
             copy.made_at
         );
         let put = copy.replace()?;
-        let hot = Expr::new("attribute_exists(#shards)").name("#shards", SHARDS_ATTRIBUTE);
-        let check = Write::check(keys::post_item(&copy.post_id).item(), hot);
+        let pointer = LikeShardsItem::key_of(&copy.post_id);
+        let check = Write::check(pointer.item(), Expr::item_exists());
         let committing = async {
             let mut tx = self.db.transaction("a hot post's first page");
-            tx.add("post still hot", check);
+            tx.add("likes pointer still there", check);
             tx.add("first page", put);
             tx.commit().await
         };
