@@ -1045,4 +1045,37 @@ async fn a_hot_post_costs_what_the_data_model_says() {
         fan_out_calls(&api, &mut poller).await,
         sorted(calls(&expected))
     );
+
+    // A widening reads nothing (the post's partition may be at its read
+    // limit with its readers): the counters of the new shards and of the
+    // next widening's where absent (each in its own shard, with their
+    // groups), the two pointers and the post, each conditioned on the shards
+    // it must have.
+    api.meter.take();
+    let requests = api.app.store.requests();
+    assert_eq!(requests.widen(&id, HOT_SHARDS).await.expect("widen"), 64);
+    let widening: Vec<Call> = api
+        .meter
+        .take()
+        .into_iter()
+        .map(|c| (c.operation, c.table, c.indexes))
+        .collect();
+    // (Those the switch made already fail their condition: 0 units on
+    // Local, 1 WCU billed.)
+    let made = blog::store::items::counter::counters_made(64);
+    let groups_of = blog::store::items::counter::ShardGroupItem::groups_of;
+    let had = |range: std::ops::Range<u8>| {
+        let all = groups_of(range.clone()).count();
+        let old = groups_of(range).filter(|g| groups_of(0..counters).any(|o| o == *g));
+        let old = old.count();
+        (all - old, old)
+    };
+    let (new_groups, old_groups) = had(HOT_SHARDS..made);
+    let mut expected = vec![("PutItem", 1.0, 0.0); usize::from(made - counters) + new_groups];
+    expected.extend(vec![
+        ("PutItem", 0.0, 0.0);
+        usize::from(counters - HOT_SHARDS) + old_groups
+    ]);
+    expected.extend([("UpdateItem", 1.0, 0.0); 3]);
+    assert_eq!(sorted(widening), sorted(calls(&expected)));
 }
