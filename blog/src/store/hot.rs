@@ -447,10 +447,22 @@ impl Requests<'_> {
         if from >= MAX_SHARDS {
             return Ok(from);
         }
-        // Nothing of the post is read first: its partition may be at its
+        // Nothing of the post's partition is read first: it may be at its
         // read limit with the post's readers (each write below conditions on
         // the post's shards as it must be, and one that finds it wider
-        // already reads it then).
+        // already reads it then). Its first shard's counter says it is not
+        // deleted (its deletion deletes the counters first), so that no
+        // counter is put back after.
+        let first = ShardCounterItem::key_of(*post, 0).item();
+        if self
+            .db
+            .get("a hot post's first counter", first, true)
+            .await?
+            .is_none()
+        {
+            self.found_gone(post);
+            return Err(StoreError::PostNotFound);
+        }
         let wider = wider_than(from);
         let below = Expr::item_exists()
             .and("#shards < :wider")

@@ -1,7 +1,8 @@
-//! Likes (C4) and a post's list of likes (Q5): in the post's partition, each
-//! made unique by a marker beside it and marked in its liker's own partition
-//! too (`USER#u / ~LIKED#p`); on a hot post, in its shards, each made unique
-//! by that mark alone.
+//! Likes (C4) and a post's list of likes (Q5): in the post's partition (on a
+//! hot post, in its shards), each made unique by a mark in its liker's own
+//! partition (`USER#u / ~LIKED#p`); on a post created before quiet likes were
+//! marked, a like given while it is quiet by a marker beside it (and marked
+//! too).
 
 use crate::store::items::like::{LikeItem, LikedMarker, LikerMarker};
 
@@ -77,15 +78,14 @@ impl LikesCursor {
 }
 
 impl Requests<'_> {
-    /// C4 (request): the marker, the like and one up on the post's
-    /// `likeCount` commit together, with the liker's mark in their own
-    /// partition; a second like by the same user fails on the marker and
-    /// changes nothing. On a hot post the mark, the like and the count go
-    /// to the liker's mark and shard (the count to its counter); a post
-    /// created before quiet likes were marked reads, until the fan-out has
-    /// moved their marks, the marker a like given while it was quiet has
-    /// ([`hot`](super::hot)). A quiet post's
-    /// partition refusing the like for capacity makes the post hot. The like
+    /// C4 (request): the liker's mark in their own partition, the like and
+    /// one up on the post's `likeCount` commit together; a second like by
+    /// the same user fails on the mark and changes nothing. On a hot post
+    /// the like goes to the liker's shard and the count to its counter; a
+    /// hot post created before quiet likes were marked reads, until the
+    /// fan-out has moved their marks, the marker a like given while it was
+    /// quiet has ([`hot`](super::hot)). A quiet post written fast, or whose
+    /// partition refuses the like for capacity, is made hot. The like
     /// copies the liker's username as read; a rename racing with it is
     /// caught up by the fan-out's INSERT rule.
     ///
@@ -516,7 +516,8 @@ impl Requests<'_> {
         marker: LikerMarker,
     ) -> Result<Tried<bool>, StoreError> {
         let place = marker.place();
-        // Hot or turning hot: counted down on the post item as it is.
+        // Known hot or turning hot: counted down on the post item as it is;
+        // else its condition says whether it still is quiet.
         let hot = self.known_shards(post).is_some() || self.hot.is_closing(post);
         let mut tx = self.db.transaction("unlike");
         let unmarked = tx.add(

@@ -1046,11 +1046,12 @@ async fn a_hot_post_costs_what_the_data_model_says() {
         sorted(calls(&expected))
     );
 
-    // A widening reads nothing (the post's partition may be at its read
-    // limit with its readers): the counters of the new shards and of the
-    // next widening's where absent (each in its own shard, with their
-    // groups), the two pointers and the post, each conditioned on the shards
-    // it must have.
+    // A widening reads nothing of the post's partition (it may be at its
+    // read limit with its readers): its first shard's counter (strongly:
+    // the post is not deleted), then the counters of the new shards and of
+    // the next widening's where absent (each in its own shard, with their
+    // groups), the two pointers and the post, each conditioned on the
+    // shards it must have.
     api.meter.take();
     let requests = api.app.store.requests();
     assert_eq!(requests.widen(&id, HOT_SHARDS).await.expect("widen"), 64);
@@ -1077,5 +1078,6 @@ async fn a_hot_post_costs_what_the_data_model_says() {
         usize::from(counters - HOT_SHARDS) + old_groups
     ]);
     expected.extend([("UpdateItem", 1.0, 0.0); 3]);
+    expected.push(("GetItem", 1.0, 0.0));
     assert_eq!(sorted(widening), sorted(calls(&expected)));
 }
