@@ -738,9 +738,13 @@ impl Scale {
                     Target::NewUser { user, username } => {
                         vec![keys::user_pk(user), keys::username_pk(username)]
                     }
+                    // A like's mark is in its liker's own partition.
+                    Target::NewLike { post, liker } | Target::Like { post, liker } => vec![
+                        keys::post_pk(post),
+                        keys::FEED_PK.to_owned(),
+                        keys::user_pk(liker),
+                    ],
                     Target::NewComment { post, .. }
-                    | Target::NewLike { post, .. }
-                    | Target::Like { post, .. }
                     | Target::Comment { post, .. }
                     | Target::OwnPost { post, .. } => {
                         vec![keys::post_pk(post), keys::FEED_PK.to_owned()]
