@@ -53,8 +53,9 @@
 //! the switch, in the same transaction): the walk deletes the pointer, then
 //! the copies, and no rebuild brings one back after. The pointer, not the
 //! post item: a few hundred bytes, so the check costs 2 WCU of the post's
-//! partition where the post item's would cost 2 a KB of it (up to 8). A put or a mark that lost to another
-//! batch's is not sent again: the copy is read again (strongly consistent)
+//! partition where the post item's would cost 2 a KB of it (up to 8). A
+//! put or a mark that lost to another batch's is not sent again: the copy
+//! is read again (strongly consistent)
 //! and decided on again, since the copy that won may not cover this
 //! batch's records.
 

@@ -1,8 +1,9 @@
 //! A hot post: one whose own partition DynamoDB throttled on a like or a
 //! comment. A partition takes about 1,000 WCU a second; a like writes 4 of
 //! them into its post's partition (like and count, transactional; its mark
-//! goes to its liker's), so a quiet post takes about 250 likes a second. A hot post changes shape once,
-//! for good, and from then on no single partition bounds it:
+//! goes to its liker's), so a quiet post takes about 250 likes a second. A
+//! hot post changes shape once, for good, and from then on no single
+//! partition bounds it:
 //!
 //! - its new likes go to one of [`HOT_SHARDS`] shard partitions `POST#p#k`,
 //!   `k` a stable hash of the liker, each marked in its liker's own
@@ -46,8 +47,8 @@
 //! process, `store::handle`) rather than read or write there. Then,
 //! while nothing changes under it, it puts the shard counters (each in its
 //! own shard's partition), the likes and comments pointers, moves the quiet
-//! likers (an older post's), and opens the post hot with one UpdateItem (`shards`,
-//! `likersMoved`, `commentsSharded`, `closing` removed). A switch whose
+//! likers (an older post's), and opens the post hot with one UpdateItem
+//! (`shards`, `likersMoved`, `commentsSharded`, `closing` removed). A switch whose
 //! request stopped is taken over by the first request that finds the post
 //! closed longer than [`CLOSING_STALE`](super::items::post::CLOSING_STALE). A post deleted while closed has its
 //! deletion close the counters its switch may have made, and its walk read

@@ -548,10 +548,10 @@ impl HotReads {
 /// (`HOT_WRITES_PER_SECOND`, [`crate::startup`]): a quiet like writes 4 WCU in
 /// the post's partition (the like and the post's count, each twice in the
 /// transaction; its mark is in the liker's), a comment 4, and the partition
-/// takes about 1,000 a second, so 25 from one process is about 10 % of it: the switch
-/// runs while the partition still has room, before any request meets its
-/// limit. A throttle of the partition still turns it hot (the fallback:
-/// likes spread over many instances, each below the rate).
+/// takes about 1,000 a second, so 25 from one process is about 10 % of it:
+/// the switch runs while the partition still has room, before any request
+/// meets its limit. A throttle of the partition still turns it hot (the
+/// fallback: likes spread over many instances, each below the rate).
 pub const HOT_WRITES_PER_SECOND: f64 = 25.0;
 
 /// The likes and comments a second this process has written on each post it
