@@ -362,7 +362,7 @@ impl Requests<'_> {
         }
         if let Some(hot) = self.known_hot(post) {
             return self
-                .hot_marker(post, liker, hot.shards, hot.likers_moved)
+                .hot_marker(post, liker, hot.shards, hot.likers_moved, false)
                 .await;
         }
         let found = self.post_shards(post).await?;
@@ -370,7 +370,7 @@ impl Requests<'_> {
         if let Some(hot) = found.hot() {
             self.hot.remember(*post, hot);
             return self
-                .hot_marker(post, liker, hot.shards, hot.likers_moved)
+                .hot_marker(post, liker, hot.shards, hot.likers_moved, true)
                 .await;
         }
         if found.likers_moved == Some(true) {
@@ -383,13 +383,14 @@ impl Requests<'_> {
     /// [`Requests::find_marker`] on a hot post with no mark of the liker's:
     /// (marks not yet moved) a marker beside a like given while it was
     /// quiet, or in the liker's shard. Nothing found: `None`, or 404 if the
-    /// post is gone.
+    /// post is gone (read unless `found`: read just now, and there).
     async fn hot_marker(
         &self,
         post: &PostId,
         liker: &UserId,
         shards: u8,
         likers_moved: bool,
+        found: bool,
     ) -> Result<Option<Marked>, StoreError> {
         if !likers_moved {
             let shard = PostPartition::shard(
@@ -402,7 +403,7 @@ impl Requests<'_> {
                 }
             }
         }
-        if self.post_shards(post).await?.is_none() {
+        if !found && self.post_shards(post).await?.is_none() {
             self.found_gone(post);
             return Err(StoreError::PostNotFound);
         }

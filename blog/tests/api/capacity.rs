@@ -22,13 +22,16 @@ async fn measure(
 ) -> (u16, Vec<Call>) {
     api.meter.take();
     let (status, _) = api.call(method, path, user, body).await;
-    let calls = api
-        .meter
+    (status, taken(api))
+}
+
+/// The DynamoDB calls made since the meter was last taken.
+fn taken(api: &TestApi) -> Vec<Call> {
+    api.meter
         .take()
         .into_iter()
         .map(|c| (c.operation, c.table, c.indexes))
-        .collect();
-    (status, calls)
+        .collect()
 }
 
 fn calls(expected: &[(&str, f64, f64)]) -> Vec<Call> {
@@ -833,12 +836,7 @@ async fn a_hot_post_costs_what_the_data_model_says() {
     api.meter.take();
     let id = crate::support::post_id(&post);
     api.app.store.requests().make_hot(&id).await.expect("hot");
-    let switch: Vec<Call> = api
-        .meter
-        .take()
-        .into_iter()
-        .map(|c| (c.operation, c.table, c.indexes))
-        .collect();
+    let switch = taken(&api);
     let counters = blog::store::items::counter::counters_made(HOT_SHARDS);
     assert_eq!(counters, 64);
     let groups = blog::store::items::counter::ShardGroupItem::groups_of(0..counters).count();
@@ -1055,12 +1053,7 @@ async fn a_hot_post_costs_what_the_data_model_says() {
     api.meter.take();
     let requests = api.app.store.requests();
     assert_eq!(requests.widen(&id, HOT_SHARDS).await.expect("widen"), 64);
-    let widening: Vec<Call> = api
-        .meter
-        .take()
-        .into_iter()
-        .map(|c| (c.operation, c.table, c.indexes))
-        .collect();
+    let widening = taken(&api);
     // (Those the switch made already fail their condition: 0 units on
     // Local, 1 WCU billed.)
     let made = blog::store::items::counter::counters_made(64);
