@@ -463,6 +463,8 @@ pub struct Charged {
     pub hottest_read: Option<(String, f64)>,
     /// Every partition's write units, named as `hottest_write` names one.
     pub writes: Vec<(String, f64)>,
+    /// Every partition's read units, named the same way.
+    pub reads: Vec<(String, f64)>,
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -619,8 +621,9 @@ impl Buckets {
                 Some(index) => format!("{}/{index}/{}", partition.table, partition.key),
                 None => format!("{}/{}", partition.table, partition.key),
             };
-            if kind == Kind::Write {
-                totals.writes.push((name.clone(), units));
+            match kind {
+                Kind::Write => totals.writes.push((name.clone(), units)),
+                Kind::Read => totals.reads.push((name.clone(), units)),
             }
             if hottest.as_ref().is_none_or(|(_, most)| units > *most) {
                 *hottest = Some((name, units));

@@ -287,10 +287,9 @@ impl Requests<'_> {
     }
 
     /// A hot post's first page of comments from the fan-out's copy
-    /// ([`super::first_pages`]): the post item and the copy (one
-    /// BatchGetItem, eventually consistent: `Store::post_and_copy`; a
-    /// draft's answer is 404, as `Requests::shown_comments` has it), then
-    /// at once the comments the copy names first (one BatchGetItem,
+    /// ([`super::first_pages`]): the copy (one GetItem, eventually
+    /// consistent: `Store::copy_for_page`, which says the post's author),
+    /// then at once the comments it names first (one BatchGetItem,
     /// eventually consistent, `limit + 1` of them, at most 100) and the
     /// post's author's blocks (one Query). A comment deleted since, or by
     /// someone the author blocks, is left out. `None` when the post or the
@@ -301,13 +300,9 @@ impl Requests<'_> {
         list: &str,
         limit: usize,
     ) -> Result<Option<Page<Comment>>, StoreError> {
-        let Some((head, copy)) = self.post_and_copy(post, PageList::Comments).await? else {
+        let Some((copy, author)) = self.copy_for_page(post, PageList::Comments).await? else {
             return Ok(None);
         };
-        let head: ShownPost = super::from_item(head)?;
-        if head.status.is_some() {
-            return Err(StoreError::PostNotFound);
-        }
         let entries = copy.entries(CommentId::parse)?;
         let read = &entries[..super::pages::copy_read(entries.len(), limit)];
         let keys = read
@@ -317,7 +312,7 @@ impl Requests<'_> {
         let (found, blocked) = futures::try_join!(
             self.db
                 .batch_get_with("a hot post's first comments", keys, false),
-            self.blocked_users(&head.user_id),
+            self.blocked_users(&author),
         )?;
         let mut found: HashMap<CommentId, CommentItem> = super::from_items::<CommentItem>(found.0)?
             .into_iter()

@@ -8,12 +8,18 @@
 //! a partition of its own (`POST#p#PAGES / LIKES`, `/ COMMENTS`,
 //! [`FirstPageItem`]): the keys of the list's first
 //! [`FIRST_PAGE_ENTRIES`] entries (the newest likes; the oldest comments)
-//! as that merge found them, and when the merge began (`madeAt`). A first
-//! page then reads the copy, and the entries it names by their keys (one
+//! as that merge found them, when the merge began (`madeAt`), and the post's
+//! author as the rebuild read the post item then. A first page then reads
+//! the copy (one GetItem), and the entries it names by their keys (one
 //! BatchGetItem): an entry taken back since is missing and left out, and
 //! what the page shows of each (the username, the content) is the entry's
-//! own. Later pages go on from the page's last entry through the exact
-//! merge, as before.
+//! own. Nothing of the post's own partition is read: a viral post's read
+//! instances, each missing its memory (`HOT_READ_CACHE_SECONDS`) about once
+//! a second, would take it to its read limit. A hot post is published (it
+//! cannot be taken back to a draft); a deleted one's first pages show until
+//! its walk deletes the copies, as its lists' later pages show what the
+//! walk has not deleted yet. Later pages go on from the page's last entry
+//! through the exact merge, as before.
 //!
 //! **When the fan-out rebuilds a copy** (once a batch, for each hot post and
 //! list whose like or comment INSERT or REMOVE records are in it:
@@ -65,10 +71,11 @@ use super::{
     FanOut, StoreError,
     items::counter::LikeShardsItem,
     items::first_page::{FirstPageItem, PageList},
+    items::post::PostItem,
     table::{Expr, TxOutcome, Write},
 };
 use crate::{
-    ids::{CommentId, LikeId, PostId},
+    ids::{CommentId, LikeId, PostId, UserId},
     keys::{self, Entity},
 };
 
@@ -97,6 +104,17 @@ pub enum Step {
     MarkDue { made_at: u64, at: u64 },
     /// A due copy's record: wait until this time (epoch ms), then rebuild.
     RebuildAt(u64),
+}
+
+/// What became of a batch's write to a copy.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kept {
+    /// It landed.
+    Landed,
+    /// Another batch's write won: read the copy again and decide again.
+    Lost,
+    /// The post is gone: nothing to keep.
+    Gone,
 }
 
 /// What a batch's records of one hot post's list ask of its copy.
@@ -230,44 +248,51 @@ impl super::Store {
         self.paged.reads_copy(post, hot)
     }
 
-    /// A first page's first read: `post`'s item (as stored, for the caller
-    /// to read its own shape of it) and its copy of `list`, one
-    /// BatchGetItem, eventually consistent. `None` when either is missing
-    /// (the post is gone, or not copied yet: the merge reads the page, and
-    /// the process's next pages for a moment).
-    pub(super) async fn post_and_copy(
+    /// A first page's first read: the fan-out's copy of `post`'s `list`
+    /// (one GetItem, eventually consistent, in the copies' partition) and
+    /// its post's author as the copy says; nothing of the post's own
+    /// partition, which the post's readers would take to its read limit (a
+    /// copy made before copies said reads the post item too: one GetItem).
+    /// A hot post is published (it cannot be taken back to a draft:
+    /// `StoreError::PostIsHot`). `None` when the copy or the post is
+    /// missing (the post is gone, or not copied yet: the merge reads the
+    /// page, and the process's next pages for a moment).
+    pub(super) async fn copy_for_page(
         &self,
         post: &PostId,
         list: PageList,
-    ) -> Result<Option<(super::Item, FirstPageItem)>, StoreError> {
-        let keys = vec![
-            keys::post_item(post).item(),
-            FirstPageItem::key_of(post, list).item(),
-        ];
-        let (items, _) = self
-            .db
-            .batch_get_with("a hot post and its first page", keys, false)
-            .await?;
-        let (mut head, mut copy) = (None, None);
-        for item in items {
-            match super::ItemType::of(&item) {
-                Some(super::ItemType::Post) => head = Some(item),
-                Some(super::ItemType::FirstPage) => {
-                    copy = Some(FirstPageItem::from_item::<StoreError>(item)?)
-                }
-                _ => {}
-            }
+    ) -> Result<Option<(FirstPageItem, UserId)>, StoreError> {
+        let key = FirstPageItem::key_of(post, list).item();
+        let copy = self.db.get_entity::<FirstPageItem>(key, false).await?;
+        let found = match copy {
+            Some(copy) => match copy.author.clone() {
+                Some(author) => Some((copy, author)),
+                None => self
+                    .author_of(post, false)
+                    .await?
+                    .map(|author| (copy, author)),
+            },
+            None => None,
+        };
+        match &found {
+            Some(_) => self.paged.found(*post),
+            None => self.paged.missed(*post),
         }
-        match (head, copy) {
-            (Some(head), Some(copy)) => {
-                self.paged.found(*post);
-                Ok(Some((head, copy)))
-            }
-            _ => {
-                self.paged.missed(*post);
-                Ok(None)
-            }
-        }
+        Ok(found)
+    }
+
+    /// `post`'s author, from its item (one GetItem of the post's
+    /// partition); `None` when the post is gone.
+    async fn author_of(
+        &self,
+        post: &PostId,
+        consistent: bool,
+    ) -> Result<Option<UserId>, StoreError> {
+        let key = keys::post_item(post).item();
+        let Some(item) = self.db.get("a first page's post", key, consistent).await? else {
+            return Ok(None);
+        };
+        Ok(Some(PostItem::decode(item)?.user_id))
     }
 }
 
@@ -310,7 +335,7 @@ impl FanOut<'_> {
         let mut copy = read;
         for _ in 0..KEEP_ATTEMPTS {
             let now = super::items::post::epoch_millis();
-            let landed = match step(copy.as_ref(), wanted, now) {
+            let kept = match step(copy.as_ref(), wanted, now) {
                 Step::Covered => return Ok(0),
                 Step::Rebuild => self.rebuild_first_page(post, list, wanted.need).await?,
                 Step::RebuildAt(at) => {
@@ -318,11 +343,17 @@ impl FanOut<'_> {
                     self.rebuild_first_page(post, list, wanted.need).await?
                 }
                 Step::MarkDue { made_at, at } => {
-                    self.mark_first_page_due(post, list, made_at, at).await?
+                    if self.mark_first_page_due(post, list, made_at, at).await? {
+                        Kept::Landed
+                    } else {
+                        Kept::Lost
+                    }
                 }
             };
-            if landed {
-                return Ok(1);
+            match kept {
+                Kept::Landed => return Ok(1),
+                Kept::Gone => return Ok(0),
+                Kept::Lost => {}
             }
             let key = FirstPageItem::key_of(post, list).item();
             copy = self.db.get_entity::<FirstPageItem>(key, true).await?;
@@ -335,24 +366,37 @@ impl FanOut<'_> {
     }
 
     /// `post`'s copy of `list` made again by the exact merge (strongly
-    /// consistent), its merge begun now, and put ([`FanOut::put_first_page`]);
-    /// `need`: the moment the batch's records need it to cover (after now:
-    /// the copy is put with a rebuild due then). Whether it landed.
+    /// consistent) and the post item's read (strongly consistent: its
+    /// author), both begun now, and put
+    /// ([`FanOut::put_first_page`]); `need`: the moment the batch's records
+    /// need it to cover (after now: the copy is put with a rebuild due
+    /// then). [`Kept::Gone`] when the post is.
     pub async fn rebuild_first_page(
         &self,
         post: &PostId,
         list: PageList,
         need: u64,
-    ) -> Result<bool, StoreError> {
+    ) -> Result<Kept, StoreError> {
         let made_at = super::items::post::epoch_millis();
-        let mut copy = match list {
-            PageList::Likes => self.first_likes(post, made_at).await?,
-            PageList::Comments => self.first_comments(post, made_at).await?,
+        let merged = async {
+            match list {
+                PageList::Likes => self.first_likes(post, made_at).await,
+                PageList::Comments => self.first_comments(post, made_at).await,
+            }
         };
+        let (mut copy, author) = futures::try_join!(merged, self.author_of(post, true))?;
+        let Some(author) = author else {
+            return Ok(Kept::Gone);
+        };
+        copy.author = Some(author);
         if !copy.covers(need) {
             copy.due = Some(need);
         }
-        self.put_first_page(&copy).await
+        Ok(if self.put_first_page(&copy).await? {
+            Kept::Landed
+        } else {
+            Kept::Lost
+        })
     }
 
     /// Puts `copy` over an older one with no later rebuild due

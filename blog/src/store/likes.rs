@@ -618,25 +618,21 @@ impl Requests<'_> {
         Ok(page)
     }
 
-    /// A hot post's first page of likes from the fan-out's copy: the post
-    /// item and the copy (one BatchGetItem, eventually consistent:
-    /// `Store::post_and_copy`; a draft's answer is 404), then the likes the
-    /// copy names first (one BatchGetItem, eventually consistent, `limit +
-    /// 1` of them, at most 100); a like taken back since is left out.
-    /// `None` when there is no copy (the post is quiet, or just turned hot)
-    /// or no post: the merge reads it.
+    /// A hot post's first page of likes from the fan-out's copy: the copy
+    /// (one GetItem, eventually consistent: `Store::copy_for_page`), then
+    /// the likes it names first (one BatchGetItem, eventually consistent,
+    /// `limit + 1` of them, at most 100); a like taken back since is left
+    /// out. `None` when there is no copy (the post is quiet, or just turned
+    /// hot) or no post: the merge reads it.
     async fn first_likes_page(
         &self,
         post: &PostId,
         list: &str,
         limit: usize,
     ) -> Result<Option<Page<Like>>, StoreError> {
-        let Some((head, copy)) = self.post_and_copy(post, PageList::Likes).await? else {
+        let Some((copy, _)) = self.copy_for_page(post, PageList::Likes).await? else {
             return Ok(None);
         };
-        if head.contains_key(super::items::post::STATUS) {
-            return Err(StoreError::PostNotFound);
-        }
         let entries = copy.entries(LikeId::parse)?;
         let read = &entries[..super::pages::copy_read(entries.len(), limit)];
         let keys = read

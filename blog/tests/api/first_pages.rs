@@ -36,7 +36,11 @@ struct Viral {
 }
 
 async fn viral(shards: u8, users: usize, quiet: usize) -> Viral {
-    let api = TestApi::start().await;
+    viral_on(TestApi::start().await, shards, users, quiet).await
+}
+
+/// [`viral`] on `api`.
+async fn viral_on(api: TestApi, shards: u8, users: usize, quiet: usize) -> Viral {
     let poller = api.poller();
     let author = api.user("viral").await;
     let post = api.post(&author, "Viral", "read by everyone").await;
@@ -200,6 +204,77 @@ async fn a_viral_posts_first_pages_cost_a_few_calls_whatever_its_shards() {
              {before_comments_units} RCU; after: {figures:?}; Q2 {calls} call {units} RCU"
         );
     }
+}
+
+/// A hot post's first pages read nothing of its own partition (`POST#p`),
+/// which each read instance's miss would otherwise read, so that its
+/// readers take it to its read limit: what each read charged where, through
+/// the partition-limiting proxy (at DynamoDB's own limits). A copy made
+/// before copies named the post's author reads the post item beside it.
+#[tokio::test]
+async fn a_hot_posts_first_pages_read_nothing_of_its_own_partition() {
+    let (proxy, api) =
+        crate::support::behind_proxy_with(blog::store::Backoff::default(), |store| store).await;
+    let Viral {
+        api,
+        mut poller,
+        author,
+        post,
+        ..
+    } = viral_on(api, HOT_SHARDS, 12, 0).await;
+    api.settle(&mut poller).await;
+    for list in PageList::ALL {
+        let copy = stored_copy(&api, &post, list).await.expect("a copy");
+        let author = crate::support::user_id(&author);
+        assert_eq!(copy.author, Some(author), "{list:?}");
+    }
+    let limits = hostile::PartitionLimits::scaled(1.0).expect("DynamoDB's limits");
+    proxy.set_partition_limits(Some(limits));
+    let own = format!("/POST#{post}");
+    let copies = format!("/POST#{post}#PAGES");
+    let read_where = |path: String| {
+        let (api, proxy) = (&api, &proxy);
+        async move {
+            proxy.take_charged();
+            let (status, page) = api.get(&path).await;
+            assert_eq!((status, items(&page).len()), (200, 12), "{path}: {page}");
+            let charged = proxy.take_charged().expect("limits");
+            charged
+                .reads
+                .into_iter()
+                .map(|(name, _)| name)
+                .collect::<Vec<_>>()
+        }
+    };
+    for path in [
+        format!("/posts/{post}/likes"),
+        format!("/posts/{post}/comments"),
+    ] {
+        let read = read_where(path.clone()).await;
+        assert!(
+            read.iter().any(|name| name.ends_with(&copies)),
+            "{path}: {read:?}"
+        );
+        assert!(
+            !read.iter().any(|name| name.ends_with(&own)),
+            "{path}: {read:?}"
+        );
+    }
+    // A copy of before: the post item too.
+    let key = FirstPageItem::key_of(&post_id(&post), PageList::Likes);
+    let store = &api.app.store;
+    store
+        .client()
+        .update_item()
+        .table_name(store.table())
+        .set_key(Some(key.item()))
+        .update_expression("REMOVE author")
+        .send()
+        .await
+        .expect("a copy of before");
+    let read = read_where(format!("/posts/{post}/likes")).await;
+    assert!(read.iter().any(|name| name.ends_with(&own)), "{read:?}");
+    proxy.set_partition_limits(None);
 }
 
 #[tokio::test]

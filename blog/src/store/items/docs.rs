@@ -342,6 +342,7 @@ fn every_item() -> Result<Vec<Described>, Box<dyn std::error::Error>> {
             FirstPageItem::key_of(&post, PageList::Likes),
             stored(&FirstPageItem {
                 due: Some(1),
+                author: Some(user.clone()),
                 ..FirstPageItem::made(post, PageList::Likes, Vec::new(), false, 16, 1)
             }),
         ),

@@ -4,12 +4,15 @@
 //! shards, as the exact merge found them at `madeAt`, kept by the fan-out
 //! ([`crate::store::first_pages`]). Keys only: what a page shows of each
 //! entry is read from the entry itself, so a rename, an unlike, a deleted
-//! comment or an erasure shows at once.
+//! comment or an erasure shows at once. Each copy also says whose post it
+//! is (a page of comments leaves out those by whom its author blocks), so
+//! that a first page reads nothing of the post's own partition, which its
+//! readers would otherwise take to its read limit.
 
 use serde::{Deserialize, Serialize};
 
 use crate::{
-    ids::{IdError, PostId},
+    ids::{IdError, PostId, UserId},
     keys::{self, Entity, ItemType, Key, KeyError, PostPartition},
     store::error::StoreError,
     store::table::{Expr, Landed, Write, n},
@@ -67,6 +70,11 @@ pub struct FirstPageItem {
     /// [`DUE_ATTRIBUTE`].
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub due: Option<u64>,
+    /// Its post's author, as the rebuild read the post (strongly
+    /// consistent, after its merge began); `None` on a copy made before
+    /// copies said (a page then reads the post item beside it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub author: Option<UserId>,
 }
 
 impl FirstPageItem {
@@ -76,7 +84,7 @@ impl FirstPageItem {
 
     /// The copy of `list` whose entries are `entries` (ids and shards, in
     /// the list's order, at most [`FIRST_PAGE_ENTRIES`]), its merge begun at
-    /// `made_at` over `shards` shards.
+    /// `made_at` over `shards` shards (its post's author still to be said).
     pub fn made(
         post: PostId,
         list: PageList,
@@ -97,6 +105,7 @@ impl FirstPageItem {
             shards,
             made_at,
             due: None,
+            author: None,
         }
     }
 
