@@ -461,6 +461,16 @@ impl<K: std::hash::Hash + Eq, V: Clone> Kept<K, V> {
             .map(|(_, answer)| answer.clone())
     }
 
+    /// The last answer kept for `key`, however old (none when nothing is
+    /// kept).
+    fn last(&self, key: &K) -> Option<V> {
+        if self.ttl.is_zero() {
+            return None;
+        }
+        let answers = self.answers.lock().unwrap_or_else(PoisonError::into_inner);
+        answers.get(key).map(|(_, answer)| answer.clone())
+    }
+
     fn keep(&self, key: K, answer: V) {
         if self.ttl.is_zero() {
             return;
@@ -480,21 +490,36 @@ impl<K: std::hash::Hash + Eq, V: Clone> Kept<K, V> {
 /// What a read function's instance answered about hot posts, served again
 /// for a time to live ([`HOT_READ_TTL`]; off unless set): Q2 (`get-post`),
 /// and the first pages of Q4 (`list-comments`) and Q5 (`list-likes`) by
-/// `limit`. A viral post's readers outnumber its likers, and every one of
-/// them read its own partition (Q2, and the post item a first page checks):
-/// 100,000 reads a second of one post would be about 50,000 RCU a second in
-/// one partition, which takes 3,000. Kept for a second, each instance reads
+/// `limit`. A viral post's readers outnumber its likers, and every Q2 reads
+/// its own partition (and every first page its copies' partition): 100,000
+/// reads a second of one post would be about 50,000 RCU a second in one
+/// partition, which takes 3,000. Kept for a second, each instance reads
 /// each of them at most once a second whatever its readers' rate, so the
 /// partition sees about as many reads a second as there are instances
 /// serving them. Only a hot post's answers are kept (a quiet post's reads
 /// cost what they did, and stay exact); a kept answer is up to the time to
 /// live older than the post (its counts already trail a hot post's likes
 /// by the fan-out's delay), a deleted or unpublished hot post's included.
+///
+/// Past its time to live, a Q2 answer is not read whole again unless the
+/// post changed: the post item alone (one GetItem of a small item, 0.5 RCU,
+/// however long the content) says whether it did (an edit of anything but
+/// its counts and its author's name writes its `updatedAt`, the content's
+/// in the same transaction), so each instance's miss costs the post's
+/// partition what a short post's read costs, whatever the post's size.
 #[derive(Debug)]
 pub struct HotReads {
-    posts: Kept<PostId, Post>,
+    posts: Kept<PostId, KeptPost>,
     comments: Kept<(PostId, usize), Page<Comment>>,
     likes: Kept<(PostId, usize), Page<Like>>,
+}
+
+/// A hot post's Q2 answer as an instance keeps it, and the post item's
+/// `updatedAt` it was read with ([`HotReads`]).
+#[derive(Debug, Clone)]
+pub(super) struct KeptPost {
+    pub(super) answer: Post,
+    pub(super) item_updated_at: String,
 }
 
 impl Default for HotReads {
@@ -519,11 +544,22 @@ impl HotReads {
     }
 
     pub(super) fn post(&self, post: &PostId) -> Option<Post> {
-        self.posts.fresh(post)
+        self.posts.fresh(post).map(|kept| kept.answer)
     }
 
-    pub(super) fn keep_post(&self, post: &Post) {
-        self.posts.keep(post.post_id, post.clone());
+    /// The last answer kept for `post`, however old, and the post item's
+    /// `updatedAt` it was read at.
+    pub(super) fn last_post(&self, post: &PostId) -> Option<KeptPost> {
+        self.posts.last(post)
+    }
+
+    /// Keeps `answer`, read with a post item of `updatedAt` `item_updated_at`.
+    pub(super) fn keep_post(&self, answer: &Post, item_updated_at: &str) {
+        let kept = KeptPost {
+            answer: answer.clone(),
+            item_updated_at: item_updated_at.to_owned(),
+        };
+        self.posts.keep(answer.post_id, kept);
     }
 
     pub(super) fn comments(&self, post: &PostId, limit: usize) -> Option<Page<Comment>> {

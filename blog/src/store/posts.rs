@@ -180,10 +180,35 @@ impl Requests<'_> {
     /// Q2 (request): one Query of the post's partition for `begins_with(SK, POST)`: the
     /// post item and its content. One call, and one read charge for both
     /// (DynamoDB rounds a Query's total size up to 4 KB, where two GetItems,
-    /// or a BatchGetItem, would round each item up on its own).
+    /// or a BatchGetItem, would round each item up on its own). A hot
+    /// post's answer is kept by the instance for its time to live, then
+    /// checked by the post item alone (one GetItem) and read whole again
+    /// only if the post was edited (`store::memory::HotReads`).
     pub async fn get_post(&self, post: &PostId) -> Result<Option<Post>, StoreError> {
         if let Some(kept) = self.hot_reads.post(post) {
             return Ok(Some(kept));
+        }
+        // A hot post this instance answered before, its time to live past:
+        // the post item alone says whether it changed but for its counts
+        // and its author's name (`store::memory::HotReads`).
+        if let Some(kept) = self.hot_reads.last_post(post) {
+            let key = keys::post_item(post).item();
+            let Some(item) = self.db.get_entity::<PostItem>(key, false).await? else {
+                return Ok(None);
+            };
+            if item.updated_at == kept.item_updated_at
+                && item.is_published()
+                && item.content.is_none()
+            {
+                let answer = Post {
+                    username: item.username,
+                    comment_count: item.comment_count,
+                    like_count: item.like_count,
+                    ..kept.answer
+                };
+                self.hot_reads.keep_post(&answer, &item.updated_at);
+                return Ok(Some(answer));
+            }
         }
         // A draft is its author's alone: to anyone else, there is none.
         let Some(found) = self.read_post(post, false).await? else {
@@ -193,9 +218,10 @@ impl Requests<'_> {
             return Ok(None);
         }
         let hot = found.item.shards.is_some();
+        let item_updated_at = found.item.updated_at.clone();
         let answer = Post::from(found);
         if hot {
-            self.hot_reads.keep_post(&answer);
+            self.hot_reads.keep_post(&answer, &item_updated_at);
         }
         Ok(Some(answer))
     }

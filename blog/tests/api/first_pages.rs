@@ -548,3 +548,91 @@ async fn a_read_instance_serves_a_hot_posts_reads_again_for_its_time_to_live() {
     requests.get_post(&quiet).await.expect("read");
     assert_eq!(calls(&api), 2, "never kept");
 }
+
+/// Past its time to live, an instance's kept Q2 answer of a hot post is
+/// checked by the post item alone (one GetItem of a small item, 0.5 RCU,
+/// however long the content), which brings its counts and its author's
+/// name; it is read whole again only once the post was edited, and a
+/// deleted post is gone at the check.
+#[tokio::test]
+async fn a_kept_hot_post_is_checked_by_its_item_alone_unless_edited() {
+    use blog::{clock::Clock, store::memory::HotReads};
+    use std::time::Duration;
+
+    let api = TestApi::start().await;
+    let mut poller = api.poller();
+    let author = api.user("longread").await;
+    let long = "many words ".repeat(4_000);
+    let post = api.post(&author, "A long read", &long).await;
+    api.make_hot(&post).await;
+    let first_fan = api.user("firstfan").await;
+    api.like(&first_fan, &post).await;
+    api.settle(&mut poller).await;
+
+    let clock = Clock::manual();
+    let reader = blog::store::Store::new(api.app.store.client().clone(), api.app.store.table())
+        .with_hot_reads(HotReads::new(Duration::from_secs(1), clock.clone()));
+    let requests = reader.requests();
+    let id = post_id(&post);
+    let read = || async {
+        api.meter.take();
+        let got = requests.get_post(&id).await.expect("read");
+        let calls: Vec<(String, f64)> = api
+            .meter
+            .take()
+            .into_iter()
+            .map(|call| (call.operation.clone(), call.total()))
+            .collect();
+        (got, calls)
+    };
+    let (first, calls) = read().await;
+    let first = first.expect("the post");
+    assert_eq!(first.content, long);
+    assert_eq!(calls.len(), 1, "one Query: {calls:?}");
+    assert!(calls[0].1 >= 5.0, "the content's 44 KB: {calls:?}");
+
+    // A like and a rename meanwhile: past the time to live, the item alone.
+    let second_fan = api.user("secondfan").await;
+    api.like(&second_fan, &post).await;
+    api.rename(&author, "renamed_writer").await;
+    api.settle(&mut poller).await;
+    clock.advance(Duration::from_secs(1));
+    let (now, calls) = read().await;
+    let now = now.expect("the post");
+    assert_eq!(calls, vec![("GetItem".to_owned(), 0.5)]);
+    assert_eq!(now.like_count, first.like_count + 1);
+    assert_eq!(now.username.as_str(), "renamed_writer");
+    assert_eq!(
+        (&now.content, &now.updated_at),
+        (&first.content, &first.updated_at)
+    );
+    let (again, calls) = read().await;
+    assert_eq!((again.as_ref(), calls.len()), (Some(&now), 0), "kept again");
+
+    // Edited: read whole again once the time to live is past.
+    let edited = "fewer words".to_owned();
+    let (status, body) = api
+        .call(
+            "PUT",
+            &format!("/posts/{post}"),
+            Some(&author),
+            Some(json!({"content": edited})),
+        )
+        .await;
+    assert_eq!(status, 200, "{body}");
+    clock.advance(Duration::from_secs(1));
+    let (now, calls) = read().await;
+    let now = now.expect("the post");
+    assert_eq!(now.content, edited);
+    let operations: Vec<&str> = calls.iter().map(|(op, _)| op.as_str()).collect();
+    assert_eq!(operations, ["GetItem", "Query"]);
+
+    // Deleted: gone at the check.
+    let (status, body) = api
+        .call("DELETE", &format!("/posts/{post}"), Some(&author), None)
+        .await;
+    assert_eq!(status, 204, "{body}");
+    clock.advance(Duration::from_secs(1));
+    let (gone, calls) = read().await;
+    assert_eq!((gone, calls.len()), (None, 1));
+}
