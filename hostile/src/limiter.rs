@@ -57,6 +57,9 @@ struct ReadItem {
     strongly_consistent: bool,
     /// Twice the units (TransactGetItems).
     transactional: bool,
+    /// A BatchGetItem's key: its table, and its place among that table's
+    /// `Keys`.
+    batch_key: Option<(String, usize)>,
 }
 
 /// The decision on one request.
@@ -71,6 +74,16 @@ pub(crate) enum Admission {
     },
     /// Admitted: what is charged once upstream answers.
     Admitted(Pending),
+    /// A BatchGetItem some of whose keys' partitions had no room: the rest
+    /// is read (`request`, the keys refused taken out), and the keys
+    /// refused are answered as `UnprocessedKeys` (`unprocessed`, as
+    /// DynamoDB answers them: each table's entry as asked, with only those
+    /// keys), as DynamoDB does with a batch it can read only part of.
+    Partial {
+        pending: Pending,
+        request: Value,
+        unprocessed: Value,
+    },
 }
 
 /// An update admitted on an estimate: the item before it, and what was
@@ -211,7 +224,11 @@ impl Limiter {
                 item: index,
             });
         }
-        match self.buckets().take(&charges, Instant::now()) {
+        let taken = self.buckets().take(&charges, Instant::now());
+        match taken {
+            Err(refused) if operation == "BatchGetItem" => {
+                self.read_part(request, reads, &charges, refused)
+            }
             Err(refused) => Admission::Refused {
                 refused,
                 transaction: transaction_items(operation, &request),
@@ -222,6 +239,53 @@ impl Limiter {
                 reads,
                 operation: operation.to_owned(),
             }),
+        }
+    }
+
+    /// A BatchGetItem whose `charges` were `refused` in part: the keys of
+    /// the partitions that had room read, the others left unprocessed
+    /// ([`Admission::Partial`]); refused whole when none had room, or past
+    /// the table's ceiling.
+    fn read_part(
+        &self,
+        request: Value,
+        reads: Vec<ReadItem>,
+        charges: &[Charge],
+        refused: Vec<Charge>,
+    ) -> Admission {
+        let whole = refused.iter().any(|c| c.partition.is_whole_table());
+        let short: std::collections::HashSet<usize> = refused.iter().map(|c| c.item).collect();
+        let admitted: Vec<Charge> = charges
+            .iter()
+            .filter(|c| !short.contains(&c.item))
+            .cloned()
+            .collect();
+        let refuse = |refused| Admission::Refused {
+            refused,
+            transaction: None,
+        };
+        if whole || admitted.is_empty() {
+            return refuse(refused);
+        }
+        if let Err(refused) = self.buckets().take(&admitted, Instant::now()) {
+            return refuse(refused);
+        }
+        let (kept, left): (Vec<_>, Vec<_>) = reads
+            .into_iter()
+            .enumerate()
+            .partition(|(index, _)| !short.contains(index));
+        let left: Vec<(String, usize)> =
+            left.into_iter().filter_map(|(_, r)| r.batch_key).collect();
+        let (request, unprocessed) = split_batch_get(request, &left);
+        Admission::Partial {
+            pending: Pending {
+                updates: Vec::new(),
+                transactional: false,
+                reads: kept.into_iter().map(|(_, read)| read).collect(),
+                operation: "BatchGetItem".to_owned(),
+            },
+            request,
+            unprocessed,
         }
     }
 
@@ -382,6 +446,7 @@ impl Limiter {
                         },
                         strongly_consistent: consistent(request),
                         transactional: false,
+                        batch_key: None,
                     });
                 }
             }
@@ -390,7 +455,7 @@ impl Limiter {
                     let Some(shape) = self.shape(upstream, table).await else {
                         continue;
                     };
-                    for key in asked["Keys"].as_array().into_iter().flatten() {
+                    for (place, key) in asked["Keys"].as_array().into_iter().flatten().enumerate() {
                         if let Some(value) = key.get(&shape.pk) {
                             reads.push(ReadItem {
                                 partition: Partition {
@@ -400,6 +465,7 @@ impl Limiter {
                                 },
                                 strongly_consistent: consistent(asked),
                                 transactional: false,
+                                batch_key: Some((table.clone(), place)),
                             });
                         }
                     }
@@ -423,6 +489,7 @@ impl Limiter {
                             },
                             strongly_consistent: true,
                             transactional: true,
+                            batch_key: None,
                         });
                     }
                 }
@@ -597,6 +664,63 @@ fn key_condition_value(request: &Value, pk: &str) -> Option<String> {
             };
             (name == pk).then(|| values.get(right).map(partition_value))?
         })
+}
+
+/// A BatchGetItem `request` without the keys `left` (each its table and its
+/// place among the table's `Keys`), and those keys as DynamoDB answers
+/// them unprocessed: each table's entry as asked, with only those keys.
+fn split_batch_get(mut request: Value, left: &[(String, usize)]) -> (Value, Value) {
+    let mut unprocessed = Map::new();
+    if let Some(tables) = request["RequestItems"].as_object_mut() {
+        for (table, asked) in tables.iter_mut() {
+            let Some(keys) = asked["Keys"].as_array().cloned() else {
+                continue;
+            };
+            let refused = |place: &usize| left.contains(&(table.clone(), *place));
+            let (out, kept): (Vec<_>, Vec<_>) = keys
+                .into_iter()
+                .enumerate()
+                .partition(|(place, _)| refused(place));
+            if out.is_empty() {
+                continue;
+            }
+            let mut entry = asked.clone();
+            entry["Keys"] = Value::Array(out.into_iter().map(|(_, key)| key).collect());
+            unprocessed.insert(table.clone(), entry);
+            asked["Keys"] = Value::Array(kept.into_iter().map(|(_, key)| key).collect());
+        }
+        tables.retain(|_, asked| {
+            asked["Keys"]
+                .as_array()
+                .is_some_and(|keys| !keys.is_empty())
+        });
+    }
+    (request, Value::Object(unprocessed))
+}
+
+/// A BatchGetItem's `answer` with `unprocessed` added to its
+/// `UnprocessedKeys` (`None`: not an answer this can read).
+pub(crate) fn with_unprocessed(answer: &[u8], unprocessed: &Value) -> Option<Vec<u8>> {
+    let mut answer: Value = serde_json::from_slice(answer).ok()?;
+    let object = answer.as_object_mut()?;
+    let keys = object
+        .entry("UnprocessedKeys")
+        .or_insert_with(|| Value::Object(Map::new()));
+    let keys = keys.as_object_mut()?;
+    for (table, entry) in unprocessed.as_object()? {
+        match keys.get_mut(table) {
+            Some(already) => {
+                let more = entry["Keys"].as_array().cloned().unwrap_or_default();
+                if let Some(listed) = already["Keys"].as_array_mut() {
+                    listed.extend(more);
+                }
+            }
+            None => {
+                keys.insert(table.clone(), entry.clone());
+            }
+        }
+    }
+    serde_json::to_vec(&answer).ok()
 }
 
 /// The bytes each read of a request returned, in the order of its reads.

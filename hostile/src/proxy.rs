@@ -280,10 +280,23 @@ impl Shared {
             parts: &parts,
         };
         let mut metered = None;
+        let mut body = body;
+        let mut unprocessed = None;
         if let (Some(limiter), Some(operation)) = (&limiter, operation) {
             match limiter.admit(&side_calls, operation, &body).await {
                 Admission::Free => {}
                 Admission::Admitted(pending) => metered = Some(pending),
+                Admission::Partial {
+                    pending,
+                    request,
+                    unprocessed: left,
+                } => {
+                    self.counters.partition_throttle();
+                    tracing::debug!(operation, ?left, "hostile proxy: a batch read in part");
+                    metered = Some(pending);
+                    body = Bytes::from(request.to_string());
+                    unprocessed = Some(left);
+                }
                 Admission::Refused {
                     refused,
                     transaction,
@@ -333,6 +346,11 @@ impl Shared {
         }
         if fault == Some(Fault::LostResponse) && status == StatusCode::OK {
             return self.inject(operation.unwrap_or_default(), Fault::LostResponse);
+        }
+        if let (Some(left), StatusCode::OK) = (&unprocessed, status)
+            && let Some(answered) = crate::limiter::with_unprocessed(&answer, left)
+        {
+            return passed_back(status, headers, Bytes::from(answered), true);
         }
         if operation == Some("Query")
             && !gsi_lag.is_zero()

@@ -837,6 +837,82 @@ async fn a_spent_partition_refuses_writes_with_dynamodbs_reason() {
     t.drop_table().await;
 }
 
+/// A BatchGetItem of keys in several partitions, one of them spent, is read
+/// in part, as DynamoDB reads it: the others' items answered, the spent
+/// one's key in `UnprocessedKeys` (with the table's request as asked);
+/// refused whole only when no key's partition has room.
+#[tokio::test]
+async fn a_batch_read_meeting_a_spent_partition_leaves_its_keys_unprocessed() {
+    let Some(upstream) = upstream() else { return };
+    let t = limited(&upstream, "batches", 0.001).await;
+    for pk in ["spent", "fresh1", "fresh2"] {
+        t.put(&t.direct, t.sized(pk, "g", 10))
+            .await
+            .expect("put past the proxy");
+    }
+    // 3 RCU a second: a strongly consistent read of a 9 KB item spends it.
+    t.put(&t.direct, t.sized("spent", "g", 9000))
+        .await
+        .expect("put past the proxy");
+    t.through
+        .get_item()
+        .table_name(&t.table)
+        .key("pk", s("spent"))
+        .consistent_read(true)
+        .send()
+        .await
+        .expect("the read that spends it");
+    let keys = |pks: &[&str]| {
+        let mut asked = aws_sdk_dynamodb::types::KeysAndAttributes::builder()
+            .projection_expression("pk, #g")
+            .expression_attribute_names("#g", "group");
+        for pk in pks {
+            asked = asked.keys(HashMap::from([("pk".to_owned(), s(pk))]));
+        }
+        asked.build().expect("keys")
+    };
+    let read = t
+        .through
+        .batch_get_item()
+        .request_items(&t.table, keys(&["fresh1", "spent", "fresh2"]))
+        .send()
+        .await
+        .expect("read in part");
+    let mut found: Vec<String> = read
+        .responses()
+        .and_then(|r| r.get(&t.table))
+        .into_iter()
+        .flatten()
+        .filter_map(|item| item.get("pk").and_then(|v| v.as_s().ok()).cloned())
+        .collect();
+    found.sort();
+    assert_eq!(found, ["fresh1", "fresh2"]);
+    let left = read
+        .unprocessed_keys()
+        .and_then(|u| u.get(&t.table))
+        .expect("the spent partition's key unprocessed");
+    assert_eq!(
+        left.keys(),
+        [HashMap::from([("pk".to_owned(), s("spent"))])]
+    );
+    assert_eq!(left.projection_expression(), Some("pk, #g"));
+    // Only the spent partition's key: refused whole.
+    let refused = t
+        .through
+        .batch_get_item()
+        .request_items(&t.table, keys(&["spent"]))
+        .send()
+        .await
+        .expect_err("nothing to read");
+    let refused = format!("{:?}", refused.into_service_error());
+    assert!(
+        refused.contains("ProvisionedThroughputExceeded"),
+        "{refused}"
+    );
+    assert_eq!(t.proxy.stats().partition_throttled(), 2);
+    t.drop_table().await;
+}
+
 /// `count` puts of small items to each of `keys`, `per_second` a second
 /// each, each sent on its tick whatever the others' latency; the refused
 /// count per key and the seconds it took.

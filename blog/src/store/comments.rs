@@ -456,8 +456,15 @@ impl Store {
         if consistent {
             query = query.consistent();
         }
+        // Named apart in the retry layer's logs: the fan-out's merge reads
+        // strongly, a reader's eventually.
+        let what = if consistent {
+            "comments, strongly"
+        } else {
+            "comments"
+        };
         self.db
-            .query_up_to("comments", &query, start, limit.saturating_add(1))
+            .query_up_to(what, &query, start, limit.saturating_add(1))
             .await
     }
 }
