@@ -307,14 +307,13 @@ impl Requests<'_> {
         let read = &entries[..super::pages::copy_read(entries.len(), limit)];
         let keys = read
             .iter()
-            .map(|(comment, place)| CommentItem::key_of(*place, comment).item())
+            .map(|(comment, place)| CommentItem::key_of(*place, comment))
             .collect();
         let (found, blocked) = futures::try_join!(
-            self.db
-                .batch_get_with("a hot post's first comments", keys, false),
+            self.copied_entries("a hot post's first comments", keys),
             self.blocked_users(&author),
         )?;
-        let mut found: HashMap<CommentId, CommentItem> = super::from_items::<CommentItem>(found.0)?
+        let mut found: HashMap<CommentId, CommentItem> = super::from_items::<CommentItem>(found)?
             .into_iter()
             .map(|comment| (comment.comment_id, comment))
             .collect();

@@ -76,7 +76,7 @@ use super::{
 };
 use crate::{
     ids::{CommentId, LikeId, PostId, UserId},
-    keys::{self, Entity},
+    keys::{self, Entity, Key},
 };
 
 pub use super::items::first_page::FIRST_PAGE_ENTRIES;
@@ -277,6 +277,37 @@ impl super::Store {
         match &found {
             Some(_) => self.paged.found(*post),
             None => self.paged.missed(*post),
+        }
+        Ok(found)
+    }
+
+    /// The entries at `keys` a copied first page shows (`what` names the
+    /// read): those this instance read within
+    /// [`HOT_ENTRIES_TTL`](super::memory::HOT_ENTRIES_TTL) from its memory,
+    /// the others by one BatchGetItem (eventually consistent), kept. The
+    /// items found, in no order; one missing (taken back) is left out.
+    pub(super) async fn copied_entries(
+        &self,
+        what: &'static str,
+        keys: Vec<Key>,
+    ) -> Result<Vec<super::Item>, StoreError> {
+        let mut found = Vec::with_capacity(keys.len());
+        let mut unread = Vec::new();
+        for key in keys {
+            match self.hot_reads.entry(&key) {
+                Some(item) => found.push(item),
+                None => unread.push(key.item()),
+            }
+        }
+        if unread.is_empty() {
+            return Ok(found);
+        }
+        let (read, _) = self.db.batch_get_with(what, unread, false).await?;
+        for item in read {
+            if let Ok(key) = Key::of(&item) {
+                self.hot_reads.keep_entry(key, item.clone());
+            }
+            found.push(item);
         }
         Ok(found)
     }

@@ -637,11 +637,10 @@ impl Requests<'_> {
         let read = &entries[..super::pages::copy_read(entries.len(), limit)];
         let keys = read
             .iter()
-            .map(|(like, place)| LikeItem::key_of(*place, like).item())
+            .map(|(like, place)| LikeItem::key_of(*place, like))
             .collect();
-        let (items, _) = self
-            .db
-            .batch_get_with("a hot post's first likes", keys, false)
+        let items = self
+            .copied_entries("a hot post's first likes", keys)
             .await?;
         let mut found: HashMap<LikeId, LikeItem> = super::from_items::<LikeItem>(items)?
             .into_iter()

@@ -18,6 +18,7 @@ use serde::Deserialize;
 use crate::{
     clock::Clock,
     ids::{PostId, UserId},
+    keys::Key,
     model::{Comment, Like, Page, Post},
 };
 
@@ -429,6 +430,16 @@ const HOT_POSTS_KEPT: usize = 64;
 /// HTML is at most about 5 MB, so about 40 MB at most.
 const HOT_PAGES_KEPT: usize = 8;
 
+/// How long a read function's instance serves the entries of a hot post's
+/// copied first page (its likes, its comments, by key) it read, while the
+/// copy still names them ([`HotReads`]): a name changed since shows this
+/// much later at most.
+pub const HOT_ENTRIES_TTL: Duration = Duration::from_secs(10);
+
+/// How many entries an instance keeps ([`HOT_ENTRIES_TTL`]): a comment of
+/// 5,000 characters is about 5 KB, so about 10 MB at most.
+const HOT_ENTRIES_KEPT: usize = 2_000;
+
 /// Answers kept for a time to live, by key, as `clock` measures it, at
 /// most `most` of them (past it, the stale ones go, then all).
 #[derive(Debug)]
@@ -507,11 +518,22 @@ impl<K: std::hash::Hash + Eq, V: Clone> Kept<K, V> {
 /// its counts and its author's name writes its `updatedAt`, the content's
 /// in the same transaction), so each instance's miss costs the post's
 /// partition what a short post's read costs, whatever the post's size.
+///
+/// A first page read from its copy ([`super::first_pages`]) reads the
+/// entries the copy names by key: every instance's miss reads the same ones
+/// (a viral post's oldest comments, in the few shards they were written
+/// to), which would take those shards to their read limit. So the entries
+/// read are kept for [`HOT_ENTRIES_TTL`] (only those found: one missing is
+/// read again), and a page reads only those it has not kept: which entries
+/// a page shows is still the copy's (read at each miss), so an entry taken
+/// back leaves it once the copy is made again (about 2 s); a rename shows
+/// within [`HOT_ENTRIES_TTL`].
 #[derive(Debug)]
 pub struct HotReads {
     posts: Kept<PostId, KeptPost>,
     comments: Kept<(PostId, usize), Page<Comment>>,
     likes: Kept<(PostId, usize), Page<Like>>,
+    entries: Kept<Key, super::Item>,
 }
 
 /// A hot post's Q2 answer as an instance keeps it, and the post item's
@@ -534,7 +556,12 @@ impl HotReads {
         Self {
             posts: Kept::new(ttl, clock.clone(), HOT_POSTS_KEPT),
             comments: Kept::new(ttl, clock.clone(), HOT_PAGES_KEPT),
-            likes: Kept::new(ttl, clock, HOT_PAGES_KEPT),
+            likes: Kept::new(ttl, clock.clone(), HOT_PAGES_KEPT),
+            entries: Kept::new(
+                if ttl.is_zero() { ttl } else { HOT_ENTRIES_TTL },
+                clock,
+                HOT_ENTRIES_KEPT,
+            ),
         }
     }
 
@@ -576,6 +603,16 @@ impl HotReads {
 
     pub(super) fn keep_likes(&self, post: &PostId, limit: usize, page: &Page<Like>) {
         self.likes.keep((*post, limit), page.clone());
+    }
+
+    /// The copied first pages' entry at `key`, if read within
+    /// [`HOT_ENTRIES_TTL`].
+    pub(super) fn entry(&self, key: &Key) -> Option<super::Item> {
+        self.entries.fresh(key)
+    }
+
+    pub(super) fn keep_entry(&self, key: Key, item: super::Item) {
+        self.entries.keep(key, item);
     }
 }
 

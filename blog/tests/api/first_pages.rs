@@ -636,3 +636,70 @@ async fn a_kept_hot_post_is_checked_by_its_item_alone_unless_edited() {
     let (gone, calls) = read().await;
     assert_eq!((gone, calls.len()), (None, 1));
 }
+
+/// Past the page's time to live, an instance reads a hot post's copied
+/// first page again (the copy, and the author's blocks), but of the entries
+/// the copy names only those it has not read within
+/// `HOT_ENTRIES_TTL`: the oldest comments, which every instance shows, are
+/// read once in that time by each, not once a second. A comment taken back
+/// leaves the page once the copy is made again; a rename shows once the
+/// entries' time to live is past.
+#[tokio::test]
+async fn a_read_instance_reads_a_copied_pages_entries_once_in_their_time_to_live() {
+    use blog::{
+        clock::Clock,
+        store::memory::{HOT_ENTRIES_TTL, HotReads},
+    };
+    use std::time::Duration;
+
+    let Viral {
+        api,
+        mut poller,
+        post,
+        author,
+        users,
+        comments,
+    } = viral(16, 30, 0).await;
+    api.settle(&mut poller).await;
+    let clock = Clock::manual();
+    let reader = blog::store::Store::new(api.app.store.client().clone(), api.app.store.table())
+        .with_hot_reads(HotReads::new(Duration::from_secs(1), clock.clone()));
+    let requests = reader.requests();
+    let id = post_id(&post);
+    let page = || async {
+        api.meter.take();
+        let page = requests.list_comments(&id, 20, None).await.expect("a page");
+        let calls: Vec<String> = api.meter.take().into_iter().map(|c| c.operation).collect();
+        (page, calls)
+    };
+    let (first, _) = page().await;
+    assert_eq!(first.items.len(), 20);
+    clock.advance(Duration::from_secs(1));
+    let (again, calls) = page().await;
+    assert_eq!(again, first);
+    assert_eq!(calls, ["GetItem", "Query"], "the copy and the blocks only");
+
+    // Taken back: gone once the copy is made again; the 21st is read.
+    let (status, body) = api.take_back_comment(&author, &post, &comments[0]).await;
+    assert_eq!(status, 204, "{body}");
+    api.settle(&mut poller).await;
+    clock.advance(Duration::from_secs(1));
+    let (now, calls) = page().await;
+    let shown: Vec<String> = now.items.iter().map(|c| c.comment_id.to_string()).collect();
+    assert_eq!(shown, comments[1..21]);
+    assert_eq!(
+        calls.iter().filter(|c| *c == "BatchGetItem").count(),
+        1,
+        "the 21st entry: {calls:?}"
+    );
+
+    // Renamed: the old name until the entries' time to live is past.
+    api.rename(&users[1], "renamed_commenter").await;
+    api.settle(&mut poller).await;
+    clock.advance(Duration::from_secs(1));
+    let (now, _) = page().await;
+    assert_ne!(now.items[0].username.as_str(), "renamed_commenter");
+    clock.advance(HOT_ENTRIES_TTL);
+    let (now, _) = page().await;
+    assert_eq!(now.items[0].username.as_str(), "renamed_commenter");
+}
