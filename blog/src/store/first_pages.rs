@@ -11,9 +11,10 @@
 //! as that merge found them, when the merge began (`madeAt`), and the post's
 //! author as the rebuild read the post item then. A first page then reads
 //! the copy (one GetItem), and the entries it names by their keys (one
-//! BatchGetItem): an entry taken back since is missing and left out, and
-//! what the page shows of each (the username, the content) is the entry's
-//! own. Nothing of the post's own partition is read: a viral post's read
+//! BatchGetItem, of those the read instance has not kept:
+//! `store::memory::HotReads`): an entry taken back since is missing and left
+//! out (a kept one once the copy is made again), and what the page shows of
+//! each (the username, the content) is the entry's own. Nothing of the post's own partition is read: a viral post's read
 //! instances, each missing its memory (`HOT_READ_CACHE_SECONDS`) about once
 //! a second, would take it to its read limit. A hot post is published (it
 //! cannot be taken back to a draft); a deleted one's first pages show until
