@@ -51,13 +51,17 @@
 //! own (an SDK client of their own, as the get-post, list-comments and
 //! list-likes functions are). With `--readers R`, the reads are served in
 //! turn by as many read instances as Lambda would keep busy for the scaled
-//! rate if each read took what it takes deployed (rate × 10 ms, at least
-//! one: `read_paced` says why the count must scale down with the rate):
-//! each a `Store` with a memory of its own, which serves a hot post's Q2 and
+//! rate if each read took what it takes deployed (each function's third of
+//! the rate × 10 ms, at least one: `read_paced` says why the count must
+//! scale down with the rate), each of one function (get-post,
+//! list-comments or list-likes: up to 44b7fe4 each instance served all
+//! three, and so missed each of their answers once a second where a
+//! function's instance misses its own): a `Store` with a memory of its
+//! own, which serves a hot post's Q2 and
 //! first pages again for `--hot-read-cache` seconds (default 1, as
 //! `HOT_READ_CACHE_SECONDS` deployed; 0: every read to the table); the row
-//! says how many instances served (up to d709b75: an instance per read in
-//! flight here, up to 312). Their client's
+//! says how many instances served, all three functions' (up to d709b75: an
+//! instance per read in flight here, up to 312). Their client's
 //! `CapacityMeter` sums the read units DynamoDB Local reports for their
 //! calls: the "RCU per read" column, per read answered (a throttled call is
 //! not billed; Local's read units follow DynamoDB's published rules for
@@ -1407,12 +1411,14 @@ const DEPLOYED_READ_SECONDS: f64 = 0.01;
 ///
 /// Each read instance is a store of its own, its memory its own (a hot
 /// post's answers kept for `cache`, as `HOT_READ_CACHE_SECONDS` keeps them
-/// deployed), so each misses about once per `cache` whatever it serves:
-/// what the post's partition takes from the readers is the instances'
-/// count. Deployed, Lambda keeps about rate × duration of them busy; at
+/// deployed), and of one function, as deployed: the `k`th read goes to an
+/// instance of the `k % 3`th (Q2, Q4, Q5, as [`read`] takes them), so each
+/// misses its function's answer about once per `cache` whatever it serves:
+/// what a partition takes from the readers is the instances' count.
+/// Deployed, Lambda keeps about rate × duration of each function's busy; at
 /// `--scale` the partitions take `scale` of their units, so the instances
-/// must be `scale` of the real count too: `per_second` (the scaled rate) ×
-/// [`DEPLOYED_READ_SECONDS`], at least one. Here a read takes what this
+/// must be `scale` of the real count too: a third of `per_second` (the
+/// scaled rate) × [`DEPLOYED_READ_SECONDS`] a function, at least one. Here a read takes what this
 /// machine's DynamoDB Local takes under the load (seconds), which made as
 /// many instances as reads in flight (up to the open files' cap, each
 /// missing once a second: the readers' misses at 0.01 of the rate were
@@ -1428,11 +1434,18 @@ async fn read_paced(
     done: Arc<Notify>,
 ) -> Reads {
     let answers = Arc::new(Mutex::new(Vec::new()));
-    let count = (per_second * DEPLOYED_READ_SECONDS).ceil().max(1.0) as usize;
-    let instances: Vec<Store> = (0..count)
+    // Each request type is a function of its own (get-post, list-comments,
+    // list-likes), its instances and their memory its own: a third of the
+    // reads each.
+    let count = (per_second / 3.0 * DEPLOYED_READ_SECONDS).ceil().max(1.0) as usize;
+    let functions_instances: Vec<Vec<Store>> = (0..3)
         .map(|_| {
-            Store::new(template.client().clone(), template.table())
-                .with_hot_reads(HotReads::new(cache, Clock::default()))
+            (0..count)
+                .map(|_| {
+                    Store::new(template.client().clone(), template.table())
+                        .with_hot_reads(HotReads::new(cache, Clock::default()))
+                })
+                .collect()
         })
         .collect();
     let started = Instant::now();
@@ -1445,7 +1458,7 @@ async fn read_paced(
         }
         let ticked = Instant::now();
         let instance = functions.kind.enter().await;
-        let store = instances[k % count].clone();
+        let store = functions_instances[k % 3][(k / 3) % count].clone();
         let answers = answers.clone();
         sent.spawn_on(
             async move {
@@ -1469,7 +1482,7 @@ async fn read_paced(
         answers,
         span,
         lag: ticker.lag(),
-        instances: count,
+        instances: 3 * count,
     }
 }
 
