@@ -142,7 +142,7 @@
 //! ```
 
 use std::{
-    collections::VecDeque,
+    collections::{BTreeMap, VecDeque},
     path::{Path, PathBuf},
     sync::{
         Arc, Mutex, PoisonError,
@@ -590,6 +590,7 @@ async fn run(
                     read.instances,
                     hot_read_cache.as_secs_f64()
                 ),
+                unavailable_by_cause(),
             ]
             .join("; ");
             let read_units: f64 = reading
@@ -1283,9 +1284,35 @@ fn status<T>(result: Result<T, StoreError>, ok: u16) -> (u16, Option<T>) {
         Ok(done) => (ok, Some(done)),
         Err(err) => {
             tracing::debug!(error = %err, "a request refused");
-            (ApiError::from(err).status().as_u16(), None)
+            let cause = err.to_string();
+            let status = ApiError::from(err).status().as_u16();
+            if status == 503 {
+                let mut causes = UNAVAILABLE.lock().unwrap_or_else(PoisonError::into_inner);
+                *causes.entry(cause).or_default() += 1;
+            }
+            (status, None)
         }
     }
+}
+
+/// The 503s of the row under way, by their error's text (likes', comments',
+/// unlikes' and reads' alike): what refused them, which the retry layer's
+/// give-ups say only for the calls it gave up on.
+static UNAVAILABLE: Mutex<BTreeMap<String, usize>> = Mutex::new(BTreeMap::new());
+
+/// The row's 503s by cause, most first, and the count starts again.
+fn unavailable_by_cause() -> String {
+    let causes = std::mem::take(&mut *UNAVAILABLE.lock().unwrap_or_else(PoisonError::into_inner));
+    let mut causes: Vec<(String, usize)> = causes.into_iter().collect();
+    causes.sort_by_key(|(_, n)| std::cmp::Reverse(*n));
+    if causes.is_empty() {
+        return "no 503".to_owned();
+    }
+    let listed: Vec<String> = causes
+        .iter()
+        .map(|(cause, n)| format!("{n} × {cause}"))
+        .collect();
+    format!("503s by cause: {}", listed.join(", "))
 }
 
 /// Each liker likes `post` once, on `Ticker`'s ticks (whatever the others'
