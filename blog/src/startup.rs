@@ -11,7 +11,9 @@
 //!   ([`crate::store::memory::PulledLists`]).
 //! - `HOT_READ_CACHE_SECONDS` (optional, default 1; 0 turns it off): how
 //!   long a read function's instance serves a hot post's Q2 and first pages
-//!   of comments and likes it read ([`crate::store::memory::HotReads`]).
+//!   of comments and likes it read ([`crate::store::memory::HotReads`]);
+//!   on (above 0), the instance also keeps the entries of those first pages
+//!   for `HOT_ENTRIES_TTL` (10 s), off with it.
 //! - `HOT_WRITES_PER_SECOND` (optional, default 25; 0 turns it off): the
 //!   likes and comments a second one instance writes on one quiet post that
 //!   turn it hot ([`crate::store::memory::WriteRates`]); scaled down with

@@ -347,10 +347,19 @@ impl Shared {
         if fault == Some(Fault::LostResponse) && status == StatusCode::OK {
             return self.inject(operation.unwrap_or_default(), Fault::LostResponse);
         }
-        if let (Some(left), StatusCode::OK) = (&unprocessed, status)
-            && let Some(answered) = crate::limiter::with_unprocessed(&answer, left)
-        {
-            return passed_back(status, headers, Bytes::from(answered), true);
+        if let (Some(left), StatusCode::OK) = (&unprocessed, status) {
+            // Keys left out of the request must come back unprocessed, or
+            // the client takes them for missing items: an answer this cannot
+            // add them to is a throttle, as a refusal whole would have been.
+            return match crate::limiter::with_unprocessed(&answer, left) {
+                Some(answered) => passed_back(status, headers, Bytes::from(answered), true),
+                None => self.respond(
+                    StatusCode::BAD_REQUEST,
+                    partition_throttle_body(serde_json::json!([
+                        { "reason": "TableReadKeyRangeThroughputExceeded" }
+                    ])),
+                ),
+            };
         }
         if operation == Some("Query")
             && !gsi_lag.is_zero()

@@ -35,7 +35,8 @@ pub struct Stats {
     /// Requests answered with a throttling error at the fault rate.
     pub throttle: u64,
     /// Requests refused because a partition they touch was out of its
-    /// allowance (the partition limits).
+    /// allowance (the partition limits), whole or, a BatchGetItem, in part
+    /// (the keys of such a partition answered as `UnprocessedKeys`).
     pub partition_throttle: u64,
     /// Committed transactions answered with a 500.
     pub lost_response: u64,
@@ -109,7 +110,7 @@ impl fmt::Display for Stats {
         if self.partition_throttle > 0 {
             write!(
                 f,
-                "; {} refused by the partition limits",
+                "; {} refused (whole or in part) by the partition limits",
                 self.partition_throttle
             )?;
         }

@@ -57,9 +57,9 @@
 //! list-comments or list-likes: up to 44b7fe4 each instance served all
 //! three, and so missed each of their answers once a second where a
 //! function's instance misses its own): a `Store` with a memory of its
-//! own, which serves a hot post's Q2 and
-//! first pages again for `--hot-read-cache` seconds (default 1, as
-//! `HOT_READ_CACHE_SECONDS` deployed; 0: every read to the table); the row
+//! own, which serves a hot post's Q2 and first pages again for
+//! `--hot-read-cache` seconds (default 1, as `HOT_READ_CACHE_SECONDS`
+//! deployed; 0: every read to the table); the row
 //! says how many instances served, all three functions' (up to d709b75: an
 //! instance per read in flight here, up to 312). Their client's
 //! `CapacityMeter` sums the read units DynamoDB Local reports for their
@@ -1445,8 +1445,9 @@ const DEPLOYED_READ_SECONDS: f64 = 0.01;
 /// Deployed, Lambda keeps about rate × duration of each function's busy; at
 /// `--scale` the partitions take `scale` of their units, so the instances
 /// must be `scale` of the real count too: a third of `per_second` (the
-/// scaled rate) × [`DEPLOYED_READ_SECONDS`] a function, at least one. Here a read takes what this
-/// machine's DynamoDB Local takes under the load (seconds), which made as
+/// scaled rate) × [`DEPLOYED_READ_SECONDS`] a function, at least one.
+/// Here a read takes what this machine's DynamoDB Local takes under the
+/// load (seconds), which made as
 /// many instances as reads in flight (up to the open files' cap, each
 /// missing once a second: the readers' misses at 0.01 of the rate were
 /// those of the full rate); so the reads are spread over that count of

@@ -290,9 +290,11 @@ impl Requests<'_> {
     /// ([`super::first_pages`]): the copy (one GetItem, eventually
     /// consistent: `Store::copy_for_page`, which says the post's author),
     /// then at once the comments it names first (one BatchGetItem,
-    /// eventually consistent, `limit + 1` of them, at most 100) and the
-    /// post's author's blocks (one Query). A comment deleted since, or by
-    /// someone the author blocks, is left out. `None` when the post or the
+    /// eventually consistent, `limit + 1` of them, at most 100, but those
+    /// the instance keeps: `Store::copied_entries`) and the post's author's
+    /// blocks (one Query). A comment by someone the author blocks is left
+    /// out, and one deleted since (a kept one once the copy is made
+    /// again). `None` when the post or the
     /// copy is missing: the merge reads it.
     async fn first_comments_page(
         &self,

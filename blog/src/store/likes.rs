@@ -621,9 +621,11 @@ impl Requests<'_> {
     /// A hot post's first page of likes from the fan-out's copy: the copy
     /// (one GetItem, eventually consistent: `Store::copy_for_page`), then
     /// the likes it names first (one BatchGetItem, eventually consistent,
-    /// `limit + 1` of them, at most 100); a like taken back since is left
-    /// out. `None` when there is no copy (the post is quiet, or just turned
-    /// hot) or no post: the merge reads it.
+    /// `limit + 1` of them, at most 100, but those the instance keeps:
+    /// `Store::copied_entries`); a like taken back since is left out (a
+    /// kept one once the copy is made again). `None` when there is no copy
+    /// (the post is quiet, or just turned hot) or no post: the merge reads
+    /// it.
     async fn first_likes_page(
         &self,
         post: &PostId,

@@ -437,7 +437,8 @@ const HOT_PAGES_KEPT: usize = 8;
 pub const HOT_ENTRIES_TTL: Duration = Duration::from_secs(10);
 
 /// How many entries an instance keeps ([`HOT_ENTRIES_TTL`]): a comment of
-/// 5,000 characters is about 5 KB, so about 10 MB at most.
+/// 5,000 characters is at most about 20 KB (4 bytes a character), so
+/// about 40 MB at most, and a like a few hundred bytes.
 const HOT_ENTRIES_KEPT: usize = 2_000;
 
 /// Answers kept for a time to live, by key, as `clock` measures it, at
@@ -518,6 +519,10 @@ impl<K: std::hash::Hash + Eq, V: Clone> Kept<K, V> {
 /// its counts and its author's name writes its `updatedAt`, the content's
 /// in the same transaction), so each instance's miss costs the post's
 /// partition what a short post's read costs, whatever the post's size.
+/// Only an answer whose content has the item's `updatedAt` is checked so
+/// (one written with the item: a Query may read the item and the content
+/// of two edits while the later one commits, and a title's edit leaves the
+/// content older); another is read whole at each miss, as before.
 ///
 /// A first page read from its copy ([`super::first_pages`]) reads the
 /// entries the copy names by key: every instance's miss reads the same ones
@@ -537,11 +542,12 @@ pub struct HotReads {
 }
 
 /// A hot post's Q2 answer as an instance keeps it, and the post item's
-/// `updatedAt` it was read with ([`HotReads`]).
+/// `updatedAt` it was read with, when the item alone can check it later
+/// ([`HotReads`]; `None`: read whole again).
 #[derive(Debug, Clone)]
 pub(super) struct KeptPost {
     pub(super) answer: Post,
-    pub(super) item_updated_at: String,
+    pub(super) item_updated_at: Option<String>,
 }
 
 impl Default for HotReads {
@@ -580,11 +586,12 @@ impl HotReads {
         self.posts.last(post)
     }
 
-    /// Keeps `answer`, read with a post item of `updatedAt` `item_updated_at`.
-    pub(super) fn keep_post(&self, answer: &Post, item_updated_at: &str) {
+    /// Keeps `answer`, read with a post item of `updatedAt`
+    /// `item_updated_at` if its item alone may check it later.
+    pub(super) fn keep_post(&self, answer: &Post, item_updated_at: Option<&str>) {
         let kept = KeptPost {
             answer: answer.clone(),
-            item_updated_at: item_updated_at.to_owned(),
+            item_updated_at: item_updated_at.map(str::to_owned),
         };
         self.posts.keep(answer.post_id, kept);
     }

@@ -191,22 +191,21 @@ impl Requests<'_> {
         // A hot post this instance answered before, its time to live past:
         // the post item alone says whether it changed but for its counts
         // and its author's name (`store::memory::HotReads`).
-        if let Some(kept) = self.hot_reads.last_post(post) {
+        if let Some(kept) = self.hot_reads.last_post(post)
+            && let Some(read_at) = kept.item_updated_at
+        {
             let key = keys::post_item(post).item();
             let Some(item) = self.db.get_entity::<PostItem>(key, false).await? else {
                 return Ok(None);
             };
-            if item.updated_at == kept.item_updated_at
-                && item.is_published()
-                && item.content.is_none()
-            {
+            if item.updated_at == read_at && item.is_published() && item.content.is_none() {
                 let answer = Post {
                     username: item.username,
                     comment_count: item.comment_count,
                     like_count: item.like_count,
                     ..kept.answer
                 };
-                self.hot_reads.keep_post(&answer, &item.updated_at);
+                self.hot_reads.keep_post(&answer, Some(&item.updated_at));
                 return Ok(Some(answer));
             }
         }
@@ -218,10 +217,17 @@ impl Requests<'_> {
             return Ok(None);
         }
         let hot = found.item.shards.is_some();
-        let item_updated_at = found.item.updated_at.clone();
+        // Checked by its item alone later only when read at one edit: its
+        // content written with the item (`store::memory::HotReads`).
+        let one_edit = match &found.content {
+            Some(content) => content.updated_at == found.item.updated_at,
+            None => found.item.content.is_none(),
+        };
+        let item_updated_at = one_edit.then(|| found.item.updated_at.clone());
         let answer = Post::from(found);
         if hot {
-            self.hot_reads.keep_post(&answer, &item_updated_at);
+            self.hot_reads
+                .keep_post(&answer, item_updated_at.as_deref());
         }
         Ok(Some(answer))
     }

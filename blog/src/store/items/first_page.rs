@@ -3,8 +3,10 @@
 //! and of its comments (oldest first) across its own partition and its
 //! shards, as the exact merge found them at `madeAt`, kept by the fan-out
 //! ([`crate::store::first_pages`]). Keys only: what a page shows of each
-//! entry is read from the entry itself, so a rename, an unlike, a deleted
-//! comment or an erasure shows at once. Each copy also says whose post it
+//! entry is read from the entry itself (kept by a read instance for 10 s:
+//! `store::memory::HotReads`), so an unlike, a deleted comment or an
+//! erasure shows once the copy is made again, a rename once the entry is
+//! read again. Each copy also says whose post it
 //! is (a page of comments leaves out those by whom its author blocks), so
 //! that a first page reads nothing of the post's own partition, which its
 //! readers would otherwise take to its read limit.
