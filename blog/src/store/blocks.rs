@@ -224,10 +224,13 @@ impl Requests<'_> {
             next_cursor: page.next_cursor,
         })
     }
+}
 
-    /// The author of `post`, for a like's or a comment's block check: this
-    /// process's memory ([`super::memory::PostAuthors`]: an author never
-    /// changes), else one GetItem of the post item, eventually consistent
+impl Store {
+    /// The author of `post`, for a like's or a comment's block check and a
+    /// hot post's first-page copies ([`super::first_pages`]): this process's
+    /// memory ([`super::memory::PostAuthors`]: an author never changes),
+    /// else one GetItem of the post item, eventually consistent
     /// (0.5 RCU), then strongly consistent if that found none (a post made
     /// a moment ago); none then is a 404. Once a process per post: a hot
     /// post's partition is read by each instance once, not by each like.
@@ -254,9 +257,7 @@ impl Requests<'_> {
         );
         Ok(author)
     }
-}
 
-impl Store {
     /// `blocker`'s block of `blocked`, strongly consistent.
     pub(crate) async fn block_of(
         &self,

@@ -9,7 +9,7 @@
 //! [`FirstPageItem`]): the keys of the list's first
 //! [`FIRST_PAGE_ENTRIES`] entries (the newest likes; the oldest comments)
 //! as that merge found them, when the merge began (`madeAt`), and the post's
-//! author as the rebuild read the post item then. A first page then reads
+//! author (which never changes). A first page then reads
 //! the copy (one GetItem), and the entries it names by their keys (one
 //! BatchGetItem, of those the read instance has not kept:
 //! `store::memory::HotReads`): an entry taken back since is missing and left
@@ -72,12 +72,11 @@ use super::{
     FanOut, StoreError,
     items::counter::LikeShardsItem,
     items::first_page::{FirstPageItem, PageList},
-    items::post::PostItem,
     table::{Expr, TxOutcome, Write},
 };
 use crate::{
     ids::{CommentId, LikeId, PostId, UserId},
-    keys::{self, Entity, Key},
+    keys::{self, Key},
 };
 
 pub use super::items::first_page::FIRST_PAGE_ENTRIES;
@@ -253,7 +252,7 @@ impl super::Store {
     /// (one GetItem, eventually consistent, in the copies' partition) and
     /// its post's author as the copy says; nothing of the post's own
     /// partition, which the post's readers would take to its read limit (a
-    /// copy made before copies said reads the post item too: one GetItem).
+    /// copy made before copies said reads the author: once a process).
     /// A hot post is published (it cannot be taken back to a draft:
     /// `StoreError::PostIsHot`). `None` when the copy or the post is
     /// missing (the post is gone, or not copied yet: the merge reads the
@@ -268,10 +267,7 @@ impl super::Store {
         let found = match copy {
             Some(copy) => match copy.author.clone() {
                 Some(author) => Some((copy, author)),
-                None => self
-                    .author_of(post, false)
-                    .await?
-                    .map(|author| (copy, author)),
+                None => self.author_of(post).await?.map(|author| (copy, author)),
             },
             None => None,
         };
@@ -313,18 +309,15 @@ impl super::Store {
         Ok(found)
     }
 
-    /// `post`'s author, from its item (one GetItem of the post's
-    /// partition); `None` when the post is gone.
-    async fn author_of(
-        &self,
-        post: &PostId,
-        consistent: bool,
-    ) -> Result<Option<UserId>, StoreError> {
-        let key = keys::post_item(post).item();
-        let Some(item) = self.db.get("a first page's post", key, consistent).await? else {
-            return Ok(None);
-        };
-        Ok(Some(PostItem::decode(item)?.user_id))
+    /// `post`'s author ([`super::Store::post_author`]: this process's
+    /// memory, else one read of the post item); `None` when the post is
+    /// gone.
+    async fn author_of(&self, post: &PostId) -> Result<Option<UserId>, StoreError> {
+        match self.post_author(post).await {
+            Ok(author) => Ok(Some(author)),
+            Err(StoreError::PostNotFound) => Ok(None),
+            Err(other) => Err(other),
+        }
     }
 }
 
@@ -398,11 +391,13 @@ impl FanOut<'_> {
     }
 
     /// `post`'s copy of `list` made again by the exact merge (strongly
-    /// consistent) and the post item's read (strongly consistent: its
-    /// author), both begun now, and put
+    /// consistent), begun now, with its post's author (this process's
+    /// memory, else the post item's), and put
     /// ([`FanOut::put_first_page`]); `need`: the moment the batch's records
     /// need it to cover (after now: the copy is put with a rebuild due
-    /// then). [`Kept::Gone`] when the post is.
+    /// then). [`Kept::Gone`] when the post is gone and its author was not
+    /// known (a copy put after the post's deletion goes in its walk, which
+    /// deletes the likes pointer every put checks before the copies).
     pub async fn rebuild_first_page(
         &self,
         post: &PostId,
@@ -416,7 +411,7 @@ impl FanOut<'_> {
                 PageList::Comments => self.first_comments(post, made_at).await,
             }
         };
-        let (mut copy, author) = futures::try_join!(merged, self.author_of(post, true))?;
+        let (mut copy, author) = futures::try_join!(merged, self.author_of(post))?;
         let Some(author) = author else {
             return Ok(Kept::Gone);
         };

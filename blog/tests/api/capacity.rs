@@ -986,8 +986,9 @@ async fn a_hot_post_costs_what_the_data_model_says() {
     // And the first-pages step: the copy of the likes' first page read
     // (eventually); older than a second (its `madeAt` set back here), it is
     // made again: the merge, strongly consistent (the post's partition and
-    // each shard) and the post item (strongly: its author), put in a
-    // transaction with a check of the likes pointer.
+    // each shard), with the post's author from the process's memory (the
+    // like met it), put in a transaction with a check of the likes
+    // pointer.
     fan_out_calls(&api, &mut poller).await;
     let copy = blog::store::items::first_page::FirstPageItem::key_of(
         &crate::support::post_id(&post),
@@ -1031,7 +1032,6 @@ async fn a_hot_post_costs_what_the_data_model_says() {
         ("UpdateItem", 1.0, 2.0),
         ("BatchGetItem", 0.5, 0.0),
         ("Query", 1.0, 0.0),
-        ("GetItem", 1.0, 0.0),
         // Local's flat rate: 2 for the check, 2 for the put (billed: 2 and
         // 2 × the copy's KB).
         ("TransactWriteItems", 4.0, 0.0),

@@ -72,9 +72,8 @@ pub struct FirstPageItem {
     /// [`DUE_ATTRIBUTE`].
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub due: Option<u64>,
-    /// Its post's author, as the rebuild read the post (strongly
-    /// consistent, after its merge began); `None` on a copy made before
-    /// copies said (a page then reads the post item beside it).
+    /// Its post's author (who never changes); `None` on a copy made before
+    /// copies said (a page then reads the author, once a process).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub author: Option<UserId>,
 }
