@@ -23,8 +23,9 @@
 //! - its new comments go to its shards too (the id names the shard), after a
 //!   comments pointer that sorts after the post's own comments: Q4 reads the
 //!   post's partition, then the shards, merged;
-//! - when a shard is throttled the post widens, four times as many shards
-//!   (16, 64, 128: [`Requests::widen`]; one request of a process widens,
+//! - when its shards are written near their limit (the rate one process
+//!   writes them at) or one is throttled, the post widens, from 16 shards
+//!   to 128 at once ([`Requests::widen`]; one request of a process widens,
 //!   the others throttled meanwhile wait for it rather than spend their
 //!   retries on shards known to be too few);
 //! - likes given before the switch stay where they are, counted on the post
@@ -432,8 +433,9 @@ impl Store {
 
 impl Requests<'_> {
     /// Request (a hot like or comment whose shard DynamoDB throttled with
-    /// its count): multiplies `post`'s shards by four (at most
-    /// [`MAX_SHARDS`]) if it still has `from` of them; the shards this
+    /// its count, or this process writing its shards near their limit):
+    /// gives `post` eight times as many shards (at most [`MAX_SHARDS`]:
+    /// 16 → 128) if it still has `from` of them; the shards this
     /// process now knows. Three steps, no transaction (one would need all
     /// its units at once in the post's partition, which is busy): the new
     /// counters (each in its own partition, where absent); the pointers'
@@ -574,6 +576,32 @@ impl FanOut<'_> {
             return Ok(());
         }
         self.requests().make_hot(post).await.map(|_| ())
+    }
+
+    /// A hot post whose shards the fan-out saw written fast (all its
+    /// instances' likes and comments together, `fanout::rate`), as many
+    /// writes a second as would turn `partitions` quiet posts hot: widened
+    /// as a request would ([`Requests::widen`]) if that is as many as its
+    /// shards or more, before they refuse anything. The post is read first
+    /// (strongly: a process's memory of its shards may be behind another's
+    /// widening), unless this process knows it wide enough already.
+    pub async fn widen_by_rate(&self, post: &PostId, partitions: f64) -> Result<(), StoreError> {
+        let enough = |shards: u8| shards >= MAX_SHARDS || partitions < f64::from(shards);
+        if self.known_hot(post).is_some_and(|hot| enough(hot.shards)) {
+            return Ok(());
+        }
+        let Some(found) = self.post_shards(post).await? else {
+            return Ok(());
+        };
+        self.requests().learned(post, &found);
+        let Some(hot) = found.hot() else {
+            return Ok(());
+        };
+        if enough(hot.shards) {
+            return Ok(());
+        }
+        tracing::info!(post_id = %post, shards = hot.shards, partitions, "the stream shows a hot post's shards written fast: widening it");
+        self.requests().widen(post, hot.shards).await.map(|_| ())
     }
 }
 

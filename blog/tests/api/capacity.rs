@@ -5,7 +5,7 @@
 
 use serde_json::{Value, json};
 
-use blog::store::items::counter::HOT_SHARDS;
+use blog::store::items::counter::{HOT_SHARDS, MAX_SHARDS};
 
 use crate::support::TestApi;
 
@@ -827,8 +827,8 @@ async fn a_hot_post_costs_what_the_data_model_says() {
 
     // The switch writes one small item at a time (the post's partition is
     // the one DynamoDB is refusing writes in): the post closed (one
-    // UpdateItem); the 64 counters (16 shards and the first widening's),
-    // each in its shard, their 4 group counters, and the likes pointer and
+    // UpdateItem); the 128 counters (16 shards and the first widening's),
+    // each in its shard, their 8 group counters, and the likes pointer and
     // the comments pointer;
     // its likes are marked (`likersMoved` since its creation, in the post as
     // the close found it: the early like put its mark), so nothing is moved
@@ -838,9 +838,9 @@ async fn a_hot_post_costs_what_the_data_model_says() {
     api.app.store.requests().make_hot(&id).await.expect("hot");
     let switch = taken(&api);
     let counters = blog::store::items::counter::counters_made(HOT_SHARDS);
-    assert_eq!(counters, 64);
+    assert_eq!(counters, 128);
     let groups = blog::store::items::counter::ShardGroupItem::groups_of(0..counters).count();
-    assert_eq!(groups, 4);
+    assert_eq!(groups, 8);
     let mut expected = vec![("PutItem", 1.0, 0.0); usize::from(counters) + groups];
     expected.extend([("UpdateItem", 1.0, 0.0); 4]);
     assert_eq!(sorted(switch), sorted(calls(&expected)));
@@ -1054,11 +1054,14 @@ async fn a_hot_post_costs_what_the_data_model_says() {
     // shards it must have.
     api.meter.take();
     let requests = api.app.store.requests();
-    assert_eq!(requests.widen(&id, HOT_SHARDS).await.expect("widen"), 64);
+    assert_eq!(
+        requests.widen(&id, HOT_SHARDS).await.expect("widen"),
+        blog::store::items::counter::MAX_SHARDS
+    );
     let widening = taken(&api);
     // (Those the switch made already fail their condition: 0 units on
     // Local, 1 WCU billed.)
-    let made = blog::store::items::counter::counters_made(64);
+    let made = blog::store::items::counter::counters_made(MAX_SHARDS);
     let groups_of = blog::store::items::counter::ShardGroupItem::groups_of;
     let had = |range: std::ops::Range<u8>| {
         let all = groups_of(range.clone()).count();

@@ -176,3 +176,72 @@ async fn a_post_liked_through_many_instances_is_turned_hot_by_the_fan_out() {
     let report = api.audit(false).await;
     assert_eq!(report.findings, vec![], "the audit finds nothing");
 }
+
+/// A hot post (16 shards) liked 80 times a second, with a comment every
+/// fifth like and an unlike every tenth (about 100 writes a second, 6 a
+/// shard, half of what a shard takes at 0.05 of DynamoDB's limits), by
+/// instances that never widen a post themselves (here: the requests' store
+/// never does; deployed, no instance sees that much of one post): the
+/// fan-out, which sees every write's shard counter in their MODIFY records,
+/// finds the post's shards written at its rate a shard (16 × 2.5 a second,
+/// scaled) and widens it to 128 shards (`fanout::rate`,
+/// `FanOut::widen_by_rate`); every request is answered as the contract
+/// says, every count exact.
+#[tokio::test]
+async fn a_hot_post_liked_through_many_instances_is_widened_by_the_fan_out() {
+    const PER_SECOND: f64 = 80.0;
+    const LIKES: usize = 240;
+    let hot_rate = blog::store::memory::HOT_WRITES_PER_SECOND * SCALE;
+    let (proxy, api) = behind_proxy_with(Backoff::default(), |store| store.never_hot()).await;
+    let api = Arc::new(api);
+    let cast = Cast {
+        author: "widely",
+        title: "Liked everywhere, fast",
+        content: "a little from each of many",
+        crowd: "wide",
+        width: 4,
+    };
+    let Scene { post, users, .. } = Scene::new(&api, LIKES, cast).await;
+    api.make_hot(&post).await;
+    let hot = blog::store::items::counter::HOT_SHARDS;
+    assert_eq!(shards_of(&api, &post).await, Some(hot));
+    let fan_out = api.store().clone().with_hot_rate(Some(hot_rate));
+    let running = api.run_fan_out_on(api.poller_as_deployed(), fan_out);
+    proxy.set_partition_limits(Some(PartitionLimits::scaled(SCALE).expect("scale")));
+    let answers = Arc::new(Mutex::new(Answers::default()));
+    let started = Instant::now();
+    let mut tasks = Vec::new();
+    for (i, user) in users.into_iter().enumerate() {
+        let due = Duration::from_secs_f64(i as f64 / PER_SECOND);
+        tokio::time::sleep(due.saturating_sub(started.elapsed())).await;
+        let (api, answers, post) = (api.clone(), answers.clone(), post.clone());
+        tasks.push(tokio::spawn(async move {
+            like_and_more(&api, &answers, &user, &post, i).await;
+        }));
+    }
+    for task in tasks {
+        task.await.expect("a request task");
+    }
+    proxy.set_partition_limits(None);
+    let answers = Answers::all(answers);
+    assert_eq!(answers.refused(), vec![], "every request answered");
+
+    running.stop().await;
+    api.settle(&mut api.poller()).await;
+    assert_eq!(
+        shards_of(&api, &post).await,
+        Some(blog::store::items::counter::MAX_SHARDS),
+        "widened by the fan-out (the requests never widen)"
+    );
+    let (_, got) = api.get_post(&post).await;
+    assert_eq!(
+        (got["likeCount"].clone(), got["commentCount"].clone()),
+        (
+            json!(LIKES - answers.unliked),
+            json!(LIKES.div_ceil(COMMENT_EVERY))
+        ),
+        "{got}"
+    );
+    let report = api.audit(false).await;
+    assert_eq!(report.findings, vec![], "the audit finds nothing");
+}

@@ -21,17 +21,26 @@ use crate::{
 /// uneven hash.
 pub const HOT_SHARDS: u8 = 16;
 
-/// How many shards a hot post grows to at most, widening each time one of
-/// its shards is throttled ([`Requests::widen`](crate::store::Requests::widen)): 128 partitions of about
-/// 1,000 WCU a second, about 25,000 likes a second at 4 WCU each plus their
-/// comments.
+/// How many shards a hot post grows to at most, widening when its shards
+/// are written near their limit or throttled
+/// ([`Requests::widen`](crate::store::Requests::widen)): 128 partitions of
+/// about 1,000 WCU a second, about 25,000 likes a second at 4 WCU each plus
+/// their comments.
 pub const MAX_SHARDS: u8 = 128;
 
-/// How many times more shards a widening gives a post: a post that throttles
-/// its shards is taking more than they hold, by how much its throttled
-/// writes do not say, and each widening takes a moment while its likes are
-/// refused: 16 → 64 → 128.
-const WIDEN_BY: u8 = 4;
+/// How many times more shards a widening gives a post: eight, so that a
+/// post's first widening takes it from 16 shards to the most, 128. A post
+/// whose 16 shards are full takes some 4,000 writes a second, by how much
+/// more its throttled writes do not say, and a widening takes a moment
+/// while its shards refuse likes (three calls one after another, each slow
+/// when the machines are busy: 16 → 64 → 128 took 1.2 s and 2.5 s under
+/// `./infra/bench.sh --viral --confine`, docs/benchmarks.md); one widening
+/// is half as long. What more shards cost: a deeper page of the post's
+/// comments or likes reads one Query a shard (its first page reads a copy,
+/// [`crate::store::first_pages`]), and the fan-out adds a count per
+/// changed shard a batch. A post made hot by an earlier version with 32 or
+/// 64 shards widens to 128 too.
+const WIDEN_BY: u8 = 8;
 
 /// How many shards a widening from `shards` gives a post.
 pub fn wider_than(shards: u8) -> u8 {
@@ -48,8 +57,8 @@ pub fn counters_made(shards: u8) -> u8 {
 }
 
 /// Whether `n` is a shard count a hot post can have: 16, 32, 64 or 128
-/// (each a power of two: a widening from 16 makes 64, and one from 32,
-/// 128).
+/// (each a power of two: a widening from 16 makes 128; 32 and 64 are those
+/// of posts widened by earlier versions, four times a widening).
 pub fn is_shard_count(n: u8) -> bool {
     (HOT_SHARDS..=MAX_SHARDS).contains(&n) && n.is_power_of_two()
 }
