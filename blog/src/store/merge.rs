@@ -23,13 +23,25 @@
 //! it started: as many items as the old merge at most, and about
 //! `limit + 1 + 3n` for evenly spread entries (two or three rounds of
 //! Queries, the later ones of a few shards).
+//!
+//! A round's Queries go [`SHARDS_AT_ONCE`] at a time: a 16-shard post's all
+//! at once, a 128-shard post's in eight waves. One page of the widest post
+//! read at once held 129 connections (on a new Lambda instance, 129 TLS
+//! handshakes at its share of a CPU), and the readers of a viral post, many
+//! such pages at once, more open connections than one process may have
+//! (`./infra/bench.sh --viral` ran out of files at 20,000).
 
 use std::future::Future;
+
+use futures::{StreamExt, TryStreamExt};
 
 use super::StoreError;
 
 /// How far past its share each shard is read in the first round.
 const FIRST_ROUND_SLACK: usize = 2;
+
+/// How many of a round's Queries are in flight at once.
+pub(super) const SHARDS_AT_ONCE: usize = 16;
 
 /// What the merge read: the list's first entries (at most `limit`) after
 /// the start, in its order, and whether more follow.
@@ -87,11 +99,17 @@ where
         .collect();
     let mut asking: Vec<u8> = (0..shards).collect();
     while !asking.is_empty() {
-        let reads = asking.iter().map(|&k| {
-            let shard = &state[usize::from(k)];
-            read(k, shard.after, shard.take)
-        });
-        let pages = futures::future::try_join_all(reads).await?;
+        let reads: Vec<Fut> = asking
+            .iter()
+            .map(|&k| {
+                let shard = &state[usize::from(k)];
+                read(k, shard.after, shard.take)
+            })
+            .collect();
+        let pages: Vec<Vec<T>> = futures::stream::iter(reads)
+            .buffered(SHARDS_AT_ONCE)
+            .try_collect()
+            .await?;
         for (&k, page) in asking.iter().zip(pages) {
             let shard = &mut state[usize::from(k)];
             shard.ended = page.len() < shard.take;
@@ -229,6 +247,32 @@ mod tests {
         // second: shards 0 to 32 but 5); the rest never again.
         assert_eq!(calls, 128 + 5 + 32, "{calls} Queries");
         assert_eq!(read, 127 * 3 + 101, "{read} entries read");
+    }
+
+    #[tokio::test]
+    async fn a_rounds_queries_are_in_flight_sixteen_at_a_time() {
+        let shards = spread(10_000, 128);
+        let (now, most) = (AtomicUsize::new(0), AtomicUsize::new(0));
+        let fetch = |k: u8, after: Option<u32>, take: usize| {
+            let page: Vec<u32> = shards[usize::from(k)]
+                .iter()
+                .copied()
+                .filter(|entry| after.is_none_or(|after| *entry > after))
+                .take(take)
+                .collect();
+            let (now, most) = (&now, &most);
+            async move {
+                let in_flight = now.fetch_add(1, Ordering::SeqCst) + 1;
+                most.fetch_max(in_flight, Ordering::SeqCst);
+                tokio::task::yield_now().await;
+                now.fetch_sub(1, Ordering::SeqCst);
+                Ok(page)
+            }
+        };
+        let merged = merge_shards(128, Vec::new(), 100, None, |e| *e, |e| *e, fetch).await;
+        let items = merged.expect("no read fails").items;
+        assert_eq!(items, (0..100).collect::<Vec<_>>());
+        assert_eq!(most.into_inner(), super::SHARDS_AT_ONCE);
     }
 
     #[test]
