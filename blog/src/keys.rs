@@ -151,8 +151,9 @@ pub const LIKE_SHARDS_SK: &str = "LIKE#~SHARDED";
 pub const COMMENT_SHARDS_SK: &str = "COMMENT#~SHARDED";
 /// A hot post's shard counter, in each shard partition.
 pub const SHARD_COUNTS_SK: &str = "COUNTS";
-/// A hot post's group counter (the sum of 16 shard counters), in the
-/// partition of its group's first shard.
+/// A hot post's group counter (the sum of 16 shard counters), in a
+/// partition of its own past the shards (`POST#p#128` on; a post made hot
+/// by an earlier version: in its group's first shard's).
 pub const SHARD_GROUP_SK: &str = "GROUP";
 
 /// What ends the partition key of a hot post's first-page copies

@@ -24,7 +24,7 @@ use crate::{
     store::{
         StoreError,
         counts::{ShardCounter, Summed},
-        items::counter::{MAX_SHARDS, ShardCounterItem, ShardGroupItem, group_of},
+        items::counter::{MAX_SHARDS, ShardCounterItem, ShardGroupItem},
         items::post::PostItem,
         table::{Expr, Query},
     },
@@ -49,7 +49,11 @@ impl Admin<'_> {
         // The groups first: a shard added onto its group after this read
         // shows as not added yet, never as added and lost.
         let mut groups = BTreeMap::new();
-        for group in ShardGroupItem::groups_of(0..shards) {
+        // Each in the layout of this version (apart) or of the one before
+        // (in its first shard): whichever the post's counters name.
+        let numbers =
+            ShardGroupItem::groups_of(0..shards).chain(ShardGroupItem::apart_groups_of(0..shards));
+        for group in numbers {
             let key = ShardGroupItem::key_of(post.post_id, group).item();
             let stored = self.db().get_entity::<ShardGroupItem>(key, true).await?;
             let added = post.added_group(group).map_or(0, |a| a.version);
@@ -86,12 +90,12 @@ impl Admin<'_> {
                 };
                 sink.found(self, finding, None).await?;
             }
-            let added = match &stored {
-                Some(counter) if counter.grouped => groups
-                    .get(&group_of(shard))
+            let added = match stored.as_ref().and_then(ShardCounterItem::group) {
+                Some(group) => groups
+                    .get(&group)
                     .and_then(Option::as_ref)
                     .and_then(|g| g.added(shard)),
-                _ => post.added(shard),
+                None => post.added(shard),
             };
             let added = added.map_or(0, |a| a.version);
             if stored.is_some_and(|c| c.version > added) {

@@ -24,7 +24,7 @@ use super::{FanOut, Requests};
 use super::{
     Item, ItemType, Store, StoreError,
     deadline::Deadline,
-    items::counter::{LikeShardsItem, ShardCounterItem},
+    items::counter::{LikeShardsItem, ShardCounterItem, ShardGroupItem},
     items::post::{PostItem, StoredPost},
     n, s,
     table::{Deleted, Expr, Outcome, Query, TxOutcome, Write},
@@ -276,6 +276,12 @@ impl FanOut<'_> {
             self.delete_keys(vec![pointer]).await?;
             let copies = super::first_pages::copies_of(post).collect();
             self.delete_keys(copies).await?;
+            // Its group counters, each in a partition of its own (those of
+            // the layout before are in shards, which the walk reads).
+            let groups = ShardGroupItem::apart_groups_of(0..shards)
+                .map(|group| ShardGroupItem::key_of(*post, group).item())
+                .collect();
+            self.delete_keys(groups).await?;
         }
         // Likers have marks of their likes in their own partitions (every
         // like of a hot post, and of a quiet one this version made): each

@@ -380,7 +380,8 @@ impl Requests<'_> {
     /// they were written).
     async fn drop_switch(&self, post: &PostId) -> Result<(), StoreError> {
         let made = counters_made(HOT_SHARDS);
-        let groups = ShardGroupItem::groups_of(0..made).map(|g| ShardGroupItem::key_of(*post, g));
+        let groups =
+            ShardGroupItem::apart_groups_of(0..made).map(|g| ShardGroupItem::key_of(*post, g));
         let keys = ShardCounterItem::keys_of(*post, made)
             .chain(groups)
             .map(|key| key.item())
@@ -407,7 +408,7 @@ impl Store {
         post: &PostId,
         range: std::ops::Range<u8>,
     ) -> Result<(), StoreError> {
-        let groups = ShardGroupItem::groups_of(range.clone())
+        let groups = ShardGroupItem::apart_groups_of(range.clone())
             .map(|group| Write::create(&ShardGroupItem::new(*post, group)));
         let counters = range.map(|shard| Write::create(&ShardCounterItem::new(*post, shard)));
         let writes = groups.chain(counters).collect::<Result<Vec<_>, _>>()?;

@@ -112,13 +112,17 @@ async fn a_hot_post_counts_every_like_and_comment_exactly_on_every_copy() {
     }
     // The post's partition, its 16 shards and the first widening's 112
     // (their counters are put at the switch, so that the widening waits on
-    // no put).
+    // no put), and its 8 groups' partitions, past the shards.
     let partitions = partitions_of(&api, &post).await;
+    let counters = blog::store::items::counter::counters_made(HOT_SHARDS);
     assert_eq!(
         partitions.len(),
-        1 + usize::from(blog::store::items::counter::counters_made(HOT_SHARDS)),
+        1 + usize::from(counters) + 8,
         "{partitions:?}"
     );
+    for group in 128..136 {
+        assert!(partitions.contains(&format!("POST#{post}#{group}")));
+    }
 
     api.settle(&mut poller).await;
     let (expected_likes, expected_comments) = (2 + 23, 4);
@@ -1538,4 +1542,85 @@ async fn the_fan_out_adds_128_shards_counts_through_their_groups_onto_the_widest
     assert_eq!(status, 200);
     assert_eq!(read["likeCount"], 256);
     assert_eq!(read["commentCount"], 64);
+}
+
+/// A post made hot by the version before groups had partitions of their
+/// own: its counters without `groupApart`, its groups (numbered 0–7) in
+/// their first shard's partition. Liked and commented after the upgrade,
+/// its counts go through those groups as before and come out exact, the
+/// audit finds nothing, and its deletion leaves nothing behind.
+#[tokio::test]
+async fn a_post_made_hot_with_its_groups_in_its_shards_counts_exactly_and_goes() {
+    use aws_sdk_dynamodb::types::AttributeValue;
+    use blog::store::{
+        items::counter::{ShardCounterItem, ShardGroupItem, counters_made},
+        table::{Deleted, Expr, Landed, Write},
+    };
+    let api = TestApi::start().await;
+    let mut poller = api.poller();
+    let author = api.user("before").await;
+    let post = api.post(&author, "Hot before", "groups in shards").await;
+    api.make_hot(&post).await;
+    let id = post_id(&post);
+    // As the version before made it: each counter without `groupApart`,
+    // each group in its first shard's partition.
+    let db = api.app.store.db();
+    let made = counters_made(HOT_SHARDS);
+    for shard in 0..made {
+        let change = Expr::new("REMOVE groupApart");
+        let key = ShardCounterItem::key_of(id, shard).item();
+        let write = Write::update(key, change, Landed::Untold);
+        assert!(
+            db.write("the layout before", &write)
+                .await
+                .expect("written")
+                .done()
+        );
+    }
+    for (apart, before) in
+        ShardGroupItem::apart_groups_of(0..made).zip(ShardGroupItem::groups_of(0..made))
+    {
+        let gone = Write::delete(ShardGroupItem::key_of(id, apart).item(), Deleted::IfGone);
+        db.write("the layout before", &gone).await.expect("deleted");
+        let put = Write::create(&ShardGroupItem::new(id, before)).expect("a group");
+        assert!(
+            db.write("the layout before", &put)
+                .await
+                .expect("put")
+                .done()
+        );
+    }
+    let key = ShardGroupItem::key_of(id, 2);
+    assert_eq!(key.pk, format!("POST#{post}#32"));
+    let stored = db.get("a group before", key.item(), true);
+    let stored = stored.await.expect("read").expect("there");
+    assert_eq!(
+        stored.get("group"),
+        Some(&AttributeValue::N("2".to_owned()))
+    );
+
+    let fans: Vec<String> =
+        futures::future::join_all((0..30).map(|i| api.user_named(format!("fan{i:02}")))).await;
+    for (i, fan) in fans.iter().enumerate() {
+        api.like(fan, &post).await;
+        if i % 3 == 0 {
+            api.comment(fan, &post, "still counted").await;
+        }
+    }
+    let (status, _) = api.unlike(&fans[7], &post).await;
+    assert_eq!(status, 204);
+    api.settle(&mut poller).await;
+    let (_, got) = api.get_post(&post).await;
+    assert_eq!(
+        (got["likeCount"].clone(), got["commentCount"].clone()),
+        (json!(29), json!(10)),
+        "{got}"
+    );
+    // Nothing was put in a partition apart.
+    let partitions = partitions_of(&api, &post).await;
+    assert!(
+        (128..136).all(|g| !partitions.contains(&format!("POST#{post}#{g}"))),
+        "{partitions:?}"
+    );
+    audited_then_deleted(&api, &mut poller, &author, &post).await;
 }

@@ -381,6 +381,7 @@ mod tests {
             comment_count: comments,
             version,
             grouped: false,
+            group_apart: false,
         }
     }
 
@@ -426,15 +427,24 @@ mod tests {
         let grouped: Vec<ShardCounterItem> = (0..128)
             .map(|k| ShardCounterItem {
                 grouped: true,
+                group_apart: true,
                 ..counter(k, 1, 1, 1)
             })
             .collect();
         let post = grouped[0].post_id;
-        // 8 owners, the groups, 16 shards each: one update each.
+        // 8 owners, the groups, 16 shards each: one update each; each group
+        // in a partition of its own, past the shards (a post made hot
+        // before: in its first shard's).
         let mut owners: Vec<Key> = grouped.iter().map(ShardCounter::owner).collect();
         owners.dedup();
         assert_eq!(owners.len(), 8);
-        assert_eq!(owners[3], ShardGroupItem::key_of(post, 3));
+        assert_eq!(owners[3], ShardGroupItem::key_of(post, 131));
+        assert_eq!(owners[3].pk, format!("POST#{post}#131"));
+        let before = ShardCounterItem {
+            group_apart: false,
+            ..grouped[50].clone()
+        };
+        assert_eq!(before.owner().pk, format!("POST#{post}#48"));
         for (g, owner) in owners.iter().enumerate() {
             let theirs: Vec<&ShardCounterItem> = grouped
                 .iter()

@@ -29,7 +29,7 @@ use std::future::Future;
 use super::{ShardCounter, Step, Tally, above_zero, step};
 use crate::store::{
     Busy, Item, Requests, StoreError,
-    items::counter::{MAX_SHARDS, ShardCounterItem, ShardGroupItem, group_of},
+    items::counter::{MAX_SHARDS, ShardCounterItem, ShardGroupItem},
     items::post::{
         ADDED_ATTRIBUTE, CLOSING_ATTRIBUTE, GROUPS_ADDED_ATTRIBUTE, LIKERS_MOVED_ATTRIBUTE,
         SHARDS_ATTRIBUTE,
@@ -454,10 +454,9 @@ impl ShardCounter for ShardCounterItem {
     const MOVES_VERSION: bool = true;
 
     fn owner(&self) -> Key {
-        if self.grouped {
-            ShardGroupItem::key_of(self.post_id, group_of(self.shard))
-        } else {
-            keys::post_item(&self.post_id)
+        match self.group() {
+            Some(group) => ShardGroupItem::key_of(self.post_id, group),
+            None => keys::post_item(&self.post_id),
         }
     }
 

@@ -81,9 +81,25 @@ pub fn comment_shard(comment: &CommentId, shards: u8) -> u8 {
 /// a group 16.
 pub const SHARDS_PER_GROUP: u8 = 16;
 
-/// The group whose counter sums shard `shard`'s.
+/// The group whose counter sums shard `shard`'s, in the partition of the
+/// group's first shard (`group_of(shard)` × 16): the layout of the counters
+/// of posts made hot by earlier versions (without `groupApart`).
 pub fn group_of(shard: u8) -> u8 {
     shard / SHARDS_PER_GROUP
+}
+
+/// The group whose counter sums shard `shard`'s, in a partition of its
+/// own: `POST#p#128` to `POST#p#135`, past every shard a post can have
+/// ([`MAX_SHARDS`]), where no like or comment is written. Its number is its
+/// partition's (128 + [`group_of`]), so that a post's `groupCounts` keeps
+/// it apart from a group of the layout before. The fan-out adds onto a
+/// group once a batch of each stream shard that carries its shards'
+/// counters, a few hundred bytes each time: in a shard's own partition that
+/// competed with the shard's likes (the hottest partitions of
+/// `./infra/bench.sh --viral` at 20,000 likes a second were the groups'
+/// shards, 0, 16, 32, …).
+pub fn group_apart_of(shard: u8) -> u8 {
+    MAX_SHARDS + group_of(shard)
 }
 
 /// A hot post's counts in one shard, changed in the transaction of each like,
@@ -106,6 +122,12 @@ pub struct ShardCounterItem {
     /// a shard's counts go one way only.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub grouped: bool,
+    /// Whether its group counter is in a partition of its own
+    /// ([`group_apart_of`]); absent on the counters of posts made hot
+    /// before, whose group is in the partition of the group's first shard
+    /// ([`group_of`]). Set when the counter is made, never changed.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub group_apart: bool,
 }
 
 impl ShardCounterItem {
@@ -117,6 +139,16 @@ impl ShardCounterItem {
             comment_count: 0,
             version: 0,
             grouped: true,
+            group_apart: true,
+        }
+    }
+
+    /// The number of the group it is added onto (if grouped).
+    pub fn group(&self) -> Option<u8> {
+        match (self.grouped, self.group_apart) {
+            (false, _) => None,
+            (true, true) => Some(group_apart_of(self.shard)),
+            (true, false) => Some(group_of(self.shard)),
         }
     }
 
@@ -168,8 +200,9 @@ impl Entity for ShardCounterItem {
     }
 }
 
-/// The sum of 16 shard counters of a hot post ([`SHARDS_PER_GROUP`]), in
-/// the partition of its group's first shard: the fan-out adds what each of
+/// The sum of 16 shard counters of a hot post ([`SHARDS_PER_GROUP`]), in a
+/// partition of its own ([`group_apart_of`]; a post made hot by an earlier
+/// version: in the partition of its group's first shard): the fan-out adds what each of
 /// its shards counted since the version it holds of it (`shardCounts`, by
 /// shard number), moving its `version`, and then what the group counted
 /// onto the post (whose `groupCounts` holds each group's). One write of a
@@ -202,12 +235,25 @@ impl ShardGroupItem {
         }
     }
 
+    /// Group `group`'s key: a group apart (128 on) in its own partition, one
+    /// of the layout before (0–7) in its first shard's.
     pub fn key_of(post: PostId, group: u8) -> Key {
-        let first = group.saturating_mul(SHARDS_PER_GROUP);
-        Key::new(PostPartition::shard(post, first).pk(), SHARD_GROUP_SK)
+        let partition = if group >= MAX_SHARDS {
+            group
+        } else {
+            group.saturating_mul(SHARDS_PER_GROUP)
+        };
+        Key::new(PostPartition::shard(post, partition).pk(), SHARD_GROUP_SK)
     }
 
-    /// The groups of shards `shards` (each once, in order).
+    /// The groups apart of shards `shards` (each once, in order): those
+    /// this version makes ([`group_apart_of`]).
+    pub fn apart_groups_of(shards: std::ops::Range<u8>) -> impl Iterator<Item = u8> {
+        Self::groups_of(shards).map(|group| MAX_SHARDS + group)
+    }
+
+    /// The groups of shards `shards` in the layout before (each once, in
+    /// order).
     pub fn groups_of(shards: std::ops::Range<u8>) -> impl Iterator<Item = u8> {
         let first = group_of(shards.start);
         let end = shards
