@@ -191,14 +191,12 @@ impl Requests<'_> {
         let record = Idempotency::add_record(keyed, &mut tx, profile.account(), &answer, created)?;
         let unblocked = check.map(|check| tx.add("not blocked", check));
         let sharded = item.shard.is_some() && item.shard == item.counted_in;
-        let room = counting
-            .shards
-            .is_some_and(|n| n < crate::store::items::counter::MAX_SHARDS);
-        if counting.watch && (item.counted_in.is_none() || (sharded && room)) {
+        if counting.watch && (item.counted_in.is_none() || sharded) {
             // Both in one partition (the post's, or one of its shards); each
             // also in an index partition of its own (the commenter's, the
             // author's): throttled together, that partition is at its
-            // limit, and the post may turn hot, or widen.
+            // limit, and the post may turn hot, or widen (at the most
+            // shards: the next try has a new id, in another shard).
             tx.yield_when_throttled(&[comment, counted]);
         }
         let failed = match tx.commit_watched().await? {

@@ -274,8 +274,10 @@ impl Requests<'_> {
     /// A post closed to turn hot at `since` (by this request, or by one that
     /// stopped before it was done: [`Requests::learn_shards`] takes over a
     /// closing older than [`CLOSING_STALE`]) made hot: the shard counters
-    /// (each in its own shard's partition, put where absent: a hot like's
-    /// count conditions on its counter), the likes and comments pointers
+    /// of its 16 shards and their group (each in its own partition, put
+    /// where absent: a hot like's count conditions on its counter; the
+    /// widening's are the widening's, so that the post is closed for as few
+    /// writes as may be), the likes and comments pointers
     /// (made or raised to [`HOT_SHARDS`]); unless its likes are `marked`
     /// already (`likersMoved`, as the close or the takeover found the post:
     /// every post this version creates), the likes it had
@@ -295,7 +297,7 @@ impl Requests<'_> {
         let shards = HOT_SHARDS;
         let comments = CommentShardsItem::key_of(post);
         futures::try_join!(
-            self.put_counters(post, 0..counters_made(shards)),
+            self.put_counters(post, 0..shards),
             self.put_like_pointer(post, shards),
             self.raise_pointer(comments, ItemType::CommentShards, post, shards),
         )?;
@@ -475,10 +477,10 @@ impl Requests<'_> {
         let set = Expr::new("SET #shards = :wider")
             .name("#shards", SHARDS_ATTRIBUTE)
             .value(":wider", n(u64::from(wider)));
-        // At once: the counters (those of the next widening too, so that it
-        // has only the pointers and the post to write; a switch puts those of
-        // the first) and the pointers, each where it is (a pointer not there
-        // yet is made with the post's count by whoever makes it).
+        // At once: the counters of the new shards (where absent: an earlier
+        // version's switch put them) and those of the next widening, and the
+        // pointers, each where it is (a pointer not there yet is made with
+        // the post's count by whoever makes it).
         let pointers = [
             LikeShardsItem::key_of(post),
             CommentShardsItem::key_of(post),

@@ -140,7 +140,7 @@ impl Requests<'_> {
             }
             return Ok(Tried::Done(Liked::Already(existing)));
         }
-        let shard = crate::store::items::counter::liker_shard(liker, shards);
+        let shard = crate::store::items::counter::like_shard(liker, shards, counting.throttled);
         let place = PostPartition::shard(*post, shard);
         let like = LikeItem::new(place, LikeId::generate(), profile);
         let mut tx = self.db.transaction("like a hot post");
@@ -151,10 +151,11 @@ impl Requests<'_> {
             counts::counted_up(post, Some(shard), Counter::Likes),
         );
         let unblocked = check.map(|check| tx.add("not blocked", check));
-        if counting.watch && shards < crate::store::items::counter::MAX_SHARDS {
+        if counting.watch {
             // The like and the count share the shard's partition (the like's
             // index entry is in the liker's): throttled together, that
-            // partition is at its limit, and the post may widen.
+            // partition is at its limit, and the post may widen (at the
+            // most shards: the next try goes to another shard).
             tx.yield_when_throttled(&[liked, counted]);
         }
         let outcome = match tx.commit_watched().await? {

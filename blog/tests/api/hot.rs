@@ -110,19 +110,15 @@ async fn a_hot_post_counts_every_like_and_comment_exactly_on_every_copy() {
         let (status, body) = api.take_back_comment(&author, &post, comment).await;
         assert_eq!(status, 204, "{body}");
     }
-    // The post's partition, its 16 shards and the first widening's 112
-    // (their counters are put at the switch, so that the widening waits on
-    // no put), and its 8 groups' partitions, past the shards.
+    // The post's partition, its 16 shards (the switch puts their counters,
+    // the widening its own) and their group's partition, past the shards.
     let partitions = partitions_of(&api, &post).await;
-    let counters = blog::store::items::counter::counters_made(HOT_SHARDS);
     assert_eq!(
         partitions.len(),
-        1 + usize::from(counters) + 8,
+        1 + usize::from(HOT_SHARDS) + 1,
         "{partitions:?}"
     );
-    for group in 128..136 {
-        assert!(partitions.contains(&format!("POST#{post}#{group}")));
-    }
+    assert!(partitions.contains(&format!("POST#{post}#128")));
 
     api.settle(&mut poller).await;
     let (expected_likes, expected_comments) = (2 + 23, 4);
@@ -1553,20 +1549,21 @@ async fn the_fan_out_adds_128_shards_counts_through_their_groups_onto_the_widest
 async fn a_post_made_hot_with_its_groups_in_its_shards_counts_exactly_and_goes() {
     use aws_sdk_dynamodb::types::AttributeValue;
     use blog::store::{
-        items::counter::{ShardCounterItem, ShardGroupItem, counters_made},
+        items::counter::{ShardCounterItem, ShardGroupItem},
         table::{Deleted, Expr, Landed, Write},
     };
+    let counters_made_before = 64;
     let api = TestApi::start().await;
     let mut poller = api.poller();
     let author = api.user("before").await;
     let post = api.post(&author, "Hot before", "groups in shards").await;
     api.make_hot(&post).await;
     let id = post_id(&post);
-    // As the version before made it: each counter without `groupApart`,
-    // each group in its first shard's partition.
+    // As the version before made it: 64 counters (its 16 shards' and the
+    // first widening's) without `groupApart`, and 4 groups, each in its
+    // first shard's partition.
     let db = api.app.store.db();
-    let made = counters_made(HOT_SHARDS);
-    for shard in 0..made {
+    for shard in 0..HOT_SHARDS {
         let change = Expr::new("REMOVE groupApart");
         let key = ShardCounterItem::key_of(id, shard).item();
         let write = Write::update(key, change, Landed::Untold);
@@ -1577,12 +1574,25 @@ async fn a_post_made_hot_with_its_groups_in_its_shards_counts_exactly_and_goes()
                 .done()
         );
     }
-    for (apart, before) in
-        ShardGroupItem::apart_groups_of(0..made).zip(ShardGroupItem::groups_of(0..made))
-    {
-        let gone = Write::delete(ShardGroupItem::key_of(id, apart).item(), Deleted::IfGone);
-        db.write("the layout before", &gone).await.expect("deleted");
-        let put = Write::create(&ShardGroupItem::new(id, before)).expect("a group");
+    for shard in HOT_SHARDS..counters_made_before {
+        let counter = ShardCounterItem {
+            group_apart: false,
+            ..ShardCounterItem::new(id, shard)
+        };
+        let put = Write::create(&counter).expect("a counter");
+        assert!(
+            db.write("the layout before", &put)
+                .await
+                .expect("put")
+                .done()
+        );
+    }
+    let apart = ShardGroupItem::key_of(id, 128).item();
+    db.write("the layout before", &Write::delete(apart, Deleted::IfGone))
+        .await
+        .expect("deleted");
+    for group in ShardGroupItem::groups_of(0..counters_made_before) {
+        let put = Write::create(&ShardGroupItem::new(id, group)).expect("a group");
         assert!(
             db.write("the layout before", &put)
                 .await

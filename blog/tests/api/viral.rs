@@ -519,3 +519,79 @@ async fn a_hot_post_liked_past_its_shards_widens_and_answers_every_like() {
     let report = api.audit(false).await;
     assert_eq!(report.findings, vec![], "the audit finds nothing");
 }
+
+/// Six likers whose likes all hash to one shard of a 128-shard post, at
+/// once, at 0.01 of DynamoDB's limits (a shard takes 10 WCU a second: two
+/// likes and a half): the shard takes two, and each throttled like tries
+/// another shard (`items::counter::like_shard`: its mark says where it is),
+/// so every like is answered 201, the six end in more than one shard, and
+/// each is counted once.
+#[tokio::test]
+async fn likes_throttled_on_their_shard_go_to_another() {
+    use blog::{
+        ids::UserId,
+        store::items::counter::{HOT_SHARDS, MAX_SHARDS, liker_shard},
+    };
+    let (proxy, api) = behind_proxy(Backoff::default()).await;
+    let author = api.user("crowded").await;
+    let post = api.post(&author, "One shard", "crowded").await;
+    api.make_hot(&post).await;
+    let id = crate::support::post_id(&post);
+    let widened = api.app.store.requests().widen(&id, HOT_SHARDS).await;
+    assert_eq!(widened.expect("widened"), MAX_SHARDS);
+    // Users until six of them share a shard (400 over 128 shards: the
+    // fullest holds about 8).
+    let mut by_shard: std::collections::HashMap<u8, Vec<String>> = Default::default();
+    for chunk in 0..10 {
+        let users = futures::future::join_all(
+            (0..40).map(|i| api.user_named(format!("crowd{chunk}{i:02}"))),
+        )
+        .await;
+        for user in users {
+            let shard = liker_shard(&UserId::parse(&user).expect("an id"), MAX_SHARDS);
+            by_shard.entry(shard).or_default().push(user);
+        }
+    }
+    let (crowded, likers) = by_shard
+        .into_iter()
+        .max_by_key(|(_, users)| users.len())
+        .expect("users");
+    let likers: Vec<String> = likers.into_iter().take(6).collect();
+    assert_eq!(likers.len(), 6, "six likers of shard {crowded}");
+
+    proxy.set_partition_limits(Some(PartitionLimits::scaled(0.01).expect("scale")));
+    let statuses =
+        futures::future::join_all(likers.iter().map(|user| api.like_post(user, &post))).await;
+    let throttled = proxy.stats().partition_throttle;
+    proxy.set_partition_limits(None);
+    assert!(
+        statuses.iter().all(|(status, _)| *status == 201),
+        "{statuses:?}"
+    );
+    assert!(throttled > 0, "the crowded shard was throttled");
+    let shards: std::collections::HashSet<String> = crate::support::table_snapshot(&api)
+        .await
+        .into_iter()
+        .filter(|item| item.get("type").and_then(|v| v.as_s().ok()) == Some(&"like".to_owned()))
+        .filter(|item| {
+            item.get("userId")
+                .and_then(|v| v.as_s().ok())
+                .is_some_and(|user| likers.contains(user))
+        })
+        .filter_map(|item| item.get(PK).and_then(|pk| pk.as_s().ok()).cloned())
+        .collect();
+    assert!(
+        shards.len() > 1,
+        "the likes went to other shards: {shards:?}"
+    );
+    assert!(
+        shards.contains(&format!("POST#{post}#{crowded:02}")),
+        "{shards:?}"
+    );
+
+    api.settle(&mut api.poller()).await;
+    let (_, got) = api.get_post(&post).await;
+    assert_eq!(got["likeCount"], json!(6), "{got}");
+    let report = api.audit(false).await;
+    assert_eq!(report.findings, vec![], "the audit finds nothing");
+}

@@ -156,6 +156,9 @@ pub(in crate::store) struct Counting {
     /// The post is hot and its new comments go to its shards.
     pub comments_sharded: bool,
     pub watch: bool,
+    /// How many times this request's count was throttled so far (a like
+    /// goes to another shard after each: [`crate::store::items::counter::like_shard`]).
+    pub throttled: u32,
 }
 
 /// What one attempt that counts up did.
@@ -249,12 +252,16 @@ impl Requests<'_> {
                 likers_moved: known.is_some_and(|hot| hot.likers_moved),
                 comments_sharded: known.is_some_and(|hot| hot.comments_sharded),
                 watch,
+                throttled,
             };
             match attempt(counting).await? {
                 Tried::Done(answer) => return Ok(Some(answer)),
                 Tried::Throttled => {
                     match counting.shards {
                         None => watch = self.switch_once(post, &mut probed).await?,
+                        // At the most shards: the next try goes to another
+                        // (a like's `like_shard`, a comment's new id).
+                        Some(shards) if shards >= MAX_SHARDS => {}
                         Some(shards) => {
                             self.widen_once(post, shards).await?;
                             // Widened meanwhile (by this request or

@@ -47,11 +47,12 @@ pub fn wider_than(shards: u8) -> u8 {
     shards.saturating_mul(WIDEN_BY).min(MAX_SHARDS)
 }
 
-/// How many shard counters a post with `shards` shards has (put where
-/// absent): its own, and those of its next widening, so that the widening,
-/// which comes when its shards are throttled, writes only its pointers and
-/// the post. A post made hot by an earlier version may lack the latter: a
-/// widening puts them where absent.
+/// How many shard counters a post with `shards` shards may have: its own,
+/// and those of its next widening (put by the widening, where absent, and
+/// by earlier versions at the switch), which its deletion closes and walks.
+/// A switch puts only its own 16 (and their group): while the post is
+/// closed every like and comment waits, where a widening keeps the post
+/// open.
 pub fn counters_made(shards: u8) -> u8 {
     wider_than(shards).max(shards)
 }
@@ -65,9 +66,25 @@ pub fn is_shard_count(n: u8) -> bool {
 
 use crate::keys::shard_of;
 
-/// The shard of a hot post that holds `liker`'s like and its marker.
+/// The shard of a hot post that holds `liker`'s like and its marker (a
+/// version before liked marks kept the marker beside the like, and looks
+/// for it there).
 pub fn liker_shard(liker: &UserId, shards: u8) -> u8 {
     shard_of(liker.as_str().as_bytes(), shards)
+}
+
+/// The shard a new like of `liker` goes to, on a try after `throttled`
+/// throttles: the liker's ([`liker_shard`]) at first, then another each
+/// time. A like may be in any shard (its mark in the liker's partition
+/// says which, and makes it unique), so one that chance bursts of other
+/// likes have filled turns no like away: at 0.01 of the limits a shard
+/// takes 2.5 likes a second, and 128 shards at half their rate still met
+/// their limit by chance.
+pub fn like_shard(liker: &UserId, shards: u8, throttled: u32) -> u8 {
+    if throttled == 0 {
+        return liker_shard(liker, shards);
+    }
+    shard_of(format!("{liker}#{throttled}").as_bytes(), shards)
 }
 
 /// The shard whose counter counts `comment`.
@@ -405,6 +422,33 @@ mod tests {
         assert_eq!(ShardGroupItem::groups_of(3..3).count(), 0);
         let group = ShardGroupItem::key_of(post, 2);
         assert_eq!(group.pk, ShardCounterItem::key_of(post, 32).pk);
+        // This version's: in partitions of their own, past every shard.
+        assert_eq!(
+            ShardGroupItem::apart_groups_of(0..MAX_SHARDS).collect::<Vec<_>>(),
+            (128..136).collect::<Vec<_>>()
+        );
+        assert_eq!(group_apart_of(MAX_SHARDS - 1), 135);
+        assert_eq!(
+            ShardGroupItem::key_of(post, 130).pk,
+            format!("POST#{post}#130")
+        );
+    }
+
+    #[test]
+    fn a_like_throttled_goes_to_another_shard_each_try() {
+        let user = UserId::parse("user-7").expect("id");
+        assert_eq!(
+            like_shard(&user, MAX_SHARDS, 0),
+            liker_shard(&user, MAX_SHARDS)
+        );
+        let tries: std::collections::BTreeSet<u8> =
+            (0..8).map(|t| like_shard(&user, MAX_SHARDS, t)).collect();
+        assert!(tries.len() >= 6, "{tries:?}");
+        assert!(tries.iter().all(|&k| k < MAX_SHARDS));
+        assert_eq!(
+            like_shard(&user, MAX_SHARDS, 3),
+            like_shard(&user, MAX_SHARDS, 3)
+        );
     }
 
     #[test]
