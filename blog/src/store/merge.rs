@@ -152,6 +152,16 @@ mod tests {
 
     use super::merge_shards;
 
+    /// Shard `k`'s entries after `after`, `take` of them at most.
+    fn shard_page(shards: &[Vec<u32>], k: u8, after: Option<u32>, take: usize) -> Vec<u32> {
+        shards[usize::from(k)]
+            .iter()
+            .copied()
+            .filter(|entry| after.is_none_or(|after| *entry > after))
+            .take(take)
+            .collect()
+    }
+
     /// Entries are numbers, listed smallest first; `shards[k]` holds shard
     /// k's, in list order. The merge against sorting everything, and how
     /// many Queries and entries it read.
@@ -164,12 +174,7 @@ mod tests {
         let (calls, read) = (AtomicUsize::new(0), AtomicUsize::new(0));
         let fetch = |k: u8, after: Option<u32>, take: usize| {
             calls.fetch_add(1, Ordering::Relaxed);
-            let page: Vec<u32> = shards[usize::from(k)]
-                .iter()
-                .copied()
-                .filter(|entry| after.is_none_or(|after| *entry > after))
-                .take(take)
-                .collect();
+            let page = shard_page(shards, k, after, take);
             read.fetch_add(page.len(), Ordering::Relaxed);
             async move { Ok(page) }
         };
@@ -254,12 +259,7 @@ mod tests {
         let shards = spread(10_000, 128);
         let (now, most) = (AtomicUsize::new(0), AtomicUsize::new(0));
         let fetch = |k: u8, after: Option<u32>, take: usize| {
-            let page: Vec<u32> = shards[usize::from(k)]
-                .iter()
-                .copied()
-                .filter(|entry| after.is_none_or(|after| *entry > after))
-                .take(take)
-                .collect();
+            let page = shard_page(&shards, k, after, take);
             let (now, most) = (&now, &most);
             async move {
                 let in_flight = now.fetch_add(1, Ordering::SeqCst) + 1;
